@@ -1,0 +1,51 @@
+//! The transport-free protocol core of a durable agent: the Rust form of the
+//! seed's `createCore`.
+//!
+//! # The contract of this crate
+//!
+//! The core is deterministic and does no IO: no sockets, no files, no
+//! spawning, no sleeping, no reading of the clock or of a random source. It
+//! holds a durable agent's layout, panes, items, events, asks and receipts.
+//!
+//! **What goes in**
+//! - The program's calls, through the handles: [`Core::workspace`] →
+//!   [`Workspace::tab`] → [`Tab::pane`], then [`Pane::write`] (items),
+//!   [`Pane::state`], [`Pane::ask`], [`require_approval`], [`Core::ready`].
+//! - Collie's requests, as plain values: [`Core::handle`] takes a
+//!   [`Request`](durable_types::exchange::Request) (method, path, query,
+//!   `If-None-Match`, body, and who the caller is) and returns a
+//!   [`Response`](durable_types::exchange::Response) (status, `ETag`, JSON body).
+//! - Time, from the [`Clock`] given in [`CoreOptions`], and the driver's
+//!   [`Core::tick`] when a deadline passes.
+//!
+//! **What comes out**
+//! - Responses, from [`Core::handle`].
+//! - Deadlines: [`Core::next_deadline`] is the earliest time at which the core
+//!   wants [`Core::tick`] called (ask expiry, held answers, the 5 s `busy`
+//!   wait).
+//! - Jobs: [`Core::poll_job`] hands out work that belongs to no request (a
+//!   queued send delivered once the pane goes idle). The driver runs each to
+//!   completion on its executor.
+//! - Warn lines, through the sink given in [`CoreOptions`].
+//!
+//! **In what order a driver calls things**
+//! 1. Build the core with [`create_core`] and register a wake-up with
+//!    [`Core::set_wakeup`]: the core calls it whenever the next deadline may
+//!    have moved earlier or a job is waiting.
+//! 2. Loop: run every job from [`Core::poll_job`]; sleep until
+//!    [`Core::next_deadline`] or until woken; call [`Core::tick`] with the
+//!    clock's time.
+//! 3. For each request, await [`Core::handle`] (concurrently with others: the
+//!    future is `Send + 'static`).
+//!
+//! The program's handles can be used from any thread at any time.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod clock;
+mod core;
+mod options;
+
+pub use clock::{Clock, ManualClock, WarnSink};
+pub use core::{CallerCheckMode, Core, Job, create_core};
+pub use options::{CoreOptions, CoreOptionsBuilder};

@@ -1,0 +1,138 @@
+//! The plain values the core takes and returns in place of HTTP messages.
+//!
+//! A server turns each HTTP request into a [`Request`] and writes the
+//! [`Response`] back; no hyper type crosses into the core.
+
+use bytes::Bytes;
+
+/// Who sent a request, as the transport could tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Caller {
+    /// Socket: the agent's own process or one it launched. Writes are refused.
+    SelfOrDescendant,
+    /// Socket: another process of the same user.
+    OtherProcess,
+    /// Socket: a process of another user. Everything is refused.
+    OtherUser,
+    /// Socket: the platform cannot tell the peer, or the caller check is off.
+    Unknown,
+    /// HTTPS: the request carried an accepted bearer token.
+    Token,
+}
+
+/// The request method, as far as the wire cares.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Method {
+    /// `GET` (and `HEAD` is not served).
+    Get,
+    /// `POST`.
+    Post,
+    /// Any other method, kept for the `405` answer.
+    Other(String),
+}
+
+impl Method {
+    /// Parses a method name as sent on the wire.
+    pub fn from_name(name: &str) -> Self {
+        match name {
+            "GET" => Method::Get,
+            "POST" => Method::Post,
+            other => Method::Other(other.to_owned()),
+        }
+    }
+}
+
+/// A request body: complete, or cut off because it went over
+/// [`BODY_MAX`](crate::BODY_MAX) while it streamed in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Body {
+    /// The whole body, at most `BODY_MAX` bytes.
+    Complete(Bytes),
+    /// The body went over `BODY_MAX`; the core answers `413 too-large` once
+    /// the route, caller and capability checks have passed.
+    TooLarge,
+}
+
+/// One request, translated from HTTP.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// The method.
+    pub method: Method,
+    /// The path as sent, still percent-encoded, without the query.
+    pub path: String,
+    /// The raw query string (after `?`), if any.
+    pub query: Option<String>,
+    /// The `If-None-Match` header, when present.
+    pub if_none_match: Option<String>,
+    /// The body.
+    pub body: Body,
+    /// Who sent it.
+    pub caller: Caller,
+}
+
+impl Request {
+    /// A request with an empty body.
+    pub fn new(method: Method, path_and_query: &str, caller: Caller) -> Self {
+        let (path, query) = match path_and_query.split_once('?') {
+            Some((p, q)) => (p.to_owned(), Some(q.to_owned())),
+            None => (path_and_query.to_owned(), None),
+        };
+        Request {
+            method,
+            path,
+            query,
+            if_none_match: None,
+            body: Body::Complete(Bytes::new()),
+            caller,
+        }
+    }
+
+    /// A `GET` request.
+    pub fn get(path_and_query: &str, caller: Caller) -> Self {
+        Self::new(Method::Get, path_and_query, caller)
+    }
+
+    /// A `POST` request with a body.
+    pub fn post(path_and_query: &str, body: impl Into<Bytes>, caller: Caller) -> Self {
+        let mut r = Self::new(Method::Post, path_and_query, caller);
+        r.body = Body::Complete(body.into());
+        r
+    }
+
+    /// Sets the `If-None-Match` header.
+    pub fn with_if_none_match(mut self, etag: impl Into<String>) -> Self {
+        self.if_none_match = Some(etag.into());
+        self
+    }
+}
+
+/// One response, to be written back as HTTP.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    /// The status code.
+    pub status: u16,
+    /// The `ETag` header, for state answers.
+    pub etag: Option<String>,
+    /// The `Allow` header, for `405` answers.
+    pub allow: Option<&'static str>,
+    /// The JSON body; empty for `304`.
+    pub body: Bytes,
+}
+
+impl Response {
+    /// A JSON response with the given status.
+    pub fn json(status: u16, body: impl Into<Bytes>) -> Self {
+        Response { status, etag: None, allow: None, body: body.into() }
+    }
+
+    /// The body parsed as JSON (for tests and clients); `Null` when empty.
+    pub fn body_json(&self) -> serde_json::Value {
+        if self.body.is_empty() {
+            return serde_json::Value::Null;
+        }
+        serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
+    }
+}

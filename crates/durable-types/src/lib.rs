@@ -1,0 +1,30 @@
+//! Wire types and rules of the durable wire v1.
+//!
+//! This crate holds what both sides of the wire agree on and nothing that
+//! does IO: the serde types of every message (camelCase, optional fields
+//! omitted when absent), the ID and cursor rules, text sanitizing and limits,
+//! the constants of the contract, [`ask_id_for`], [`call_summary`],
+//! [`arguments_view`], the ask hash, and the plain request/response values the
+//! core exchanges with the servers ([`exchange`]).
+//!
+//! Every rule has one home here or in `durable-core`, and a test that names it.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod caps;
+mod constants;
+mod error;
+mod errors;
+pub mod exchange;
+mod ids;
+pub mod text;
+mod time;
+
+pub use caps::{ALL_CAPS, CAP_NAMES, Cap, Caps, CapsView};
+pub use constants::*;
+pub use error::{RuleError, RuleKind};
+pub use errors::{ErrorBody, ErrorCode};
+pub use ids::{
+    Cursor, Id, ScopeId, check_cursor, check_id, check_scope_id, decode_path_segment, tab_wire_id,
+};
+pub use time::Timestamp;

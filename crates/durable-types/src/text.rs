@@ -1,0 +1,133 @@
+//! Text sanitizing and truncation (contract §6.1): one home for the rule.
+//!
+//! Control characters are removed (body text keeps `\n` and `\t`; titles and
+//! lines keep none), and so are invisible characters: zero-width characters,
+//! bidi marks, overrides and isolates, the BOM and the soft hyphen. Text over
+//! its limit is cut on a UTF-8 boundary (bytes) or after a whole character
+//! (push text, whose limits count characters).
+
+/// Text after cleaning, and whether anything was removed or cut.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cleaned {
+    /// The cleaned text.
+    pub text: String,
+    /// True when a character was removed or the text was truncated.
+    pub changed: bool,
+}
+
+/// Whether `c` is one of the invisible characters the rule removes.
+pub fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'                  // soft hyphen
+        | '\u{061C}'                // arabic letter mark
+        | '\u{180E}'                // mongolian vowel separator
+        | '\u{200B}'..='\u{200F}'   // zero-width space/joiners, LRM, RLM
+        | '\u{202A}'..='\u{202E}'   // bidi embeddings and overrides
+        | '\u{2060}'..='\u{2064}'   // word joiner, invisible operators
+        | '\u{2066}'..='\u{2069}'   // bidi isolates
+        | '\u{FEFF}' // BOM / zero-width no-break space
+    )
+}
+
+/// Whether the body-text rule removes `c`.
+pub fn is_forbidden_in_body(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t') || is_invisible(c)
+}
+
+/// Whether the title/line rule removes `c`.
+pub fn is_forbidden_in_line(c: char) -> bool {
+    c.is_control() || is_invisible(c)
+}
+
+/// Cuts `s` to at most `max` bytes on a UTF-8 boundary.
+pub fn truncate_bytes(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+fn clean_with(s: &str, forbidden: fn(char) -> bool) -> Cleaned {
+    if !s.chars().any(forbidden) {
+        return Cleaned { text: s.to_owned(), changed: false };
+    }
+    Cleaned { text: s.chars().filter(|c| !forbidden(*c)).collect(), changed: true }
+}
+
+/// Cleans body text (items, reasons): keeps `\n` and `\t`, cuts to `max` bytes.
+pub fn clean_body(s: &str, max_bytes: usize) -> Cleaned {
+    let mut c = clean_with(s, is_forbidden_in_body);
+    cut_bytes(&mut c, max_bytes);
+    c
+}
+
+/// Cleans a title or one-line text: no control character, cut to `max` bytes.
+pub fn clean_line(s: &str, max_bytes: usize) -> Cleaned {
+    let mut c = clean_with(s, is_forbidden_in_line);
+    cut_bytes(&mut c, max_bytes);
+    c
+}
+
+/// Cleans one-line text whose limit counts characters (push title and line).
+pub fn clean_line_chars(s: &str, max_chars: usize) -> Cleaned {
+    let mut c = clean_with(s, is_forbidden_in_line);
+    if let Some((idx, _)) = c.text.char_indices().nth(max_chars) {
+        c.text.truncate(idx);
+        c.changed = true;
+    }
+    c
+}
+
+fn cut_bytes(c: &mut Cleaned, max: usize) {
+    if c.text.len() > max {
+        let keep = truncate_bytes(&c.text, max).len();
+        c.text.truncate(keep);
+        c.changed = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn body_text_keeps_newline_and_tab_but_drops_other_controls() {
+        let c = clean_body("a\nb\tc\u{7}d\re", 100);
+        assert_eq!(c.text, "a\nb\tcde");
+        assert!(c.changed);
+    }
+
+    #[test]
+    fn titles_keep_no_control_character() {
+        assert_eq!(clean_line("a\nb\tc", 100).text, "abc");
+    }
+
+    #[test]
+    fn invisible_characters_are_removed() {
+        let c = clean_line("a\u{200B}b\u{202E}c\u{2066}d\u{FEFF}e\u{AD}f", 100);
+        assert_eq!(c.text, "abcdef");
+        assert!(c.changed);
+    }
+
+    #[test]
+    fn truncation_happens_on_a_utf8_boundary() {
+        let c = clean_body("ééé", 5);
+        assert_eq!(c.text, "éé");
+        assert!(c.changed);
+        let c = clean_body("abc", 3);
+        assert_eq!(c.text, "abc");
+        assert!(!c.changed);
+    }
+
+    #[test]
+    fn push_limits_count_characters() {
+        let c = clean_line_chars(&"é".repeat(61), 60);
+        assert_eq!(c.text.chars().count(), 60);
+        assert!(c.changed);
+    }
+}

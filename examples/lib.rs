@@ -1,0 +1,1 @@
+//! Examples (hello, desk) come with their issues.
