@@ -1,18 +1,21 @@
-//! The core: shared state, the driver's side (deadlines, jobs, wake-up).
-//! SKELETON — the lead replaces this with the full core; the driver API
-//! (create_core, handle, next_deadline, tick, poll_job, set_wakeup,
-//! set_caller_check, warn, now, options) stays as it is.
+//! The core: shared state, construction, and the driver's side (deadlines,
+//! jobs, wake-up).
 
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
-use durable_types::Timestamp;
 use durable_types::exchange::{Request, Response};
+use durable_types::{Cap, Caps, Timestamp};
 
+use crate::handlers::Hooks;
+use crate::history::HistoryProvider;
 use crate::options::CoreOptions;
+use crate::receipts::ReceiptStore;
+use crate::state::State;
+use crate::timers::Timer;
 
 /// Work that belongs to no request; the driver runs it to completion.
 pub type Job = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
@@ -52,7 +55,13 @@ pub struct Core {
 
 pub(crate) struct Shared {
     pub(crate) options: CoreOptions,
+    pub(crate) receipts: Arc<dyn ReceiptStore>,
+    pub(crate) state: Mutex<State>,
     pub(crate) driver: Mutex<DriverState>,
+    pub(crate) hooks: RwLock<Option<Arc<dyn Hooks>>>,
+    pub(crate) history: RwLock<Option<Arc<dyn HistoryProvider>>>,
+    pub(crate) writes: crate::writes::WriteLocks,
+    pub(crate) inflight: crate::once::InFlight,
 }
 
 pub(crate) struct DriverState {
@@ -69,53 +78,77 @@ impl fmt::Debug for Core {
 
 /// Builds a core (the seed's `createCore`).
 pub fn create_core(options: CoreOptions) -> Core {
-    Core {
-        shared: Arc::new(Shared {
-            options,
-            driver: Mutex::new(DriverState {
-                jobs: VecDeque::new(),
-                wakeup: None,
-                caller_check: CallerCheckMode::Unavailable,
-            }),
-        }),
-    }
+    Core::new(options)
 }
 
 impl Core {
-    /// Answers one request from Collie.
+    /// Builds a core from its options.
+    pub fn new(options: CoreOptions) -> Core {
+        let receipts = options.receipts.clone();
+        Core {
+            shared: Arc::new(Shared {
+                options,
+                receipts,
+                state: Mutex::new(State::new()),
+                driver: Mutex::new(DriverState {
+                    jobs: VecDeque::new(),
+                    wakeup: None,
+                    caller_check: CallerCheckMode::Unavailable,
+                }),
+                hooks: RwLock::new(None),
+                history: RwLock::new(None),
+                writes: crate::writes::WriteLocks::default(),
+                inflight: crate::once::InFlight::default(),
+            }),
+        }
+    }
+
+    /// Answers one request from Collie. The future is `Send + 'static`:
+    /// a server awaits many at once.
     pub fn handle(&self, request: Request) -> impl Future<Output = Response> + Send + 'static {
         let core = self.clone();
-        async move {
-            let _ = &core;
-            let _ = request;
-            Response::json(404, &b"{\"ok\":false,\"code\":\"not-found\",\"message\":\"skeleton\"}"[..])
-        }
+        async move { crate::routes::route(&core, request).await }
     }
 
     /// The earliest time at which the driver must call [`Core::tick`].
     pub fn next_deadline(&self) -> Option<Timestamp> {
-        None
+        self.lock().timers.next_deadline()
     }
 
-    /// Fires every deadline at or before `now`.
+    /// Fires every deadline at or before `now`: ask expiry, held answers,
+    /// the `busy` wait.
     pub fn tick(&self, now: Timestamp) {
-        let _ = now;
+        let due = self.lock().timers.due(now);
+        for timer in due {
+            match timer {
+                Timer::AskExpiry(id) => self.expire_ask(&id, now),
+                Timer::HoldExpiry(id) => self.expire_hold(&id, now),
+                Timer::Wake(tx) => {
+                    let _ = tx.send(());
+                }
+            }
+        }
     }
 
     /// The next job to run, if any.
     pub fn poll_job(&self) -> Option<Job> {
-        self.shared.driver.lock().unwrap_or_else(|e| e.into_inner()).jobs.pop_front()
+        self.driver().jobs.pop_front()
     }
 
     /// Registers the driver's wake-up: called when a job is queued or the
     /// next deadline may have moved earlier.
     pub fn set_wakeup(&self, wake: impl Fn() + Send + Sync + 'static) {
-        self.shared.driver.lock().unwrap_or_else(|e| e.into_inner()).wakeup = Some(Arc::new(wake));
+        self.driver().wakeup = Some(Arc::new(wake));
     }
 
     /// Tells the core what the transport's caller check is (for `GET /hello`).
     pub fn set_caller_check(&self, mode: CallerCheckMode) {
-        self.shared.driver.lock().unwrap_or_else(|e| e.into_inner()).caller_check = mode;
+        self.driver().caller_check = mode;
+    }
+
+    /// What `GET /hello` says of the caller check.
+    pub fn caller_check(&self) -> CallerCheckMode {
+        self.driver().caller_check
     }
 
     /// Writes one line through the warn sink.
@@ -131,5 +164,70 @@ impl Core {
     /// The options the core was built with.
     pub fn options(&self) -> &CoreOptions {
         &self.shared.options
+    }
+
+    /// Marks the agent ready: `GET /hello` and the state say `ready: true`
+    /// (until then Collie shows "starting").
+    pub fn ready(&self) {
+        let mut st = self.lock();
+        if !st.ready {
+            st.ready = true;
+            st.bump();
+        }
+    }
+
+    /// The capabilities in force: the ones given, or everything the SDK can
+    /// do plus `history` once a provider is set.
+    pub fn caps(&self) -> Caps {
+        match self.shared.options.caps {
+            Some(c) => c,
+            None => {
+                let all = Caps::all();
+                if self.lock().has_history { all } else { all.without(Cap::History) }
+            }
+        }
+    }
+
+    /// Sets the agent-wide hooks (replacing earlier ones).
+    pub fn set_hooks(&self, hooks: impl Hooks) {
+        *self.shared.hooks.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(hooks));
+    }
+
+    pub(crate) fn hooks(&self) -> Option<Arc<dyn Hooks>> {
+        self.shared.hooks.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn driver(&self) -> MutexGuard<'_, DriverState> {
+        self.shared.driver.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues a job and wakes the driver.
+    pub(crate) fn push_job(&self, job: impl Future<Output = ()> + Send + 'static) {
+        let wake = {
+            let mut d = self.driver();
+            d.jobs.push_back(Box::pin(job));
+            d.wakeup.clone()
+        };
+        if let Some(w) = wake {
+            w();
+        }
+    }
+
+    /// Adds a deadline and wakes the driver when it is the earliest.
+    pub(crate) fn add_timer(&self, st: &mut State, at: Timestamp, timer: Timer) {
+        if st.timers.add(at, timer) {
+            self.wake();
+        }
+    }
+
+    pub(crate) fn wake(&self) {
+        let wake = self.driver().wakeup.clone();
+        if let Some(w) = wake {
+            w();
+        }
     }
 }

@@ -42,10 +42,39 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod answer;
+mod asks;
 mod clock;
 mod core;
+mod handlers;
+mod history;
+mod layout;
+mod once;
 mod options;
+mod poll;
+mod receipts;
+mod respond;
+mod routes;
+mod select;
+mod signal;
+mod state;
+mod timers;
+mod writes;
 
+pub use asks::{
+    Approval, ApprovalFuture, ApprovalOptions, AskClosed, AskHandle, Decided, approval_spec, require_approval,
+};
 pub use clock::{Clock, ManualClock, WarnSink};
 pub use core::{CallerCheckMode, Core, Job, create_core};
+pub use handlers::{
+    ActionRequest, CloseRequest, Handled, Hooks, PaneHandlers, RenameRequest, ReopenRequest, SendRequest,
+    StarterRequest, SteerRequest, StopRequest,
+};
+pub use history::{HistoryError, HistoryProvider, ItemsPage, RowsPage};
+pub use layout::{Pane, PaneOptions, Tab, Workspace};
 pub use options::{CoreOptions, CoreOptionsBuilder};
+pub use receipts::{Lookup, MemoryReceiptStore, Receipt, ReceiptStore, StoreError};
+pub use signal::{AbortController, AbortSignal};
+
+/// The wire types and rules, re-exported.
+pub use durable_types as types;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use durable_types::{Caps, HOLD_MS, RuleError, TAIL_LIMIT};
 
 use crate::clock::{Clock, WarnSink};
+use crate::receipts::{MemoryReceiptStore, ReceiptStore};
 
 /// Everything a core is built from. Built with [`CoreOptions::builder`].
 #[derive(Clone)]
@@ -19,6 +20,7 @@ pub struct CoreOptions {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) epoch: String,
     pub(crate) warn: WarnSink,
+    pub(crate) receipts: Arc<dyn ReceiptStore>,
 }
 
 impl CoreOptions {
@@ -65,6 +67,7 @@ pub struct CoreOptionsBuilder {
     clock: Option<Arc<dyn Clock>>,
     epoch: Option<String>,
     warn: Option<WarnSink>,
+    receipts: Option<Arc<dyn ReceiptStore>>,
 }
 
 impl fmt::Debug for CoreOptionsBuilder {
@@ -138,6 +141,20 @@ impl CoreOptionsBuilder {
         self
     }
 
+    /// Where receipts are kept. Default: a [`MemoryReceiptStore`] (gone
+    /// with the process). Give a persistent store so that a replay after a
+    /// restart still returns the first answer.
+    pub fn receipts(mut self, store: impl ReceiptStore) -> Self {
+        self.receipts = Some(Arc::new(store));
+        self
+    }
+
+    /// Where receipts are kept, shared.
+    pub fn receipts_arc(mut self, store: Arc<dyn ReceiptStore>) -> Self {
+        self.receipts = Some(store);
+        self
+    }
+
     /// Checks and builds the options.
     pub fn build(self) -> Result<CoreOptions, RuleError> {
         let clock = self.clock.ok_or_else(|| {
@@ -163,6 +180,7 @@ impl CoreOptionsBuilder {
             clock,
             epoch,
             warn: self.warn.unwrap_or_else(|| Arc::new(|_: &str| {})),
+            receipts: self.receipts.unwrap_or_else(|| Arc::new(MemoryReceiptStore::new())),
         })
     }
 }

@@ -1,0 +1,131 @@
+//! `POST /v1/asks/{askId}`: an answer from the phone, checked in the
+//! contract's order (§7.1):
+//! 1. the body is malformed in itself → `400`;
+//! 2. its request id has a receipt → the receipt; holds an answer → `202`;
+//! 3. unknown ask → held (`202`) with a hash, else `404`;
+//! 4. already decided → `409 ask-closed`;
+//! 5. stale hash → `409 hash-mismatch`;
+//! 6. the answer does not fit → `400`;
+//! 7. an allow-always pick without `confirmAlways` → `409 confirm-required`.
+
+use durable_types::exchange::{Request, Response};
+use durable_types::{Answer, AnswerBody, AnswerRequest, Ask, DecidedBy, ErrorBody, ErrorCode, Id, Outcome};
+use serde_json::json;
+
+use crate::asks::answered_body;
+use crate::core::Core;
+use crate::once::Ran;
+use crate::respond;
+use crate::routes::{body_bytes, path_id};
+use crate::state::Hold;
+use crate::timers::Timer;
+
+/// Why an answer does not go through, after it met its ask (steps 6–7).
+pub(crate) enum Misfit {
+    Shape(String),
+    ConfirmRequired,
+}
+
+/// Steps 6 and 7: the answer fits the ask, and an allow-always pick is
+/// confirmed (and allowed at all: never on a cleaned ask or one without a tool).
+pub(crate) fn check_fit(ask: &Ask, body: &AnswerBody, confirm_always: bool) -> Result<Answer, Misfit> {
+    let answer = body.fit(&ask.kind).map_err(Misfit::Shape)?;
+    let always = answer.option_ids().iter().any(|id| ask.is_always_option(id));
+    if always {
+        if ask.cleaned || ask.tool.is_none() {
+            return Err(Misfit::Shape(
+                "an allow-always option cannot be picked on an ask whose text was cleaned or that names no tool".into(),
+            ));
+        }
+        if !confirm_always {
+            return Err(Misfit::ConfirmRequired);
+        }
+    }
+    Ok(answer)
+}
+
+pub(crate) async fn answer(core: &Core, req: &Request, ask_segment: &str) -> Result<Response, Response> {
+    let ask_id = path_id(ask_segment, "ask id")?;
+    let body = body_bytes(req)?;
+    let parsed = AnswerRequest::parse(body).map_err(|why| respond::bad_request(format!("answer: {why}")))?;
+    let request_id = parsed.request_id.clone();
+    let held_again = |core: &Core| -> Option<Response> {
+        let st = core.lock();
+        let ask = st.hold_by_request.get(&request_id)?;
+        Some(held_response(ask, &request_id))
+    };
+    let run = || async { decide(core, &ask_id, parsed) };
+    Ok(core.once(&request_id, held_again, run).await)
+}
+
+fn held_response(ask_id: &str, request_id: &Id) -> Response {
+    respond::json(
+        202,
+        &json!({"ok": true, "result": "held", "askId": ask_id, "requestId": request_id, "replayed": false}),
+    )
+}
+
+/// Steps 3–7 and the decision itself, under the state lock.
+fn decide(core: &Core, ask_id: &Id, req: AnswerRequest) -> Ran {
+    let now = core.now();
+    let hold_ms = core.options().hold_ms;
+    let mut st = core.lock();
+    let Some(open) = st.asks.get(ask_id.as_str()) else {
+        if let Some((by, at)) = st.decided.get(ask_id.as_str()) {
+            return Ran::unstored(respond::failure(
+                ErrorBody::new(ErrorCode::AskClosed, format!("ask {ask_id} was already decided"))
+                    .with("decidedBy", by.as_str())
+                    .with("decidedAt", at.to_rfc3339()),
+            ));
+        }
+        let Some(hash) = req.hash else {
+            return Ran::unstored(respond::not_found(format!(
+                "no ask {ask_id}; an answer with the ask's hash would be held until the agent raises it"
+            )));
+        };
+        // Step 3: held for hold_ms. A newer hold for the same ask replaces
+        // the older one, whose request id is free again.
+        if let Some(old) = st.holds.remove(ask_id.as_str()) {
+            st.hold_by_request.remove(&old.request_id);
+        }
+        let expires_at = now.plus_millis(hold_ms);
+        st.hold_by_request.insert(req.request_id.clone(), ask_id.to_string());
+        st.holds.insert(
+            ask_id.to_string(),
+            Hold {
+                request_id: req.request_id.clone(),
+                hash,
+                answer: req.answer,
+                confirm_always: req.confirm_always,
+                expires_at,
+            },
+        );
+        core.add_timer(&mut st, expires_at, Timer::HoldExpiry(ask_id.to_string()));
+        return Ran::unstored(held_response(ask_id.as_str(), &req.request_id));
+    };
+    if let Some(hash) = &req.hash {
+        if *hash != open.ask.hash {
+            let ask = serde_json::to_value(&open.ask).unwrap_or_default();
+            return Ran::unstored(respond::failure(
+                ErrorBody::new(ErrorCode::HashMismatch, "the ask changed since it was shown; here it is as it is now")
+                    .with("ask", ask),
+            ));
+        }
+    }
+    let answer = match check_fit(&open.ask, &req.answer, req.confirm_always) {
+        Ok(a) => a,
+        Err(Misfit::Shape(why)) => return Ran::unstored(respond::bad_request(format!("answer: {why}"))),
+        Err(Misfit::ConfirmRequired) => {
+            return Ran::unstored(respond::error(
+                ErrorCode::ConfirmRequired,
+                "an allow-always pick needs a second tap: send it again with confirmAlways: true",
+            ));
+        }
+    };
+    let pane = open.ask.pane.clone();
+    core.close_ask_locked(&mut st, ask_id.as_str(), DecidedBy::Phone, Outcome::Answered, Some(answer), now);
+    Ran {
+        response: respond::json(200, &answered_body(ask_id.as_str(), now, &req.request_id)),
+        group: Some(format!("pane:{pane}")),
+    }
+}

@@ -1,0 +1,400 @@
+//! Asks on the program's side: raising, the awaitable, closing (§7, §7.2),
+//! held answers applied at raise (§7.1), and `require_approval` (§7.3).
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use durable_types::{
+    Answer, AnswerBody, AskOption, AskSpec, DecidedBy, EventBody, Id, Item, ItemBody, NoticeTone, Outcome,
+    RuleError, Timestamp, ToolInfo,
+};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::core::Core;
+use crate::layout::Pane;
+use crate::receipts::Receipt;
+use crate::select::{Either, select};
+use crate::signal::AbortSignal;
+use crate::state::{OpenAsk, State};
+use crate::timers::Timer;
+
+/// An ask closed without an answer: it timed out, or was aborted (signal,
+/// stop, close).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the ask closed without an answer (decided by {}, {:?})", .decided_by.as_str(), .outcome)]
+pub struct AskClosed {
+    /// `timeout` or `program`.
+    pub decided_by: DecidedBy,
+    /// When.
+    pub decided_at: Timestamp,
+    /// `timeout` or `aborted`.
+    pub outcome: Outcome,
+}
+
+/// An answer and who gave it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decided {
+    /// The answer, typed by the ask's kind.
+    pub answer: Answer,
+    /// `phone` or `program`.
+    pub decided_by: DecidedBy,
+    /// When.
+    pub decided_at: Timestamp,
+}
+
+/// The awaitable of a raised ask. Resolves to the answer, or fails with
+/// [`AskClosed`]. Dropping it does *not* close the ask: like a shutdown, it
+/// is not an answer, and a restarted agent raises the ask again.
+#[must_use = "the ask stays open whether or not this is awaited; await it to get the answer"]
+pub struct AskHandle {
+    id: String,
+    rx: oneshot::Receiver<Result<Decided, AskClosed>>,
+}
+
+impl AskHandle {
+    /// The ask id (`ask_id_for(pane, tool_call_id)`).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The answer with who decided and when.
+    pub async fn decided(self) -> Result<Decided, AskClosed> {
+        match self.rx.await {
+            Ok(r) => r,
+            // The core is gone (shutdown): that is not an answer.
+            Err(_) => std::future::pending().await,
+        }
+    }
+}
+
+impl fmt::Debug for AskHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AskHandle").field("id", &self.id).finish()
+    }
+}
+
+impl Future for AskHandle {
+    type Output = Result<Answer, AskClosed>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match Pin::new(&mut self.rx).poll(cx) {
+            Poll::Ready(Ok(r)) => Poll::Ready(r.map(|d| d.answer)),
+            Poll::Ready(Err(_)) => Poll::Pending,
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// The body of a `200 answered` response (also the receipt of the answer).
+pub(crate) fn answered_body(ask_id: &str, decided_at: Timestamp, request_id: &Id) -> Value {
+    serde_json::json!({
+        "ok": true,
+        "result": "answered",
+        "askId": ask_id,
+        "decidedBy": "phone",
+        "decidedAt": decided_at,
+        "requestId": request_id,
+        "replayed": false,
+    })
+}
+
+/// The answer as the phone would have sent it, to check it like one.
+fn answer_body(a: &Answer) -> AnswerBody {
+    {
+        match a {
+            Answer::Options { option_ids } => AnswerBody { option_ids: Some(option_ids.clone()), ..Default::default() },
+            Answer::Text { text } => AnswerBody { text: Some(text.clone()), ..Default::default() },
+            Answer::Values { values } => AnswerBody { values: Some(values.clone()), ..Default::default() },
+            #[allow(unreachable_patterns)]
+            _ => AnswerBody::default(),
+        }
+    }
+}
+
+impl Core {
+    /// Raises an ask on a pane (see [`Pane::ask`]).
+    pub(crate) fn raise_ask(&self, pane: &Id, spec: AskSpec, signal: Option<AbortSignal>) -> Result<AskHandle, RuleError> {
+        let now = self.now();
+        let allow_always = self.shared.options.allow_always;
+        let tail = self.shared.options.tail_limit;
+        let mut st = self.lock();
+        if !st.panes.contains_key(pane) {
+            return Err(RuleError::invalid_state("pane", format!("pane {pane} is closed: an ask needs an open pane")));
+        }
+        let ask = spec.build(pane, now, allow_always)?;
+        if st.asks.contains_key(&ask.id) {
+            return Err(RuleError::invalid_state(
+                "ask-open",
+                format!("ask {} (pane {pane}, tool call {}) is already open", ask.id, ask.tool_call_id),
+            ));
+        }
+        let id = ask.id.clone();
+        let (tx, rx) = oneshot::channel();
+        let (closed_tx, closed_rx) = oneshot::channel();
+        st.decided.remove(&id);
+        st.next_ask_order += 1;
+        let order = st.next_ask_order;
+        let expires_at = ask.expires_at;
+        st.asks.insert(id.clone(), OpenAsk { ask: ask.clone(), order, sender: Some(tx), closed_tx: Some(closed_tx) });
+        st.pane_event(pane, now, EventBody::Ask { ask: Box::new(ask) }, tail);
+
+        self.apply_hold(&mut st, &id, now);
+        if st.asks.contains_key(&id) {
+            match expires_at {
+                Some(at) if at <= now => self.close_ask_locked(&mut st, &id, DecidedBy::Timeout, Outcome::Timeout, None, now),
+                Some(at) => self.add_timer(&mut st, at, Timer::AskExpiry(id.clone())),
+                None => {}
+            }
+        }
+        let still_open = st.asks.contains_key(&id);
+        drop(st);
+        if let (Some(signal), true) = (signal, still_open) {
+            let core = self.clone();
+            let ask_id = id.clone();
+            self.push_job(async move {
+                if let Either::Left(()) = select(signal.aborted(), closed_rx).await {
+                    core.abort_ask(&ask_id);
+                }
+            });
+        }
+        Ok(AskHandle { id, rx })
+    }
+
+    /// A held answer for a freshly raised ask: applied when its hash
+    /// matches and it fits, else discarded (its request id is free again).
+    fn apply_hold(&self, st: &mut State, id: &str, now: Timestamp) {
+        let Some(hold) = st.holds.remove(id) else { return };
+        st.hold_by_request.remove(&hold.request_id);
+        let Some(open) = st.asks.get(id) else { return };
+        if open.ask.hash != hold.hash {
+            return;
+        }
+        let ask = &open.ask;
+        let fits = crate::answer::check_fit(ask, &hold.answer, hold.confirm_always);
+        let Ok(answer) = fits else { return };
+        let pane = ask.pane.clone();
+        let body = answered_body(id, now, &hold.request_id);
+        let receipt = Receipt { status: 200, body };
+        st.applied_holds.insert(hold.request_id.clone(), receipt.clone());
+        self.close_ask_locked(st, id, DecidedBy::Phone, Outcome::Answered, Some(answer), now);
+        let core = self.clone();
+        let request_id = hold.request_id;
+        self.push_job(async move {
+            let group = format!("pane:{pane}");
+            if let Err(e) = core.shared.receipts.put(request_id.as_str(), receipt, &group).await {
+                core.warn(&format!("collie: a held answer was applied but its receipt could not be kept: {e}"));
+            }
+            core.lock().applied_holds.remove(&request_id);
+        });
+    }
+
+    /// Closes an open ask. `answer` is `Some` for an answer (phone or
+    /// program), `None` for a timeout or an abort. Writes the `ask-closed`
+    /// event and, unless the phone decided, one chat notice.
+    pub(crate) fn close_ask_locked(
+        &self,
+        st: &mut State,
+        id: &str,
+        by: DecidedBy,
+        outcome: Outcome,
+        answer: Option<Answer>,
+        now: Timestamp,
+    ) {
+        let Some(mut open) = st.asks.remove(id) else { return };
+        let tail = self.shared.options.tail_limit;
+        st.remember_decided(id.to_owned(), by, now);
+        let pane = open.ask.pane.clone();
+        st.pane_event(
+            &pane,
+            now,
+            EventBody::AskClosed { ask_id: id.to_owned(), decided_by: by, decided_at: now, outcome },
+            tail,
+        );
+        let notice = match (by, outcome) {
+            (DecidedBy::Timeout, _) => Some((format!("Timed out before an answer: {}", open.ask.title), NoticeTone::Warn)),
+            (DecidedBy::Program, Outcome::Answered) => {
+                Some((format!("Answered in the agent: {}", open.ask.title), NoticeTone::Info))
+            }
+            (DecidedBy::Program, _) => Some((format!("Stopped before an answer: {}", open.ask.title), NoticeTone::Info)),
+            _ => None,
+        };
+        if let Some((text, tone)) = notice {
+            if let Ok(item_id) = Id::new(format!("ask-closed-{id}")) {
+                let item = Item::new(item_id, ItemBody::Notice { text, partial: false, tone: Some(tone) });
+                if let Ok((item, _)) = item.sanitized() {
+                    st.pane_event(&pane, now, EventBody::Item { item }, tail);
+                }
+            }
+        }
+        if let Some(tx) = open.sender.take() {
+            let result = match answer {
+                Some(answer) => Ok(Decided { answer, decided_by: by, decided_at: now }),
+                None => Err(AskClosed { decided_by: by, decided_at: now, outcome }),
+            };
+            let _ = tx.send(result);
+        }
+        if let Some(tx) = open.closed_tx.take() {
+            let _ = tx.send(());
+        }
+    }
+
+    /// Closes every open ask of a pane as aborted by the program.
+    pub(crate) fn abort_asks_of(&self, st: &mut State, pane: &Id, now: Timestamp) {
+        for id in st.open_asks_of(pane) {
+            self.close_ask_locked(st, &id, DecidedBy::Program, Outcome::Aborted, None, now);
+        }
+    }
+
+    fn abort_ask(&self, id: &str) {
+        let now = self.now();
+        let mut st = self.lock();
+        self.close_ask_locked(&mut st, id, DecidedBy::Program, Outcome::Aborted, None, now);
+    }
+
+    pub(crate) fn expire_ask(&self, id: &str, now: Timestamp) {
+        let mut st = self.lock();
+        let due = st.asks.get(id).and_then(|a| a.ask.expires_at).is_some_and(|at| at <= now);
+        if due {
+            self.close_ask_locked(&mut st, id, DecidedBy::Timeout, Outcome::Timeout, None, now);
+        }
+    }
+
+    pub(crate) fn expire_hold(&self, id: &str, now: Timestamp) {
+        let mut st = self.lock();
+        let due = st.holds.get(id).is_some_and(|h| h.expires_at <= now);
+        if due {
+            if let Some(h) = st.holds.remove(id) {
+                st.hold_by_request.remove(&h.request_id);
+            }
+        }
+    }
+
+    /// The program answers an ask itself (another channel answered).
+    pub(crate) fn decide_by_program(&self, pane: &Id, ask_id: &str, answer: Answer) -> Result<(), RuleError> {
+        let now = self.now();
+        let mut st = self.lock();
+        let open = st.asks.get(ask_id).filter(|a| &a.ask.pane == pane).ok_or_else(|| {
+            RuleError::invalid_state("ask", format!("ask {ask_id} is not open on pane {pane}"))
+        })?;
+        let answer = answer_body(&answer)
+            .fit(&open.ask.kind)
+            .map_err(|why| RuleError::invalid("answer", format!("answer rule: {why}")))?;
+        self.close_ask_locked(&mut st, ask_id, DecidedBy::Program, Outcome::Answered, Some(answer), now);
+        Ok(())
+    }
+}
+
+/// Options of [`require_approval`]: the pane, the tool call id, and
+/// optionally a timeout and an abort signal.
+#[derive(Debug, Clone)]
+pub struct ApprovalOptions {
+    pane: Pane,
+    tool_call_id: String,
+    timeout_ms: Option<u64>,
+    signal: Option<AbortSignal>,
+}
+
+impl ApprovalOptions {
+    /// Approval on `pane` for the tool call `tool_call_id`.
+    pub fn new(pane: &Pane, tool_call_id: impl Into<String>) -> Self {
+        ApprovalOptions { pane: pane.clone(), tool_call_id: tool_call_id.into(), timeout_ms: None, signal: None }
+    }
+
+    /// Times out after `ms` milliseconds (`approved: false`, `timeout`).
+    pub fn timeout_ms(mut self, ms: u64) -> Self {
+        self.timeout_ms = Some(ms);
+        self
+    }
+
+    /// An abort signal: aborting closes the card (`approved: false`).
+    pub fn signal(mut self, signal: AbortSignal) -> Self {
+        self.signal = Some(signal);
+        self
+    }
+}
+
+/// The result of [`require_approval`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approval {
+    /// True only when the person picked Allow.
+    pub approved: bool,
+    /// Who decided.
+    pub decided_by: DecidedBy,
+    /// When.
+    pub decided_at: Timestamp,
+    /// The ask id.
+    pub ask_id: String,
+}
+
+/// The card `require_approval` raises for a tool call, built from the call
+/// itself, never from model text: title `<tool> wants to run`, the tool line
+/// [`call_summary`](durable_types::call_summary), push title
+/// `<tool> needs a yes`, options Allow (`allow`) and Deny (`deny`).
+pub fn approval_spec(tool_name: &str, args: &Value, tool_call_id: impl Into<String>) -> AskSpec {
+    AskSpec::choice(
+        tool_call_id,
+        format!("{tool_name} wants to run"),
+        [AskOption::new("allow", "Allow"), AskOption::new("deny", "Deny")],
+    )
+    .tool(ToolInfo::from_call(tool_name, args))
+    .push_title(format!("{tool_name} needs a yes"))
+}
+
+/// Asks the person whether a tool call may run, in one line. Raises the card
+/// at once (an `Err` for a bad call) and returns an awaitable of the
+/// [`Approval`]; deny, timeout, stop and abort all give `approved: false`.
+///
+/// ```no_run
+/// # async fn f(pane: durable_core::Pane) -> Result<(), Box<dyn std::error::Error>> {
+/// use durable_core::{require_approval, ApprovalOptions};
+/// let args = serde_json::json!({"order": "5521", "amount": 40});
+/// let approval = require_approval("refund", &args, ApprovalOptions::new(&pane, "call-1").timeout_ms(600_000))?.await;
+/// if !approval.approved {
+///     return Err(format!("refund not approved: {}", approval.decided_by.as_str()).into());
+/// }
+/// # Ok(()) }
+/// ```
+pub fn require_approval(tool_name: &str, args: &Value, options: ApprovalOptions) -> Result<ApprovalFuture, RuleError> {
+    let mut spec = approval_spec(tool_name, args, options.tool_call_id);
+    if let Some(ms) = options.timeout_ms {
+        spec = spec.expires_in_ms(ms);
+    }
+    let handle = options.pane.ask_with(spec, options.signal)?;
+    let ask_id = handle.id().to_owned();
+    Ok(ApprovalFuture {
+        inner: Box::pin(async move {
+            match handle.decided().await {
+                Ok(d) => Approval {
+                    approved: d.answer.option_id() == Some("allow"),
+                    decided_by: d.decided_by,
+                    decided_at: d.decided_at,
+                    ask_id,
+                },
+                Err(closed) => Approval { approved: false, decided_by: closed.decided_by, decided_at: closed.decided_at, ask_id },
+            }
+        }),
+    })
+}
+
+/// The awaitable of [`require_approval`]; the card is already raised.
+#[must_use = "the card stays open whether or not this is awaited"]
+pub struct ApprovalFuture {
+    inner: Pin<Box<dyn Future<Output = Approval> + Send>>,
+}
+
+impl fmt::Debug for ApprovalFuture {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApprovalFuture").finish_non_exhaustive()
+    }
+}
+
+impl Future for ApprovalFuture {
+    type Output = Approval;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Approval> {
+        self.inner.as_mut().poll(cx)
+    }
+}

@@ -1,0 +1,204 @@
+//! Handlers (per pane) and hooks (agent-wide) for the phone's writes (§8).
+//!
+//! A write answers once its handler has *accepted* the work, not when the
+//! work is finished: a handler starts the work (on the program's own task)
+//! and returns. Awaiting an ask inside a handler deadlocks the pane: the
+//! answer could only arrive through the same phone whose write is waiting.
+
+use async_trait::async_trait;
+use durable_types::{Id, Target};
+
+use crate::layout::Pane;
+use crate::signal::AbortSignal;
+
+/// What a handler or hook says of a write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Handled {
+    /// The work is accepted.
+    Accepted,
+    /// A starter created this pane.
+    Started(Id),
+    /// The work is refused: `409 refused` with this reason, nothing stored,
+    /// so the same request id may try again.
+    Refused(String),
+    /// This handler does not take this write: the hook is asked next, and
+    /// with no hook the answer is `409 not-supported`.
+    NotHandled,
+}
+
+impl Handled {
+    /// A refusal with a reason.
+    pub fn refuse(reason: impl Into<String>) -> Self {
+        Handled::Refused(reason.into())
+    }
+}
+
+/// `send` from the phone, delivered when the pane is idle.
+#[derive(Debug, Clone)]
+pub struct SendRequest {
+    /// The pane.
+    pub pane: Pane,
+    /// The send's request id (the `user` item names it).
+    pub request_id: Id,
+    /// The text.
+    pub text: String,
+    /// A signal that fires when the phone stops the turn.
+    pub signal: AbortSignal,
+}
+
+/// `steer` from the phone: text for the running turn.
+#[derive(Debug, Clone)]
+pub struct SteerRequest {
+    /// The pane.
+    pub pane: Pane,
+    /// The request id.
+    pub request_id: Id,
+    /// The text.
+    pub text: String,
+}
+
+/// `stop` from the phone. The core has already fired the turn's signal and
+/// closed the pane's open asks.
+#[derive(Debug, Clone)]
+pub struct StopRequest {
+    /// The pane.
+    pub pane: Pane,
+    /// The request id.
+    pub request_id: Id,
+}
+
+/// A pane action button pressed on the phone.
+#[derive(Debug, Clone)]
+pub struct ActionRequest {
+    /// The pane.
+    pub pane: Pane,
+    /// The request id.
+    pub request_id: Id,
+    /// The action id.
+    pub action: Id,
+}
+
+/// A rename from the phone; accepted, the SDK sets the title itself.
+#[derive(Debug, Clone)]
+pub struct RenameRequest {
+    /// The request id.
+    pub request_id: Id,
+    /// What is renamed.
+    pub target: Target,
+    /// Its id (`<workspace>:<tab>` for a tab).
+    pub id: String,
+    /// The new title.
+    pub title: String,
+}
+
+/// A close from the phone; accepted, the SDK removes the target and
+/// everything in it, and closes their open asks as aborted.
+#[derive(Debug, Clone)]
+pub struct CloseRequest {
+    /// The request id.
+    pub request_id: Id,
+    /// What is closed.
+    pub target: Target,
+    /// Its id.
+    pub id: String,
+}
+
+/// A reopen from the phone. With a hook, the hook decides (and typically
+/// calls `tab.pane(..)` again); without one, the SDK restores a pane this
+/// process closed.
+#[derive(Debug, Clone)]
+pub struct ReopenRequest {
+    /// The request id.
+    pub request_id: Id,
+    /// The pane id.
+    pub id: Id,
+}
+
+/// A starter pressed on the phone: the hook creates a pane and answers
+/// [`Handled::Started`] with its id.
+#[derive(Debug, Clone)]
+pub struct StarterRequest {
+    /// The request id.
+    pub request_id: Id,
+    /// The starter id.
+    pub starter: Id,
+    /// The first text, if the phone sent one.
+    pub text: Option<String>,
+}
+
+/// Per-pane handlers: they win over the agent-wide [`Hooks`]. Every method
+/// defaults to [`Handled::NotHandled`].
+#[async_trait]
+pub trait PaneHandlers: Send + Sync + 'static {
+    /// Text to start a turn with. Called when the pane is idle (a send that
+    /// arrives during a turn is queued and delivered after it).
+    async fn send(&self, req: SendRequest) -> Handled {
+        let _ = req;
+        Handled::NotHandled
+    }
+    /// Text for the running turn.
+    async fn steer(&self, req: SteerRequest) -> Handled {
+        let _ = req;
+        Handled::NotHandled
+    }
+    /// The phone stopped the turn.
+    async fn stop(&self, req: StopRequest) -> Handled {
+        let _ = req;
+        Handled::NotHandled
+    }
+    /// A pane action.
+    async fn action(&self, req: ActionRequest) -> Handled {
+        let _ = req;
+        Handled::NotHandled
+    }
+}
+
+/// Agent-wide hooks: the one named place for each write from the phone. A
+/// hook runs only when its cap is on and its request id is new. Every
+/// method defaults to [`Handled::NotHandled`]; for rename and close that
+/// means the SDK accepts and applies the change itself, for reopen that it
+/// restores a pane this process closed.
+#[async_trait]
+pub trait Hooks: Send + Sync + 'static {
+    /// Send, for panes without their own handler.
+    async fn on_send(&self, req: SendRequest) -> Handled {
+        let _ = req;
+        Handled::NotHandled
+    }
+    /// Steer, for panes without their own handler.
+    async fn on_steer(&self, req: SteerRequest) -> Handled {
+        let _ = req;
+        Handled::NotHandled
+    }
+    /// Stop, for panes without their own handler.
+    async fn on_stop(&self, req: StopRequest) -> Handled {
+        let _ = req;
+        Handled::NotHandled
+    }
+    /// A pane action, for panes without their own handler.
+    async fn on_action(&self, req: ActionRequest) -> Handled {
+        let _ = req;
+        Handled::NotHandled
+    }
+    /// A rename.
+    async fn on_rename(&self, req: RenameRequest) -> Handled {
+        let _ = req;
+        Handled::NotHandled
+    }
+    /// A close.
+    async fn on_close(&self, req: CloseRequest) -> Handled {
+        let _ = req;
+        Handled::NotHandled
+    }
+    /// A reopen.
+    async fn on_reopen(&self, req: ReopenRequest) -> Handled {
+        let _ = req;
+        Handled::NotHandled
+    }
+    /// A starter.
+    async fn on_starter(&self, req: StarterRequest) -> Handled {
+        let _ = req;
+        Handled::NotHandled
+    }
+}

@@ -1,0 +1,138 @@
+//! History (§10): the agent's own store of conversations, served through a
+//! [`HistoryProvider`] set with [`Core::history`].
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use durable_types::exchange::{Request, Response};
+use durable_types::{
+    ConversationPage, Cursor, ErrorCode, HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX, HistoryPage, HistoryRow, Item,
+};
+
+use crate::core::Core;
+use crate::respond;
+use crate::routes::{Query, path_id};
+
+/// One page of conversation rows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowsPage {
+    /// The rows, at most `limit`.
+    pub rows: Vec<HistoryRow>,
+    /// The cursor of the next page; `None` ends the list.
+    pub next: Option<Cursor>,
+}
+
+/// One page of a conversation's items.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ItemsPage {
+    /// The conversation's row.
+    pub row: HistoryRow,
+    /// Its items, in order, at most `limit`.
+    pub items: Vec<Item>,
+    /// The cursor of the next page; `None` ends it.
+    pub next: Option<Cursor>,
+    /// True when the agent no longer keeps the conversation's oldest items.
+    pub dropped: bool,
+}
+
+/// An error of a history provider; the phone gets `500 internal` with this
+/// message, so it must say nothing secret.
+#[derive(Debug, thiserror::Error)]
+#[error("history: {message}")]
+pub struct HistoryError {
+    message: String,
+}
+
+impl HistoryError {
+    /// An error with a message.
+    pub fn new(message: impl Into<String>) -> Self {
+        HistoryError { message: message.into() }
+    }
+}
+
+/// Serves every conversation, open and closed, from the agent's own store.
+/// Cursors are the provider's own strings (the cursor rule: 1 to 512 bytes
+/// of printable ASCII without space).
+#[async_trait]
+pub trait HistoryProvider: Send + Sync + 'static {
+    /// Rows after `after` (from the start when `None`), at most `limit`.
+    async fn rows(&self, after: Option<Cursor>, limit: usize) -> Result<RowsPage, HistoryError>;
+    /// One conversation's items after `after`, at most `limit`; `None` for
+    /// an unknown session id.
+    async fn items(&self, session_id: &str, after: Option<Cursor>, limit: usize)
+    -> Result<Option<ItemsPage>, HistoryError>;
+}
+
+impl Core {
+    /// Sets the history provider (the seed's `collie.history(provider)`).
+    /// With caps omitted, this turns the `history` cap on; every pane's
+    /// session id becomes its pane id unless `tab.pane()` named another.
+    pub fn history(&self, provider: impl HistoryProvider) {
+        *self.shared.history.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(provider));
+        let mut st = self.lock();
+        st.has_history = true;
+        let ids: Vec<_> = st.panes.keys().cloned().collect();
+        for id in ids {
+            st.touch_pane(&id);
+        }
+        st.bump_layout();
+    }
+
+    fn provider(&self) -> Option<Arc<dyn HistoryProvider>> {
+        self.shared.history.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+fn paging(req: &Request) -> Result<(Option<Cursor>, usize), Response> {
+    let q = Query::parse(req.query.as_deref());
+    let after = match q.get("after") {
+        None => None,
+        Some(a) => Some(Cursor::new(a).map_err(|e| respond::bad_request(format!("after: {e}")))?),
+    };
+    let limit = match q.u64("limit")? {
+        None => HISTORY_LIMIT_DEFAULT,
+        Some(n) if (1..=HISTORY_LIMIT_MAX as u64).contains(&n) => n as usize,
+        Some(n) => {
+            return Err(respond::bad_request(format!("limit is 1 to {HISTORY_LIMIT_MAX}, not {n}")));
+        }
+    };
+    Ok((after, limit))
+}
+
+pub(crate) async fn list(core: &Core, req: &Request) -> Result<Response, Response> {
+    let (after, limit) = paging(req)?;
+    let Some(provider) = core.provider() else {
+        return Err(respond::error(ErrorCode::NotSupported, "this agent has no history provider"));
+    };
+    let mut page = provider.rows(after, limit).await.map_err(|e| respond::error(ErrorCode::Internal, e.to_string()))?;
+    page.rows.truncate(limit);
+    Ok(respond::json(
+        200,
+        &HistoryPage { ok: true, rows: page.rows, next: page.next.map(Cursor::into_string) },
+    ))
+}
+
+pub(crate) async fn conversation(core: &Core, req: &Request, session: &str) -> Result<Response, Response> {
+    let session = path_id(session, "session id")?;
+    let (after, limit) = paging(req)?;
+    let Some(provider) = core.provider() else {
+        return Err(respond::error(ErrorCode::NotSupported, "this agent has no history provider"));
+    };
+    let page = provider
+        .items(session.as_str(), after, limit)
+        .await
+        .map_err(|e| respond::error(ErrorCode::Internal, e.to_string()))?
+        .ok_or_else(|| respond::not_found(format!("no conversation {session}")))?;
+    let mut items = page.items;
+    items.truncate(limit);
+    Ok(respond::json(
+        200,
+        &ConversationPage {
+            ok: true,
+            row: page.row,
+            items,
+            next: page.next.map(Cursor::into_string),
+            dropped: page.dropped,
+        },
+    ))
+}

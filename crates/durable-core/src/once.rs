@@ -1,0 +1,151 @@
+//! Exactly once: the receipt step every write goes through (§9). A repeat
+//! of a request id still being processed waits for the first; a stored
+//! receipt is replayed with `replayed: true`; an evicted one is `500
+//! receipt-dropped`; only a `200` is stored, and it is stored before the
+//! response leaves.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Mutex;
+
+use durable_types::exchange::Response;
+use durable_types::{ErrorCode, Id};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::core::Core;
+use crate::receipts::{Lookup, Receipt};
+use crate::respond;
+
+/// What the first request for an id ended with: its receipt, or nothing
+/// (refused, failed, or dropped), in which case a waiting repeat runs itself.
+type Settled = Option<Option<Receipt>>;
+
+/// Request ids being processed now.
+#[derive(Default)]
+pub(crate) struct InFlight {
+    map: Mutex<HashMap<Id, watch::Receiver<Settled>>>,
+}
+
+/// Removes the in-flight entry when the first request ends, however it ends.
+struct Claim<'a> {
+    inflight: &'a InFlight,
+    id: Id,
+    tx: watch::Sender<Settled>,
+}
+
+impl Claim<'_> {
+    fn settle(self, receipt: Option<Receipt>) {
+        self.tx.send_replace(Some(receipt));
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        self.inflight.map.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.id);
+    }
+}
+
+/// A stored receipt sent again, with `replayed: true`.
+pub(crate) fn replay(receipt: &Receipt) -> Response {
+    let mut body = receipt.body.clone();
+    if let Value::Object(m) = &mut body {
+        m.insert("replayed".into(), Value::Bool(true));
+    }
+    respond::json(receipt.status, &body)
+}
+
+/// What a run of a write gives back: the response, and the receipt group
+/// when it is a success to keep.
+pub(crate) struct Ran {
+    pub(crate) response: Response,
+    pub(crate) group: Option<String>,
+}
+
+impl Ran {
+    /// A response that is not stored (a refusal, a `202 held`).
+    pub(crate) fn unstored(response: Response) -> Ran {
+        Ran { response, group: None }
+    }
+}
+
+impl Core {
+    /// Runs `run` at most once for `request_id`, through the receipt store.
+    /// `before_run` is checked once the id is ours and before the store:
+    /// it may answer at once (the answer route's held answers).
+    pub(crate) async fn once<F, Fut>(&self, request_id: &Id, before_run: impl Fn(&Core) -> Option<Response>, run: F) -> Response
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Ran>,
+    {
+        let inflight = &self.shared.inflight;
+        let claim = loop {
+            let waiter = {
+                let mut map = inflight.map.lock().unwrap_or_else(|e| e.into_inner());
+                match map.get(request_id) {
+                    Some(rx) => Some(rx.clone()),
+                    None => {
+                        let (tx, rx) = watch::channel(None);
+                        map.insert(request_id.clone(), rx);
+                        break Claim { inflight, id: request_id.clone(), tx };
+                    }
+                }
+            };
+            if let Some(mut rx) = waiter {
+                let settled = rx.wait_for(Option::is_some).await.map(|v| v.clone()).ok().flatten();
+                if let Some(Some(receipt)) = settled {
+                    return replay(&receipt);
+                }
+                // The first was refused or failed: this repeat runs on its own.
+            }
+        };
+        if let Some(resp) = before_run(self) {
+            claim.settle(None);
+            return resp;
+        }
+        let applied = self.lock().applied_holds.get(request_id).cloned();
+        if let Some(receipt) = applied {
+            claim.settle(Some(receipt.clone()));
+            return replay(&receipt);
+        }
+        match self.shared.receipts.get(request_id.as_str()).await {
+            Ok(Lookup::Found(receipt)) => {
+                let resp = replay(&receipt);
+                claim.settle(Some(receipt));
+                return resp;
+            }
+            Ok(Lookup::Evicted) => {
+                claim.settle(None);
+                return respond::error(
+                    ErrorCode::ReceiptDropped,
+                    format!("request {request_id} was answered before, but its receipt was evicted; nothing was executed"),
+                );
+            }
+            Ok(_) => {}
+            Err(e) => {
+                claim.settle(None);
+                return respond::error(ErrorCode::Internal, format!("the receipt store failed: {e}"));
+            }
+        }
+        let ran = run().await;
+        match (ran.response.status, ran.group) {
+            (200, Some(group)) => {
+                let body: Value = serde_json::from_slice(&ran.response.body).unwrap_or(Value::Null);
+                let receipt = Receipt { status: 200, body };
+                if let Err(e) = self.shared.receipts.put(request_id.as_str(), receipt.clone(), &group).await {
+                    claim.settle(None);
+                    return respond::error(
+                        ErrorCode::Internal,
+                        format!("the write was applied but its receipt could not be kept: {e}"),
+                    );
+                }
+                claim.settle(Some(receipt));
+                ran.response
+            }
+            _ => {
+                claim.settle(None);
+                ran.response
+            }
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! The read routes: `GET`/`POST /hello` (§3), the state poll (§5) and a
+//! pane's events (§6).
+
+use durable_types::exchange::{Request, Response};
+use durable_types::{
+    CapsView, ErrorCode, EventsPage, HelloPostResponse, HelloRequest, HelloResponse, PaneSnapshot, SDK_NAME,
+    SDK_VERSION, STATE_SEQ_MEMORY, SdkInfo, StateResponse, VIEW_LIMIT, WireRange,
+};
+
+use crate::core::Core;
+use crate::respond;
+use crate::routes::{Query, body_bytes, path_id};
+
+pub(crate) fn hello(core: &Core) -> Response {
+    let ready = core.lock().ready;
+    let opts = core.options();
+    respond::json(
+        200,
+        &HelloResponse {
+            ok: true,
+            wire: WireRange::SDK,
+            sdk: SdkInfo { name: SDK_NAME.into(), version: SDK_VERSION.into() },
+            host: opts.host_name.clone(),
+            runtime: opts.runtime.clone(),
+            ready,
+            epoch: opts.epoch.clone(),
+            caller_check: core.caller_check().as_str().into(),
+            caps: CapsView::from(core.caps()),
+        },
+    )
+}
+
+/// Collie announces itself; a version range that does not overlap ours is
+/// written through the warn sink once per Collie version.
+pub(crate) fn hello_post(core: &Core, req: &Request) -> Result<Response, Response> {
+    let body = body_bytes(req)?;
+    let hello: HelloRequest = serde_json::from_slice(body)
+        .map_err(|e| respond::bad_request(format!("POST /hello needs {{\"wire\": {{\"min\", \"max\"}}}}: {e}")))?;
+    let compatible = WireRange::SDK.overlaps(hello.wire);
+    if !compatible {
+        let version = hello.collie.as_ref().map_or_else(|| "unknown".to_owned(), |c| c.version.clone());
+        let first = core.lock().warned_versions.insert(version);
+        if first {
+            core.warn(&format!(
+                "collie: Collie speaks wire {}, this durable agent speaks {}. Update the agent's SDK, or Collie.",
+                hello.wire.label(),
+                WireRange::SDK.label()
+            ));
+        }
+    }
+    Ok(respond::json(200, &HelloPostResponse { ok: true, wire: WireRange::SDK, compatible }))
+}
+
+/// `GET /v1/state[?since=N]`, with the `ETag` and `304`.
+pub(crate) fn state(core: &Core, req: &Request) -> Result<Response, Response> {
+    let since = Query::parse(req.query.as_deref()).u64("since")?;
+    let st = core.lock();
+    let etag = format!("\"{}-{}\"", core.options().epoch, st.seq);
+    if req.if_none_match.as_deref().is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*")) {
+        let mut resp = Response::json(304, Vec::new());
+        resp.etag = Some(etag);
+        return Ok(resp);
+    }
+    let full = match since {
+        None | Some(0) => true,
+        Some(n) => n > st.seq || st.seq - n > STATE_SEQ_MEMORY,
+    };
+    let n = since.unwrap_or(0);
+    let mut panes: Vec<_> = st
+        .panes
+        .values()
+        .filter(|p| full || p.changed_at > n)
+        .map(|p| (p.changed_at, st.pane_view(p)))
+        .collect();
+    // A stable order: the layout's order (tabs, then panes in their tab).
+    let order: Vec<String> = st.workspaces.iter().flat_map(|w| w.tabs.iter().flat_map(|t| t.panes.iter().map(|p| p.to_string()))).collect();
+    panes.sort_by_key(|(_, v)| order.iter().position(|id| id == v.id.as_str()).unwrap_or(usize::MAX));
+    let layout = full || st.layout_seq > n;
+    let removed = if full {
+        Vec::new()
+    } else {
+        let mut r: Vec<String> = st
+            .removed
+            .iter()
+            .filter(|(id, s)| *s > n && !st.panes.contains_key(id))
+            .map(|(id, _)| id.to_string())
+            .collect();
+        r.dedup();
+        r
+    };
+    let body = StateResponse {
+        ok: true,
+        epoch: core.options().epoch.clone(),
+        seq: st.seq,
+        ready: st.ready,
+        full,
+        workspaces: layout.then(|| st.workspaces_view()),
+        panes: panes.into_iter().map(|(_, v)| v).collect(),
+        removed,
+        closed: layout.then(|| st.closed.iter().map(|c| c.view.clone()).collect()),
+        starters: layout.then(|| st.starters.clone()),
+        asks: st.open_asks_sorted(),
+    };
+    drop(st);
+    let mut resp = respond::json(200, &body);
+    resp.etag = Some(etag);
+    Ok(resp)
+}
+
+/// `GET /v1/panes/{pane}/events?after=N`: the tail after `N`, or the
+/// pane's view when the reader fell behind (or is ahead: an earlier epoch).
+pub(crate) fn events(core: &Core, req: &Request, pane: &str) -> Result<Response, Response> {
+    let pane = path_id(pane, "pane")?;
+    let after = Query::parse(req.query.as_deref()).u64("after")?.unwrap_or(0);
+    let st = core.lock();
+    let Some(p) = st.panes.get(&pane) else {
+        return Err(respond::error(ErrorCode::NotFound, format!("no open pane {pane}")));
+    };
+    let behind = after + 1 < p.first_retained();
+    let ahead = after > p.last_seq;
+    if !behind && !ahead {
+        let events: Vec<_> = p.events.iter().filter(|e| e.seq > after).cloned().collect();
+        let next = events.last().map_or(after, |e| e.seq);
+        return Ok(respond::json(200, &EventsPage { ok: true, pane, snapshot: false, next, events }));
+    }
+    let skip = p.view.len().saturating_sub(VIEW_LIMIT);
+    let snapshot = PaneSnapshot {
+        ok: true,
+        pane: pane.clone(),
+        snapshot: true,
+        items: p.view.values().skip(skip).cloned().collect(),
+        state: p.state,
+        turn_id: p.turn_id.clone(),
+        asks: st.open_asks_sorted().into_iter().filter(|a| a.pane == pane).collect(),
+        next: p.last_seq,
+        dropped: p.dropped || skip > 0,
+    };
+    Ok(respond::json(200, &snapshot))
+}

@@ -1,0 +1,174 @@
+//! Receipts (contract §9): the first successful answer to a request id is
+//! kept, and a repeat gets it again with `replayed: true`.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fmt;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use durable_types::{EVICTED_MEMORY_FACTOR, RECEIPTS_PER_GROUP};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A stored answer: the status and the body as first sent
+/// (`"replayed": false`; the core sets it to true when it replays).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Receipt {
+    /// The HTTP status of the first answer (200).
+    pub status: u16,
+    /// The JSON body of the first answer.
+    pub body: Value,
+}
+
+/// What a [`ReceiptStore`] knows of a request id.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Lookup {
+    /// The id has a receipt.
+    Found(Receipt),
+    /// The id had a receipt that was evicted: the core answers
+    /// `500 receipt-dropped` and executes nothing.
+    Evicted,
+    /// The id is new.
+    Unknown,
+}
+
+/// An error from a receipt store (a disk full, a database gone).
+#[derive(Debug, thiserror::Error)]
+#[error("receipt store: {message}")]
+pub struct StoreError {
+    message: String,
+}
+
+impl StoreError {
+    /// An error with a message (never a secret).
+    pub fn new(message: impl Into<String>) -> Self {
+        StoreError { message: message.into() }
+    }
+}
+
+/// Where receipts live. `get` finds an id whatever group it was put in;
+/// groups (`pane:<paneId>`, `starters`, `renames`, `closes`, `reopens`) only
+/// decide eviction.
+///
+/// A store that keeps receipts across restarts makes a replay after a
+/// restart still return the first answer. Write one and give it to
+/// [`CoreOptionsBuilder::receipts`](crate::CoreOptionsBuilder::receipts):
+///
+/// ```
+/// use std::collections::HashMap;
+/// use std::sync::Mutex;
+/// use durable_core::{Lookup, Receipt, ReceiptStore, StoreError};
+///
+/// /// Keeps every receipt in a map; a real one writes a file or a database
+/// /// and returns from `put` only once the receipt is durable.
+/// #[derive(Default)]
+/// struct MapStore(Mutex<HashMap<String, Receipt>>);
+///
+/// #[async_trait::async_trait]
+/// impl ReceiptStore for MapStore {
+///     async fn get(&self, request_id: &str) -> Result<Lookup, StoreError> {
+///         let map = self.0.lock().map_err(|_| StoreError::new("poisoned"))?;
+///         Ok(map.get(request_id).cloned().map_or(Lookup::Unknown, Lookup::Found))
+///     }
+///     async fn put(&self, request_id: &str, receipt: Receipt, _group: &str) -> Result<(), StoreError> {
+///         self.0.lock().map_err(|_| StoreError::new("poisoned"))?.insert(request_id.to_owned(), receipt);
+///         Ok(())
+///     }
+/// }
+/// ```
+#[async_trait]
+pub trait ReceiptStore: Send + Sync + 'static {
+    /// What the store knows of `request_id`.
+    async fn get(&self, request_id: &str) -> Result<Lookup, StoreError>;
+    /// Stores the first successful answer to `request_id`. Returns once it is
+    /// kept: the response leaves only after.
+    async fn put(&self, request_id: &str, receipt: Receipt, group: &str) -> Result<(), StoreError>;
+}
+
+/// The default store: in memory, the `per_group` (default
+/// [`RECEIPTS_PER_GROUP`]) most recent receipts of each group; evicted ids
+/// are remembered until `10 × per_group` further ids of the group have passed.
+/// Everything is gone with the process.
+pub struct MemoryReceiptStore {
+    per_group: usize,
+    inner: Mutex<MemoryInner>,
+}
+
+#[derive(Default)]
+struct MemoryInner {
+    receipts: HashMap<String, Receipt>,
+    groups: HashMap<String, GroupLog>,
+    evicted: HashSet<String>,
+}
+
+#[derive(Default)]
+struct GroupLog {
+    live: VecDeque<String>,
+    evicted: VecDeque<String>,
+}
+
+impl MemoryReceiptStore {
+    /// A store keeping [`RECEIPTS_PER_GROUP`] receipts per group.
+    pub fn new() -> Self {
+        Self::with_capacity(RECEIPTS_PER_GROUP)
+    }
+
+    /// A store keeping `per_group` receipts per group (at least 1).
+    pub fn with_capacity(per_group: usize) -> Self {
+        MemoryReceiptStore { per_group: per_group.max(1), inner: Mutex::new(MemoryInner::default()) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, MemoryInner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Default for MemoryReceiptStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for MemoryReceiptStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryReceiptStore").field("per_group", &self.per_group).finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl ReceiptStore for MemoryReceiptStore {
+    async fn get(&self, request_id: &str) -> Result<Lookup, StoreError> {
+        let inner = self.lock();
+        Ok(match inner.receipts.get(request_id) {
+            Some(r) => Lookup::Found(r.clone()),
+            None if inner.evicted.contains(request_id) => Lookup::Evicted,
+            None => Lookup::Unknown,
+        })
+    }
+
+    async fn put(&self, request_id: &str, receipt: Receipt, group: &str) -> Result<(), StoreError> {
+        let per_group = self.per_group;
+        let mut inner = self.lock();
+        let inner = &mut *inner;
+        if inner.receipts.contains_key(request_id) {
+            return Ok(()); // already kept: the first answer stays
+        }
+        inner.receipts.insert(request_id.to_owned(), receipt);
+        inner.evicted.remove(request_id);
+        let log = inner.groups.entry(group.to_owned()).or_default();
+        log.live.push_back(request_id.to_owned());
+        while log.live.len() > per_group {
+            let Some(old) = log.live.pop_front() else { break };
+            inner.receipts.remove(&old);
+            inner.evicted.insert(old.clone());
+            log.evicted.push_back(old);
+        }
+        while log.evicted.len() > per_group * EVICTED_MEMORY_FACTOR {
+            if let Some(old) = log.evicted.pop_front() {
+                inner.evicted.remove(&old);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,37 @@
+//! Building responses: JSON bodies and the error table of §2.
+
+use durable_types::exchange::Response;
+use durable_types::{ErrorBody, ErrorCode};
+use serde::Serialize;
+
+/// A JSON success (or any serializable body) with a status.
+pub(crate) fn json<T: Serialize>(status: u16, body: &T) -> Response {
+    match serde_json::to_vec(body) {
+        Ok(bytes) => Response::json(status, bytes),
+        Err(_) => error(ErrorCode::Internal, "the answer could not be written as JSON"),
+    }
+}
+
+/// A failure with no extra field.
+pub(crate) fn error(code: ErrorCode, message: impl Into<String>) -> Response {
+    failure(ErrorBody::new(code, message))
+}
+
+/// A failure body with its fields.
+pub(crate) fn failure(body: ErrorBody) -> Response {
+    let status = body.status();
+    let bytes = serde_json::to_vec(&body).unwrap_or_else(|_| {
+        br#"{"ok":false,"code":"internal","message":"the error could not be written"}"#.to_vec()
+    });
+    Response::json(status, bytes)
+}
+
+/// `400 bad-request` with a sentence saying what is wrong.
+pub(crate) fn bad_request(message: impl Into<String>) -> Response {
+    error(ErrorCode::BadRequest, message)
+}
+
+/// `404 not-found`.
+pub(crate) fn not_found(message: impl Into<String>) -> Response {
+    error(ErrorCode::NotFound, message)
+}

@@ -1,0 +1,198 @@
+//! Routing: from a request value to the route that answers it, with the
+//! checks every route shares (method, caller).
+
+use durable_types::exchange::{Body, Caller, Method, Request, Response};
+use durable_types::{Cap, ErrorCode, Id};
+
+use crate::core::Core;
+use crate::respond;
+
+/// The routes of wire v1.
+enum Route<'a> {
+    Hello,
+    State,
+    Events(&'a str),
+    Send(&'a str),
+    Steer(&'a str),
+    Stop(&'a str),
+    Action(&'a str, &'a str),
+    Answer(&'a str),
+    Rename,
+    Close,
+    Reopen,
+    Starter(&'a str),
+    History,
+    Conversation(&'a str),
+}
+
+impl Route<'_> {
+    /// The methods the route takes, for `405` and `Allow`.
+    fn allow(&self) -> &'static str {
+        match self {
+            Route::Hello => "GET, POST",
+            Route::State | Route::Events(_) | Route::History | Route::Conversation(_) => "GET",
+            _ => "POST",
+        }
+    }
+
+    fn is_write(&self) -> bool {
+        self.allow() == "POST"
+    }
+}
+
+fn parse_route(path: &str) -> Option<Route<'_>> {
+    let segs: Vec<&str> = path.strip_prefix('/')?.split('/').collect();
+    Some(match segs.as_slice() {
+        ["hello"] => Route::Hello,
+        ["v1", "state"] => Route::State,
+        ["v1", "panes", p, "events"] => Route::Events(p),
+        ["v1", "panes", p, "send"] => Route::Send(p),
+        ["v1", "panes", p, "steer"] => Route::Steer(p),
+        ["v1", "panes", p, "stop"] => Route::Stop(p),
+        ["v1", "panes", p, "actions", a] => Route::Action(p, a),
+        ["v1", "asks", a] => Route::Answer(a),
+        ["v1", "rename"] => Route::Rename,
+        ["v1", "close"] => Route::Close,
+        ["v1", "reopen"] => Route::Reopen,
+        ["v1", "starters", s] => Route::Starter(s),
+        ["v1", "history"] => Route::History,
+        ["v1", "history", s] => Route::Conversation(s),
+        _ => return None,
+    })
+}
+
+/// A request's query parameters, percent-decoded. Unknown ones are ignored.
+pub(crate) struct Query(Vec<(String, String)>);
+
+impl Query {
+    pub(crate) fn parse(query: Option<&str>) -> Query {
+        let pairs = query
+            .unwrap_or("")
+            .split('&')
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                let (k, v) = p.split_once('=').unwrap_or((p, ""));
+                // `+` stays `+`: cursors may hold it, and Collie percent-encodes.
+                let dec = |s: &str| durable_types::decode_path_segment(s).unwrap_or_else(|_| s.to_owned());
+                (dec(k), dec(v))
+            })
+            .collect();
+        Query(pairs)
+    }
+
+    pub(crate) fn get(&self, key: &str) -> Option<&str> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    /// A non-negative integer parameter; `Err` names the parameter.
+    pub(crate) fn u64(&self, key: &str) -> Result<Option<u64>, Response> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => v
+                .parse()
+                .map(Some)
+                .map_err(|_| respond::bad_request(format!("{key} is out of range"))),
+            Some(_) => Err(respond::bad_request(format!("{key} must be a non-negative integer"))),
+        }
+    }
+}
+
+/// A path segment percent-decoded and checked against the ID rule.
+pub(crate) fn path_id(segment: &str, what: &str) -> Result<Id, Response> {
+    Id::from_path_segment(segment).map_err(|e| respond::bad_request(format!("{what}: {e}")))
+}
+
+/// The body bytes, or `413` when it went over the limit while streaming.
+pub(crate) fn body_bytes(req: &Request) -> Result<&[u8], Response> {
+    match &req.body {
+        Body::Complete(b) => Ok(b),
+        _ => Err(respond::error(ErrorCode::TooLarge, "the request body is over 1 MiB")),
+    }
+}
+
+/// Checks shared by every write, in the contract's order after the route:
+/// caller (403), then capability (409).
+fn write_gate(core: &Core, req: &Request, cap: Cap) -> Result<(), Response> {
+    if req.caller == Caller::SelfOrDescendant {
+        return Err(respond::error(
+            ErrorCode::CallerRefused,
+            "a write from the agent itself or a process it launched is refused",
+        ));
+    }
+    if !core.caps().has(cap) {
+        return Err(respond::error(
+            ErrorCode::NotSupported,
+            format!("this agent does not declare the {} capability", cap.name()),
+        ));
+    }
+    Ok(())
+}
+
+/// Answers one request.
+pub(crate) async fn route(core: &Core, req: Request) -> Response {
+    let arrival = core.now();
+    let Some(route) = parse_route(&req.path) else {
+        return respond::not_found(format!("no route {}", req.path));
+    };
+    let method_ok = match (&req.method, &route) {
+        (Method::Get, Route::Hello) | (Method::Post, Route::Hello) => true,
+        (Method::Get, r) => !r.is_write(),
+        (Method::Post, r) => r.is_write(),
+        _ => false,
+    };
+    if !method_ok {
+        let mut resp = respond::error(ErrorCode::MethodNotAllowed, format!("{} takes {}", req.path, route.allow()));
+        resp.allow = Some(route.allow());
+        return resp;
+    }
+    if req.caller == Caller::OtherUser {
+        return respond::error(ErrorCode::CallerRefused, "a connection from another user is refused");
+    }
+    let cap = match &route {
+        Route::Send(_) => Some(Cap::Send),
+        Route::Steer(_) => Some(Cap::Steer),
+        Route::Stop(_) => Some(Cap::Abort),
+        Route::Action(..) => Some(Cap::Actions),
+        Route::Answer(_) => Some(Cap::Asks),
+        Route::Rename => Some(Cap::Rename),
+        Route::Close => Some(Cap::Close),
+        Route::Reopen => Some(Cap::Reopen),
+        Route::Starter(_) => Some(Cap::Starters),
+        _ => None,
+    };
+    if let Some(cap) = cap {
+        if let Err(resp) = write_gate(core, &req, cap) {
+            return resp;
+        }
+    }
+    let result = match route {
+        Route::Hello => match req.method {
+            Method::Get => Ok(crate::poll::hello(core)),
+            _ => crate::poll::hello_post(core, &req),
+        },
+        Route::State => crate::poll::state(core, &req),
+        Route::Events(p) => crate::poll::events(core, &req, p),
+        Route::History => {
+            if !core.caps().has(Cap::History) {
+                return respond::error(ErrorCode::NotSupported, "this agent does not declare the history capability");
+            }
+            crate::history::list(core, &req).await
+        }
+        Route::Conversation(s) => {
+            if !core.caps().has(Cap::History) {
+                return respond::error(ErrorCode::NotSupported, "this agent does not declare the history capability");
+            }
+            crate::history::conversation(core, &req, s).await
+        }
+        Route::Answer(a) => crate::answer::answer(core, &req, a).await,
+        Route::Send(p) => crate::writes::send(core, &req, p, arrival).await,
+        Route::Steer(p) => crate::writes::steer(core, &req, p, arrival).await,
+        Route::Stop(p) => crate::writes::stop(core, &req, p).await,
+        Route::Action(p, a) => crate::writes::action(core, &req, p, a, arrival).await,
+        Route::Rename => crate::writes::rename(core, &req, arrival).await,
+        Route::Close => crate::writes::close(core, &req, arrival).await,
+        Route::Reopen => crate::writes::reopen(core, &req).await,
+        Route::Starter(s) => crate::writes::starter(core, &req, s).await,
+    };
+    result.unwrap_or_else(|resp| resp)
+}

@@ -1,0 +1,519 @@
+//! The phone's writes (§8): send, steer, stop, pane actions, rename, close,
+//! reopen and starters. Each goes through the receipt step ([`Core::once`]);
+//! all writes on one pane but answers and stop share one lock, waited for at
+//! most 5 s from the request's arrival (`409 busy`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use durable_types::exchange::{Request, Response};
+use durable_types::{
+    BUSY_MS, ErrorBody, ErrorCode, Id, Item, ItemBody, NoticeTone, ScopeId, Target, Timestamp, WriteBody,
+    WriteResponse,
+};
+use serde_json::Value;
+use tokio::sync::{OwnedMutexGuard, oneshot};
+
+use crate::core::Core;
+use crate::handlers::{
+    ActionRequest, CloseRequest, Handled, Hooks, PaneHandlers, RenameRequest, ReopenRequest, SendRequest,
+    StarterRequest, SteerRequest, StopRequest,
+};
+use crate::layout::Pane;
+use crate::once::Ran;
+use crate::respond;
+use crate::routes::{body_bytes, path_id};
+use crate::select::{Either, select};
+use crate::signal::AbortController;
+use crate::state::{QueuedSend, TabKey};
+use crate::timers::Timer;
+
+/// One write lock per pane.
+#[derive(Default)]
+pub(crate) struct WriteLocks {
+    map: Mutex<HashMap<Id, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl WriteLocks {
+    fn get(&self, pane: &Id) -> Arc<tokio::sync::Mutex<()>> {
+        self.map.lock().unwrap_or_else(|e| e.into_inner()).entry(pane.clone()).or_default().clone()
+    }
+}
+
+type Parse = fn(&[u8]) -> Result<WriteBody, String>;
+
+fn parse(req: &Request, parse: Parse) -> Result<WriteBody, Response> {
+    let body = body_bytes(req)?;
+    parse(body).map_err(|why| respond::bad_request(why))
+}
+
+fn ok(resp: WriteResponse, group: String) -> Ran {
+    Ran { response: respond::json(200, &resp), group: Some(group) }
+}
+
+fn refused(reason: String) -> Ran {
+    Ran::unstored(respond::failure(
+        ErrorBody::new(ErrorCode::Refused, format!("refused: {reason}")).with("reason", reason),
+    ))
+}
+
+fn not_supported(what: &str) -> Ran {
+    Ran::unstored(respond::error(ErrorCode::NotSupported, format!("no handler and no hook takes {what} here")))
+}
+
+fn no_pane(pane: &Id) -> Ran {
+    Ran::unstored(respond::not_found(format!("no open pane {pane}")))
+}
+
+impl Core {
+    /// Waits for the pane's write lock, at most until `arrival + 5 s`.
+    async fn lock_pane(&self, pane: &Id, arrival: Timestamp) -> Result<OwnedMutexGuard<()>, Ran> {
+        let lock = self.shared.writes.get(pane);
+        if let Ok(guard) = lock.clone().try_lock_owned() {
+            return Ok(guard);
+        }
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut st = self.lock();
+            self.add_timer(&mut st, arrival.plus_millis(BUSY_MS), Timer::Wake(tx));
+        }
+        match select(lock.lock_owned(), rx).await {
+            Either::Left(guard) => Ok(guard),
+            Either::Right(_) => Err(Ran::unstored(respond::error(
+                ErrorCode::Busy,
+                format!("pane {pane} is busy with another write; try again"),
+            ))),
+        }
+    }
+
+    /// The pane's handlers and the agent-wide hooks; `None` when the pane is closed.
+    fn handlers_of(&self, pane: &Id) -> Option<(Option<Arc<dyn PaneHandlers>>, Option<Arc<dyn Hooks>>)> {
+        let handlers = self.lock().panes.get(pane)?.handlers.clone();
+        Some((handlers, self.hooks()))
+    }
+
+    fn pane_handle(&self, pane: &Id) -> Pane {
+        Pane::from_parts(self.clone(), pane.clone())
+    }
+
+    /// Delivers a send to the handler; on acceptance writes the `user` item
+    /// naming its request id and arms the turn's abort signal.
+    async fn deliver(
+        &self,
+        pane: &Id,
+        handlers: Option<Arc<dyn PaneHandlers>>,
+        hooks: Option<Arc<dyn Hooks>>,
+        request_id: &Id,
+        text: &str,
+    ) -> Handled {
+        let controller = AbortController::new();
+        let req = SendRequest {
+            pane: self.pane_handle(pane),
+            request_id: request_id.clone(),
+            text: text.to_owned(),
+            signal: controller.signal(),
+        };
+        let mut verdict = match &handlers {
+            Some(h) => h.send(req.clone()).await,
+            None => Handled::NotHandled,
+        };
+        if verdict == Handled::NotHandled {
+            if let Some(h) = &hooks {
+                verdict = h.on_send(req).await;
+            }
+        }
+        if matches!(verdict, Handled::Accepted | Handled::Started(_)) {
+            let now = self.now();
+            let tail = self.options().tail_limit;
+            let mut st = self.lock();
+            if let Some(p) = st.panes.get_mut(pane) {
+                if let Some(old) = p.turn_cancel.replace(controller) {
+                    drop(old);
+                }
+            }
+            let item = Item::new(
+                user_item_id(request_id),
+                ItemBody::User { text: text.to_owned(), request_id: Some(request_id.clone()) },
+            );
+            if let Ok((item, _)) = item.sanitized() {
+                st.pane_event(pane, now, durable_types::EventBody::Item { item }, tail);
+            }
+        }
+        verdict
+    }
+
+    /// A pane went idle: deliver its oldest queued send, as a job.
+    pub(crate) fn deliver_queued(&self, pane: &Id) {
+        let has_queued = self.lock().panes.get(pane).is_some_and(|p| !p.queued.is_empty());
+        if !has_queued {
+            return;
+        }
+        let core = self.clone();
+        let pane = pane.clone();
+        self.push_job(async move {
+            let _guard = core.shared.writes.get(&pane).lock_owned().await;
+            let next = {
+                let mut st = core.lock();
+                match st.panes.get_mut(&pane) {
+                    Some(p) if p.state == durable_types::PaneState::Idle => p.queued.pop_front(),
+                    _ => None,
+                }
+            };
+            let Some(send) = next else { return };
+            let Some((handlers, hooks)) = core.handlers_of(&pane) else { return };
+            let verdict = core.deliver(&pane, handlers, hooks, &send.request_id, &send.text).await;
+            let why = match verdict {
+                Handled::Refused(reason) => Some(reason),
+                Handled::NotHandled => Some("no handler takes send here".to_owned()),
+                _ => None,
+            };
+            if let Some(reason) = why {
+                let notice = Item::new(
+                    user_item_id(&send.request_id),
+                    ItemBody::Notice {
+                        text: format!("A queued message was not delivered: {reason}"),
+                        partial: false,
+                        tone: Some(NoticeTone::Warn),
+                    },
+                );
+                let _ = core.pane_handle(&pane).write(notice);
+                // Keep going: the next queued send, if any.
+                core.deliver_queued(&pane);
+            }
+        });
+    }
+}
+
+/// The id of the `user` item a send writes: `user-<requestId>`, or a digest
+/// when that would break the ID rule's length.
+fn user_item_id(request_id: &Id) -> Id {
+    Id::new(format!("user-{request_id}"))
+        .or_else(|_| Id::new(format!("user-{}", durable_types::ask_id_for("user", request_id.as_str()))))
+        .unwrap_or_else(|_| request_id.clone())
+}
+
+pub(crate) async fn send(core: &Core, req: &Request, pane: &str, arrival: Timestamp) -> Result<Response, Response> {
+    let pane = path_id(pane, "pane")?;
+    let WriteBody::Send { request_id, text, turn_id } = parse(req, WriteBody::parse_send)? else {
+        return Err(respond::error(ErrorCode::Internal, "send body"));
+    };
+    let run = || async {
+        let _guard = match core.lock_pane(&pane, arrival).await {
+            Ok(g) => g,
+            Err(ran) => return ran,
+        };
+        let Some((handlers, hooks)) = core.handlers_of(&pane) else { return no_pane(&pane) };
+        if handlers.is_none() && hooks.is_none() {
+            return not_supported("send");
+        }
+        let (working, current_turn) = {
+            let mut st = core.lock();
+            if let Some(ask) = st.open_asks_of(&pane).first().cloned() {
+                return Ran::unstored(respond::failure(
+                    ErrorBody::new(ErrorCode::AskOpen, "the pane has an open ask: answer it, or steer or stop")
+                        .with("askId", ask),
+                ));
+            }
+            let Some(p) = st.panes.get_mut(&pane) else { return no_pane(&pane) };
+            let current = p.turn_id.clone();
+            if let Some(seen) = &turn_id {
+                if Some(seen) != current.as_ref() {
+                    return Ran::unstored(respond::failure(
+                        ErrorBody::new(ErrorCode::TurnMoved, "a turn began after the one this send was written for")
+                            .with("turnId", current.map_or(Value::Null, Value::String)),
+                    ));
+                }
+            }
+            let working = p.state == durable_types::PaneState::Working;
+            if working {
+                p.queued.push_back(QueuedSend { request_id: request_id.clone(), text: text.clone() });
+            }
+            (working, current)
+        };
+        let turn = current_turn.map_or(Value::Null, Value::String);
+        let group = format!("pane:{pane}");
+        if working {
+            return ok(WriteResponse::new("queued", request_id.clone()).with("turnId", turn), group);
+        }
+        match core.deliver(&pane, handlers, hooks, &request_id, &text).await {
+            Handled::Accepted | Handled::Started(_) => {
+                ok(WriteResponse::new("sent", request_id.clone()).with("turnId", turn), group)
+            }
+            Handled::Refused(reason) => refused(reason),
+            Handled::NotHandled => not_supported("send"),
+        }
+    };
+    Ok(core.once(&request_id, |_| None, run).await)
+}
+
+pub(crate) async fn steer(core: &Core, req: &Request, pane: &str, arrival: Timestamp) -> Result<Response, Response> {
+    let pane = path_id(pane, "pane")?;
+    let WriteBody::Steer { request_id, text } = parse(req, WriteBody::parse_steer)? else {
+        return Err(respond::error(ErrorCode::Internal, "steer body"));
+    };
+    let run = || async {
+        let _guard = match core.lock_pane(&pane, arrival).await {
+            Ok(g) => g,
+            Err(ran) => return ran,
+        };
+        let Some((handlers, hooks)) = core.handlers_of(&pane) else { return no_pane(&pane) };
+        if handlers.is_none() && hooks.is_none() {
+            return not_supported("steer");
+        }
+        let working = core.lock().panes.get(&pane).is_some_and(|p| p.state == durable_types::PaneState::Working);
+        if !working {
+            return refused("not-working".into());
+        }
+        let sreq = SteerRequest { pane: core.pane_handle(&pane), request_id: request_id.clone(), text };
+        let mut verdict = match &handlers {
+            Some(h) => h.steer(sreq.clone()).await,
+            None => Handled::NotHandled,
+        };
+        if verdict == Handled::NotHandled {
+            if let Some(h) = &hooks {
+                verdict = h.on_steer(sreq).await;
+            }
+        }
+        match verdict {
+            Handled::Accepted | Handled::Started(_) => {
+                ok(WriteResponse::new("steered", request_id.clone()), format!("pane:{pane}"))
+            }
+            Handled::Refused(reason) => refused(reason),
+            Handled::NotHandled => not_supported("steer"),
+        }
+    };
+    Ok(core.once(&request_id, |_| None, run).await)
+}
+
+/// Stop never waits behind the pane's lock: a stuck send cannot keep it
+/// from acting.
+pub(crate) async fn stop(core: &Core, req: &Request, pane: &str) -> Result<Response, Response> {
+    let pane = path_id(pane, "pane")?;
+    let body = parse(req, WriteBody::parse_plain)?;
+    let request_id = body.request_id().clone();
+    let run = || async {
+        let Some((handlers, hooks)) = core.handlers_of(&pane) else { return no_pane(&pane) };
+        if handlers.is_none() && hooks.is_none() {
+            return not_supported("stop");
+        }
+        let sreq = StopRequest { pane: core.pane_handle(&pane), request_id: request_id.clone() };
+        let mut verdict = match &handlers {
+            Some(h) => h.stop(sreq.clone()).await,
+            None => Handled::NotHandled,
+        };
+        if verdict == Handled::NotHandled {
+            if let Some(h) = &hooks {
+                verdict = h.on_stop(sreq).await;
+            }
+        }
+        if let Handled::Refused(reason) = verdict {
+            return refused(reason);
+        }
+        let now = core.now();
+        let mut st = core.lock();
+        if let Some(c) = st.panes.get_mut(&pane).and_then(|p| p.turn_cancel.take()) {
+            c.abort();
+        }
+        core.abort_asks_of(&mut st, &pane, now);
+        drop(st);
+        ok(WriteResponse::new("stopped", request_id.clone()), format!("pane:{pane}"))
+    };
+    Ok(core.once(&request_id, |_| None, run).await)
+}
+
+pub(crate) async fn action(
+    core: &Core,
+    req: &Request,
+    pane: &str,
+    action: &str,
+    arrival: Timestamp,
+) -> Result<Response, Response> {
+    let pane = path_id(pane, "pane")?;
+    let action = path_id(action, "action")?;
+    let body = parse(req, WriteBody::parse_plain)?;
+    let request_id = body.request_id().clone();
+    let run = || async {
+        let _guard = match core.lock_pane(&pane, arrival).await {
+            Ok(g) => g,
+            Err(ran) => return ran,
+        };
+        let Some((handlers, hooks)) = core.handlers_of(&pane) else { return no_pane(&pane) };
+        if handlers.is_none() && hooks.is_none() {
+            return not_supported("actions");
+        }
+        let known = core.lock().panes.get(&pane).is_some_and(|p| p.actions.iter().any(|a| a.id == action));
+        if !known {
+            return Ran::unstored(respond::not_found(format!("pane {pane} has no action {action}")));
+        }
+        let areq = ActionRequest { pane: core.pane_handle(&pane), request_id: request_id.clone(), action: action.clone() };
+        let mut verdict = match &handlers {
+            Some(h) => h.action(areq.clone()).await,
+            None => Handled::NotHandled,
+        };
+        if verdict == Handled::NotHandled {
+            if let Some(h) = &hooks {
+                verdict = h.on_action(areq).await;
+            }
+        }
+        match verdict {
+            Handled::Accepted | Handled::Started(_) => {
+                ok(WriteResponse::new("done", request_id.clone()), format!("pane:{pane}"))
+            }
+            Handled::Refused(reason) => refused(reason),
+            Handled::NotHandled => not_supported("this action"),
+        }
+    };
+    Ok(core.once(&request_id, |_| None, run).await)
+}
+
+/// A rename or close target, resolved against the layout.
+enum Resolved {
+    Workspace(ScopeId),
+    Tab(TabKey),
+    Pane(Id),
+}
+
+fn resolve(core: &Core, target: Target, id: &str) -> Option<Resolved> {
+    let st = core.lock();
+    match target {
+        Target::Workspace => {
+            let ws = ScopeId::new(id).ok()?;
+            st.workspaces.iter().any(|w| w.id == ws).then_some(Resolved::Workspace(ws))
+        }
+        Target::Tab => {
+            let (w, t) = id.split_once(':')?;
+            let key = TabKey { ws: ScopeId::new(w).ok()?, tab: ScopeId::new(t).ok()? };
+            st.workspaces.iter().find(|x| x.id == key.ws)?.tabs.iter().any(|x| x.id == key.tab).then_some(Resolved::Tab(key))
+        }
+        Target::Pane => {
+            let pane = Id::new(id).ok()?;
+            st.panes.contains_key(&pane).then_some(Resolved::Pane(pane))
+        }
+        #[allow(unreachable_patterns)]
+        _ => None,
+    }
+}
+
+pub(crate) async fn rename(core: &Core, req: &Request, arrival: Timestamp) -> Result<Response, Response> {
+    let WriteBody::Rename { request_id, target, id, title } = parse(req, WriteBody::parse_rename)? else {
+        return Err(respond::error(ErrorCode::Internal, "rename body"));
+    };
+    let run = || async {
+        let Some(resolved) = resolve(core, target, &id) else {
+            return Ran::unstored(respond::not_found(format!("nothing to rename at {id}")));
+        };
+        let _guard = match &resolved {
+            Resolved::Pane(p) => match core.lock_pane(p, arrival).await {
+                Ok(g) => Some(g),
+                Err(ran) => return ran,
+            },
+            _ => None,
+        };
+        if let Some(h) = core.hooks() {
+            let rreq = RenameRequest { request_id: request_id.clone(), target, id: id.clone(), title: title.clone() };
+            if let Handled::Refused(reason) = h.on_rename(rreq).await {
+                return refused(reason);
+            }
+        }
+        let now = core.now();
+        let applied = match resolved {
+            Resolved::Workspace(ws) => core.workspace_handle(&ws).rename(&title),
+            Resolved::Tab(key) => core.tab_handle(&key).rename(&title),
+            Resolved::Pane(p) => {
+                let mut st = core.lock();
+                core.rename_pane_locked(&mut st, &p, &title, now);
+            }
+        };
+        let () = applied;
+        ok(WriteResponse::new("renamed", request_id.clone()), "renames".into())
+    };
+    Ok(core.once(&request_id, |_| None, run).await)
+}
+
+pub(crate) async fn close(core: &Core, req: &Request, arrival: Timestamp) -> Result<Response, Response> {
+    let WriteBody::Close { request_id, target, id } = parse(req, WriteBody::parse_close)? else {
+        return Err(respond::error(ErrorCode::Internal, "close body"));
+    };
+    let run = || async {
+        let Some(resolved) = resolve(core, target, &id) else {
+            return Ran::unstored(respond::not_found(format!("nothing to close at {id}")));
+        };
+        let _guard = match &resolved {
+            Resolved::Pane(p) => match core.lock_pane(p, arrival).await {
+                Ok(g) => Some(g),
+                Err(ran) => return ran,
+            },
+            _ => None,
+        };
+        if let Some(h) = core.hooks() {
+            let creq = CloseRequest { request_id: request_id.clone(), target, id: id.clone() };
+            if let Handled::Refused(reason) = h.on_close(creq).await {
+                return refused(reason);
+            }
+        }
+        let mut st = core.lock();
+        match resolved {
+            Resolved::Workspace(ws) => core.close_workspace_locked(&mut st, &ws),
+            Resolved::Tab(key) => core.close_tab_locked(&mut st, &key),
+            Resolved::Pane(p) => core.close_pane_locked(&mut st, &p),
+        };
+        drop(st);
+        ok(WriteResponse::new("closed", request_id.clone()), "closes".into())
+    };
+    Ok(core.once(&request_id, |_| None, run).await)
+}
+
+pub(crate) async fn reopen(core: &Core, req: &Request) -> Result<Response, Response> {
+    let WriteBody::Reopen { request_id, id } = parse(req, WriteBody::parse_reopen)? else {
+        return Err(respond::error(ErrorCode::Internal, "reopen body"));
+    };
+    let run = || async {
+        if let Some(h) = core.hooks() {
+            match h.on_reopen(ReopenRequest { request_id: request_id.clone(), id: id.clone() }).await {
+                Handled::Refused(reason) => return refused(reason),
+                Handled::NotHandled => {}
+                Handled::Accepted | Handled::Started(_) => {
+                    return ok(WriteResponse::new("reopened", request_id.clone()), "reopens".into());
+                }
+            }
+        }
+        let restored = {
+            let mut st = core.lock();
+            core.restore_pane_locked(&mut st, &id)
+        };
+        if restored {
+            ok(WriteResponse::new("reopened", request_id.clone()), "reopens".into())
+        } else {
+            Ran::unstored(respond::not_found(format!(
+                "pane {id} was not closed by this process; a conversation closed before a restart needs an on_reopen hook"
+            )))
+        }
+    };
+    Ok(core.once(&request_id, |_| None, run).await)
+}
+
+pub(crate) async fn starter(core: &Core, req: &Request, starter: &str) -> Result<Response, Response> {
+    let starter = path_id(starter, "starter")?;
+    let WriteBody::Starter { request_id, text } = parse(req, WriteBody::parse_starter)? else {
+        return Err(respond::error(ErrorCode::Internal, "starter body"));
+    };
+    let run = || async {
+        let known = core.lock().starters.iter().any(|s| s.id == starter);
+        if !known {
+            return Ran::unstored(respond::not_found(format!("no starter {starter}")));
+        }
+        let Some(h) = core.hooks() else { return not_supported("starters") };
+        let sreq = StarterRequest { request_id: request_id.clone(), starter: starter.clone(), text: text.clone() };
+        match h.on_starter(sreq).await {
+            Handled::Started(pane) => {
+                ok(WriteResponse::new("started", request_id.clone()).with("pane", pane.to_string()), "starters".into())
+            }
+            Handled::Accepted => {
+                ok(WriteResponse::new("started", request_id.clone()).with("pane", Value::Null), "starters".into())
+            }
+            Handled::Refused(reason) => refused(reason),
+            Handled::NotHandled => not_supported("starters"),
+        }
+    };
+    Ok(core.once(&request_id, |_| None, run).await)
+}

@@ -1,0 +1,160 @@
+//! The in-memory harness: a core with a fake clock, requests in, responses
+//! and events out, no sockets (quinn-proto's `Pair`, for our core).
+#![allow(dead_code, unreachable_pub)]
+
+use std::sync::{Arc, Mutex};
+
+use durable_core::types::exchange::{Body, Caller, Method, Request, Response};
+use durable_core::types::{Caps, Timestamp};
+use durable_core::{Core, CoreOptions, CoreOptionsBuilder, ManualClock, Pane, PaneOptions, create_core};
+use serde_json::Value;
+
+/// The harness's start time: 2026-11-30T05:00:00.000Z.
+pub const T0: u64 = 1_796_014_800_000;
+
+/// A core, its clock, and the warn lines it wrote.
+pub struct Harness {
+    pub core: Core,
+    pub clock: ManualClock,
+    pub warns: Arc<Mutex<Vec<String>>>,
+}
+
+/// A response with its JSON body parsed.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub json: Value,
+    pub etag: Option<String>,
+    pub allow: Option<&'static str>,
+}
+
+impl Reply {
+    /// The `code` of a failure.
+    pub fn code(&self) -> &str {
+        self.json["code"].as_str().unwrap_or("")
+    }
+}
+
+impl From<Response> for Reply {
+    fn from(r: Response) -> Reply {
+        Reply { status: r.status, json: r.body_json(), etag: r.etag.clone(), allow: r.allow }
+    }
+}
+
+impl Harness {
+    /// A core with all caps, default options, `epoch` 0123456789abcdef.
+    pub fn new() -> Harness {
+        Self::with(|b| b)
+    }
+
+    /// A core with caps given.
+    pub fn with_caps(caps: Caps) -> Harness {
+        Self::with(|b| b.caps(caps))
+    }
+
+    /// A core built with extra options.
+    pub fn with(f: impl FnOnce(CoreOptionsBuilder) -> CoreOptionsBuilder) -> Harness {
+        let clock = ManualClock::new(Timestamp::from_millis(T0));
+        let warns = Arc::new(Mutex::new(Vec::new()));
+        let sink = warns.clone();
+        let builder = CoreOptions::builder()
+            .host_name("desk")
+            .clock(clock.clone())
+            .epoch("0123456789abcdef")
+            .warn(move |line| sink.lock().unwrap().push(line.to_owned()));
+        let core = create_core(f(builder).build().expect("options"));
+        // Jobs run on the test's runtime, as a driver would run them.
+        let waker_core = core.clone();
+        core.set_wakeup(move || {
+            while let Some(job) = waker_core.poll_job() {
+                tokio::spawn(job);
+            }
+        });
+        Harness { core, clock, warns }
+    }
+
+    /// The standard layout: workspace `support`, tab `main`, pane `ticket-1`.
+    pub fn pane(&self) -> Pane {
+        self.pane_named("ticket-1")
+    }
+
+    /// A pane in `support:main`.
+    pub fn pane_named(&self, id: &str) -> Pane {
+        self.core
+            .workspace("support", "Support")
+            .unwrap()
+            .tab("main", "Tickets")
+            .unwrap()
+            .pane(id, PaneOptions::new("Maria Lopez").harness("desk"))
+            .unwrap()
+    }
+
+    /// Sends a request as another process of the same user.
+    pub async fn request(&self, req: Request) -> Reply {
+        self.settle().await;
+        let r = self.core.handle(req).await;
+        self.settle().await;
+        r.into()
+    }
+
+    pub async fn get(&self, path: &str) -> Reply {
+        self.request(Request::get(path, Caller::OtherProcess)).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> Reply {
+        self.request(Request::post(path, body.to_string(), Caller::OtherProcess)).await
+    }
+
+    pub async fn post_raw(&self, path: &str, body: &'static [u8]) -> Reply {
+        self.request(Request::post(path, body, Caller::OtherProcess)).await
+    }
+
+    pub async fn post_as(&self, path: &str, body: Value, caller: Caller) -> Reply {
+        self.request(Request::post(path, body.to_string(), caller)).await
+    }
+
+    pub async fn post_too_large(&self, path: &str) -> Reply {
+        let mut r = Request::post(path, "", Caller::OtherProcess);
+        r.body = Body::TooLarge;
+        self.request(r).await
+    }
+
+    pub async fn method(&self, method: &str, path: &str) -> Reply {
+        self.request(Request::new(Method::from_name(method), path, Caller::OtherProcess)).await
+    }
+
+    /// Moves the clock and fires due deadlines, as a driver would.
+    pub async fn advance(&self, ms: u64) {
+        self.clock.advance(ms);
+        self.core.tick(self.clock.now_ts());
+        self.settle().await;
+    }
+
+    /// Lets spawned jobs and woken tasks run.
+    pub async fn settle(&self) {
+        for _ in 0..20 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// The pane's events after `after`.
+    pub async fn events(&self, pane: &str, after: u64) -> Reply {
+        self.get(&format!("/v1/panes/{pane}/events?after={after}")).await
+    }
+
+    /// The warn lines so far.
+    pub fn warns(&self) -> Vec<String> {
+        self.warns.lock().unwrap().clone()
+    }
+}
+
+/// `ManualClock::now` as a plain method (the trait is not in scope in tests).
+pub trait NowTs {
+    fn now_ts(&self) -> Timestamp;
+}
+
+impl NowTs for ManualClock {
+    fn now_ts(&self) -> Timestamp {
+        durable_core::Clock::now(self)
+    }
+}
