@@ -46,6 +46,14 @@ impl RuleError {
         Self { kind: RuleKind::InvalidState, rule, message: message.into() }
     }
 
+    /// The same error with `context` (e.g. the field it came from) put in
+    /// front of its message, as `<context>: <message>`. The kind and the rule
+    /// stay as they were: a range error stays a range error.
+    #[must_use]
+    pub fn with_context(self, context: &str) -> Self {
+        Self { kind: self.kind, rule: self.rule, message: format!("{context}: {}", self.message) }
+    }
+
     /// The family of mistake.
     pub fn kind(&self) -> RuleKind {
         self.kind
@@ -79,5 +87,26 @@ impl fmt::Debug for RuleError {
             .field("rule", &self.rule)
             .field("message", &self.message)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_error_with_context_keeps_kind_and_rule() {
+        for e in [
+            RuleError::invalid("id", "bad"),
+            RuleError::out_of_range("time", "bad"),
+            RuleError::invalid_state("ask", "bad"),
+        ] {
+            let kind = e.kind();
+            let rule = e.rule();
+            let c = e.with_context("ask expiresAt");
+            assert_eq!(c.kind(), kind);
+            assert_eq!(c.rule(), rule);
+            assert_eq!(c.to_string(), "ask expiresAt: bad");
+        }
     }
 }

@@ -1,10 +1,12 @@
 //! Text sanitizing and truncation (contract §6.1): one home for the rule.
 //!
 //! Control characters are removed (body text keeps `\n` and `\t`; titles and
-//! lines keep none), and so are invisible characters: zero-width characters,
-//! bidi marks, overrides and isolates, the BOM and the soft hyphen. Text over
-//! its limit is cut on a UTF-8 boundary (bytes) or after a whole character
-//! (push text, whose limits count characters).
+//! lines keep none, and also lose the line and paragraph separators U+2028
+//! and U+2029), and so are invisible characters ([`is_invisible`]):
+//! zero-width characters, bidi marks, overrides and isolates, the BOM, the
+//! soft hyphen, invisible fillers, interlinear annotation marks and tag
+//! characters. Text over its limit is cut on a UTF-8 boundary (bytes) or
+//! after a whole character (push text, whose limits count characters).
 
 /// Text after cleaning, and whether anything was removed or cut.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,19 +17,33 @@ pub struct Cleaned {
     pub changed: bool,
 }
 
-/// Whether `c` is one of the invisible characters the rule removes.
+/// Whether `c` is one of the invisible characters the rule removes, in body
+/// text and in lines alike.
 pub fn is_invisible(c: char) -> bool {
     matches!(
         c,
         '\u{00AD}'                  // soft hyphen
+        | '\u{034F}'                // combining grapheme joiner
         | '\u{061C}'                // arabic letter mark
+        | '\u{115F}' | '\u{1160}'   // hangul choseong / jungseong fillers
         | '\u{180E}'                // mongolian vowel separator
         | '\u{200B}'..='\u{200F}'   // zero-width space/joiners, LRM, RLM
         | '\u{202A}'..='\u{202E}'   // bidi embeddings and overrides
         | '\u{2060}'..='\u{2064}'   // word joiner, invisible operators
         | '\u{2066}'..='\u{2069}'   // bidi isolates
-        | '\u{FEFF}' // BOM / zero-width no-break space
+        | '\u{3164}'                // hangul filler
+        | '\u{FEFF}'                // BOM / zero-width no-break space
+        | '\u{FFA0}'                // halfwidth hangul filler
+        | '\u{FFF9}'..='\u{FFFB}'   // interlinear annotation anchor, separator, terminator
+        | '\u{E0000}'..='\u{E007F}' // tag characters
     )
+}
+
+/// Whether `c` ends a line without being a control character: the line
+/// separator U+2028 and the paragraph separator U+2029. Body text keeps
+/// them; titles and lines remove them.
+pub fn is_line_separator(c: char) -> bool {
+    matches!(c, '\u{2028}' | '\u{2029}')
 }
 
 /// Whether the body-text rule removes `c`.
@@ -35,9 +51,10 @@ pub fn is_forbidden_in_body(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t') || is_invisible(c)
 }
 
-/// Whether the title/line rule removes `c`.
+/// Whether the title/line rule removes `c`: every control character, the
+/// line and paragraph separators, and the invisible characters.
 pub fn is_forbidden_in_line(c: char) -> bool {
-    c.is_control() || is_invisible(c)
+    c.is_control() || is_line_separator(c) || is_invisible(c)
 }
 
 /// Cuts `s` to at most `max` bytes on a UTF-8 boundary.
@@ -112,6 +129,35 @@ mod tests {
         let c = clean_line("a\u{200B}b\u{202E}c\u{2066}d\u{FEFF}e\u{AD}f", 100);
         assert_eq!(c.text, "abcdef");
         assert!(c.changed);
+    }
+
+    #[test]
+    fn text_rule_lines_remove_line_and_paragraph_separators() {
+        let c = clean_line("a\u{2028}b\u{2029}c", 100);
+        assert_eq!(c.text, "abc");
+        assert!(c.changed);
+        assert_eq!(clean_line_chars("a\u{2028}b", 60).text, "ab");
+        // Body text keeps them as they are.
+        let c = clean_body("a\u{2028}b\u{2029}c", 100);
+        assert_eq!(c.text, "a\u{2028}b\u{2029}c");
+        assert!(!c.changed);
+    }
+
+    #[test]
+    fn text_rule_removes_invisible_fillers_and_tag_characters() {
+        let fillers = [
+            '\u{034F}', '\u{115F}', '\u{1160}', '\u{3164}', '\u{FFA0}', '\u{FFF9}', '\u{FFFA}', '\u{FFFB}',
+            '\u{E0000}', '\u{E0001}', '\u{E0020}', '\u{E007F}',
+        ];
+        for f in fillers {
+            let s = format!("a{f}b");
+            assert_eq!(clean_line(&s, 100).text, "ab", "{f:?} in a line");
+            assert_eq!(clean_body(&s, 100).text, "ab", "{f:?} in body text");
+        }
+        // Their neighbours stay.
+        for kept in ['\u{034E}', '\u{1161}', '\u{3165}', '\u{FFA1}', '\u{FFFC}', '\u{E0080}', '\u{E0100}'] {
+            assert!(!is_invisible(kept), "{kept:?}");
+        }
     }
 
     #[test]

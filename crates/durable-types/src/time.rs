@@ -3,7 +3,7 @@
 use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use time::format_description::well_known::Rfc3339;
+use time::format_description::well_known::{Iso8601, Rfc3339};
 use time::{OffsetDateTime, UtcOffset};
 
 use crate::RuleError;
@@ -41,17 +41,39 @@ impl Timestamp {
 
     /// Parses an ISO 8601 / RFC 3339 time with a zone (`Z` or an offset).
     /// A time without offset is an error: it names no instant.
+    ///
+    /// Besides RFC 3339 (`2026-11-30T05:00:00.000Z`, `…T06:00:00+01:00`), the
+    /// ISO 8601 forms with an offset that JavaScript's `Date` accepts are
+    /// read too: a basic offset (`2026-11-30T05:00:00+0100`), no seconds
+    /// (`2026-11-30T05:00Z`), any number of fraction digits. The date must
+    /// be a calendar date written `YYYY-MM-DD`, then `T`: week and ordinal
+    /// dates and the basic date form are refused, as `Date` refuses them.
+    /// Sub-millisecond digits are dropped. A time before 1970 is an
+    /// out-of-range error.
+    ///
+    /// ```
+    /// use durable_types::Timestamp;
+    /// let t = Timestamp::parse("2026-11-30T06:00:00.123456+0100").unwrap();
+    /// assert_eq!(t.to_rfc3339(), "2026-11-30T05:00:00.123Z");
+    /// assert!(Timestamp::parse("2026-11-30T05:00:00").is_err());
+    /// ```
     pub fn parse(s: &str) -> Result<Self, RuleError> {
-        let dt = OffsetDateTime::parse(s, &Rfc3339).map_err(|_| {
-            RuleError::invalid(
-                "time",
-                format!("time rule: {s:?} is not an ISO 8601 time with a zone (e.g. 2026-11-30T05:00:00.000Z)"),
-            )
-        })?;
-        let ms = dt.unix_timestamp_nanos() / 1_000_000;
-        u64::try_from(ms)
+        let dt = OffsetDateTime::parse(s, &Rfc3339)
+            .ok()
+            .or_else(|| if iso_calendar_shape(s) { OffsetDateTime::parse(s, &Iso8601::DEFAULT).ok() } else { None })
+            .ok_or_else(|| {
+                RuleError::invalid(
+                    "time",
+                    format!("time rule: {s:?} is not an ISO 8601 time with a zone (e.g. 2026-11-30T05:00:00.000Z)"),
+                )
+            })?;
+        let nanos = dt.unix_timestamp_nanos();
+        if nanos < 0 {
+            return Err(RuleError::out_of_range("time", format!("time rule: {s:?} is before 1970")));
+        }
+        u64::try_from(nanos / 1_000_000)
             .map(Timestamp)
-            .map_err(|_| RuleError::out_of_range("time", format!("time rule: {s:?} is before 1970")))
+            .map_err(|_| RuleError::out_of_range("time", format!("time rule: {s:?} is too far in the future")))
     }
 
     /// The RFC 3339 UTC form with milliseconds.
@@ -71,6 +93,16 @@ impl Timestamp {
             dt.millisecond()
         )
     }
+}
+
+/// Whether `s` starts like the ISO 8601 date-time forms JavaScript's `Date`
+/// reads: a calendar date `YYYY-MM-DD`, then `T`, and no decimal comma.
+fn iso_calendar_shape(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() > 11
+        && b[..10].iter().enumerate().all(|(i, c)| if i == 4 || i == 7 { *c == b'-' } else { c.is_ascii_digit() })
+        && b[10] == b'T'
+        && !s.contains(',')
 }
 
 impl fmt::Debug for Timestamp {
@@ -113,8 +145,43 @@ mod tests {
 
     #[test]
     fn a_time_without_offset_is_an_error() {
-        let e = Timestamp::parse("2026-11-30T05:00:00").unwrap_err();
-        assert!(e.is_invalid_argument());
-        assert_eq!(e.rule(), "time");
+        for s in ["2026-11-30T05:00:00", "2026-11-30T05:00", "2026-11-30T05:00:00.123", "2026-11-30"] {
+            let e = Timestamp::parse(s).unwrap_err();
+            assert!(e.is_invalid_argument(), "{s:?}");
+            assert_eq!(e.rule(), "time");
+        }
+    }
+
+    #[test]
+    fn time_rule_accepts_iso8601_offsets_that_js_date_reads() {
+        let five = "2026-11-30T05:00:00.000Z";
+        for (s, want) in [
+            ("2026-11-30T06:00:00+0100", five),
+            ("2026-11-30T05:00Z", five),
+            ("2026-11-30T06:00+01:00", five),
+            ("2026-11-30T04:00:00-0100", five),
+            ("2026-11-30T06:00:00.123456+01:00", "2026-11-30T05:00:00.123Z"),
+            ("2026-11-30T06:00:00.1239+0100", "2026-11-30T05:00:00.123Z"),
+            ("2026-11-30T05:00:00.5Z", "2026-11-30T05:00:00.500Z"),
+        ] {
+            let t = Timestamp::parse(s).unwrap_or_else(|e| panic!("{s:?}: {e}"));
+            assert_eq!(t.to_rfc3339(), want, "{s:?}");
+        }
+        // ISO 8601 forms JS `Date` does not read stay refused.
+        for s in ["20261130T050000Z", "2026-W48-1T05:00Z", "2026-334T05:00Z", "2026-11-30T05:00:00,5Z", "2026-11-30T25:00Z"] {
+            let e = Timestamp::parse(s).unwrap_err();
+            assert!(e.is_invalid_argument(), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn time_rule_refuses_times_before_1970_as_out_of_range() {
+        for s in ["1969-12-31T23:59:59.000Z", "1969-12-31T23:59:59.9995Z", "1970-01-01T00:30:00+0100"] {
+            let e = Timestamp::parse(s).unwrap_err();
+            assert!(e.is_out_of_range(), "{s:?}");
+            assert_eq!(e.rule(), "time");
+        }
+        assert_eq!(Timestamp::parse("1970-01-01T00:00:00.000Z").unwrap(), Timestamp::EPOCH);
+        assert_eq!(Timestamp::parse("1970-01-01T01:00:00+0100").unwrap(), Timestamp::EPOCH);
     }
 }

@@ -1,0 +1,206 @@
+//! Writes from the phone: request bodies and the success answer (§8).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::fields;
+use crate::{Id, PHONE_TEXT_MAX};
+
+/// What a rename or close acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Target {
+    /// A workspace.
+    Workspace,
+    /// A tab (wire id `<workspace>:<tab>`).
+    Tab,
+    /// A pane.
+    Pane,
+}
+
+impl Target {
+    fn parse(s: &str) -> Result<Target, String> {
+        match s {
+            "workspace" => Ok(Target::Workspace),
+            "tab" => Ok(Target::Tab),
+            "pane" => Ok(Target::Pane),
+            _ => Err("target must be workspace, tab or pane".into()),
+        }
+    }
+}
+
+fn phone_text(s: String) -> Result<String, String> {
+    if s.len() > PHONE_TEXT_MAX {
+        Err(format!("text is {} bytes, over the {PHONE_TEXT_MAX}-byte limit (never cut: it would lose what the person wrote)", s.len()))
+    } else {
+        Ok(s)
+    }
+}
+
+/// A parsed write body. Each `parse` applies the route's body rules and
+/// answers an error sentence for `400 bad-request`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WriteBody {
+    /// `send`: `text` (64 KiB), `turnId?`.
+    Send {
+        /// The request id.
+        request_id: Id,
+        /// The text.
+        text: String,
+        /// The turn the phone saw.
+        turn_id: Option<String>,
+    },
+    /// `steer`: `text`.
+    Steer {
+        /// The request id.
+        request_id: Id,
+        /// The text.
+        text: String,
+    },
+    /// `stop` and `actions/{action}`: only the request id.
+    Plain {
+        /// The request id.
+        request_id: Id,
+    },
+    /// `rename`: `target`, `id`, `title`.
+    Rename {
+        /// The request id.
+        request_id: Id,
+        /// What is renamed.
+        target: Target,
+        /// Its id (a tab's wire id for a tab).
+        id: String,
+        /// The new title.
+        title: String,
+    },
+    /// `close`: `target`, `id`.
+    Close {
+        /// The request id.
+        request_id: Id,
+        /// What is closed.
+        target: Target,
+        /// Its id.
+        id: String,
+    },
+    /// `reopen`: `id` (a pane).
+    Reopen {
+        /// The request id.
+        request_id: Id,
+        /// The pane id.
+        id: Id,
+    },
+    /// `starters/{starter}`: `text?`.
+    Starter {
+        /// The request id.
+        request_id: Id,
+        /// The first text, if any.
+        text: Option<String>,
+    },
+}
+
+impl WriteBody {
+    /// The request id.
+    pub fn request_id(&self) -> &Id {
+        match self {
+            WriteBody::Send { request_id, .. }
+            | WriteBody::Steer { request_id, .. }
+            | WriteBody::Plain { request_id }
+            | WriteBody::Rename { request_id, .. }
+            | WriteBody::Close { request_id, .. }
+            | WriteBody::Reopen { request_id, .. }
+            | WriteBody::Starter { request_id, .. } => request_id,
+        }
+    }
+
+    /// Parses a send body.
+    pub fn parse_send(body: &[u8]) -> Result<WriteBody, String> {
+        let o = fields::object(body)?;
+        Ok(WriteBody::Send {
+            request_id: fields::request_id(&o)?,
+            text: phone_text(fields::string(&o, "text")?)?,
+            turn_id: fields::opt_string(&o, "turnId")?,
+        })
+    }
+
+    /// Parses a steer body.
+    pub fn parse_steer(body: &[u8]) -> Result<WriteBody, String> {
+        let o = fields::object(body)?;
+        Ok(WriteBody::Steer { request_id: fields::request_id(&o)?, text: phone_text(fields::string(&o, "text")?)? })
+    }
+
+    /// Parses a stop or action body.
+    pub fn parse_plain(body: &[u8]) -> Result<WriteBody, String> {
+        let o = fields::object(body)?;
+        Ok(WriteBody::Plain { request_id: fields::request_id(&o)? })
+    }
+
+    /// Parses a rename body.
+    pub fn parse_rename(body: &[u8]) -> Result<WriteBody, String> {
+        let o = fields::object(body)?;
+        Ok(WriteBody::Rename {
+            request_id: fields::request_id(&o)?,
+            target: Target::parse(&fields::string(&o, "target")?)?,
+            id: fields::string(&o, "id")?,
+            title: fields::string(&o, "title")?,
+        })
+    }
+
+    /// Parses a close body.
+    pub fn parse_close(body: &[u8]) -> Result<WriteBody, String> {
+        let o = fields::object(body)?;
+        Ok(WriteBody::Close {
+            request_id: fields::request_id(&o)?,
+            target: Target::parse(&fields::string(&o, "target")?)?,
+            id: fields::string(&o, "id")?,
+        })
+    }
+
+    /// Parses a reopen body.
+    pub fn parse_reopen(body: &[u8]) -> Result<WriteBody, String> {
+        let o = fields::object(body)?;
+        Ok(WriteBody::Reopen { request_id: fields::request_id(&o)?, id: fields::id(&o, "id")? })
+    }
+
+    /// Parses a starter body.
+    pub fn parse_starter(body: &[u8]) -> Result<WriteBody, String> {
+        let o = fields::object(body)?;
+        Ok(WriteBody::Starter {
+            request_id: fields::request_id(&o)?,
+            text: fields::opt_string(&o, "text")?.map(phone_text).transpose()?,
+        })
+    }
+}
+
+/// The success answer of a write: `ok`, `result`, `requestId`, `replayed`,
+/// and the route's own fields (`turnId`, `pane`, `askId`, `decidedBy`, …).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WriteResponse {
+    /// Always true.
+    pub ok: bool,
+    /// `sent`, `queued`, `steered`, `stopped`, `done`, `renamed`, `closed`,
+    /// `reopened`, `started`, `answered` or `held`.
+    pub result: String,
+    /// The route's own fields.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+    /// The request id.
+    pub request_id: Id,
+    /// True when this is the stored answer to an earlier request.
+    pub replayed: bool,
+}
+
+impl WriteResponse {
+    /// A fresh success answer.
+    pub fn new(result: &str, request_id: Id) -> Self {
+        WriteResponse { ok: true, result: result.to_owned(), extra: Map::new(), request_id, replayed: false }
+    }
+
+    /// Adds a route field.
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.extra.insert(key.to_owned(), value.into());
+        self
+    }
+}
