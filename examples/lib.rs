@@ -1,1 +1,2 @@
-//! Examples (hello, desk) come with their issues.
+//! The SDK's examples, as `[[example]]` targets of this package:
+//! `cargo run --example hello` (the seed's ten-line quick start).

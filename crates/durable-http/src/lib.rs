@@ -1,1 +1,52 @@
-//! Not built yet: `durable-http`, the hyper/tokio glue the servers share, comes with the socket issue.
+//! The hyper/tokio glue that both durable servers share.
+//!
+//! The protocol lives in `durable-core`; this crate only carries requests to
+//! it and drives it. Both the private Unix socket server (`durable-socket`)
+//! and the HTTPS server (`durable-tls`) are built from these pieces:
+//!
+//! - [`SystemClock`], [`random_epoch`] and [`stderr_warn`]: what a server
+//!   hands [`CoreOptions`](durable_core::CoreOptions) (the core reads no
+//!   clock, no random source and writes nowhere by itself).
+//! - [`to_core_request`] and [`to_hyper_response`]: translation between
+//!   hyper's messages and the core's plain [`Request`] / [`Response`], with
+//!   the 1 MiB body limit ([`BODY_MAX`](durable_types::BODY_MAX)) enforced
+//!   while the body streams in: past the limit reading stops and the core is
+//!   handed [`Body::TooLarge`](durable_types::exchange::Body::TooLarge) (the
+//!   core decides the `413`).
+//! - [`CallerSource`]: who sent each request on a connection — a fixed
+//!   [`Caller`] (the socket's peer) or a bearer-token check (HTTPS: an
+//!   accepted token is [`Caller::Token`], anything else an immediate
+//!   `401 token-refused`).
+//! - [`serve_connection`]: HTTP/1.1 over any `AsyncRead + AsyncWrite`, with
+//!   keep-alive, a header-read timeout ([`HttpOptions`]) and graceful
+//!   shutdown on a [`Shutdown`] signal.
+//! - [`spawn_driver`]: the loop that runs the core's jobs and fires its
+//!   deadlines with tokio time.
+//! - [`Server`] with a [`Listen`] source: an accept loop plus the driver,
+//!   closed with [`Server::close`] (stop accepting, let requests in flight
+//!   finish, stop the driver).
+//!
+//! A server is then short: bind, implement [`Listen`] (accept, then find out
+//! who the peer is or do the TLS handshake inside the returned [`Incoming`]
+//! future), tell the core its caller-check mode, and call [`Server::start`].
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod caller;
+mod connection;
+mod driver;
+mod server;
+mod shutdown;
+mod system;
+mod translate;
+
+pub use caller::{CallerSource, TokenCheck, bearer_token, token_refused};
+pub use connection::{Handler, HttpOptions, serve_connection};
+pub use driver::spawn_driver;
+pub use server::{Incoming, Listen, Server};
+pub use shutdown::Shutdown;
+pub use system::{SystemClock, random_epoch, stderr_warn};
+pub use translate::{read_body, to_core_request, to_hyper_response};
+
+#[doc(no_inline)]
+pub use durable_types::exchange::{Caller, Request, Response};

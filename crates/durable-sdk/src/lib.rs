@@ -1,1 +1,70 @@
-//! Not built yet: `durable-sdk`, the facade with `open_collie`, comes with the socket issue.
+//! Put a durable agent on its user's phone through Collie — approval cards
+//! for risky tool calls, questions of four kinds, a live chat view of each
+//! conversation, history, and the phone's actions — with no UI code in the
+//! agent. The Rust form of the npm `@colliepwa/durable-sdk`.
+//!
+//! # Quick start
+//!
+//! ```no_run
+//! use durable_sdk::{open_collie, AskOption, AskSpec, Caps, Cap, OpenOptions, PaneOptions};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let collie = open_collie(OpenOptions::builder().host_name("hello").caps(Caps::none().with(Cap::Asks))).await?;
+//! let pane = collie.workspace("hello", "Hello")?.tab("main", "Questions")?.pane("deploy", PaneOptions::new("Deploy").harness("hello"))?;
+//! collie.ready();
+//! println!("listening {}", collie.address());
+//! let options = [AskOption::new("yes", "Yes"), AskOption::new("no", "No")];
+//! let answer = pane.ask(AskSpec::choice("deploy-1", "Deploy to staging?", options).item_id("deploy-1"))?.await?;
+//! println!("answer: {}", answer.option_id().unwrap_or("none"));
+//! collie.close().await;
+//! # Ok(()) }
+//! ```
+//!
+//! [`open_collie`] creates the private socket (its path from the options or
+//! `$COLLIE_DURABLE_SOCKET`, the variable Collie reads too), serves the core
+//! on it, and returns the [`Collie`] handle that sets the layout the phone
+//! shows. Then attach the agent on the Collie side:
+//! `collie durable attach hello --socket <the path printed>`.
+//!
+//! # Entry points
+//! - [`open_collie`] (feature `socket`, on by default; Linux and macOS): the
+//!   whole agent in one call.
+//! - [`create_core`] and a server of your choice: the transport-free core
+//!   (`durable-core`) is re-exported here; serve it on a socket with
+//!   `durable-socket` or behind TLS with a token with `durable-tls` (the
+//!   only way on Windows).
+//! - The rules the SDK applies, for programs that want them directly:
+//!   [`ask_id_for`], [`call_summary`], [`arguments_view`], [`require_approval`],
+//!   the ID and cursor rules ([`Id`], [`Cursor`]) and the constants
+//!   ([`RECEIPTS_PER_GROUP`], [`TAIL_LIMIT`], …).
+//!
+//! # Who can answer
+//! On Linux the socket server reads each caller's process id: a write (an
+//! answer, a send, …) from the agent itself or a process it launched is
+//! refused with `403 caller-refused`, so a tool the agent runs cannot
+//! approve its own call. Elsewhere any process of the user can answer; run
+//! the agent's tools in a sandbox that cannot reach the socket.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+#[cfg(all(feature = "socket", unix))]
+mod open;
+#[cfg(all(feature = "socket", not(unix)))]
+mod open_unsupported;
+
+#[cfg(all(feature = "socket", unix))]
+pub use open::{Collie, OpenError, OpenOptions, OpenOptionsBuilder, open_collie, socket_path_for};
+#[cfg(all(feature = "socket", not(unix)))]
+pub use open_unsupported::{OpenError, OpenOptions, open_collie};
+
+#[cfg(all(feature = "socket", unix))]
+pub use durable_socket::{CallerCheck, SocketError, SocketOptions, SocketServer};
+
+pub use durable_core::{
+    AbortController, AbortSignal, ActionRequest, Approval, ApprovalFuture, ApprovalOptions, AskClosed, AskHandle,
+    CallerCheckMode, Clock, CloseRequest, Core, CoreOptions, CoreOptionsBuilder, Decided, Handled, HistoryError,
+    HistoryProvider, Hooks, ItemsPage, Lookup, ManualClock, MemoryReceiptStore, Pane, PaneHandlers, PaneOptions,
+    Receipt, ReceiptStore, RenameRequest, ReopenRequest, RowsPage, SendRequest, StarterRequest, SteerRequest,
+    StopRequest, StoreError, Tab, WarnSink, Workspace, approval_spec, create_core, require_approval,
+};
+pub use durable_types::*;

@@ -1,0 +1,214 @@
+//! Translation between hyper's messages and the core's plain values, with the
+//! request body limit enforced while the body streams in.
+
+use std::pin::pin;
+
+use bytes::{Buf, Bytes, BytesMut};
+use http_body_util::{BodyExt, Full};
+use hyper::header::{ALLOW, CONTENT_LENGTH, CONTENT_TYPE, ETAG, HeaderValue, IF_NONE_MATCH};
+use hyper::{HeaderMap, StatusCode};
+
+use durable_types::BODY_MAX;
+use durable_types::exchange::{Body, Caller, Method, Request, Response};
+
+/// Reads a request body, stopping as soon as it goes over `max` bytes.
+///
+/// When the declared `Content-Length` is already over `max` nothing is read
+/// at all. Past the limit the rest of the body is left unread and the result
+/// is [`Body::TooLarge`]; the core answers `413` once the route, caller and
+/// capability checks have passed. An error is the body's own (the client
+/// went away mid-body).
+pub async fn read_body<B>(body: B, declared_len: Option<u64>, max: usize) -> Result<Body, B::Error>
+where
+    B: hyper::body::Body,
+{
+    if declared_len.is_some_and(|n| n > max as u64) {
+        return Ok(Body::TooLarge);
+    }
+    let mut body = pin!(body);
+    let mut buf = BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let Ok(mut data) = frame?.into_data() else {
+            continue; // trailers carry nothing the core reads
+        };
+        if buf.len() + data.remaining() > max {
+            return Ok(Body::TooLarge);
+        }
+        while data.has_remaining() {
+            let chunk = data.chunk();
+            let n = chunk.len();
+            buf.extend_from_slice(chunk);
+            data.advance(n);
+        }
+    }
+    Ok(Body::Complete(buf.freeze()))
+}
+
+/// Turns a hyper request into the core's [`Request`]: method, raw
+/// (percent-encoded) path, raw query, `If-None-Match`, and the body read
+/// under [`BODY_MAX`] (see [`read_body`]).
+pub async fn to_core_request<B>(request: hyper::Request<B>, caller: Caller) -> Result<Request, B::Error>
+where
+    B: hyper::body::Body,
+{
+    let (parts, body) = request.into_parts();
+    let declared = declared_length(&parts.headers);
+    let body = read_body(body, declared, BODY_MAX).await?;
+    let if_none_match = parts.headers.get(IF_NONE_MATCH).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    Ok(Request {
+        method: Method::from_name(parts.method.as_str()),
+        path: parts.uri.path().to_owned(),
+        query: parts.uri.query().map(str::to_owned),
+        if_none_match,
+        body,
+        caller,
+    })
+}
+
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers.get(CONTENT_LENGTH)?.to_str().ok()?.trim().parse().ok()
+}
+
+/// Turns the core's [`Response`] into a hyper response: its status, `ETag`
+/// and `Allow` headers, and `Content-Type: application/json` whenever there
+/// is a body (a `304` has none).
+pub fn to_hyper_response(response: Response) -> hyper::Response<Full<Bytes>> {
+    let status = StatusCode::from_u16(response.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let has_body = !response.body.is_empty();
+    let mut out = hyper::Response::new(Full::new(response.body));
+    *out.status_mut() = status;
+    let headers = out.headers_mut();
+    if has_body {
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    }
+    if let Some(etag) = response.etag.and_then(|e| HeaderValue::from_str(&e).ok()) {
+        headers.insert(ETAG, etag);
+    }
+    if let Some(allow) = response.allow {
+        headers.insert(ALLOW, HeaderValue::from_static(allow));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+    use std::pin::Pin;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::{Context, Poll};
+
+    use hyper::body::Frame;
+
+    use super::*;
+
+    /// An endless body that counts the bytes it has handed out.
+    struct Endless {
+        chunk: usize,
+        served: Arc<AtomicUsize>,
+    }
+
+    impl hyper::body::Body for Endless {
+        type Data = Bytes;
+        type Error = Infallible;
+        fn poll_frame(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+            self.served.fetch_add(self.chunk, Ordering::SeqCst);
+            Poll::Ready(Some(Ok(Frame::data(Bytes::from(vec![b'x'; self.chunk])))))
+        }
+    }
+
+    /// A body that must not be read.
+    struct Untouchable;
+
+    impl hyper::body::Body for Untouchable {
+        type Data = Bytes;
+        type Error = &'static str;
+        fn poll_frame(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+            Poll::Ready(Some(Err("the body was read")))
+        }
+    }
+
+    fn full(n: usize) -> Full<Bytes> {
+        Full::new(Bytes::from(vec![b'a'; n]))
+    }
+
+    #[tokio::test]
+    async fn a_body_of_exactly_one_mib_is_complete() {
+        let body = read_body(full(BODY_MAX), None, BODY_MAX).await.unwrap();
+        assert!(matches!(body, Body::Complete(b) if b.len() == BODY_MAX));
+    }
+
+    #[tokio::test]
+    async fn a_body_over_one_mib_is_too_large() {
+        assert_eq!(read_body(full(BODY_MAX + 1), None, BODY_MAX).await.unwrap(), Body::TooLarge);
+    }
+
+    #[tokio::test]
+    async fn the_body_limit_stops_reading_while_streaming() {
+        let served = Arc::new(AtomicUsize::new(0));
+        let body = Endless { chunk: 64 * 1024, served: served.clone() };
+        assert_eq!(read_body(body, None, BODY_MAX).await.unwrap(), Body::TooLarge);
+        // Reading stopped at the first chunk past the limit.
+        assert_eq!(served.load(Ordering::SeqCst), BODY_MAX + 64 * 1024);
+    }
+
+    #[tokio::test]
+    async fn a_declared_length_over_one_mib_is_too_large_without_reading() {
+        let request = hyper::Request::post("/v1/asks/x")
+            .header(CONTENT_LENGTH, (BODY_MAX + 1).to_string())
+            .body(Untouchable)
+            .unwrap();
+        let r = to_core_request(request, Caller::OtherProcess).await.unwrap();
+        assert_eq!(r.body, Body::TooLarge);
+    }
+
+    #[tokio::test]
+    async fn a_request_keeps_its_raw_path_query_and_if_none_match() {
+        let request = hyper::Request::get("/v1/panes/a%2Fb/events?after=3")
+            .header(IF_NONE_MATCH, "\"0123456789abcdef-4\"")
+            .body(full(0))
+            .unwrap();
+        let r = to_core_request(request, Caller::SelfOrDescendant).await.unwrap();
+        assert_eq!(r.method, Method::Get);
+        assert_eq!(r.path, "/v1/panes/a%2Fb/events");
+        assert_eq!(r.query.as_deref(), Some("after=3"));
+        assert_eq!(r.if_none_match.as_deref(), Some("\"0123456789abcdef-4\""));
+        assert_eq!(r.caller, Caller::SelfOrDescendant);
+        assert_eq!(r.body, Body::Complete(Bytes::new()));
+
+        let put = hyper::Request::put("/hello").body(full(2)).unwrap();
+        let r = to_core_request(put, Caller::Unknown).await.unwrap();
+        assert_eq!(r.method, Method::Other("PUT".into()));
+        assert_eq!(r.query, None);
+        assert_eq!(r.body, Body::Complete(Bytes::from_static(b"aa")));
+    }
+
+    #[test]
+    fn a_response_with_a_body_is_json_with_its_etag_and_allow() {
+        let mut response = Response::json(405, &b"{\"ok\":false}"[..]);
+        response.etag = Some("\"e-1\"".into());
+        response.allow = Some("GET");
+        let out = to_hyper_response(response);
+        assert_eq!(out.status(), 405);
+        assert_eq!(out.headers()[CONTENT_TYPE], "application/json");
+        assert_eq!(out.headers()[ETAG], "\"e-1\"");
+        assert_eq!(out.headers()[ALLOW], "GET");
+    }
+
+    #[test]
+    fn a_response_without_a_body_has_no_content_type() {
+        let mut response = Response::json(304, Bytes::new());
+        response.etag = Some("\"e-1\"".into());
+        let out = to_hyper_response(response);
+        assert_eq!(out.status(), 304);
+        assert!(out.headers().get(CONTENT_TYPE).is_none());
+        assert_eq!(out.headers()[ETAG], "\"e-1\"");
+        assert_eq!(to_hyper_response(Response::json(1000, Bytes::new())).status(), 500);
+    }
+}

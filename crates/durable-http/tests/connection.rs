@@ -1,0 +1,196 @@
+//! `serve_connection` over an in-memory stream, spoken to in raw HTTP/1.1.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use durable_http::{CallerSource, Handler, HttpOptions, Shutdown, serve_connection};
+use durable_types::exchange::{Body, Caller, Request, Response};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+use tokio::sync::Notify;
+
+/// Records every request and answers 200 `{"ok":true}`, after `gate` is
+/// opened when it is given.
+#[derive(Clone, Default)]
+struct Recorder {
+    seen: Arc<Mutex<Vec<Request>>>,
+    gate: Option<Arc<Notify>>,
+}
+
+impl Handler for Recorder {
+    fn handle(&self, request: Request) -> impl Future<Output = Response> + Send + 'static {
+        let seen = self.seen.clone();
+        let gate = self.gate.clone();
+        async move {
+            seen.lock().unwrap().push(request);
+            if let Some(gate) = gate {
+                gate.notified().await;
+            }
+            Response::json(200, &b"{\"ok\":true}"[..])
+        }
+    }
+}
+
+fn start(
+    handler: Recorder,
+    callers: CallerSource,
+    options: HttpOptions,
+    shutdown: Shutdown,
+) -> (DuplexStream, tokio::task::JoinHandle<()>) {
+    let (client, server) = tokio::io::duplex(4 * 1024 * 1024);
+    let task = tokio::spawn(async move {
+        let _ = serve_connection(handler, server, callers, &options, shutdown).await;
+    });
+    (client, task)
+}
+
+/// Reads one response (headers and a Content-Length body) as text.
+async fn read_response(io: &mut DuplexStream) -> String {
+    let mut buf = Vec::new();
+    let mut byte = [0u8; 1];
+    while !buf.ends_with(b"\r\n\r\n") {
+        let n = io.read(&mut byte).await.unwrap();
+        assert_eq!(n, 1, "connection closed mid-response: {:?}", String::from_utf8_lossy(&buf));
+        buf.push(byte[0]);
+    }
+    let head = String::from_utf8(buf).unwrap();
+    let len: usize = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase().strip_prefix("content-length: ").map(|v| v.trim().parse().unwrap())
+        })
+        .unwrap_or(0);
+    let mut body = vec![0u8; len];
+    io.read_exact(&mut body).await.unwrap();
+    head + &String::from_utf8(body).unwrap()
+}
+
+async fn assert_closed(io: &mut DuplexStream) {
+    let mut rest = Vec::new();
+    let n = tokio::time::timeout(Duration::from_secs(5), io.read_to_end(&mut rest))
+        .await
+        .expect("connection stays open");
+    assert!(n.is_ok());
+}
+
+#[tokio::test]
+async fn keep_alive_serves_several_requests_on_one_connection() {
+    let rec = Recorder::default();
+    let (mut io, _task) =
+        start(rec.clone(), CallerSource::Fixed(Caller::OtherProcess), HttpOptions::new(), Shutdown::new());
+    for path in ["/hello", "/v1/state?since=3"] {
+        io.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).await.unwrap();
+        let r = read_response(&mut io).await;
+        assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+        assert!(r.to_ascii_lowercase().contains("content-type: application/json"), "{r}");
+    }
+    let seen = rec.seen.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[1].path, "/v1/state");
+    assert_eq!(seen[1].query.as_deref(), Some("since=3"));
+    assert!(seen.iter().all(|r| r.caller == Caller::OtherProcess));
+}
+
+#[tokio::test]
+async fn a_body_over_one_mib_reaches_the_core_as_too_large() {
+    let rec = Recorder::default();
+    let (mut io, _task) =
+        start(rec.clone(), CallerSource::Fixed(Caller::OtherProcess), HttpOptions::new(), Shutdown::new());
+    let body = vec![b'x'; durable_types::BODY_MAX + 1];
+    // Chunked, so that no Content-Length gives the size away: the limit is
+    // enforced on the stream itself.
+    let mut req = b"POST /v1/asks/0123 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    for chunk in body.chunks(100_000) {
+        req.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+        req.extend_from_slice(chunk);
+        req.extend_from_slice(b"\r\n");
+    }
+    req.extend_from_slice(b"0\r\n\r\n");
+    io.write_all(&req).await.unwrap();
+    let r = read_response(&mut io).await;
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    assert_eq!(rec.seen.lock().unwrap()[0].body, Body::TooLarge);
+}
+
+#[tokio::test]
+async fn a_body_of_one_mib_reaches_the_core_whole() {
+    let rec = Recorder::default();
+    let (mut io, _task) =
+        start(rec.clone(), CallerSource::Fixed(Caller::Unknown), HttpOptions::new(), Shutdown::new());
+    let n = durable_types::BODY_MAX;
+    io.write_all(format!("POST /v1/close HTTP/1.1\r\nHost: x\r\nContent-Length: {n}\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    io.write_all(&vec![b'y'; n]).await.unwrap();
+    read_response(&mut io).await;
+    assert!(matches!(&rec.seen.lock().unwrap()[0].body, Body::Complete(b) if b.len() == n));
+}
+
+#[tokio::test]
+async fn a_client_slow_to_send_headers_is_cut_off_by_the_header_read_timeout() {
+    let rec = Recorder::default();
+    let options = HttpOptions::new().header_read_timeout(Duration::from_millis(200));
+    let (mut io, task) = start(rec.clone(), CallerSource::Fixed(Caller::Unknown), options, Shutdown::new());
+    io.write_all(b"GET /hello HTTP/1.1\r\nHost").await.unwrap();
+    assert_closed(&mut io).await;
+    tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
+    assert!(rec.seen.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn shutdown_lets_the_request_in_flight_finish_then_closes() {
+    let gate = Arc::new(Notify::new());
+    let rec = Recorder { gate: Some(gate.clone()), ..Recorder::default() };
+    let shutdown = Shutdown::new();
+    let (mut io, task) =
+        start(rec.clone(), CallerSource::Fixed(Caller::Unknown), HttpOptions::new(), shutdown.clone());
+    io.write_all(b"GET /v1/state HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    while rec.seen.lock().unwrap().is_empty() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    shutdown.trigger();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    gate.notify_one();
+    let r = read_response(&mut io).await;
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    assert_closed(&mut io).await;
+    tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn shutdown_closes_an_idle_keep_alive_connection() {
+    let shutdown = Shutdown::new();
+    let (mut io, task) = start(
+        Recorder::default(),
+        CallerSource::Fixed(Caller::Unknown),
+        HttpOptions::new(),
+        shutdown.clone(),
+    );
+    io.write_all(b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    read_response(&mut io).await;
+    shutdown.trigger();
+    assert_closed(&mut io).await;
+    tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn a_request_without_the_token_gets_401_and_never_reaches_the_core() {
+    let rec = Recorder::default();
+    let callers = CallerSource::bearer(|t| t == b"0123456789abcdef0123456789abcdef");
+    let (mut io, _task) = start(rec.clone(), callers, HttpOptions::new(), Shutdown::new());
+    io.write_all(b"GET /hello HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer nope\r\n\r\n").await.unwrap();
+    let r = read_response(&mut io).await;
+    assert!(r.starts_with("HTTP/1.1 401"), "{r}");
+    assert!(r.to_ascii_lowercase().contains("www-authenticate: bearer"), "{r}");
+    assert!(r.contains("\"code\":\"token-refused\""), "{r}");
+    assert!(!r.contains("nope"));
+    assert!(rec.seen.lock().unwrap().is_empty());
+
+    io.write_all(
+        b"GET /hello HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer 0123456789abcdef0123456789abcdef\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    let r = read_response(&mut io).await;
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    assert_eq!(rec.seen.lock().unwrap()[0].caller, Caller::Token);
+}

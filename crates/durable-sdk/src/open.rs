@@ -1,0 +1,224 @@
+//! `open_collie`: the private socket, the core, and the layout handle.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use durable_core::{Core, CoreOptions, HistoryProvider, Hooks, Workspace, create_core};
+use durable_http::{SystemClock, random_epoch, stderr_warn};
+use durable_socket::{CallerCheck, SocketError, SocketOptions, SocketServer, serve};
+use durable_types::{Caps, RuleError};
+
+/// Options of [`open_collie`]. `receipts` and `allow_always` exist only on
+/// [`create_core`](durable_core::create_core): `open_collie` keeps receipts
+/// in memory and offers allow-always options (the socket is private).
+#[derive(Clone)]
+pub struct OpenOptions {
+    host_name: String,
+    socket: Option<PathBuf>,
+    caps: Option<Caps>,
+    caller_check: CallerCheck,
+    tail_limit: Option<usize>,
+    hold_ms: Option<u64>,
+    warn: Option<durable_core::WarnSink>,
+}
+
+impl fmt::Debug for OpenOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenOptions")
+            .field("host_name", &self.host_name)
+            .field("socket", &self.socket)
+            .field("caps", &self.caps)
+            .field("caller_check", &self.caller_check)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenOptions {
+    /// A builder.
+    pub fn builder() -> OpenOptionsBuilder {
+        OpenOptionsBuilder(OpenOptions {
+            host_name: "durable".into(),
+            socket: None,
+            caps: None,
+            caller_check: CallerCheck::default(),
+            tail_limit: None,
+            hold_ms: None,
+            warn: None,
+        })
+    }
+}
+
+/// Builds [`OpenOptions`].
+#[derive(Debug, Clone)]
+pub struct OpenOptionsBuilder(OpenOptions);
+
+impl OpenOptionsBuilder {
+    /// The agent's name on the phone (`host` in `GET /hello`).
+    pub fn host_name(mut self, name: impl Into<String>) -> Self {
+        self.0.host_name = name.into();
+        self
+    }
+
+    /// The socket path. Default: `$COLLIE_DURABLE_SOCKET`.
+    pub fn socket(mut self, path: impl Into<PathBuf>) -> Self {
+        self.0.socket = Some(path.into());
+        self
+    }
+
+    /// The complete list of capabilities (default: all the SDK can do, plus
+    /// `history` once [`Collie::history`] sets a provider).
+    pub fn caps(mut self, caps: Caps) -> Self {
+        self.0.caps = Some(caps);
+        self
+    }
+
+    /// The caller check (default: on where the platform can tell).
+    pub fn caller_check(mut self, check: CallerCheck) -> Self {
+        self.0.caller_check = check;
+        self
+    }
+
+    /// Raw events each pane keeps (default 500).
+    pub fn tail_limit(mut self, n: usize) -> Self {
+        self.0.tail_limit = Some(n);
+        self
+    }
+
+    /// How long an answer to an unknown ask is held, in ms (default 10 min).
+    pub fn hold_ms(mut self, ms: u64) -> Self {
+        self.0.hold_ms = Some(ms);
+        self
+    }
+
+    /// Where warn lines go (default: one line on standard error).
+    pub fn warn(mut self, sink: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.0.warn = Some(std::sync::Arc::new(sink));
+        self
+    }
+
+    /// The options.
+    pub fn build(self) -> OpenOptions {
+        self.0
+    }
+}
+
+impl From<OpenOptionsBuilder> for OpenOptions {
+    fn from(b: OpenOptionsBuilder) -> OpenOptions {
+        b.build()
+    }
+}
+
+/// Why [`open_collie`] could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// An option breaks a rule.
+    #[error(transparent)]
+    Options(#[from] RuleError),
+    /// The socket could not be served (path, privacy, in use, IO).
+    #[error(transparent)]
+    Socket(#[from] SocketError),
+}
+
+/// A durable agent served on its private socket: the seed's `collie`.
+pub struct Collie {
+    core: Core,
+    server: SocketServer,
+}
+
+impl fmt::Debug for Collie {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Collie").field("address", &self.server.address()).finish_non_exhaustive()
+    }
+}
+
+/// Creates the private socket, serves a core on it, and returns the handle
+/// that sets the layout the phone shows. Must be awaited inside a tokio
+/// runtime.
+pub async fn open_collie(options: impl Into<OpenOptions>) -> Result<Collie, OpenError> {
+    let o = options.into();
+    let mut b = CoreOptions::builder()
+        .host_name(o.host_name)
+        .clock(SystemClock)
+        .epoch(random_epoch())
+        .allow_always(true);
+    b = match o.warn {
+        Some(w) => b.warn(move |line| w(line)),
+        None => b.warn(stderr_warn()),
+    };
+    if let Some(c) = o.caps {
+        b = b.caps(c);
+    }
+    if let Some(n) = o.tail_limit {
+        b = b.tail_limit(n);
+    }
+    if let Some(ms) = o.hold_ms {
+        b = b.hold_ms(ms);
+    }
+    let core = create_core(b.build()?);
+    let mut socket = SocketOptions::builder().caller_check(o.caller_check);
+    if let Some(p) = o.socket {
+        socket = socket.path(p);
+    }
+    let server = serve(core.clone(), socket.build()).await?;
+    Ok(Collie { core, server })
+}
+
+impl Collie {
+    /// The socket path Collie attaches to.
+    pub fn address(&self) -> String {
+        self.server.address().display().to_string()
+    }
+
+    /// The workspace with this id, created with `title` if it does not exist.
+    pub fn workspace(&self, id: &str, title: &str) -> Result<Workspace, RuleError> {
+        self.core.workspace(id, title)
+    }
+
+    /// Marks the agent ready (Collie shows "starting" until then).
+    pub fn ready(&self) {
+        self.core.ready();
+    }
+
+    /// Serves history from the agent's own store; turns the `history` cap on
+    /// when caps were omitted.
+    pub fn history(&self, provider: impl HistoryProvider) {
+        self.core.history(provider);
+    }
+
+    /// Sets the agent-wide hooks for the phone's writes.
+    pub fn hooks(&self, hooks: impl Hooks) {
+        self.core.set_hooks(hooks);
+    }
+
+    /// Adds a starter button.
+    pub fn starter(&self, id: &str, label: &str) -> Result<(), RuleError> {
+        self.core.starter(id, label)
+    }
+
+    /// The core, for everything else.
+    pub fn core(&self) -> &Core {
+        &self.core
+    }
+
+    /// Stops serving: no new connection, requests in flight finish, the
+    /// socket file is removed. Open asks stay open: a shutdown is not an
+    /// answer.
+    pub async fn close(self) {
+        self.server.close().await;
+    }
+}
+
+/// The conventional socket path of an agent named `app`:
+/// `$COLLIE_DURABLE_SOCKET`, else `$XDG_RUNTIME_DIR/<app>/app.sock`, else
+/// `/tmp/durable-<uid>/<app>/app.sock`. (Collie's Linux service runs with a
+/// private `/tmp`: prefer `$XDG_RUNTIME_DIR`.)
+pub fn socket_path_for(app: &str) -> PathBuf {
+    if let Some(p) = std::env::var_os(durable_socket::SOCKET_ENV).filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    match std::env::var_os("XDG_RUNTIME_DIR").filter(|p| !p.is_empty()) {
+        Some(dir) => PathBuf::from(dir).join(app).join("app.sock"),
+        None => PathBuf::from(format!("/tmp/durable-{}", nix::unistd::getuid().as_raw())).join(app).join("app.sock"),
+    }
+}

@@ -1,0 +1,227 @@
+//! The socket path's rules: where it comes from, its shape, and privacy
+//! (contract §1.1) — checked, and the folder created, before binding.
+
+use std::ffi::OsString;
+use std::fs::{self, DirBuilder, Metadata};
+use std::io::ErrorKind;
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::net::UnixStream;
+use std::path::{Component, Path, PathBuf};
+
+use durable_types::SOCKET_PATH_MAX;
+
+use crate::error::{PrivacyRule, SocketError};
+
+/// The path: the option, else the environment variable's value (an empty
+/// value counts as unset), else [`SocketError::NoPath`].
+pub(crate) fn resolve(option: Option<&Path>, env: Option<OsString>) -> Result<PathBuf, SocketError> {
+    match (option, env) {
+        (Some(path), _) => Ok(path.to_owned()),
+        (None, Some(value)) if !value.is_empty() => Ok(PathBuf::from(value)),
+        _ => Err(SocketError::NoPath),
+    }
+}
+
+/// The shape rule: absolute, at most 103 bytes, naming a file, no `..`.
+pub(crate) fn check_shape(path: &Path) -> Result<(), SocketError> {
+    if !path.is_absolute() {
+        return Err(SocketError::NotAbsolute { path: path.to_owned() });
+    }
+    let len = path.as_os_str().len();
+    if len > SOCKET_PATH_MAX {
+        return Err(SocketError::TooLong { path: path.to_owned(), len });
+    }
+    if path.file_name().is_none() || path.components().any(|c| c == Component::ParentDir) {
+        return Err(SocketError::NotAFilePath { path: path.to_owned() });
+    }
+    Ok(())
+}
+
+/// What is at the socket path once the folders are checked.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Existing {
+    /// Nothing: bind.
+    Nothing,
+    /// A socket nobody accepts on (left by a crash): it was removed.
+    StaleRemoved,
+}
+
+/// Walks the path from `/`: every ancestor folder must be a real folder, not
+/// writable by group or others unless sticky; missing folders are created
+/// with mode 0700; the socket's folder must belong to `uid` with mode 0700.
+/// Then looks at the socket path itself: a symbolic link, something not a
+/// socket, another user's socket or a live one are refused; a stale one of
+/// ours is removed.
+pub(crate) fn prepare(path: &Path, uid: u32) -> Result<Existing, SocketError> {
+    let folder = path.parent().ok_or_else(|| SocketError::NotAFilePath { path: path.to_owned() })?;
+    let mut current = PathBuf::new();
+    for component in folder.components() {
+        match component {
+            Component::RootDir | Component::Prefix(_) => current.push(component.as_os_str()),
+            Component::Normal(name) => current.push(name),
+            Component::CurDir => continue,
+            Component::ParentDir => return Err(SocketError::NotAFilePath { path: path.to_owned() }),
+        }
+        let is_folder = current == folder;
+        let meta = match fs::symlink_metadata(&current) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == ErrorKind::NotFound => create_private_folder(&current)?,
+            Err(e) => return Err(SocketError::io("inspect", &current, e)),
+        };
+        if is_folder {
+            check_folder(&current, &meta, uid)?;
+        } else {
+            check_ancestor(&current, &meta)?;
+        }
+    }
+    check_existing_socket(path, uid)
+}
+
+fn create_private_folder(path: &Path) -> Result<Metadata, SocketError> {
+    match DirBuilder::new().mode(0o700).create(path) {
+        Ok(()) => {
+            // The umask may have taken bits away; set exactly 0700.
+            fs::set_permissions(path, fs::Permissions::from_mode(0o700))
+                .map_err(|e| SocketError::io("set the mode of", path, e))?;
+        }
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {} // created meanwhile: checked below
+        Err(e) => return Err(SocketError::io("create the folder", path, e)),
+    }
+    fs::symlink_metadata(path).map_err(|e| SocketError::io("inspect", path, e))
+}
+
+fn check_dir_kind(path: &Path, meta: &Metadata) -> Result<(), SocketError> {
+    if meta.file_type().is_symlink() {
+        return Err(SocketError::not_private(path, PrivacyRule::SymbolicLink));
+    }
+    if !meta.is_dir() {
+        return Err(SocketError::not_private(path, PrivacyRule::NotAFolder));
+    }
+    Ok(())
+}
+
+fn check_ancestor(path: &Path, meta: &Metadata) -> Result<(), SocketError> {
+    check_dir_kind(path, meta)?;
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o022 != 0 && mode & 0o1000 == 0 {
+        return Err(SocketError::not_private(path, PrivacyRule::AncestorWritable { mode }));
+    }
+    Ok(())
+}
+
+fn check_folder(path: &Path, meta: &Metadata, uid: u32) -> Result<(), SocketError> {
+    check_dir_kind(path, meta)?;
+    if meta.uid() != uid {
+        return Err(SocketError::not_private(
+            path,
+            PrivacyRule::FolderOwner { owner: meta.uid(), user: uid },
+        ));
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o777 != 0o700 {
+        return Err(SocketError::not_private(path, PrivacyRule::FolderMode { mode }));
+    }
+    Ok(())
+}
+
+/// The socket path itself. A socket of ours that nobody accepts on is
+/// replaced whatever its mode (the new one gets 0600); a live one is refused
+/// — as not private when others can reach it, else as already in use.
+fn check_existing_socket(path: &Path, uid: u32) -> Result<Existing, SocketError> {
+    let meta = match fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Existing::Nothing),
+        Err(e) => return Err(SocketError::io("inspect", path, e)),
+    };
+    if meta.file_type().is_symlink() {
+        return Err(SocketError::not_private(path, PrivacyRule::SymbolicLink));
+    }
+    if !meta.file_type().is_socket() {
+        return Err(SocketError::NotASocket { path: path.to_owned() });
+    }
+    if meta.uid() != uid {
+        return Err(SocketError::not_private(
+            path,
+            PrivacyRule::SocketOwner { owner: meta.uid(), user: uid },
+        ));
+    }
+    match UnixStream::connect(path) {
+        Ok(_) => {
+            let mode = meta.mode() & 0o7777;
+            if mode & 0o077 != 0 {
+                Err(SocketError::not_private(path, PrivacyRule::SocketMode { mode }))
+            } else {
+                Err(SocketError::InUse { path: path.to_owned() })
+            }
+        }
+        Err(e) if e.kind() == ErrorKind::ConnectionRefused => match fs::remove_file(path) {
+            Ok(()) => Ok(Existing::StaleRemoved),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(Existing::Nothing),
+            Err(e) => Err(SocketError::io("remove the stale socket", path, e)),
+        },
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(Existing::Nothing),
+        Err(e) => Err(SocketError::io("connect to the existing socket", path, e)),
+    }
+}
+
+/// After binding: give the socket mode 0600 and check it is ours and private.
+pub(crate) fn seal_socket(path: &Path, uid: u32) -> Result<Metadata, SocketError> {
+    fs::set_permissions(path, fs::Permissions::from_mode(0o600))
+        .map_err(|e| SocketError::io("set the mode of", path, e))?;
+    let meta = fs::symlink_metadata(path).map_err(|e| SocketError::io("inspect", path, e))?;
+    if meta.uid() != uid {
+        return Err(SocketError::not_private(
+            path,
+            PrivacyRule::SocketOwner { owner: meta.uid(), user: uid },
+        ));
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o077 != 0 {
+        return Err(SocketError::not_private(path, PrivacyRule::SocketMode { mode }));
+    }
+    Ok(meta)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_option_wins_over_the_environment_variable() {
+        let p = resolve(Some(Path::new("/a/b.sock")), Some("/c/d.sock".into())).unwrap();
+        assert_eq!(p, Path::new("/a/b.sock"));
+        assert_eq!(resolve(None, Some("/c/d.sock".into())).unwrap(), Path::new("/c/d.sock"));
+    }
+
+    #[test]
+    fn no_path_and_no_variable_is_an_error_naming_the_variable() {
+        for env in [None, Some(OsString::new())] {
+            let e = resolve(None, env).unwrap_err();
+            assert!(matches!(e, SocketError::NoPath));
+            assert!(e.to_string().contains("COLLIE_DURABLE_SOCKET"), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_socket_path_must_be_absolute() {
+        let e = check_shape(Path::new("run/app.sock")).unwrap_err();
+        assert!(matches!(e, SocketError::NotAbsolute { .. }));
+        assert!(e.to_string().contains("absolute"), "{e}");
+    }
+
+    #[test]
+    fn the_socket_path_is_at_most_103_bytes() {
+        let ok = format!("/{}", "a".repeat(102));
+        assert!(check_shape(Path::new(&ok)).is_ok());
+        let long = format!("/{}", "a".repeat(103));
+        let e = check_shape(Path::new(&long)).unwrap_err();
+        assert!(matches!(e, SocketError::TooLong { len: 104, .. }), "{e:?}");
+        assert!(e.to_string().contains("103"), "{e}");
+    }
+
+    #[test]
+    fn the_socket_path_names_a_file_without_parent_components() {
+        assert!(matches!(check_shape(Path::new("/")), Err(SocketError::NotAFilePath { .. })));
+        assert!(matches!(check_shape(Path::new("/tmp/../x.sock")), Err(SocketError::NotAFilePath { .. })));
+    }
+}

@@ -1,0 +1,143 @@
+//! `serve`: bind the private socket and serve the core on it; `SocketServer`:
+//! the running server and its `close`.
+
+use std::fmt;
+use std::fs;
+use std::io::{self, ErrorKind};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use tokio::net::{UnixListener, UnixStream};
+
+use durable_core::{CallerCheckMode, Core};
+use durable_http::{CallerSource, Incoming, Listen, Server};
+
+use crate::SOCKET_ENV;
+use crate::error::SocketError;
+use crate::options::{CallerObserver, SocketOptions};
+use crate::path;
+use crate::peer::PeerCheck;
+
+/// Serves `core` on a private Unix socket (the socket half of the seed's
+/// `openCollie`).
+///
+/// The path is `options`' path, else `$COLLIE_DURABLE_SOCKET`. It is checked
+/// (absolute, at most 103 bytes), its folder created with mode 0700 when
+/// missing, the whole path checked private, a stale socket replaced; the
+/// socket is bound with mode 0600. The core is told the caller-check mode
+/// (`on`, `off` or `unavailable`); where the platform cannot tell the peer,
+/// one warn line says so through the core's warn sink. Then connections are
+/// served, and the core's deadlines and jobs driven, until
+/// [`SocketServer::close`].
+///
+/// Must be awaited inside a tokio runtime (it spawns the server's tasks).
+pub async fn serve(core: Core, options: SocketOptions) -> Result<SocketServer, SocketError> {
+    let path = path::resolve(options.path.as_deref(), std::env::var_os(SOCKET_ENV))?;
+    path::check_shape(&path)?;
+    let uid = nix::unistd::geteuid().as_raw();
+    path::prepare(&path, uid)?;
+    let listener = UnixListener::bind(&path).map_err(|e| match e.kind() {
+        ErrorKind::AddrInUse => SocketError::InUse { path: path.clone() },
+        _ => SocketError::io("bind the socket", &path, e),
+    })?;
+    let meta = match path::seal_socket(&path, uid) {
+        Ok(meta) => meta,
+        Err(e) => {
+            drop(listener);
+            let _ = fs::remove_file(&path);
+            return Err(e);
+        }
+    };
+    let (check, mode, warning) = PeerCheck::for_platform(options.caller_check);
+    core.set_caller_check(mode);
+    if let Some(line) = warning {
+        core.warn(line);
+    }
+    let listen = SocketListen { listener, check, observer: options.observer };
+    let server = Server::start(core, listen, options.http);
+    Ok(SocketServer { path, identity: (meta.dev(), meta.ino()), caller_check: mode, server: Some(server) })
+}
+
+/// A running socket server. [`close`](Self::close) it to stop; dropping it
+/// stops accepting and removes the socket file without waiting for requests
+/// in flight.
+#[must_use = "dropping a SocketServer stops it"]
+pub struct SocketServer {
+    path: PathBuf,
+    identity: (u64, u64),
+    caller_check: CallerCheckMode,
+    server: Option<Server>,
+}
+
+impl fmt::Debug for SocketServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SocketServer")
+            .field("address", &self.path)
+            .field("caller_check", &self.caller_check)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SocketServer {
+    /// The socket's path (the seed's `collie.address`).
+    pub fn address(&self) -> &Path {
+        &self.path
+    }
+
+    /// The caller check in force, as `GET /hello` reports it.
+    pub fn caller_check(&self) -> CallerCheckMode {
+        self.caller_check
+    }
+
+    /// Stops accepting, lets the requests in flight finish, stops driving
+    /// the core, and removes the socket file. Open asks stay open: a
+    /// shutdown is not an answer.
+    pub async fn close(mut self) {
+        if let Some(server) = self.server.take() {
+            server.close().await;
+        }
+        self.remove_socket();
+    }
+
+    /// Removes the socket file if it is still the one this server bound.
+    fn remove_socket(&self) {
+        if let Ok(meta) = fs::symlink_metadata(&self.path)
+            && (meta.dev(), meta.ino()) == self.identity
+        {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+impl Drop for SocketServer {
+    fn drop(&mut self) {
+        if self.server.take().is_some() {
+            self.remove_socket();
+        }
+    }
+}
+
+/// The accept side: a Unix listener whose connections are classified by the
+/// caller check on their own task.
+struct SocketListen {
+    listener: UnixListener,
+    check: PeerCheck,
+    observer: Option<CallerObserver>,
+}
+
+impl Listen for SocketListen {
+    type Io = UnixStream;
+
+    async fn accept(&mut self) -> io::Result<Incoming<UnixStream>> {
+        let (stream, _) = self.listener.accept().await?;
+        let check = self.check;
+        let observer = self.observer.clone();
+        Ok(Box::pin(async move {
+            let caller = check.caller_of(&stream);
+            if let Some(observe) = observer {
+                observe(caller);
+            }
+            Ok((stream, CallerSource::Fixed(caller)))
+        }))
+    }
+}

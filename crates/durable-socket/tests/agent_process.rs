@@ -1,0 +1,264 @@
+//! The caller check and the path's environment default, with the agent in a
+//! process of its own: this test executable run again in "fixture" mode.
+//!
+//! Serving in the test process would make every process the test starts a
+//! descendant of the agent; here the test process is the agent's parent,
+//! which is not its descendant.
+
+mod common;
+
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use common::{ANSWER_BODY, ANSWER_PATH, TempDir, core, curl, is_root, set_mode};
+use durable_socket::{SocketOptions, serve};
+
+const FIXTURE: &str = "DURABLE_SOCKET_FIXTURE";
+const FIXTURE_PATH: &str = "DURABLE_SOCKET_FIXTURE_PATH";
+const FIXTURE_CURL: &str = "DURABLE_SOCKET_FIXTURE_CURL";
+
+/// Not a test of its own: the agent's body when this executable is run as a
+/// fixture (`DURABLE_SOCKET_FIXTURE` set); otherwise it returns at once.
+///
+/// It serves a core on `DURABLE_SOCKET_FIXTURE_PATH` (or, unset, on the
+/// default path), reports on stdout as `fixture: …` lines, optionally runs
+/// curl itself (a process the agent launches), and closes when its stdin
+/// closes.
+#[test]
+fn fixture_agent_process() {
+    if std::env::var_os(FIXTURE).is_none() {
+        return;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let mut builder = SocketOptions::builder().observe_callers(|c| println!("fixture: caller {c:?}"));
+        if let Some(path) = std::env::var_os(FIXTURE_PATH) {
+            builder = builder.path(path);
+        }
+        let server = match serve(core(), builder.build()).await {
+            Ok(server) => server,
+            Err(e) => {
+                println!("fixture: error {e}");
+                return;
+            }
+        };
+        println!("fixture: listening {}", server.address().display());
+        if std::env::var_os(FIXTURE_CURL).is_some() {
+            let path = server.address().to_owned();
+            let (read, write) = tokio::task::spawn_blocking(move || {
+                (
+                    curl(&path, "GET", "/v1/state", None).0,
+                    curl(&path, "POST", ANSWER_PATH, Some(ANSWER_BODY)).0,
+                )
+            })
+            .await
+            .unwrap();
+            println!("fixture: child-read {read}");
+            println!("fixture: child-write {write}");
+        }
+        println!("fixture: ready");
+        tokio::task::spawn_blocking(|| {
+            let _ = std::io::stdin().read_to_end(&mut Vec::new());
+        })
+        .await
+        .unwrap();
+        server.close().await;
+        println!("fixture: closed");
+    });
+}
+
+/// An agent running in a child process.
+struct Agent {
+    child: Child,
+    lines: Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Agent {
+    fn spawn(envs: &[(&str, OsString)], uid: Option<u32>) -> Agent {
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        cmd.args(["--exact", "fixture_agent_process", "--nocapture", "--test-threads=1"])
+            .env(FIXTURE, "1")
+            .env_remove("COLLIE_DURABLE_SOCKET")
+            .env_remove(FIXTURE_PATH)
+            .env_remove(FIXTURE_CURL)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        if let Some(uid) = uid {
+            use std::os::unix::process::CommandExt;
+            cmd.uid(uid).gid(uid);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                // The harness may print `test … ... ` on the same line first.
+                if let Some((_, rest)) = line.split_once("fixture: ") {
+                    let _ = tx.send(rest.to_owned());
+                }
+            }
+        });
+        Agent { child, lines, seen: Vec::new() }
+    }
+
+    /// Waits for a line starting with `prefix`; returns the rest of it.
+    fn expect(&mut self, prefix: &str) -> String {
+        let end = Instant::now() + Duration::from_secs(60);
+        loop {
+            match self.lines.recv_timeout(end.saturating_duration_since(Instant::now())) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if let Some(rest) = line.strip_prefix(prefix) {
+                        return rest.trim().to_owned();
+                    }
+                    if let Some(error) = line.strip_prefix("error ") {
+                        panic!("the agent could not start: {error}");
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => panic!("no {prefix:?} from the agent; saw {:?}", self.seen),
+                Err(RecvTimeoutError::Disconnected) => panic!("the agent exited; saw {:?}", self.seen),
+            }
+        }
+    }
+
+    /// Closes the agent (its stdin) and returns every line it wrote.
+    fn finish(mut self) -> Vec<String> {
+        drop(self.child.stdin.take());
+        let end = Instant::now() + Duration::from_secs(60);
+        while let Ok(line) = self.lines.recv_timeout(end.saturating_duration_since(Instant::now())) {
+            self.seen.push(line);
+        }
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "the agent failed: {status}; saw {:?}", self.seen);
+        self.seen
+    }
+}
+
+fn socket_in(dir: &TempDir) -> PathBuf {
+    dir.join("run/app.sock")
+}
+
+fn path_env(path: &Path) -> (&'static str, OsString) {
+    (FIXTURE_PATH, path.as_os_str().to_owned())
+}
+
+fn callers(lines: &[String]) -> Vec<&str> {
+    lines.iter().filter_map(|l| l.strip_prefix("caller ")).collect()
+}
+
+#[test]
+fn a_process_the_agent_launches_is_classified_self_or_descendant() {
+    let dir = TempDir::new();
+    let mut agent = Agent::spawn(&[path_env(&socket_in(&dir)), (FIXTURE_CURL, "1".into())], None);
+    agent.expect("ready");
+    let lines = agent.finish();
+    assert_eq!(callers(&lines), ["SelfOrDescendant", "SelfOrDescendant"], "{lines:?}");
+}
+
+#[test]
+fn a_process_the_agent_launches_gets_403_on_a_write_and_200_on_a_read() {
+    let dir = TempDir::new();
+    let mut agent = Agent::spawn(&[path_env(&socket_in(&dir)), (FIXTURE_CURL, "1".into())], None);
+    let read = agent.expect("child-read");
+    let write = agent.expect("child-write");
+    agent.finish();
+    assert_eq!(read, "200", "a read from the agent's own child is served");
+    assert_eq!(write, "403", "a write from the agent's own child is refused");
+}
+
+#[test]
+fn an_unrelated_processs_write_is_not_refused_as_self() {
+    let dir = TempDir::new();
+    let path = socket_in(&dir);
+    let mut agent = Agent::spawn(&[path_env(&path)], None);
+    agent.expect("ready");
+    // This test process started the agent: it is the agent's parent, and its
+    // curl is no descendant of the agent.
+    let (status, body) = curl(&path, "POST", ANSWER_PATH, Some(ANSWER_BODY));
+    let lines = agent.finish();
+    assert_eq!(callers(&lines), ["OtherProcess"], "{lines:?}");
+    assert_ne!(status, 0, "no HTTP answer");
+    assert_ne!(status, 403, "an unrelated process's write was refused: {body}");
+}
+
+/// A folder the other user owns, with mode 0700, to serve from.
+fn folder_for(uid: u32) -> TempDir {
+    let dir = TempDir::new();
+    std::os::unix::fs::chown(dir.path(), Some(uid), Some(uid)).unwrap();
+    set_mode(dir.path(), 0o700);
+    dir
+}
+
+#[test]
+fn an_agent_running_as_another_uid_classifies_roots_connection_as_other_user() {
+    if !is_root() {
+        eprintln!("skipped: needs root to run the agent as another user");
+        return;
+    }
+    let dir = folder_for(65534);
+    let path = socket_in(&dir);
+    let mut agent = Agent::spawn(&[path_env(&path)], Some(65534));
+    agent.expect("ready");
+    let (status, _) = curl(&path, "GET", "/hello", None);
+    let lines = agent.finish();
+    assert_ne!(status, 0, "no HTTP answer");
+    assert_eq!(callers(&lines), ["OtherUser"], "{lines:?}");
+}
+
+#[test]
+fn an_agent_running_as_another_uid_refuses_roots_connection_with_403() {
+    if !is_root() {
+        eprintln!("skipped: needs root to run the agent as another user");
+        return;
+    }
+    let dir = folder_for(65534);
+    let path = socket_in(&dir);
+    let mut agent = Agent::spawn(&[path_env(&path)], Some(65534));
+    agent.expect("ready");
+    let read = curl(&path, "GET", "/hello", None);
+    let write = curl(&path, "POST", ANSWER_PATH, Some(ANSWER_BODY));
+    agent.finish();
+    assert_eq!(read.0, 403, "{}", read.1);
+    assert_eq!(write.0, 403, "{}", write.1);
+}
+
+#[test]
+fn the_socket_path_defaults_to_collie_durable_socket() {
+    let dir = TempDir::new();
+    let path = socket_in(&dir);
+    let mut agent = Agent::spawn(&[("COLLIE_DURABLE_SOCKET", path.as_os_str().to_owned())], None);
+    assert_eq!(agent.expect("listening"), path.display().to_string());
+    assert!(path.exists());
+    agent.finish();
+    assert!(!path.exists(), "close removed the socket");
+}
+
+#[test]
+fn the_socket_option_overrides_collie_durable_socket() {
+    let dir = TempDir::new();
+    let chosen = dir.join("chosen/app.sock");
+    let env = socket_in(&dir);
+    let mut agent =
+        Agent::spawn(&[path_env(&chosen), ("COLLIE_DURABLE_SOCKET", env.as_os_str().to_owned())], None);
+    assert_eq!(agent.expect("listening"), chosen.display().to_string());
+    assert!(!env.exists());
+    agent.finish();
+}
+
+#[test]
+fn without_a_path_or_collie_durable_socket_start_up_fails_saying_so() {
+    let agent = Agent::spawn(&[], None);
+    let lines = agent.finish();
+    let error = lines.iter().find_map(|l| l.strip_prefix("error ")).unwrap_or_else(|| panic!("{lines:?}"));
+    assert!(error.contains("no socket path"), "{error}");
+    assert!(error.contains("COLLIE_DURABLE_SOCKET"), "{error}");
+}
