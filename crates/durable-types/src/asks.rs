@@ -10,8 +10,8 @@ use serde_json::{Map, Value};
 use crate::constants::{ask_limits as lim, item_limits};
 use crate::text::{Cleaned, clean_body, clean_line, clean_line_chars};
 use crate::{
-    Id, PUSH_LINE_MAX, PUSH_TITLE_MAX, REASON_MAX, RuleError, TITLE_MAX, Timestamp, arguments_view,
-    ask_hash, ask_id_for, call_summary,
+    Id, PUSH_LINE_MAX, PUSH_TITLE_MAX, REASON_MAX, RuleError, TITLE_MAX, Timestamp, arguments_view, ask_hash,
+    ask_id_for, call_summary,
 };
 
 fn is_false(b: &bool) -> bool {
@@ -147,13 +147,7 @@ pub struct FormField {
 impl FormField {
     /// A field.
     pub fn new(id: impl Into<String>, label: impl Into<String>, field_type: FieldType) -> Self {
-        FormField {
-            id: id.into(),
-            label: label.into(),
-            field_type,
-            required: false,
-            options: None,
-        }
+        FormField { id: id.into(), label: label.into(), field_type, required: false, options: None }
     }
 
     /// Marks the field required.
@@ -371,13 +365,25 @@ impl AskSpec {
     }
 
     /// A `choice` ask: one option of 1 to 8.
-    pub fn choice(tool_call_id: impl Into<String>, title: impl Into<String>, options: impl IntoIterator<Item = AskOption>) -> Self {
+    pub fn choice(
+        tool_call_id: impl Into<String>,
+        title: impl Into<String>,
+        options: impl IntoIterator<Item = AskOption>,
+    ) -> Self {
         Self::new(AskKind::Choice { options: options.into_iter().collect() }, tool_call_id, title)
     }
 
     /// A `multi` ask: several options of 1 to 16.
-    pub fn multi(tool_call_id: impl Into<String>, title: impl Into<String>, options: impl IntoIterator<Item = AskOption>) -> Self {
-        Self::new(AskKind::Multi { options: options.into_iter().collect(), min: None, max: None }, tool_call_id, title)
+    pub fn multi(
+        tool_call_id: impl Into<String>,
+        title: impl Into<String>,
+        options: impl IntoIterator<Item = AskOption>,
+    ) -> Self {
+        Self::new(
+            AskKind::Multi { options: options.into_iter().collect(), min: None, max: None },
+            tool_call_id,
+            title,
+        )
     }
 
     /// A `text` ask.
@@ -386,7 +392,11 @@ impl AskSpec {
     }
 
     /// A `form` ask: 1 to 16 fields.
-    pub fn form(tool_call_id: impl Into<String>, title: impl Into<String>, fields: impl IntoIterator<Item = FormField>) -> Self {
+    pub fn form(
+        tool_call_id: impl Into<String>,
+        title: impl Into<String>,
+        fields: impl IntoIterator<Item = FormField>,
+    ) -> Self {
         Self::new(AskKind::Form { fields: fields.into_iter().collect() }, tool_call_id, title)
     }
 
@@ -449,7 +459,12 @@ impl AskSpec {
     }
 
     /// For `text`: the placeholder, multiline flag and byte limit.
-    pub fn text_field(mut self, placeholder: Option<String>, multiline: Option<bool>, max_bytes: Option<u32>) -> Self {
+    pub fn text_field(
+        mut self,
+        placeholder: Option<String>,
+        multiline: Option<bool>,
+        max_bytes: Option<u32>,
+    ) -> Self {
         if let AskKind::Text { placeholder: p, multiline: m, max_bytes: b } = &mut self.kind {
             *p = placeholder;
             *m = multiline;
@@ -482,7 +497,12 @@ impl AskSpec {
             args: t
                 .args
                 .into_iter()
-                .map(|(k, v)| (take(clean_line(&k, item_limits::TOOL_CALL)), take(clean_line(&v, item_limits::TOOL_CALL))))
+                .map(|(k, v)| {
+                    (
+                        take(clean_line(&k, item_limits::TOOL_CALL)),
+                        take(clean_line(&v, item_limits::TOOL_CALL)),
+                    )
+                })
                 .collect(),
         });
         // A push text that is empty once cleaned is left out, and a push with
@@ -563,11 +583,15 @@ fn check_options(
         .collect()
 }
 
-fn check_kind(kind: AskKind, allow_always: bool, take: &mut impl FnMut(Cleaned) -> String) -> Result<AskKind, RuleError> {
+fn check_kind(
+    kind: AskKind,
+    allow_always: bool,
+    take: &mut impl FnMut(Cleaned) -> String,
+) -> Result<AskKind, RuleError> {
     Ok(match kind {
-        AskKind::Choice { options } => {
-            AskKind::Choice { options: check_options(options, lim::CHOICE_OPTIONS, "choice", allow_always, take)? }
-        }
+        AskKind::Choice { options } => AskKind::Choice {
+            options: check_options(options, lim::CHOICE_OPTIONS, "choice", allow_always, take)?,
+        },
         AskKind::Multi { options, min, max } => {
             let options = check_options(options, lim::MULTI_OPTIONS, "multi", allow_always, take)?;
             let n = options.len() as u32;
@@ -575,7 +599,9 @@ fn check_kind(kind: AskKind, allow_always: bool, take: &mut impl FnMut(Cleaned) 
             if lo > hi || hi > n || hi == 0 {
                 return Err(RuleError::out_of_range(
                     "picks",
-                    format!("ask rule: a multi needs min ≤ max ≤ {n} options and max ≥ 1 (got min {lo}, max {hi})"),
+                    format!(
+                        "ask rule: a multi needs min ≤ max ≤ {n} options and max ≥ 1 (got min {lo}, max {hi})"
+                    ),
                 ));
             }
             AskKind::Multi { options, min, max }
@@ -589,13 +615,21 @@ fn check_kind(kind: AskKind, allow_always: bool, take: &mut impl FnMut(Cleaned) 
                     ));
                 }
             }
-            AskKind::Text { placeholder: placeholder.map(|p| take(clean_line(&p, lim::PLACEHOLDER))), multiline, max_bytes }
+            AskKind::Text {
+                placeholder: placeholder.map(|p| take(clean_line(&p, lim::PLACEHOLDER))),
+                multiline,
+                max_bytes,
+            }
         }
         AskKind::Form { fields } => {
             if fields.is_empty() || fields.len() > lim::FORM_FIELDS {
                 return Err(RuleError::out_of_range(
                     "fields",
-                    format!("ask rule: a form has 1 to {} fields, this one has {}", lim::FORM_FIELDS, fields.len()),
+                    format!(
+                        "ask rule: a form has 1 to {} fields, this one has {}",
+                        lim::FORM_FIELDS,
+                        fields.len()
+                    ),
                 ));
             }
             let mut seen = std::collections::HashSet::new();
@@ -604,21 +638,29 @@ fn check_kind(kind: AskKind, allow_always: bool, take: &mut impl FnMut(Cleaned) 
                 .map(|f| {
                     let id = Id::new(f.id).map_err(|e| ctx(e, "field id"))?.into_string();
                     if !seen.insert(id.clone()) {
-                        return Err(RuleError::invalid("fields", format!("ask rule: field id {id:?} is given twice")));
+                        return Err(RuleError::invalid(
+                            "fields",
+                            format!("ask rule: field id {id:?} is given twice"),
+                        ));
                     }
                     let options = match (f.field_type, f.options) {
                         (FieldType::Select, Some(opts)) if !opts.is_empty() => Some(
                             opts.into_iter()
                                 .map(|o| {
                                     Ok(SelectOption {
-                                        id: Id::new(o.id).map_err(|e| ctx(e, "select option id"))?.into_string(),
+                                        id: Id::new(o.id)
+                                            .map_err(|e| ctx(e, "select option id"))?
+                                            .into_string(),
                                         label: take(clean_line(&o.label, lim::OPTION_LABEL)),
                                     })
                                 })
                                 .collect::<Result<Vec<_>, RuleError>>()?,
                         ),
                         (FieldType::Select, _) => {
-                            return Err(RuleError::invalid("fields", format!("ask rule: select field {id:?} needs options")));
+                            return Err(RuleError::invalid(
+                                "fields",
+                                format!("ask rule: select field {id:?} needs options"),
+                            ));
                         }
                         (_, Some(_)) => {
                             return Err(RuleError::invalid(
@@ -798,7 +840,10 @@ impl AnswerBody {
                                 _ => false,
                             };
                             if !ok {
-                                return Err(format!("field {:?} has a value of the wrong type", f.id.as_str()));
+                                return Err(format!(
+                                    "field {:?} has a value of the wrong type",
+                                    f.id.as_str()
+                                ));
                             }
                         }
                     }
@@ -867,7 +912,12 @@ impl AnswerRequest {
             Some(Value::Bool(b)) => *b,
             Some(_) => return Err("confirmAlways must be true or false".into()),
         };
-        Ok(AnswerRequest { request_id, answer: AnswerBody { option_ids, text, values }, hash, confirm_always })
+        Ok(AnswerRequest {
+            request_id,
+            answer: AnswerBody { option_ids, text, values },
+            hash,
+            confirm_always,
+        })
     }
 }
 
@@ -880,9 +930,13 @@ mod tests {
     }
 
     fn approval() -> AskSpec {
-        AskSpec::choice("call-1", "refund wants to run", [AskOption::new("allow", "Allow"), AskOption::new("deny", "Deny")])
-            .tool(ToolInfo::from_call("refund", &serde_json::json!({"order": "5521", "amount": 40})))
-            .push_title("refund needs a yes")
+        AskSpec::choice(
+            "call-1",
+            "refund wants to run",
+            [AskOption::new("allow", "Allow"), AskOption::new("deny", "Deny")],
+        )
+        .tool(ToolInfo::from_call("refund", &serde_json::json!({"order": "5521", "amount": 40})))
+        .push_title("refund needs a yes")
     }
 
     #[test]
@@ -913,13 +967,21 @@ mod tests {
     #[test]
     fn choice_has_one_to_eight_options() {
         let nine = (0..9).map(|i| AskOption::new(format!("o{i}"), "x"));
-        assert!(AskSpec::choice("c", "t", nine).build(&pane(), Timestamp::EPOCH, true).unwrap_err().is_out_of_range());
+        assert!(
+            AskSpec::choice("c", "t", nine)
+                .build(&pane(), Timestamp::EPOCH, true)
+                .unwrap_err()
+                .is_out_of_range()
+        );
         assert!(AskSpec::choice("c", "t", []).build(&pane(), Timestamp::EPOCH, true).is_err());
     }
 
     #[test]
     fn expiry_without_offset_is_an_error() {
-        let e = approval().expires_at_iso("2026-11-30T05:00:00").build(&pane(), Timestamp::EPOCH, true).unwrap_err();
+        let e = approval()
+            .expires_at_iso("2026-11-30T05:00:00")
+            .build(&pane(), Timestamp::EPOCH, true)
+            .unwrap_err();
         assert_eq!(e.rule(), "time");
     }
 
@@ -934,7 +996,10 @@ mod tests {
     fn answer_fit_checks_kind_rules() {
         let multi = AskSpec::multi("c", "t", ["r", "g", "b"].map(|c| AskOption::new(c, c))).picks(1, 2);
         let kind = multi.build(&pane(), Timestamp::EPOCH, true).unwrap().kind;
-        let body = |ids: &[&str]| AnswerBody { option_ids: Some(ids.iter().map(|s| s.to_string()).collect()), ..Default::default() };
+        let body = |ids: &[&str]| AnswerBody {
+            option_ids: Some(ids.iter().map(|s| s.to_string()).collect()),
+            ..Default::default()
+        };
         assert!(body(&["r", "g"]).fit(&kind).is_ok());
         assert!(body(&["r", "g", "b"]).fit(&kind).is_err());
         assert!(body(&[]).fit(&kind).is_err());
@@ -945,8 +1010,10 @@ mod tests {
     #[test]
     fn ask_rule_errors_keep_their_kind_when_named_by_field() {
         // A time before 1970 is a range error of the time rule, also inside an ask.
-        let e =
-            approval().expires_at_iso("1969-12-31T23:59:59.000Z").build(&pane(), Timestamp::EPOCH, true).unwrap_err();
+        let e = approval()
+            .expires_at_iso("1969-12-31T23:59:59.000Z")
+            .build(&pane(), Timestamp::EPOCH, true)
+            .unwrap_err();
         assert!(e.is_out_of_range(), "{e:?}");
         assert_eq!(e.rule(), "time");
         assert!(e.to_string().starts_with("ask expiresAt: "), "{e}");
@@ -974,18 +1041,23 @@ mod tests {
         assert!(serde_json::to_value(&by_hand).unwrap().get("push").is_none());
         assert_eq!(by_hand.compute_hash(), bare.hash);
         // A push with only a line keeps just the line.
-        let ask = AskSpec::text("c", "t").push_line("Maria asks").build(&pane(), Timestamp::EPOCH, true).unwrap();
+        let ask =
+            AskSpec::text("c", "t").push_line("Maria asks").build(&pane(), Timestamp::EPOCH, true).unwrap();
         assert_eq!(ask.push, Some(Push { title: None, line: Some("Maria asks".into()) }));
     }
 
     #[test]
     fn hash_rule_answer_hash_is_64_hex_of_either_case_and_lowercased() {
         let lower = "cb8b64234d06250d254d479dcdd28c57083cae57ba257f035c7f409be9de57ce";
-        let body = |h: &str| format!(r#"{{"requestId":"r","answer":{{"optionIds":["allow"]}},"hash":"{h}"}}"#);
+        let body =
+            |h: &str| format!(r#"{{"requestId":"r","answer":{{"optionIds":["allow"]}},"hash":"{h}"}}"#);
         let upper = AnswerRequest::parse(body(&lower.to_uppercase()).as_bytes()).unwrap();
         assert_eq!(upper.hash.as_deref(), Some(lower));
-        let mixed: String =
-            lower.chars().enumerate().map(|(i, c)| if i % 2 == 0 { c.to_ascii_uppercase() } else { c }).collect();
+        let mixed: String = lower
+            .chars()
+            .enumerate()
+            .map(|(i, c)| if i % 2 == 0 { c.to_ascii_uppercase() } else { c })
+            .collect();
         assert_eq!(AnswerRequest::parse(body(&mixed).as_bytes()).unwrap().hash.as_deref(), Some(lower));
         assert_eq!(AnswerRequest::parse(body(lower).as_bytes()).unwrap().hash.as_deref(), Some(lower));
         // The hash of a built ask compares equal to an uppercase hash once parsed.
@@ -1002,7 +1074,9 @@ mod tests {
         assert!(AnswerRequest::parse(br#"{"requestId":"r","answer":{"optionIds":[1]}}"#).is_err());
         assert!(AnswerRequest::parse(br#"{"requestId":"r/1","answer":{}}"#).is_err());
         assert!(AnswerRequest::parse(br#"{"requestId":"r","answer":[]}"#).is_err());
-        let ok = AnswerRequest::parse(br#"{"requestId":"r","answer":{"optionIds":["a"]},"confirmAlways":true}"#).unwrap();
+        let ok =
+            AnswerRequest::parse(br#"{"requestId":"r","answer":{"optionIds":["a"]},"confirmAlways":true}"#)
+                .unwrap();
         assert!(ok.confirm_always);
     }
 }

@@ -75,8 +75,8 @@ impl Cap {
 
 /// The capability names, in wire order.
 pub const CAP_NAMES: [&str; 11] = [
-    "asks", "starters", "send", "steer", "abort", "rename", "close", "actions", "history",
-    "reopen", "terminal",
+    "asks", "starters", "send", "steer", "abort", "rename", "close", "actions", "history", "reopen",
+    "terminal",
 ];
 
 /// A set of capabilities. `terminal` is never in it.
@@ -94,7 +94,7 @@ impl Caps {
     /// Every capability but `terminal`.
     pub const fn all() -> Caps {
         // Bits 0..=9: every cap but Terminal (bit 10).
-        Caps(0b01_1111_1111)
+        Caps(0b011_1111_1111)
     }
 
     /// No capability.
@@ -128,7 +128,10 @@ impl Caps {
         let mut caps = Caps::none();
         for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let cap = Cap::from_name(name).ok_or_else(|| {
-                crate::RuleError::invalid("caps", format!("caps: unknown capability {name:?} (known: {})", CAP_NAMES.join(", ")))
+                crate::RuleError::invalid(
+                    "caps",
+                    format!("caps: unknown capability {name:?} (known: {})", CAP_NAMES.join(", ")),
+                )
             })?;
             caps = caps.with(cap);
         }
@@ -211,6 +214,16 @@ mod tests {
         assert!(!caps.has(Cap::Steer));
         assert!(caps.has(Cap::Send));
         assert!(!caps.has(Cap::Terminal));
+    }
+
+    #[test]
+    fn caps_rule_all_is_every_cap_but_terminal() {
+        for cap in Cap::ALL {
+            assert_eq!(Caps::all().has(cap), cap != Cap::Terminal, "{}", cap.name());
+        }
+        assert_eq!(ALL_CAPS.iter().count(), Cap::ALL.len() - 1);
+        assert!(CapsView::from(Caps::all()).reopen);
+        assert_eq!(Caps::all(), Cap::ALL.into_iter().collect::<Caps>());
     }
 
     #[test]

@@ -101,7 +101,5 @@ pub mod ask_limits {
 }
 
 /// The action icon names Collie draws; any other name draws no icon.
-pub const ICON_NAMES: [&str; 12] = [
-    "play", "pause", "check", "x", "refresh", "archive", "flag", "star", "send", "note", "search",
-    "more",
-];
+pub const ICON_NAMES: [&str; 12] =
+    ["play", "pause", "check", "x", "refresh", "archive", "flag", "star", "send", "note", "search", "more"];

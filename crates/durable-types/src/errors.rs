@@ -52,8 +52,8 @@ impl ErrorCode {
             CallerRefused => 403,
             NotFound => 404,
             MethodNotAllowed => 405,
-            NotSupported | Refused | AskOpen | TurnMoved | AskClosed | HashMismatch
-            | ConfirmRequired | Busy => 409,
+            NotSupported | Refused | AskOpen | TurnMoved | AskClosed | HashMismatch | ConfirmRequired
+            | Busy => 409,
             TooLarge => 413,
             ReceiptDropped | Internal => 500,
         }

@@ -80,14 +80,7 @@ impl Request {
             Some((p, q)) => (p.to_owned(), Some(q.to_owned())),
             None => (path_and_query.to_owned(), None),
         };
-        Request {
-            method,
-            path,
-            query,
-            if_none_match: None,
-            body: Body::Complete(Bytes::new()),
-            caller,
-        }
+        Request { method, path, query, if_none_match: None, body: Body::Complete(Bytes::new()), caller }
     }
 
     /// A `GET` request.

@@ -13,17 +13,8 @@ use sha2::{Digest, Sha256};
 
 /// The top-level fields of a wire ask that the ask hash leaves out: who and
 /// when, not what is asked (contract §7, **hash**).
-pub const ASK_HASH_EXCLUDED: [&str; 9] = [
-    "id",
-    "pane",
-    "hash",
-    "createdAt",
-    "expiresAt",
-    "readable",
-    "cleaned",
-    "itemId",
-    "toolCallId",
-];
+pub const ASK_HASH_EXCLUDED: [&str; 9] =
+    ["id", "pane", "hash", "createdAt", "expiresAt", "readable", "cleaned", "itemId", "toolCallId"];
 
 /// Hex characters in an ask id: the first half of a SHA-256.
 const ASK_ID_HEX: usize = 32;
@@ -182,14 +173,8 @@ mod tests {
 
     #[test]
     fn ask_id_rule_matches_the_contract_vectors() {
-        assert_eq!(
-            ask_id_for("ticket-1", "call-1"),
-            "970f8a0b30368fbbcab73013d31d2d51"
-        );
-        assert_eq!(
-            ask_id_for("deploy", "deploy-1"),
-            "f5286b923e30e7081ee2a5464db467ec"
-        );
+        assert_eq!(ask_id_for("ticket-1", "call-1"), "970f8a0b30368fbbcab73013d31d2d51");
+        assert_eq!(ask_id_for("deploy", "deploy-1"), "f5286b923e30e7081ee2a5464db467ec");
     }
 
     #[test]
@@ -198,10 +183,7 @@ mod tests {
         assert_ne!(ask_id_for("ab", "c"), ask_id_for("a", "bc"));
         let id = ask_id_for("ticket-1", "call-1");
         assert_eq!(id.len(), 32);
-        assert!(
-            id.bytes()
-                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
-        );
+        assert!(id.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
     }
 
     #[test]
@@ -250,20 +232,13 @@ mod tests {
     fn ask_hash_rule_excludes_fields_only_at_the_top_level() {
         // An option whose id is "id" stays: only the ask's own `id` is left out.
         let ask = json!({"kind": "choice", "options": [{"id": "allow", "label": "Allow"}]});
-        assert_eq!(
-            ask_hash_input(&ask),
-            r#"{"kind":"choice","options":[{"id":"allow","label":"Allow"}]}"#
-        );
+        assert_eq!(ask_hash_input(&ask), r#"{"kind":"choice","options":[{"id":"allow","label":"Allow"}]}"#);
     }
 
     #[test]
     fn canonical_json_sorts_keys_at_every_level() {
-        let v: Value =
-            serde_json::from_str(r#"{"b":{"z":1,"a":[{"y":0,"x":0}]},"a":null}"#).unwrap();
-        assert_eq!(
-            canonical_json(&v),
-            r#"{"a":null,"b":{"a":[{"x":0,"y":0}],"z":1}}"#
-        );
+        let v: Value = serde_json::from_str(r#"{"b":{"z":1,"a":[{"y":0,"x":0}]},"a":null}"#).unwrap();
+        assert_eq!(canonical_json(&v), r#"{"a":null,"b":{"a":[{"x":0,"y":0}],"z":1}}"#);
     }
 
     #[test]

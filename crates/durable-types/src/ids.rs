@@ -34,7 +34,9 @@ pub fn check_id(s: &str) -> Result<(), RuleError> {
         };
         return Err(RuleError::invalid(
             "id",
-            format!("id rule: an id may not contain {what} (no control character, white space, '/', '?' or '#')"),
+            format!(
+                "id rule: an id may not contain {what} (no control character, white space, '/', '?' or '#')"
+            ),
         ));
     }
     Ok(())
@@ -61,10 +63,7 @@ pub fn check_cursor(s: &str) -> Result<(), RuleError> {
         ));
     }
     if !s.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
-        return Err(RuleError::invalid(
-            "cursor",
-            "cursor rule: a cursor is printable ASCII without space",
-        ));
+        return Err(RuleError::invalid("cursor", "cursor rule: a cursor is printable ASCII without space"));
     }
     Ok(())
 }

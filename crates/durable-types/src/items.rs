@@ -255,11 +255,18 @@ pub fn check_badge(badge: &Badge) -> Result<(), RuleError> {
     if badge.text.is_empty() || badge.text.len() > lim::BADGE_TEXT {
         return Err(RuleError::out_of_range(
             "badge",
-            format!("badge rule: badge text is 1 to {} bytes, this one has {}", lim::BADGE_TEXT, badge.text.len()),
+            format!(
+                "badge rule: badge text is 1 to {} bytes, this one has {}",
+                lim::BADGE_TEXT,
+                badge.text.len()
+            ),
         ));
     }
     if clean_line(&badge.text, lim::BADGE_TEXT).changed {
-        return Err(RuleError::invalid("badge", "badge rule: badge text may hold no control or invisible character"));
+        return Err(RuleError::invalid(
+            "badge",
+            "badge rule: badge text may hold no control or invisible character",
+        ));
     }
     Ok(())
 }
@@ -269,7 +276,10 @@ pub fn check_progress(value: f64) -> Result<(), RuleError> {
     if value.is_finite() && (0.0..=1.0).contains(&value) {
         Ok(())
     } else {
-        Err(RuleError::out_of_range("progress", format!("progress rule: {value} is not a finite value from 0 to 1")))
+        Err(RuleError::out_of_range(
+            "progress",
+            format!("progress rule: {value} is not a finite value from 0 to 1"),
+        ))
     }
 }
 
@@ -294,7 +304,9 @@ impl Item {
             ItemBody::Reply { text, .. } | ItemBody::Markdown { text, .. } => {
                 apply(clean_body(text, lim::REPLY_TEXT), text, &mut changed)
             }
-            ItemBody::Thinking { text, .. } => apply(clean_body(text, lim::THINKING_TEXT), text, &mut changed),
+            ItemBody::Thinking { text, .. } => {
+                apply(clean_body(text, lim::THINKING_TEXT), text, &mut changed)
+            }
             ItemBody::Notice { text, .. } => apply(clean_body(text, lim::NOTICE_TEXT), text, &mut changed),
             ItemBody::Code { text, lang } => {
                 if let Some(lang) = lang {
@@ -377,7 +389,8 @@ mod tests {
 
     #[test]
     fn item_text_over_its_limit_is_truncated_per_kind() {
-        let item = Item::new(id("n"), ItemBody::Notice { text: "é".repeat(2000), partial: false, tone: None });
+        let item =
+            Item::new(id("n"), ItemBody::Notice { text: "é".repeat(2000), partial: false, tone: None });
         let (clean, changed) = item.sanitized().unwrap();
         assert!(changed);
         match clean.body {
@@ -391,6 +404,9 @@ mod tests {
         let item = Item::new(id("r1"), ItemBody::Reply { text: "hi".into(), partial: false });
         assert_eq!(serde_json::to_string(&item).unwrap(), r#"{"id":"r1","kind":"reply","text":"hi"}"#);
         let item = Item::new(id("r1"), ItemBody::Reply { text: "hi".into(), partial: true });
-        assert_eq!(serde_json::to_string(&item).unwrap(), r#"{"id":"r1","kind":"reply","text":"hi","partial":true}"#);
+        assert_eq!(
+            serde_json::to_string(&item).unwrap(),
+            r#"{"id":"r1","kind":"reply","text":"hi","partial":true}"#
+        );
     }
 }

@@ -17,16 +17,16 @@ mod constants;
 mod error;
 mod errors;
 mod events;
+pub mod exchange;
 mod fields;
 mod hello;
 mod history;
+mod ids;
 mod items;
 mod layout;
-mod writes;
-pub mod exchange;
-mod ids;
 pub mod text;
 mod time;
+mod writes;
 
 pub use caps::{ALL_CAPS, CAP_NAMES, Cap, Caps, CapsView};
 pub use constants::*;
@@ -39,20 +39,20 @@ pub use time::Timestamp;
 
 mod hash;
 mod summary;
-pub use hash::{ASK_HASH_EXCLUDED, ask_hash, ask_hash_input, ask_id_for, canonical_json, is_hash, is_hash_any_case};
-pub use summary::{arguments_view, call_summary};
 pub use asks::{
     Answer, AnswerBody, AnswerRequest, Ask, AskKind, AskOption, AskSpec, DecidedBy, Expiry, FieldType,
     FormField, OptionStyle, Outcome, Push, SelectOption, ToolInfo,
 };
 pub use events::{Event, EventBody, EventsPage, PaneSnapshot, PaneState};
+pub use hash::{
+    ASK_HASH_EXCLUDED, ask_hash, ask_hash_input, ask_id_for, canonical_json, is_hash, is_hash_any_case,
+};
 pub use hello::{CollieInfo, HelloPostResponse, HelloRequest, HelloResponse, SdkInfo, WireRange};
 pub use history::{ConversationPage, ConversationState, HistoryPage, HistoryRow};
 pub use items::{
     Badge, BadgeTone, Item, ItemBody, NoticeTone, ToolStatus, check_badge, check_href, check_lang,
     check_progress,
 };
-pub use layout::{
-    ActionView, ClosedView, PaneView, StarterView, StateResponse, TabView, WorkspaceView,
-};
+pub use layout::{ActionView, ClosedView, PaneView, StarterView, StateResponse, TabView, WorkspaceView};
+pub use summary::{arguments_view, call_summary};
 pub use writes::{Target, WriteBody, WriteResponse};

@@ -39,15 +39,10 @@ const SCALAR_KEY: &str = "value";
 /// string, number or bool gives one pair named `value` (see the module docs).
 pub fn arguments_view(args: &Value) -> Vec<(String, String)> {
     match args {
-        Value::Object(map) => map
-            .iter()
-            .map(|(k, v)| (k.clone(), v.to_string()))
-            .collect(),
-        Value::Array(items) => items
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (i.to_string(), v.to_string()))
-            .collect(),
+        Value::Object(map) => map.iter().map(|(k, v)| (k.clone(), v.to_string())).collect(),
+        Value::Array(items) => {
+            items.iter().enumerate().map(|(i, v)| (i.to_string(), v.to_string())).collect()
+        }
         Value::Null => Vec::new(),
         scalar => vec![(SCALAR_KEY.to_owned(), scalar.to_string())],
     }
@@ -65,16 +60,10 @@ pub fn arguments_view(args: &Value) -> Vec<(String, String)> {
 /// keys, as `name("a", 1)` and `name(7)`; `null` gives `name()`.
 pub fn call_summary(name: &str, args: &Value) -> String {
     let inner = match args {
-        Value::Object(_) => arguments_view(args)
-            .into_iter()
-            .map(|(k, v)| format!("{k}: {v}"))
-            .collect::<Vec<_>>()
-            .join(", "),
-        Value::Array(items) => items
-            .iter()
-            .map(Value::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
+        Value::Object(_) => {
+            arguments_view(args).into_iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join(", ")
+        }
+        Value::Array(items) => items.iter().map(Value::to_string).collect::<Vec<_>>().join(", "),
         Value::Null => String::new(),
         scalar => scalar.to_string(),
     };
@@ -87,27 +76,19 @@ mod tests {
     use serde_json::json;
 
     fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
-        list.iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
+        list.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
     }
 
     #[test]
     fn call_summary_writes_name_and_key_value_pairs_as_json() {
         let args = json!({"order": "5521", "amount": 40});
-        assert_eq!(
-            call_summary("refund", &args),
-            r#"refund(order: "5521", amount: 40)"#
-        );
+        assert_eq!(call_summary("refund", &args), r#"refund(order: "5521", amount: 40)"#);
     }
 
     #[test]
     fn arguments_view_gives_key_and_json_value_pairs() {
         let args = json!({"order": "5521", "amount": 40});
-        assert_eq!(
-            arguments_view(&args),
-            pairs(&[("order", "\"5521\""), ("amount", "40")])
-        );
+        assert_eq!(arguments_view(&args), pairs(&[("order", "\"5521\""), ("amount", "40")]));
     }
 
     #[test]
@@ -122,10 +103,7 @@ mod tests {
             arguments_view(&args),
             pairs(&[("zeta", "1"), ("alpha", "2"), ("mid", r#"{"y":1,"x":2}"#)])
         );
-        assert_eq!(
-            call_summary("f", &args),
-            r#"f(zeta: 1, alpha: 2, mid: {"y":1,"x":2})"#
-        );
+        assert_eq!(call_summary("f", &args), r#"f(zeta: 1, alpha: 2, mid: {"y":1,"x":2})"#);
     }
 
     #[test]
@@ -133,12 +111,9 @@ mod tests {
         let args = json!({"list": [1, "two", null], "ok": true, "q": "say \"hi\"\n", "f": 1.5});
         assert_eq!(
             arguments_view(&args),
-            pairs(&[
-                ("list", r#"[1,"two",null]"#),
-                ("ok", "true"),
-                ("q", r#""say \"hi\"\n""#),
-                ("f", "1.5"),
-            ])
+            pairs(
+                &[("list", r#"[1,"two",null]"#), ("ok", "true"), ("q", r#""say \"hi\"\n""#), ("f", "1.5"),]
+            )
         );
     }
 
@@ -153,10 +128,7 @@ mod tests {
     #[test]
     fn array_arguments_are_positional() {
         let args = json!(["a", 1, {"k": false}]);
-        assert_eq!(
-            arguments_view(&args),
-            pairs(&[("0", "\"a\""), ("1", "1"), ("2", r#"{"k":false}"#)])
-        );
+        assert_eq!(arguments_view(&args), pairs(&[("0", "\"a\""), ("1", "1"), ("2", r#"{"k":false}"#)]));
         assert_eq!(call_summary("f", &args), r#"f("a", 1, {"k":false})"#);
         assert_eq!(call_summary("f", &json!([])), "f()");
         assert!(arguments_view(&json!([])).is_empty());

@@ -146,8 +146,18 @@ mod tests {
     #[test]
     fn text_rule_removes_invisible_fillers_and_tag_characters() {
         let fillers = [
-            '\u{034F}', '\u{115F}', '\u{1160}', '\u{3164}', '\u{FFA0}', '\u{FFF9}', '\u{FFFA}', '\u{FFFB}',
-            '\u{E0000}', '\u{E0001}', '\u{E0020}', '\u{E007F}',
+            '\u{034F}',
+            '\u{115F}',
+            '\u{1160}',
+            '\u{3164}',
+            '\u{FFA0}',
+            '\u{FFF9}',
+            '\u{FFFA}',
+            '\u{FFFB}',
+            '\u{E0000}',
+            '\u{E0001}',
+            '\u{E0020}',
+            '\u{E007F}',
         ];
         for f in fillers {
             let s = format!("a{f}b");

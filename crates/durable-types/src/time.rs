@@ -60,20 +60,24 @@ impl Timestamp {
     pub fn parse(s: &str) -> Result<Self, RuleError> {
         let dt = OffsetDateTime::parse(s, &Rfc3339)
             .ok()
-            .or_else(|| if iso_calendar_shape(s) { OffsetDateTime::parse(s, &Iso8601::DEFAULT).ok() } else { None })
+            .or_else(|| {
+                if iso_calendar_shape(s) { OffsetDateTime::parse(s, &Iso8601::DEFAULT).ok() } else { None }
+            })
             .ok_or_else(|| {
                 RuleError::invalid(
                     "time",
-                    format!("time rule: {s:?} is not an ISO 8601 time with a zone (e.g. 2026-11-30T05:00:00.000Z)"),
+                    format!(
+                        "time rule: {s:?} is not an ISO 8601 time with a zone (e.g. 2026-11-30T05:00:00.000Z)"
+                    ),
                 )
             })?;
         let nanos = dt.unix_timestamp_nanos();
         if nanos < 0 {
             return Err(RuleError::out_of_range("time", format!("time rule: {s:?} is before 1970")));
         }
-        u64::try_from(nanos / 1_000_000)
-            .map(Timestamp)
-            .map_err(|_| RuleError::out_of_range("time", format!("time rule: {s:?} is too far in the future")))
+        u64::try_from(nanos / 1_000_000).map(Timestamp).map_err(|_| {
+            RuleError::out_of_range("time", format!("time rule: {s:?} is too far in the future"))
+        })
     }
 
     /// The RFC 3339 UTC form with milliseconds.
@@ -100,7 +104,10 @@ impl Timestamp {
 fn iso_calendar_shape(s: &str) -> bool {
     let b = s.as_bytes();
     b.len() > 11
-        && b[..10].iter().enumerate().all(|(i, c)| if i == 4 || i == 7 { *c == b'-' } else { c.is_ascii_digit() })
+        && b[..10]
+            .iter()
+            .enumerate()
+            .all(|(i, c)| if i == 4 || i == 7 { *c == b'-' } else { c.is_ascii_digit() })
         && b[10] == b'T'
         && !s.contains(',')
 }
@@ -168,7 +175,13 @@ mod tests {
             assert_eq!(t.to_rfc3339(), want, "{s:?}");
         }
         // ISO 8601 forms JS `Date` does not read stay refused.
-        for s in ["20261130T050000Z", "2026-W48-1T05:00Z", "2026-334T05:00Z", "2026-11-30T05:00:00,5Z", "2026-11-30T25:00Z"] {
+        for s in [
+            "20261130T050000Z",
+            "2026-W48-1T05:00Z",
+            "2026-334T05:00Z",
+            "2026-11-30T05:00:00,5Z",
+            "2026-11-30T25:00Z",
+        ] {
             let e = Timestamp::parse(s).unwrap_err();
             assert!(e.is_invalid_argument(), "{s:?}");
         }

@@ -32,7 +32,10 @@ impl Target {
 
 fn phone_text(s: String) -> Result<String, String> {
     if s.len() > PHONE_TEXT_MAX {
-        Err(format!("text is {} bytes, over the {PHONE_TEXT_MAX}-byte limit (never cut: it would lose what the person wrote)", s.len()))
+        Err(format!(
+            "text is {} bytes, over the {PHONE_TEXT_MAX}-byte limit (never cut: it would lose what the person wrote)",
+            s.len()
+        ))
     } else {
         Ok(s)
     }
@@ -127,7 +130,10 @@ impl WriteBody {
     /// Parses a steer body.
     pub fn parse_steer(body: &[u8]) -> Result<WriteBody, String> {
         let o = fields::object(body)?;
-        Ok(WriteBody::Steer { request_id: fields::request_id(&o)?, text: phone_text(fields::string(&o, "text")?)? })
+        Ok(WriteBody::Steer {
+            request_id: fields::request_id(&o)?,
+            text: phone_text(fields::string(&o, "text")?)?,
+        })
     }
 
     /// Parses a stop or action body.

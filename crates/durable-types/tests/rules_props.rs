@@ -9,9 +9,7 @@
 //! Each property runs proptest's default number of cases; set
 //! `PROPTEST_CASES` (e.g. `PROPTEST_CASES=20000`) for a deeper run.
 
-use durable_types::text::{
-    self, Cleaned, is_forbidden_in_body, is_forbidden_in_line, truncate_bytes,
-};
+use durable_types::text::{self, Cleaned, is_forbidden_in_body, is_forbidden_in_line, truncate_bytes};
 use durable_types::{CURSOR_MAX, Cursor, ID_MAX, Id, ScopeId, canonical_json};
 use proptest::prelude::*;
 use serde_json::{Map, Value};
@@ -57,18 +55,7 @@ const WHITE_SPACE: &[char] = &[
 ];
 
 /// Multibyte characters of two, three and four bytes.
-const MULTIBYTE: &[char] = &[
-    'é',
-    'ß',
-    'Ж',
-    '✓',
-    '中',
-    '€',
-    '\u{FFFD}',
-    '😀',
-    '𝄞',
-    '\u{10FFFF}',
-];
+const MULTIBYTE: &[char] = &['é', 'ß', 'Ж', '✓', '中', '€', '\u{FFFD}', '😀', '𝄞', '\u{10FFFF}'];
 
 /// A control character (general category Cc): C0, DEL, C1.
 fn is_cc(c: char) -> bool {
@@ -131,23 +118,13 @@ fn check_bytes_rule(
     let out = clean(input, max);
     prop_assert!(std::str::from_utf8(out.text.as_bytes()).is_ok());
     prop_assert!(out.text.len() <= max, "{} bytes over {max}", out.text.len());
-    prop_assert!(
-        !out.text.chars().any(forbidden),
-        "forbidden char left in {:?}",
-        out.text
-    );
+    prop_assert!(!out.text.chars().any(forbidden), "forbidden char left in {:?}", out.text);
     let kept = filtered(input, forbidden);
-    prop_assert!(
-        kept.starts_with(&out.text),
-        "not a prefix of the filtered input"
-    );
+    prop_assert!(kept.starts_with(&out.text), "not a prefix of the filtered input");
     if out.text.len() < kept.len() {
         // Cut only as far as needed: the next character would not fit.
         let next = kept[out.text.len()..].chars().next().unwrap();
-        prop_assert!(
-            out.text.len() + next.len_utf8() > max,
-            "cut more than needed"
-        );
+        prop_assert!(out.text.len() + next.len_utf8() > max, "cut more than needed");
     }
     prop_assert_eq!(out.changed, out.text != input);
     let again = clean(&out.text, max);
@@ -237,10 +214,7 @@ fn id_char(colon: bool) -> impl Strategy<Value = char> {
         2 => any::<char>(),
     ]
     .prop_filter("ID rule", move |c| {
-        !is_cc(*c)
-            && !WHITE_SPACE.contains(c)
-            && !matches!(c, '/' | '?' | '#')
-            && (colon || *c != ':')
+        !is_cc(*c) && !WHITE_SPACE.contains(c) && !matches!(c, '/' | '?' | '#') && (colon || *c != ':')
     })
 }
 
@@ -281,24 +255,12 @@ fn id_with(bad: impl Strategy<Value = char>) -> impl Strategy<Value = String> {
 }
 
 fn invalid_id() -> impl Strategy<Value = String> {
-    prop_oneof![
-        Just(String::new()),
-        too_long_id(true),
-        id_with(forbidden_id_char())
-    ]
+    prop_oneof![Just(String::new()), too_long_id(true), id_with(forbidden_id_char())]
 }
 
 /// Percent-encodes every byte, in upper- or lowercase hex.
 fn encode_fully(s: &str, lower: bool) -> String {
-    s.bytes()
-        .map(|b| {
-            if lower {
-                format!("%{b:02x}")
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
+    s.bytes().map(|b| if lower { format!("%{b:02x}") } else { format!("%{b:02X}") }).collect()
 }
 
 fn cursor_char() -> impl Strategy<Value = char> {
@@ -310,19 +272,13 @@ fn valid_cursor() -> impl Strategy<Value = String> {
 }
 
 fn invalid_cursor() -> impl Strategy<Value = String> {
-    let outside = prop_oneof![
-        Just(' '),
-        control_char(),
-        pick(MULTIBYTE),
-        pick(WHITE_SPACE),
-        invisible_char()
-    ];
-    let with_bad =
-        (valid_cursor(), outside, any::<prop::sample::Index>()).prop_map(|(s, c, at)| {
-            let mut s = s;
-            s.insert(at.index(s.len() + 1), c); // ASCII: every index is a boundary
-            s
-        });
+    let outside =
+        prop_oneof![Just(' '), control_char(), pick(MULTIBYTE), pick(WHITE_SPACE), invisible_char()];
+    let with_bad = (valid_cursor(), outside, any::<prop::sample::Index>()).prop_map(|(s, c, at)| {
+        let mut s = s;
+        s.insert(at.index(s.len() + 1), c); // ASCII: every index is a boundary
+        s
+    });
     let too_long = prop::collection::vec(cursor_char(), CURSOR_MAX + 1..=CURSOR_MAX + 64)
         .prop_map(|v| v.into_iter().collect::<String>());
     prop_oneof![Just(String::new()), too_long, with_bad]
