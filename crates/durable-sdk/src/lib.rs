@@ -51,11 +51,20 @@
 mod open;
 #[cfg(all(feature = "socket", not(unix)))]
 mod open_unsupported;
+#[cfg(feature = "sqlite-receipts")]
+mod sqlite_receipts;
 
 #[cfg(all(feature = "socket", unix))]
 pub use open::{Collie, OpenError, OpenOptions, OpenOptionsBuilder, open_collie, socket_path_for};
 #[cfg(all(feature = "socket", not(unix)))]
 pub use open_unsupported::{OpenError, OpenOptions, open_collie};
+
+#[cfg(feature = "sqlite-receipts")]
+pub use sqlite_receipts::SqliteReceiptStore;
+
+/// The HTTPS server with bearer tokens: `tls::serve(core, TlsOptions)`.
+#[cfg(feature = "tls")]
+pub use durable_tls as tls;
 
 #[cfg(all(feature = "socket", unix))]
 pub use durable_socket::{CallerCheck, SocketError, SocketOptions, SocketServer};

@@ -20,6 +20,20 @@ pub enum Target {
 }
 
 impl Target {
+    /// Checks a target id by the ID rule of its kind: a workspace id (no
+    /// `:`), a tab's `<workspace>:<tab>`, or a pane id.
+    pub fn check_id(self, id: &str) -> Result<(), String> {
+        let checked = match self {
+            Target::Workspace => crate::check_scope_id(id),
+            Target::Tab => match id.split_once(':') {
+                Some((w, t)) => crate::check_scope_id(w).and_then(|()| crate::check_scope_id(t)),
+                None => return Err("a tab id is <workspace>:<tab>".into()),
+            },
+            Target::Pane => crate::check_id(id),
+        };
+        checked.map_err(|e| format!("id: {e}"))
+    }
+
     fn parse(s: &str) -> Result<Target, String> {
         match s {
             "workspace" => Ok(Target::Workspace),
@@ -145,22 +159,21 @@ impl WriteBody {
     /// Parses a rename body.
     pub fn parse_rename(body: &[u8]) -> Result<WriteBody, String> {
         let o = fields::object(body)?;
-        Ok(WriteBody::Rename {
-            request_id: fields::request_id(&o)?,
-            target: Target::parse(&fields::string(&o, "target")?)?,
-            id: fields::string(&o, "id")?,
-            title: fields::string(&o, "title")?,
-        })
+        let request_id = fields::request_id(&o)?;
+        let target = Target::parse(&fields::string(&o, "target")?)?;
+        let id = fields::string(&o, "id")?;
+        target.check_id(&id)?;
+        Ok(WriteBody::Rename { request_id, target, id, title: fields::string(&o, "title")? })
     }
 
     /// Parses a close body.
     pub fn parse_close(body: &[u8]) -> Result<WriteBody, String> {
         let o = fields::object(body)?;
-        Ok(WriteBody::Close {
-            request_id: fields::request_id(&o)?,
-            target: Target::parse(&fields::string(&o, "target")?)?,
-            id: fields::string(&o, "id")?,
-        })
+        let request_id = fields::request_id(&o)?;
+        let target = Target::parse(&fields::string(&o, "target")?)?;
+        let id = fields::string(&o, "id")?;
+        target.check_id(&id)?;
+        Ok(WriteBody::Close { request_id, target, id })
     }
 
     /// Parses a reopen body.
@@ -208,5 +221,30 @@ impl WriteResponse {
     pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
         self.extra.insert(key.to_owned(), value.into());
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rename_and_close_ids_follow_the_id_rule_of_their_target() {
+        let body = |t: &str, id: &str| format!(r#"{{"requestId":"r","target":"{t}","id":"{id}","title":"x"}}"#);
+        assert!(WriteBody::parse_rename(body("pane", "ticket-1").as_bytes()).is_ok());
+        assert!(WriteBody::parse_rename(body("tab", "support:main").as_bytes()).is_ok());
+        assert!(WriteBody::parse_rename(body("pane", "a/b").as_bytes()).is_err());
+        assert!(WriteBody::parse_rename(body("workspace", "a:b").as_bytes()).is_err());
+        assert!(WriteBody::parse_close(body("tab", "main").as_bytes()).is_err());
+        assert!(WriteBody::parse_close(body("tab", "a:b:c").as_bytes()).is_err());
+    }
+
+    #[test]
+    fn phone_text_over_64_kib_is_refused_never_cut() {
+        let text = "x".repeat(PHONE_TEXT_MAX + 1);
+        let body = format!(r#"{{"requestId":"r","text":"{text}"}}"#);
+        assert!(WriteBody::parse_send(body.as_bytes()).is_err());
+        let ok = format!(r#"{{"requestId":"r","text":"{}"}}"#, "x".repeat(PHONE_TEXT_MAX));
+        assert!(WriteBody::parse_send(ok.as_bytes()).is_ok());
     }
 }
