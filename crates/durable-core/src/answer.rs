@@ -70,6 +70,11 @@ fn decide(core: &Core, ask_id: &Id, req: AnswerRequest) -> Ran {
     let now = core.now();
     let hold_ms = core.options().hold_ms;
     let mut st = core.lock();
+    // An ask past its expiry is closed by timeout, even when the driver has
+    // not ticked yet: an answer that arrives late must not win.
+    if st.asks.get(ask_id.as_str()).and_then(|a| a.ask.expires_at).is_some_and(|at| at <= now) {
+        core.close_ask_locked(&mut st, ask_id.as_str(), DecidedBy::Timeout, Outcome::Timeout, None, now);
+    }
     let Some(open) = st.asks.get(ask_id.as_str()) else {
         if let Some((by, at)) = st.decided.get(ask_id.as_str()) {
             return Ran::unstored(respond::failure(
@@ -107,8 +112,11 @@ fn decide(core: &Core, ask_id: &Id, req: AnswerRequest) -> Ran {
         if *hash != open.ask.hash {
             let ask = serde_json::to_value(&open.ask).unwrap_or_default();
             return Ran::unstored(respond::failure(
-                ErrorBody::new(ErrorCode::HashMismatch, "the ask changed since it was shown; here it is as it is now")
-                    .with("ask", ask),
+                ErrorBody::new(
+                    ErrorCode::HashMismatch,
+                    "the ask changed since it was shown; here it is as it is now",
+                )
+                .with("ask", ask),
             ));
         }
     }

@@ -105,7 +105,9 @@ pub(crate) fn answered_body(ask_id: &str, decided_at: Timestamp, request_id: &Id
 fn answer_body(a: &Answer) -> AnswerBody {
     {
         match a {
-            Answer::Options { option_ids } => AnswerBody { option_ids: Some(option_ids.clone()), ..Default::default() },
+            Answer::Options { option_ids } => {
+                AnswerBody { option_ids: Some(option_ids.clone()), ..Default::default() }
+            }
             Answer::Text { text } => AnswerBody { text: Some(text.clone()), ..Default::default() },
             Answer::Values { values } => AnswerBody { values: Some(values.clone()), ..Default::default() },
             #[allow(unreachable_patterns)]
@@ -116,13 +118,21 @@ fn answer_body(a: &Answer) -> AnswerBody {
 
 impl Core {
     /// Raises an ask on a pane (see [`Pane::ask`]).
-    pub(crate) fn raise_ask(&self, pane: &Id, spec: AskSpec, signal: Option<AbortSignal>) -> Result<AskHandle, RuleError> {
+    pub(crate) fn raise_ask(
+        &self,
+        pane: &Id,
+        spec: AskSpec,
+        signal: Option<AbortSignal>,
+    ) -> Result<AskHandle, RuleError> {
         let now = self.now();
         let allow_always = self.shared.options.allow_always;
         let tail = self.shared.options.tail_limit;
         let mut st = self.lock();
         if !st.panes.contains_key(pane) {
-            return Err(RuleError::invalid_state("pane", format!("pane {pane} is closed: an ask needs an open pane")));
+            return Err(RuleError::invalid_state(
+                "pane",
+                format!("pane {pane} is closed: an ask needs an open pane"),
+            ));
         }
         let ask = spec.build(pane, now, allow_always)?;
         if st.asks.contains_key(&ask.id) {
@@ -138,13 +148,18 @@ impl Core {
         st.next_ask_order += 1;
         let order = st.next_ask_order;
         let expires_at = ask.expires_at;
-        st.asks.insert(id.clone(), OpenAsk { ask: ask.clone(), order, sender: Some(tx), closed_tx: Some(closed_tx) });
+        st.asks.insert(
+            id.clone(),
+            OpenAsk { ask: ask.clone(), order, sender: Some(tx), closed_tx: Some(closed_tx) },
+        );
         st.pane_event(pane, now, EventBody::Ask { ask: Box::new(ask) }, tail);
 
         self.apply_hold(&mut st, &id, now);
         if st.asks.contains_key(&id) {
             match expires_at {
-                Some(at) if at <= now => self.close_ask_locked(&mut st, &id, DecidedBy::Timeout, Outcome::Timeout, None, now),
+                Some(at) if at <= now => {
+                    self.close_ask_locked(&mut st, &id, DecidedBy::Timeout, Outcome::Timeout, None, now)
+                }
                 Some(at) => self.add_timer(&mut st, at, Timer::AskExpiry(id.clone())),
                 None => {}
             }
@@ -185,7 +200,9 @@ impl Core {
         self.push_job(async move {
             let group = format!("pane:{pane}");
             if let Err(e) = core.shared.receipts.put(request_id.as_str(), receipt, &group).await {
-                core.warn(&format!("collie: a held answer was applied but its receipt could not be kept: {e}"));
+                core.warn(&format!(
+                    "collie: a held answer was applied but its receipt could not be kept: {e}"
+                ));
             }
             core.lock().applied_holds.remove(&request_id);
         });
@@ -214,11 +231,15 @@ impl Core {
             tail,
         );
         let notice = match (by, outcome) {
-            (DecidedBy::Timeout, _) => Some((format!("Timed out before an answer: {}", open.ask.title), NoticeTone::Warn)),
+            (DecidedBy::Timeout, _) => {
+                Some((format!("Timed out before an answer: {}", open.ask.title), NoticeTone::Warn))
+            }
             (DecidedBy::Program, Outcome::Answered) => {
                 Some((format!("Answered in the agent: {}", open.ask.title), NoticeTone::Info))
             }
-            (DecidedBy::Program, _) => Some((format!("Stopped before an answer: {}", open.ask.title), NoticeTone::Info)),
+            (DecidedBy::Program, _) => {
+                Some((format!("Stopped before an answer: {}", open.ask.title), NoticeTone::Info))
+            }
             _ => None,
         };
         if let Some((text, tone)) = notice {
@@ -276,6 +297,10 @@ impl Core {
     pub(crate) fn decide_by_program(&self, pane: &Id, ask_id: &str, answer: Answer) -> Result<(), RuleError> {
         let now = self.now();
         let mut st = self.lock();
+        // Past its expiry the ask is timed out, whether or not the driver ticked.
+        if st.asks.get(ask_id).and_then(|a| a.ask.expires_at).is_some_and(|at| at <= now) {
+            self.close_ask_locked(&mut st, ask_id, DecidedBy::Timeout, Outcome::Timeout, None, now);
+        }
         let open = st.asks.get(ask_id).filter(|a| &a.ask.pane == pane).ok_or_else(|| {
             RuleError::invalid_state("ask", format!("ask {ask_id} is not open on pane {pane}"))
         })?;
@@ -300,7 +325,12 @@ pub struct ApprovalOptions {
 impl ApprovalOptions {
     /// Approval on `pane` for the tool call `tool_call_id`.
     pub fn new(pane: &Pane, tool_call_id: impl Into<String>) -> Self {
-        ApprovalOptions { pane: pane.clone(), tool_call_id: tool_call_id.into(), timeout_ms: None, signal: None }
+        ApprovalOptions {
+            pane: pane.clone(),
+            tool_call_id: tool_call_id.into(),
+            timeout_ms: None,
+            signal: None,
+        }
     }
 
     /// Times out after `ms` milliseconds (`approved: false`, `timeout`).
@@ -357,7 +387,11 @@ pub fn approval_spec(tool_name: &str, args: &Value, tool_call_id: impl Into<Stri
 /// }
 /// # Ok(()) }
 /// ```
-pub fn require_approval(tool_name: &str, args: &Value, options: ApprovalOptions) -> Result<ApprovalFuture, RuleError> {
+pub fn require_approval(
+    tool_name: &str,
+    args: &Value,
+    options: ApprovalOptions,
+) -> Result<ApprovalFuture, RuleError> {
     let mut spec = approval_spec(tool_name, args, options.tool_call_id);
     if let Some(ms) = options.timeout_ms {
         spec = spec.expires_in_ms(ms);
@@ -373,7 +407,12 @@ pub fn require_approval(tool_name: &str, args: &Value, options: ApprovalOptions)
                     decided_at: d.decided_at,
                     ask_id,
                 },
-                Err(closed) => Approval { approved: false, decided_by: closed.decided_by, decided_at: closed.decided_at, ask_id },
+                Err(closed) => Approval {
+                    approved: false,
+                    decided_by: closed.decided_by,
+                    decided_at: closed.decided_at,
+                    ask_id,
+                },
             }
         }),
     })

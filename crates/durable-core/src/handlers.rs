@@ -58,8 +58,12 @@ pub struct SteerRequest {
     pub text: String,
 }
 
-/// `stop` from the phone. The core has already fired the turn's signal and
-/// closed the pane's open asks.
+/// `stop` from the phone. Stop never waits behind the pane's write lock, so
+/// this runs even while a send is stuck in its handler. Once the handler (or
+/// the hook) accepts — or takes no part ([`Handled::NotHandled`]) — the core
+/// fires the turn's signal (the [`SendRequest::signal`] of the last send
+/// delivered) and closes the pane's open asks as aborted; a refusal does
+/// neither.
 #[derive(Debug, Clone)]
 pub struct StopRequest {
     /// The pane.

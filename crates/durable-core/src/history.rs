@@ -6,7 +6,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use durable_types::exchange::{Request, Response};
 use durable_types::{
-    ConversationPage, Cursor, ErrorCode, HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX, HistoryPage, HistoryRow, Item,
+    ConversationPage, Cursor, ErrorCode, HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX, HistoryPage, HistoryRow,
+    Item,
 };
 
 use crate::core::Core;
@@ -59,8 +60,12 @@ pub trait HistoryProvider: Send + Sync + 'static {
     async fn rows(&self, after: Option<Cursor>, limit: usize) -> Result<RowsPage, HistoryError>;
     /// One conversation's items after `after`, at most `limit`; `None` for
     /// an unknown session id.
-    async fn items(&self, session_id: &str, after: Option<Cursor>, limit: usize)
-    -> Result<Option<ItemsPage>, HistoryError>;
+    async fn items(
+        &self,
+        session_id: &str,
+        after: Option<Cursor>,
+        limit: usize,
+    ) -> Result<Option<ItemsPage>, HistoryError>;
 }
 
 impl Core {
@@ -74,6 +79,10 @@ impl Core {
         let ids: Vec<_> = st.panes.keys().cloned().collect();
         for id in ids {
             st.touch_pane(&id);
+        }
+        // Panes closed before the provider was set get their session id too.
+        for closed in &mut st.closed {
+            closed.view.session_id = closed.data.session_id(true);
         }
         st.bump_layout();
     }
@@ -104,7 +113,8 @@ pub(crate) async fn list(core: &Core, req: &Request) -> Result<Response, Respons
     let Some(provider) = core.provider() else {
         return Err(respond::error(ErrorCode::NotSupported, "this agent has no history provider"));
     };
-    let mut page = provider.rows(after, limit).await.map_err(|e| respond::error(ErrorCode::Internal, e.to_string()))?;
+    let mut page =
+        provider.rows(after, limit).await.map_err(|e| respond::error(ErrorCode::Internal, e.to_string()))?;
     page.rows.truncate(limit);
     Ok(respond::json(
         200,

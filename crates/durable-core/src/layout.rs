@@ -157,7 +157,11 @@ impl Core {
         if let Some(tab) = st.find_tab_mut(&data.tab) {
             tab.panes.retain(|p| p != pane);
         }
-        let view = ClosedView { id: pane.to_string(), title: data.title.clone(), session_id: data.session_id(st.has_history) };
+        let view = ClosedView {
+            id: pane.to_string(),
+            title: data.title.clone(),
+            session_id: data.session_id(st.has_history),
+        };
         st.closed.retain(|c| c.view.id != pane.as_str());
         st.closed.push(ClosedPane { view, data });
         st.bump_layout();
@@ -175,7 +179,11 @@ impl Core {
         if st.find_tab_mut(&key).is_none() {
             // Its tab is gone too: bring the tab (and workspace) back.
             if !st.workspaces.iter().any(|w| w.id == key.ws) {
-                st.workspaces.push(WorkspaceData { id: key.ws.clone(), title: key.ws.to_string(), tabs: Vec::new() });
+                st.workspaces.push(WorkspaceData {
+                    id: key.ws.clone(),
+                    title: key.ws.to_string(),
+                    tabs: Vec::new(),
+                });
             }
             if let Some(w) = st.workspaces.iter_mut().find(|w| w.id == key.ws) {
                 w.tabs.push(TabData { id: key.tab.clone(), title: key.tab.to_string(), panes: Vec::new() });
@@ -204,11 +212,9 @@ impl Workspace {
     pub fn tab(&self, id: &str, title_text: &str) -> Result<Tab, RuleError> {
         let tab = ScopeId::new(id)?;
         let mut st = self.core.lock();
-        let ws = st
-            .workspaces
-            .iter_mut()
-            .find(|w| w.id == self.id)
-            .ok_or_else(|| RuleError::invalid_state("workspace", format!("workspace {} is closed", self.id)))?;
+        let ws = st.workspaces.iter_mut().find(|w| w.id == self.id).ok_or_else(|| {
+            RuleError::invalid_state("workspace", format!("workspace {} is closed", self.id))
+        })?;
         if !ws.tabs.iter().any(|t| t.id == tab) {
             ws.tabs.push(TabData { id: tab.clone(), title: title(title_text), panes: Vec::new() });
             st.bump_layout();
@@ -311,7 +317,11 @@ impl Core {
     }
 
     pub(crate) fn close_workspace_locked(&self, st: &mut State, ws: &ScopeId) -> bool {
-        let Some(tabs) = st.workspaces.iter().find(|w| &w.id == ws).map(|w| w.tabs.iter().map(|t| t.id.clone()).collect::<Vec<_>>())
+        let Some(tabs) = st
+            .workspaces
+            .iter()
+            .find(|w| &w.id == ws)
+            .map(|w| w.tabs.iter().map(|t| t.id.clone()).collect::<Vec<_>>())
         else {
             return false;
         };
@@ -470,7 +480,10 @@ impl Pane {
     pub fn rename(&self, title_text: &str) -> Result<(), RuleError> {
         let now = self.core.now();
         let mut st = self.core.lock();
-        self.core.rename_pane_locked(&mut st, &self.id, title_text, now).then_some(()).ok_or_else(|| self.closed_err())
+        self.core
+            .rename_pane_locked(&mut st, &self.id, title_text, now)
+            .then_some(())
+            .ok_or_else(|| self.closed_err())
     }
 
     /// Closes the pane: its open asks close as aborted, and it moves to the
@@ -509,7 +522,13 @@ impl Pane {
 }
 
 impl Core {
-    pub(crate) fn rename_pane_locked(&self, st: &mut State, pane: &Id, title_text: &str, now: durable_types::Timestamp) -> bool {
+    pub(crate) fn rename_pane_locked(
+        &self,
+        st: &mut State,
+        pane: &Id,
+        title_text: &str,
+        now: durable_types::Timestamp,
+    ) -> bool {
         let tail = self.shared.options.tail_limit;
         let t = title(title_text);
         let Some(p) = st.panes.get_mut(pane) else { return false };

@@ -73,7 +73,12 @@ impl Core {
     /// Runs `run` at most once for `request_id`, through the receipt store.
     /// `before_run` is checked once the id is ours and before the store:
     /// it may answer at once (the answer route's held answers).
-    pub(crate) async fn once<F, Fut>(&self, request_id: &Id, before_run: impl Fn(&Core) -> Option<Response>, run: F) -> Response
+    pub(crate) async fn once<F, Fut>(
+        &self,
+        request_id: &Id,
+        before_run: impl Fn(&Core) -> Option<Response>,
+        run: F,
+    ) -> Response
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Ran>,
@@ -118,7 +123,9 @@ impl Core {
                 claim.settle(None);
                 return respond::error(
                     ErrorCode::ReceiptDropped,
-                    format!("request {request_id} was answered before, but its receipt was evicted; nothing was executed"),
+                    format!(
+                        "request {request_id} was answered before, but its receipt was evicted; nothing was executed"
+                    ),
                 );
             }
             Ok(_) => {}

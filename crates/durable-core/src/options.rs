@@ -158,13 +158,22 @@ impl CoreOptionsBuilder {
     /// Checks and builds the options.
     pub fn build(self) -> Result<CoreOptions, RuleError> {
         let clock = self.clock.ok_or_else(|| {
-            RuleError::invalid("clock", "core options: a clock is required (the core reads no clock of its own)")
+            RuleError::invalid(
+                "clock",
+                "core options: a clock is required (the core reads no clock of its own)",
+            )
         })?;
         let epoch = self.epoch.ok_or_else(|| {
-            RuleError::invalid("epoch", "core options: an epoch is required (16 random lowercase hex characters)")
+            RuleError::invalid(
+                "epoch",
+                "core options: an epoch is required (16 random lowercase hex characters)",
+            )
         })?;
         if epoch.len() != 16 || !epoch.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-            return Err(RuleError::invalid("epoch", "core options: the epoch is 16 lowercase hex characters"));
+            return Err(RuleError::invalid(
+                "epoch",
+                "core options: the epoch is 16 lowercase hex characters",
+            ));
         }
         let tail_limit = self.tail_limit.unwrap_or(TAIL_LIMIT);
         if tail_limit == 0 {

@@ -34,8 +34,9 @@ pub(crate) fn hello(core: &Core) -> Response {
 /// written through the warn sink once per Collie version.
 pub(crate) fn hello_post(core: &Core, req: &Request) -> Result<Response, Response> {
     let body = body_bytes(req)?;
-    let hello: HelloRequest = serde_json::from_slice(body)
-        .map_err(|e| respond::bad_request(format!("POST /hello needs {{\"wire\": {{\"min\", \"max\"}}}}: {e}")))?;
+    let hello: HelloRequest = serde_json::from_slice(body).map_err(|e| {
+        respond::bad_request(format!("POST /hello needs {{\"wire\": {{\"min\", \"max\"}}}}: {e}"))
+    })?;
     let compatible = WireRange::SDK.overlaps(hello.wire);
     if !compatible {
         let version = hello.collie.as_ref().map_or_else(|| "unknown".to_owned(), |c| c.version.clone());
@@ -56,7 +57,8 @@ pub(crate) fn state(core: &Core, req: &Request) -> Result<Response, Response> {
     let since = Query::parse(req.query.as_deref()).u64("since")?;
     let st = core.lock();
     let etag = format!("\"{}-{}\"", core.options().epoch, st.seq);
-    if req.if_none_match.as_deref().is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*")) {
+    if req.if_none_match.as_deref().is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"))
+    {
         let mut resp = Response::json(304, Vec::new());
         resp.etag = Some(etag);
         return Ok(resp);
@@ -73,20 +75,23 @@ pub(crate) fn state(core: &Core, req: &Request) -> Result<Response, Response> {
         .map(|p| (p.changed_at, st.pane_view(p)))
         .collect();
     // A stable order: the layout's order (tabs, then panes in their tab).
-    let order: Vec<String> = st.workspaces.iter().flat_map(|w| w.tabs.iter().flat_map(|t| t.panes.iter().map(|p| p.to_string()))).collect();
+    let order: Vec<String> = st
+        .workspaces
+        .iter()
+        .flat_map(|w| w.tabs.iter().flat_map(|t| t.panes.iter().map(|p| p.to_string())))
+        .collect();
     panes.sort_by_key(|(_, v)| order.iter().position(|id| id == v.id.as_str()).unwrap_or(usize::MAX));
     let layout = full || st.layout_seq > n;
     let removed = if full {
         Vec::new()
     } else {
-        let mut r: Vec<String> = st
-            .removed
+        // A pane closed, brought back and closed again is listed once.
+        let mut seen = std::collections::HashSet::new();
+        st.removed
             .iter()
-            .filter(|(id, s)| *s > n && !st.panes.contains_key(id))
+            .filter(|(id, s)| *s > n && !st.panes.contains_key(id) && seen.insert(id))
             .map(|(id, _)| id.to_string())
-            .collect();
-        r.dedup();
-        r
+            .collect()
     };
     let body = StateResponse {
         ok: true,
@@ -116,7 +121,7 @@ pub(crate) fn events(core: &Core, req: &Request, pane: &str) -> Result<Response,
     let Some(p) = st.panes.get(&pane) else {
         return Err(respond::error(ErrorCode::NotFound, format!("no open pane {pane}")));
     };
-    let behind = after + 1 < p.first_retained();
+    let behind = after.saturating_add(1) < p.first_retained();
     let ahead = after > p.last_seq;
     if !behind && !ahead {
         let events: Vec<_> = p.events.iter().filter(|e| e.seq > after).cloned().collect();

@@ -52,30 +52,97 @@ impl StoreError {
 /// decide eviction.
 ///
 /// A store that keeps receipts across restarts makes a replay after a
-/// restart still return the first answer. Write one and give it to
-/// [`CoreOptionsBuilder::receipts`](crate::CoreOptionsBuilder::receipts):
+/// restart still return the first answer (the default
+/// [`MemoryReceiptStore`] forgets everything with the process). Write one
+/// and give it to
+/// [`CoreOptionsBuilder::receipts`](crate::CoreOptionsBuilder::receipts).
+/// [`Receipt`] is `Serialize + Deserialize`, so a store can keep it as JSON:
 ///
 /// ```
 /// use std::collections::HashMap;
-/// use std::sync::Mutex;
-/// use durable_core::{Lookup, Receipt, ReceiptStore, StoreError};
+/// use std::sync::{Arc, Mutex};
 ///
-/// /// Keeps every receipt in a map; a real one writes a file or a database
-/// /// and returns from `put` only once the receipt is durable.
-/// #[derive(Default)]
-/// struct MapStore(Mutex<HashMap<String, Receipt>>);
+/// use durable_core::types::exchange::{Caller, Request};
+/// use durable_core::types::Timestamp;
+/// use durable_core::{
+///     create_core, Core, CoreOptions, Handled, Lookup, ManualClock, PaneHandlers, PaneOptions, Receipt,
+///     ReceiptStore, SendRequest, StoreError,
+/// };
+///
+/// /// What outlives the process: a file or a database table. A shared map
+/// /// of JSON lines stands in for it here.
+/// type Disk = Arc<Mutex<HashMap<String, String>>>;
+///
+/// /// Keeps every receipt on "disk". `put` returns only once the receipt is
+/// /// written: the core sends the answer after. A store that prunes old
+/// /// receipts (by `group`) remembers the pruned ids and answers
+/// /// `Lookup::Evicted` for them, so that a late repeat runs nothing.
+/// struct DiskStore(Disk);
 ///
 /// #[async_trait::async_trait]
-/// impl ReceiptStore for MapStore {
+/// impl ReceiptStore for DiskStore {
 ///     async fn get(&self, request_id: &str) -> Result<Lookup, StoreError> {
-///         let map = self.0.lock().map_err(|_| StoreError::new("poisoned"))?;
-///         Ok(map.get(request_id).cloned().map_or(Lookup::Unknown, Lookup::Found))
+///         let disk = self.0.lock().map_err(|_| StoreError::new("disk lock poisoned"))?;
+///         match disk.get(request_id) {
+///             None => Ok(Lookup::Unknown),
+///             Some(line) => serde_json::from_str(line)
+///                 .map(Lookup::Found)
+///                 .map_err(|e| StoreError::new(format!("a receipt is damaged: {e}"))),
+///         }
 ///     }
+///
 ///     async fn put(&self, request_id: &str, receipt: Receipt, _group: &str) -> Result<(), StoreError> {
-///         self.0.lock().map_err(|_| StoreError::new("poisoned"))?.insert(request_id.to_owned(), receipt);
+///         let line = serde_json::to_string(&receipt).map_err(|e| StoreError::new(e.to_string()))?;
+///         let mut disk = self.0.lock().map_err(|_| StoreError::new("disk lock poisoned"))?;
+///         disk.entry(request_id.to_owned()).or_insert(line); // the first answer stays
 ///         Ok(())
 ///     }
 /// }
+///
+/// /// The agent's send handler, counting what it runs.
+/// struct Agent(Arc<Mutex<usize>>);
+///
+/// #[async_trait::async_trait]
+/// impl PaneHandlers for Agent {
+///     async fn send(&self, _req: SendRequest) -> Handled {
+///         *self.0.lock().unwrap() += 1;
+///         Handled::Accepted
+///     }
+/// }
+///
+/// /// One run of the agent process: a fresh core (a new epoch) over the same disk.
+/// fn start(disk: &Disk, epoch: &str, runs: &Arc<Mutex<usize>>) -> Core {
+///     let options = CoreOptions::builder()
+///         .clock(ManualClock::new(Timestamp::from_millis(1_796_014_800_000)))
+///         .epoch(epoch)
+///         .receipts(DiskStore(disk.clone()))
+///         .build()
+///         .unwrap();
+///     let core = create_core(options);
+///     let tab = core.workspace("support", "Support").unwrap().tab("main", "Tickets").unwrap();
+///     let pane = tab.pane("ticket-1", PaneOptions::new("Maria Lopez")).unwrap();
+///     pane.handlers(Agent(runs.clone())).unwrap();
+///     core.ready();
+///     core
+/// }
+///
+/// let send = || {
+///     Request::post("/v1/panes/ticket-1/send", r#"{"requestId":"r-1","text":"hi"}"#, Caller::OtherProcess)
+/// };
+/// let disk = Disk::default();
+/// let runs = Arc::new(Mutex::new(0));
+/// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// rt.block_on(async {
+///     let first = start(&disk, "0123456789abcdef", &runs).handle(send()).await.body_json();
+///     assert_eq!(first["result"], "sent");
+///     assert_eq!(first["replayed"], false);
+///
+///     // The agent restarts; Collie, unsure the send arrived, repeats it.
+///     let again = start(&disk, "fedcba9876543210", &runs).handle(send()).await.body_json();
+///     assert_eq!(again["result"], "sent");
+///     assert_eq!(again["replayed"], true); // the first answer, and nothing ran again
+/// });
+/// assert_eq!(*runs.lock().unwrap(), 1);
 /// ```
 #[async_trait]
 pub trait ReceiptStore: Send + Sync + 'static {

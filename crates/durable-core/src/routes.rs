@@ -88,10 +88,9 @@ impl Query {
     pub(crate) fn u64(&self, key: &str) -> Result<Option<u64>, Response> {
         match self.get(key) {
             None => Ok(None),
-            Some(v) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => v
-                .parse()
-                .map(Some)
-                .map_err(|_| respond::bad_request(format!("{key} is out of range"))),
+            Some(v) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => {
+                v.parse().map(Some).map_err(|_| respond::bad_request(format!("{key} is out of range")))
+            }
             Some(_) => Err(respond::bad_request(format!("{key} must be a non-negative integer"))),
         }
     }
@@ -131,6 +130,11 @@ fn write_gate(core: &Core, req: &Request, cap: Cap) -> Result<(), Response> {
 /// Answers one request.
 pub(crate) async fn route(core: &Core, req: Request) -> Response {
     let arrival = core.now();
+    // Another user id is refused outright (§1.1), before anything about the
+    // agent's routes is told.
+    if req.caller == Caller::OtherUser {
+        return respond::error(ErrorCode::CallerRefused, "a connection from another user is refused");
+    }
     let Some(route) = parse_route(&req.path) else {
         return respond::not_found(format!("no route {}", req.path));
     };
@@ -141,12 +145,10 @@ pub(crate) async fn route(core: &Core, req: Request) -> Response {
         _ => false,
     };
     if !method_ok {
-        let mut resp = respond::error(ErrorCode::MethodNotAllowed, format!("{} takes {}", req.path, route.allow()));
+        let mut resp =
+            respond::error(ErrorCode::MethodNotAllowed, format!("{} takes {}", req.path, route.allow()));
         resp.allow = Some(route.allow());
         return resp;
-    }
-    if req.caller == Caller::OtherUser {
-        return respond::error(ErrorCode::CallerRefused, "a connection from another user is refused");
     }
     let cap = match &route {
         Route::Send(_) => Some(Cap::Send),
@@ -174,13 +176,19 @@ pub(crate) async fn route(core: &Core, req: Request) -> Response {
         Route::Events(p) => crate::poll::events(core, &req, p),
         Route::History => {
             if !core.caps().has(Cap::History) {
-                return respond::error(ErrorCode::NotSupported, "this agent does not declare the history capability");
+                return respond::error(
+                    ErrorCode::NotSupported,
+                    "this agent does not declare the history capability",
+                );
             }
             crate::history::list(core, &req).await
         }
         Route::Conversation(s) => {
             if !core.caps().has(Cap::History) {
-                return respond::error(ErrorCode::NotSupported, "this agent does not declare the history capability");
+                return respond::error(
+                    ErrorCode::NotSupported,
+                    "this agent does not declare the history capability",
+                );
             }
             crate::history::conversation(core, &req, s).await
         }

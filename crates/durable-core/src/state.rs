@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use durable_types::{
-    ActionView, Ask, ClosedView, DecidedBy, Event, EventBody, Id, Item, PaneState, PaneView, STATE_SEQ_MEMORY,
-    ScopeId, StarterView, TabView, Timestamp, VIEW_LIMIT, WorkspaceView,
+    ActionView, Ask, ClosedView, DecidedBy, Event, EventBody, Id, Item, PaneState, PaneView,
+    STATE_SEQ_MEMORY, ScopeId, StarterView, TabView, Timestamp, VIEW_LIMIT, WorkspaceView,
 };
 use tokio::sync::oneshot;
 

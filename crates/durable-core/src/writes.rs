@@ -40,11 +40,14 @@ impl WriteLocks {
     }
 }
 
+/// Who may take a pane's write: its own handlers, then the agent-wide hooks.
+type Takers = (Option<Arc<dyn PaneHandlers>>, Option<Arc<dyn Hooks>>);
+
 type Parse = fn(&[u8]) -> Result<WriteBody, String>;
 
 fn parse(req: &Request, parse: Parse) -> Result<WriteBody, Response> {
     let body = body_bytes(req)?;
-    parse(body).map_err(|why| respond::bad_request(why))
+    parse(body).map_err(respond::bad_request)
 }
 
 fn ok(resp: WriteResponse, group: String) -> Ran {
@@ -58,7 +61,10 @@ fn refused(reason: String) -> Ran {
 }
 
 fn not_supported(what: &str) -> Ran {
-    Ran::unstored(respond::error(ErrorCode::NotSupported, format!("no handler and no hook takes {what} here")))
+    Ran::unstored(respond::error(
+        ErrorCode::NotSupported,
+        format!("no handler and no hook takes {what} here"),
+    ))
 }
 
 fn no_pane(pane: &Id) -> Ran {
@@ -87,7 +93,7 @@ impl Core {
     }
 
     /// The pane's handlers and the agent-wide hooks; `None` when the pane is closed.
-    fn handlers_of(&self, pane: &Id) -> Option<(Option<Arc<dyn PaneHandlers>>, Option<Arc<dyn Hooks>>)> {
+    fn handlers_of(&self, pane: &Id) -> Option<Takers> {
         let handlers = self.lock().panes.get(pane)?.handlers.clone();
         Some((handlers, self.hooks()))
     }
@@ -106,7 +112,12 @@ impl Core {
         request_id: &Id,
         text: &str,
     ) -> Handled {
+        // The turn's signal is armed before the handler runs: a stop that
+        // arrives while the handler is still deciding (or stuck) fires it.
         let controller = AbortController::new();
+        if let Some(p) = self.lock().panes.get_mut(pane) {
+            p.turn_cancel = Some(controller.clone());
+        }
         let req = SendRequest {
             pane: self.pane_handle(pane),
             request_id: request_id.clone(),
@@ -126,11 +137,6 @@ impl Core {
             let now = self.now();
             let tail = self.options().tail_limit;
             let mut st = self.lock();
-            if let Some(p) = st.panes.get_mut(pane) {
-                if let Some(old) = p.turn_cancel.replace(controller) {
-                    drop(old);
-                }
-            }
             let item = Item::new(
                 user_item_id(request_id),
                 ItemBody::User { text: text.to_owned(), request_id: Some(request_id.clone()) },
@@ -152,33 +158,36 @@ impl Core {
         let pane = pane.clone();
         self.push_job(async move {
             let _guard = core.shared.writes.get(&pane).lock_owned().await;
-            let next = {
-                let mut st = core.lock();
-                match st.panes.get_mut(&pane) {
-                    Some(p) if p.state == durable_types::PaneState::Idle => p.queued.pop_front(),
+            // Deliver in order while the pane stays idle: a handler that
+            // starts a turn stops the loop (the rest waits for that turn);
+            // one that accepts and stays idle lets the next one through.
+            loop {
+                let next = {
+                    let mut st = core.lock();
+                    match st.panes.get_mut(&pane) {
+                        Some(p) if p.state == durable_types::PaneState::Idle => p.queued.pop_front(),
+                        _ => None,
+                    }
+                };
+                let Some(send) = next else { return };
+                let Some((handlers, hooks)) = core.handlers_of(&pane) else { return };
+                let verdict = core.deliver(&pane, handlers, hooks, &send.request_id, &send.text).await;
+                let why = match verdict {
+                    Handled::Refused(reason) => Some(reason),
+                    Handled::NotHandled => Some("no handler takes send here".to_owned()),
                     _ => None,
+                };
+                if let Some(reason) = why {
+                    let notice = Item::new(
+                        user_item_id(&send.request_id),
+                        ItemBody::Notice {
+                            text: format!("A queued message was not delivered: {reason}"),
+                            partial: false,
+                            tone: Some(NoticeTone::Warn),
+                        },
+                    );
+                    let _ = core.pane_handle(&pane).write(notice);
                 }
-            };
-            let Some(send) = next else { return };
-            let Some((handlers, hooks)) = core.handlers_of(&pane) else { return };
-            let verdict = core.deliver(&pane, handlers, hooks, &send.request_id, &send.text).await;
-            let why = match verdict {
-                Handled::Refused(reason) => Some(reason),
-                Handled::NotHandled => Some("no handler takes send here".to_owned()),
-                _ => None,
-            };
-            if let Some(reason) = why {
-                let notice = Item::new(
-                    user_item_id(&send.request_id),
-                    ItemBody::Notice {
-                        text: format!("A queued message was not delivered: {reason}"),
-                        partial: false,
-                        tone: Some(NoticeTone::Warn),
-                    },
-                );
-                let _ = core.pane_handle(&pane).write(notice);
-                // Keep going: the next queued send, if any.
-                core.deliver_queued(&pane);
             }
         });
     }
@@ -192,7 +201,12 @@ fn user_item_id(request_id: &Id) -> Id {
         .unwrap_or_else(|_| request_id.clone())
 }
 
-pub(crate) async fn send(core: &Core, req: &Request, pane: &str, arrival: Timestamp) -> Result<Response, Response> {
+pub(crate) async fn send(
+    core: &Core,
+    req: &Request,
+    pane: &str,
+    arrival: Timestamp,
+) -> Result<Response, Response> {
     let pane = path_id(pane, "pane")?;
     let WriteBody::Send { request_id, text, turn_id } = parse(req, WriteBody::parse_send)? else {
         return Err(respond::error(ErrorCode::Internal, "send body"));
@@ -206,12 +220,15 @@ pub(crate) async fn send(core: &Core, req: &Request, pane: &str, arrival: Timest
         if handlers.is_none() && hooks.is_none() {
             return not_supported("send");
         }
-        let (working, current_turn) = {
+        let ((working, behind), current_turn) = {
             let mut st = core.lock();
             if let Some(ask) = st.open_asks_of(&pane).first().cloned() {
                 return Ran::unstored(respond::failure(
-                    ErrorBody::new(ErrorCode::AskOpen, "the pane has an open ask: answer it, or steer or stop")
-                        .with("askId", ask),
+                    ErrorBody::new(
+                        ErrorCode::AskOpen,
+                        "the pane has an open ask: answer it, or steer or stop",
+                    )
+                    .with("askId", ask),
                 ));
             }
             let Some(p) = st.panes.get_mut(&pane) else { return no_pane(&pane) };
@@ -219,20 +236,29 @@ pub(crate) async fn send(core: &Core, req: &Request, pane: &str, arrival: Timest
             if let Some(seen) = &turn_id {
                 if Some(seen) != current.as_ref() {
                     return Ran::unstored(respond::failure(
-                        ErrorBody::new(ErrorCode::TurnMoved, "a turn began after the one this send was written for")
-                            .with("turnId", current.map_or(Value::Null, Value::String)),
+                        ErrorBody::new(
+                            ErrorCode::TurnMoved,
+                            "a turn began after the one this send was written for",
+                        )
+                        .with("turnId", current.map_or(Value::Null, Value::String)),
                     ));
                 }
             }
             let working = p.state == durable_types::PaneState::Working;
-            if working {
+            // Sends still queued from the last turn go first: this one
+            // waits behind them.
+            let behind = !p.queued.is_empty();
+            if working || behind {
                 p.queued.push_back(QueuedSend { request_id: request_id.clone(), text: text.clone() });
             }
-            (working, current)
+            ((working, behind), current)
         };
         let turn = current_turn.map_or(Value::Null, Value::String);
         let group = format!("pane:{pane}");
-        if working {
+        if working || behind {
+            if !working {
+                core.deliver_queued(&pane);
+            }
             return ok(WriteResponse::new("queued", request_id.clone()).with("turnId", turn), group);
         }
         match core.deliver(&pane, handlers, hooks, &request_id, &text).await {
@@ -246,7 +272,12 @@ pub(crate) async fn send(core: &Core, req: &Request, pane: &str, arrival: Timest
     Ok(core.once(&request_id, |_| None, run).await)
 }
 
-pub(crate) async fn steer(core: &Core, req: &Request, pane: &str, arrival: Timestamp) -> Result<Response, Response> {
+pub(crate) async fn steer(
+    core: &Core,
+    req: &Request,
+    pane: &str,
+    arrival: Timestamp,
+) -> Result<Response, Response> {
     let pane = path_id(pane, "pane")?;
     let WriteBody::Steer { request_id, text } = parse(req, WriteBody::parse_steer)? else {
         return Err(respond::error(ErrorCode::Internal, "steer body"));
@@ -260,7 +291,8 @@ pub(crate) async fn steer(core: &Core, req: &Request, pane: &str, arrival: Times
         if handlers.is_none() && hooks.is_none() {
             return not_supported("steer");
         }
-        let working = core.lock().panes.get(&pane).is_some_and(|p| p.state == durable_types::PaneState::Working);
+        let working =
+            core.lock().panes.get(&pane).is_some_and(|p| p.state == durable_types::PaneState::Working);
         if !working {
             return refused("not-working".into());
         }
@@ -345,7 +377,11 @@ pub(crate) async fn action(
         if !known {
             return Ran::unstored(respond::not_found(format!("pane {pane} has no action {action}")));
         }
-        let areq = ActionRequest { pane: core.pane_handle(&pane), request_id: request_id.clone(), action: action.clone() };
+        let areq = ActionRequest {
+            pane: core.pane_handle(&pane),
+            request_id: request_id.clone(),
+            action: action.clone(),
+        };
         let mut verdict = match &handlers {
             Some(h) => h.action(areq.clone()).await,
             None => Handled::NotHandled,
@@ -383,7 +419,13 @@ fn resolve(core: &Core, target: Target, id: &str) -> Option<Resolved> {
         Target::Tab => {
             let (w, t) = id.split_once(':')?;
             let key = TabKey { ws: ScopeId::new(w).ok()?, tab: ScopeId::new(t).ok()? };
-            st.workspaces.iter().find(|x| x.id == key.ws)?.tabs.iter().any(|x| x.id == key.tab).then_some(Resolved::Tab(key))
+            st.workspaces
+                .iter()
+                .find(|x| x.id == key.ws)?
+                .tabs
+                .iter()
+                .any(|x| x.id == key.tab)
+                .then_some(Resolved::Tab(key))
         }
         Target::Pane => {
             let pane = Id::new(id).ok()?;
@@ -410,21 +452,25 @@ pub(crate) async fn rename(core: &Core, req: &Request, arrival: Timestamp) -> Re
             _ => None,
         };
         if let Some(h) = core.hooks() {
-            let rreq = RenameRequest { request_id: request_id.clone(), target, id: id.clone(), title: title.clone() };
+            let rreq = RenameRequest {
+                request_id: request_id.clone(),
+                target,
+                id: id.clone(),
+                title: title.clone(),
+            };
             if let Handled::Refused(reason) = h.on_rename(rreq).await {
                 return refused(reason);
             }
         }
         let now = core.now();
-        let applied = match resolved {
+        match resolved {
             Resolved::Workspace(ws) => core.workspace_handle(&ws).rename(&title),
             Resolved::Tab(key) => core.tab_handle(&key).rename(&title),
             Resolved::Pane(p) => {
                 let mut st = core.lock();
                 core.rename_pane_locked(&mut st, &p, &title, now);
             }
-        };
-        let () = applied;
+        }
         ok(WriteResponse::new("renamed", request_id.clone()), "renames".into())
     };
     Ok(core.once(&request_id, |_| None, run).await)
@@ -503,14 +549,17 @@ pub(crate) async fn starter(core: &Core, req: &Request, starter: &str) -> Result
             return Ran::unstored(respond::not_found(format!("no starter {starter}")));
         }
         let Some(h) = core.hooks() else { return not_supported("starters") };
-        let sreq = StarterRequest { request_id: request_id.clone(), starter: starter.clone(), text: text.clone() };
+        let sreq =
+            StarterRequest { request_id: request_id.clone(), starter: starter.clone(), text: text.clone() };
         match h.on_starter(sreq).await {
-            Handled::Started(pane) => {
-                ok(WriteResponse::new("started", request_id.clone()).with("pane", pane.to_string()), "starters".into())
-            }
-            Handled::Accepted => {
-                ok(WriteResponse::new("started", request_id.clone()).with("pane", Value::Null), "starters".into())
-            }
+            Handled::Started(pane) => ok(
+                WriteResponse::new("started", request_id.clone()).with("pane", pane.to_string()),
+                "starters".into(),
+            ),
+            Handled::Accepted => ok(
+                WriteResponse::new("started", request_id.clone()).with("pane", Value::Null),
+                "starters".into(),
+            ),
             Handled::Refused(reason) => refused(reason),
             Handled::NotHandled => not_supported("starters"),
         }

@@ -158,3 +158,122 @@ impl NowTs for ManualClock {
         durable_core::Clock::now(self)
     }
 }
+
+// ---------------------------------------------------------------------------
+// Helpers added for the contract tests (§2–§7, §9).
+
+impl Harness {
+    /// A `GET` as `caller`.
+    pub async fn get_as(&self, path: &str, caller: durable_core::types::exchange::Caller) -> Reply {
+        self.request(Request::get(path, caller)).await
+    }
+
+    /// A `GET` with `If-None-Match`.
+    pub async fn get_if_none_match(&self, path: &str, etag: &str) -> Reply {
+        self.request(Request::get(path, Caller::OtherProcess).with_if_none_match(etag)).await
+    }
+
+    /// `GET /v1/state`.
+    pub async fn state(&self) -> Reply {
+        self.get("/v1/state").await
+    }
+
+    /// `GET /v1/state?since=N`.
+    pub async fn state_since(&self, n: u64) -> Reply {
+        self.get(&format!("/v1/state?since={n}")).await
+    }
+
+    /// The current change sequence, read through the state poll.
+    pub async fn seq(&self) -> u64 {
+        self.state().await.json["seq"].as_u64().expect("seq")
+    }
+
+    /// `POST /v1/asks/{ask}` with a JSON body.
+    pub async fn answer(&self, ask: &str, body: Value) -> Reply {
+        self.post(&format!("/v1/asks/{ask}"), body).await
+    }
+
+    /// Every event of a pane still in its tail (`after=0`).
+    pub async fn all_events(&self, pane: &str) -> Vec<Value> {
+        let r = self.events(pane, 0).await;
+        assert_eq!(r.status, 200, "{:?}", r.json);
+        assert_eq!(r.json["snapshot"], false, "expected the tail, got a snapshot: {:?}", r.json);
+        r.json["events"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// The pane's view as a snapshot gives it (asked with an `after` beyond
+    /// the pane's last seq).
+    pub async fn view(&self, pane: &str) -> Value {
+        let r = self.events(pane, u64::MAX / 2).await;
+        assert_eq!(r.status, 200, "{:?}", r.json);
+        assert_eq!(r.json["snapshot"], true, "{:?}", r.json);
+        r.json
+    }
+
+    /// The texts of the `notice` items of a pane's view.
+    pub async fn notices(&self, pane: &str) -> Vec<String> {
+        let view = self.view(pane).await;
+        view["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["kind"] == "notice")
+            .map(|i| i["text"].as_str().unwrap_or("").to_owned())
+            .collect()
+    }
+
+    /// The ids of the open asks in a full state answer.
+    pub async fn open_ask_ids(&self) -> Vec<String> {
+        let s = self.state().await;
+        s.json["asks"].as_array().unwrap().iter().map(|a| a["id"].as_str().unwrap().to_owned()).collect()
+    }
+}
+
+/// Polls a future once without a runtime's help: `Some` when it is ready.
+pub fn poll_once<F: std::future::Future + Unpin>(f: &mut F) -> Option<F::Output> {
+    let waker = std::task::Waker::noop();
+    let mut cx = std::task::Context::from_waker(waker);
+    match std::pin::Pin::new(f).poll(&mut cx) {
+        std::task::Poll::Ready(v) => Some(v),
+        std::task::Poll::Pending => None,
+    }
+}
+
+/// A JSON body without its `replayed` field, to compare a replay with the
+/// first answer.
+pub fn without_replayed(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Value::Object(m) = &mut v {
+        m.remove("replayed");
+    }
+    v
+}
+
+/// A history provider with no conversation, to turn history on.
+pub struct EmptyHistory;
+
+#[async_trait::async_trait]
+impl durable_core::HistoryProvider for EmptyHistory {
+    async fn rows(
+        &self,
+        _after: Option<durable_core::types::Cursor>,
+        _limit: usize,
+    ) -> Result<durable_core::RowsPage, durable_core::HistoryError> {
+        Ok(durable_core::RowsPage { rows: Vec::new(), next: None })
+    }
+
+    async fn items(
+        &self,
+        _session_id: &str,
+        _after: Option<durable_core::types::Cursor>,
+        _limit: usize,
+    ) -> Result<Option<durable_core::ItemsPage>, durable_core::HistoryError> {
+        Ok(None)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Helpers added for the write and history tests (§8–§10).
+
+/// A recording handler and hook, to count executions per request id.
+pub mod recorder;

@@ -1,0 +1,349 @@
+//! Contract §9: receipts — replay, refusals store nothing, the memory store's
+//! eviction, groups, and a repeat of a request id still in flight.
+mod harness;
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use durable_core::types::exchange::{Caller, Request};
+use durable_core::types::{Answer, AskOption, AskSpec, RECEIPTS_PER_GROUP, ToolInfo};
+use durable_core::{Lookup, MemoryReceiptStore, Receipt, ReceiptStore, StoreError};
+use harness::{Harness, poll_once, without_replayed};
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+
+fn yes_no(call: &str) -> AskSpec {
+    AskSpec::choice(call, "Go?", [AskOption::new("yes", "Yes"), AskOption::new("no", "No")])
+}
+
+fn pick(request_id: &str, option: &str) -> Value {
+    json!({"requestId": request_id, "answer": {"optionIds": [option]}})
+}
+
+fn receipt(n: usize) -> Receipt {
+    Receipt { status: 200, body: json!({"ok": true, "n": n}) }
+}
+
+/// A store that records what it was given and can hold `get` or `put`
+/// until the test lets them through.
+struct GateStore {
+    inner: MemoryReceiptStore,
+    get_gate: Option<Arc<Semaphore>>,
+    put_gate: Option<Arc<Semaphore>>,
+    puts: Arc<Mutex<Vec<(String, String)>>>,
+    fail_get: bool,
+    fail_put: bool,
+}
+
+impl GateStore {
+    fn new() -> Self {
+        GateStore {
+            inner: MemoryReceiptStore::new(),
+            get_gate: None,
+            put_gate: None,
+            puts: Arc::default(),
+            fail_get: false,
+            fail_put: false,
+        }
+    }
+}
+
+#[async_trait]
+impl ReceiptStore for GateStore {
+    async fn get(&self, request_id: &str) -> Result<Lookup, StoreError> {
+        if let Some(g) = &self.get_gate {
+            g.acquire().await.unwrap().forget();
+        }
+        if self.fail_get {
+            return Err(StoreError::new("disk gone"));
+        }
+        self.inner.get(request_id).await
+    }
+
+    async fn put(&self, request_id: &str, receipt: Receipt, group: &str) -> Result<(), StoreError> {
+        if let Some(g) = &self.put_gate {
+            g.acquire().await.unwrap().forget();
+        }
+        if self.fail_put {
+            return Err(StoreError::new("disk full"));
+        }
+        self.puts.lock().unwrap().push((request_id.to_owned(), group.to_owned()));
+        self.inner.put(request_id, receipt, group).await
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Replay
+
+#[tokio::test]
+async fn repeat_of_a_request_id_replays_the_first_answer_with_replayed_true() {
+    let h = Harness::new();
+    let ask = h.pane().ask(yes_no("c1")).unwrap();
+    let id = ask.id().to_owned();
+    let first = h.answer(&id, pick("r-1", "yes")).await;
+    assert_eq!((first.status, first.json["replayed"].clone()), (200, json!(false)));
+    h.advance(5_000).await;
+    for _ in 0..3 {
+        let again = h.answer(&id, pick("r-1", "no")).await;
+        assert_eq!(again.status, 200);
+        assert_eq!(again.json["replayed"], true);
+        assert_eq!(without_replayed(&again.json), without_replayed(&first.json));
+        assert_eq!(again.json["decidedAt"], "2026-11-30T05:00:00.000Z", "the first answer's time");
+    }
+    assert_eq!(ask.await.unwrap(), Answer::option("yes"), "executed once, with the first answer");
+}
+
+#[tokio::test]
+async fn refusals_store_nothing_so_the_same_request_id_may_try_again() {
+    let h = Harness::new();
+    let pane = h.pane();
+    // 404: unknown ask without a hash.
+    assert_eq!(h.answer("ffffffffffffffffffffffffffffffff", pick("r-1", "yes")).await.status, 404);
+    // 400: an answer that does not fit.
+    let a1 = pane.ask(yes_no("c1")).unwrap();
+    assert_eq!(h.answer(a1.id(), pick("r-1", "maybe")).await.status, 400);
+    // 409 hash-mismatch.
+    let stale = json!({"requestId": "r-1", "answer": {"optionIds": ["yes"]}, "hash": "0".repeat(64)});
+    assert_eq!(h.answer(a1.id(), stale).await.code(), "hash-mismatch");
+    // 409 confirm-required.
+    let always = pane
+        .ask(
+            AskSpec::choice(
+                "c2",
+                "Go?",
+                [AskOption::new("ok", "OK"), AskOption::new("always", "Always").always()],
+            )
+            .tool(ToolInfo::from_call("t", &json!({}))),
+        )
+        .unwrap();
+    assert_eq!(h.answer(always.id(), pick("r-1", "always")).await.code(), "confirm-required");
+    // 409 ask-closed.
+    pane.decide(always.id(), Answer::option("ok")).unwrap();
+    assert_eq!(h.answer(always.id(), pick("r-1", "ok")).await.code(), "ask-closed");
+    // After all that, r-1 is still new.
+    let r = h.answer(a1.id(), pick("r-1", "no")).await;
+    assert_eq!((r.status, r.json["replayed"].clone()), (200, json!(false)));
+    assert_eq!(a1.await.unwrap(), Answer::option("no"));
+}
+
+#[tokio::test]
+async fn a_request_id_names_one_action_whatever_route_repeats_it() {
+    let h = Harness::new();
+    let pane = h.pane();
+    let ask = pane.ask(yes_no("c1")).unwrap();
+    let first = h.answer(ask.id(), pick("r-1", "yes")).await;
+    // Another ask, on another pane.
+    let other = h.pane_named("other").ask(yes_no("c1")).unwrap();
+    let r = h.answer(other.id(), pick("r-1", "no")).await;
+    assert_eq!((r.status, r.json["replayed"].clone()), (200, json!(true)));
+    assert_eq!(without_replayed(&r.json), without_replayed(&first.json));
+    assert_eq!(h.open_ask_ids().await, [other.id().to_owned()], "nothing executed");
+    // Another route entirely.
+    let r = h
+        .post("/v1/rename", json!({"requestId": "r-1", "target": "pane", "id": "ticket-1", "title": "New"}))
+        .await;
+    assert_eq!((r.status, r.json["replayed"].clone()), (200, json!(true)), "{:?}", r.json);
+    assert_eq!(without_replayed(&r.json), without_replayed(&first.json));
+    assert_eq!(h.state().await.json["panes"][0]["title"], "Maria Lopez", "the rename did not run");
+}
+
+#[tokio::test]
+async fn answer_receipt_is_kept_in_the_group_of_the_asks_pane() {
+    let store = GateStore::new();
+    let puts = store.puts.clone();
+    let h = Harness::with(|b| b.receipts(store));
+    let ask = h.pane_named("desk-7").ask(yes_no("c1")).unwrap();
+    assert_eq!(h.answer(ask.id(), pick("r-1", "yes")).await.status, 200);
+    assert_eq!(*puts.lock().unwrap(), [("r-1".to_owned(), "pane:desk-7".to_owned())]);
+    // Refusals put nothing.
+    assert_eq!(h.answer(ask.id(), pick("r-2", "yes")).await.status, 409);
+    assert_eq!(puts.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn receipts_in_a_kept_store_replay_after_a_restart_and_execute_nothing() {
+    let store: Arc<dyn ReceiptStore> = Arc::new(MemoryReceiptStore::new());
+    let h = Harness::with(|b| b.receipts_arc(store.clone()));
+    let ask = h.pane().ask(yes_no("c1")).unwrap();
+    let first = h.answer(ask.id(), pick("r-1", "yes")).await;
+    drop(h);
+    // A new process (same store): the program raises the ask again.
+    let h = Harness::with(|b| b.receipts_arc(store.clone()));
+    let ask = h.pane().ask(yes_no("c1")).unwrap();
+    let r = h.answer(ask.id(), pick("r-1", "no")).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json["replayed"], true);
+    assert_eq!(without_replayed(&r.json), without_replayed(&first.json));
+    assert_eq!(h.open_ask_ids().await, [ask.id().to_owned()], "a replay executes nothing");
+}
+
+#[tokio::test]
+async fn receipt_store_failure_is_500_internal_and_executes_nothing() {
+    let mut store = GateStore::new();
+    store.fail_get = true;
+    let h = Harness::with(|b| b.receipts(store));
+    let ask = h.pane().ask(yes_no("c1")).unwrap();
+    let r = h.answer(ask.id(), pick("r-1", "yes")).await;
+    assert_eq!((r.status, r.code()), (500, "internal"));
+    assert!(!r.json["message"].as_str().unwrap().is_empty());
+    assert_eq!(h.open_ask_ids().await, [ask.id().to_owned()]);
+}
+
+// ---------------------------------------------------------------------------
+// MemoryReceiptStore
+
+#[tokio::test]
+async fn memory_store_keeps_1000_per_group_and_a_repeat_of_an_evicted_id_is_500_receipt_dropped() {
+    let h = Harness::with(|b| b.tail_limit(1));
+    let pane = h.pane();
+    for i in 0..=RECEIPTS_PER_GROUP {
+        let ask = pane.ask(yes_no(&format!("c{i}"))).unwrap();
+        let r = h.answer(ask.id(), pick(&format!("r-{i}"), "yes")).await;
+        assert_eq!(r.status, 200, "{i}");
+    }
+    // r-0 was evicted by the 1001st; r-1 is still kept.
+    let fresh = pane.ask(yes_no("fresh")).unwrap();
+    let r = h.answer(fresh.id(), pick("r-0", "yes")).await;
+    assert_eq!((r.status, r.code()), (500, "receipt-dropped"));
+    assert_eq!(r.json["ok"], false);
+    assert_eq!(h.open_ask_ids().await, [fresh.id().to_owned()], "nothing executed");
+    let r = h.answer(fresh.id(), pick("r-1", "yes")).await;
+    assert_eq!((r.status, r.json["replayed"].clone()), (200, json!(true)));
+    // Still dropped on a second try: a 500 stores nothing, and frees nothing.
+    assert_eq!(h.answer(fresh.id(), pick("r-0", "yes")).await.code(), "receipt-dropped");
+    assert_eq!(h.open_ask_ids().await, [fresh.id().to_owned()]);
+}
+
+#[tokio::test]
+async fn memory_store_finds_an_id_whatever_group_it_was_put_in() {
+    let store = MemoryReceiptStore::new();
+    store.put("r-1", receipt(1), "pane:a").await.unwrap();
+    assert_eq!(store.get("r-1").await.unwrap(), Lookup::Found(receipt(1)));
+    assert_eq!(store.get("r-2").await.unwrap(), Lookup::Unknown);
+    // The first receipt stays.
+    store.put("r-1", receipt(9), "renames").await.unwrap();
+    assert_eq!(store.get("r-1").await.unwrap(), Lookup::Found(receipt(1)));
+}
+
+#[tokio::test]
+async fn memory_store_groups_only_decide_eviction() {
+    let store = MemoryReceiptStore::new();
+    store.put("a-0", receipt(0), "pane:a").await.unwrap();
+    for i in 0..RECEIPTS_PER_GROUP * 2 {
+        store.put(&format!("b-{i}"), receipt(i), "pane:b").await.unwrap();
+    }
+    assert_eq!(
+        store.get("a-0").await.unwrap(),
+        Lookup::Found(receipt(0)),
+        "another group's puts evict nothing here"
+    );
+    assert_eq!(store.get("b-0").await.unwrap(), Lookup::Evicted);
+    assert!(matches!(store.get(&format!("b-{}", RECEIPTS_PER_GROUP)).await.unwrap(), Lookup::Found(_)));
+    assert!(matches!(store.get(&format!("b-{}", RECEIPTS_PER_GROUP - 1)).await.unwrap(), Lookup::Evicted));
+}
+
+#[tokio::test]
+async fn memory_store_remembers_evicted_ids_until_ten_times_per_group_further_ids() {
+    let store = MemoryReceiptStore::new();
+    let group = "pane:a";
+    for i in 0..=RECEIPTS_PER_GROUP {
+        store.put(&format!("r-{i}"), receipt(i), group).await.unwrap();
+    }
+    assert_eq!(store.get("r-0").await.unwrap(), Lookup::Evicted, "evicted by the 1001st");
+    // 10 × 1000 − 1 further ids of the group: still remembered.
+    for i in 1..10 * RECEIPTS_PER_GROUP {
+        store.put(&format!("s-{i}"), receipt(i), group).await.unwrap();
+    }
+    assert_eq!(store.get("r-0").await.unwrap(), Lookup::Evicted);
+    assert_eq!(store.get("r-1").await.unwrap(), Lookup::Evicted);
+    // Ids of other groups do not count.
+    for i in 0..RECEIPTS_PER_GROUP * 3 {
+        store.put(&format!("o-{i}"), receipt(i), "pane:other").await.unwrap();
+    }
+    assert_eq!(store.get("r-0").await.unwrap(), Lookup::Evicted);
+}
+
+#[tokio::test]
+async fn memory_store_with_capacity_keeps_that_many_per_group() {
+    let store = MemoryReceiptStore::with_capacity(2);
+    for i in 0..3 {
+        store.put(&format!("r-{i}"), receipt(i), "g").await.unwrap();
+    }
+    assert_eq!(store.get("r-0").await.unwrap(), Lookup::Evicted);
+    assert_eq!(store.get("r-1").await.unwrap(), Lookup::Found(receipt(1)));
+    // Evicted ids are remembered for 10 × 2 further ids, then forgotten.
+    for i in 3..22 {
+        store.put(&format!("r-{i}"), receipt(i), "g").await.unwrap();
+    }
+    assert_eq!(store.get("r-0").await.unwrap(), Lookup::Evicted);
+    for i in 22..40 {
+        store.put(&format!("r-{i}"), receipt(i), "g").await.unwrap();
+    }
+    assert_eq!(store.get("r-0").await.unwrap(), Lookup::Unknown);
+}
+
+// ---------------------------------------------------------------------------
+// In flight
+
+#[tokio::test]
+async fn concurrent_repeat_of_an_in_flight_request_id_waits_for_the_first_and_replays() {
+    let gate = Arc::new(Semaphore::new(0));
+    let mut store = GateStore::new();
+    store.put_gate = Some(gate.clone());
+    let h = Harness::with(|b| b.receipts(store));
+    let ask = h.pane().ask(yes_no("c1")).unwrap();
+    let path = format!("/v1/asks/{}", ask.id());
+    let send = |body: Value| h.core.handle(Request::post(&path, body.to_string(), Caller::OtherProcess));
+    let first = tokio::spawn(send(pick("r-1", "yes")));
+    h.settle().await;
+    let second = tokio::spawn(send(pick("r-1", "no")));
+    h.settle().await;
+    assert!(!first.is_finished(), "the first waits for its receipt to be kept");
+    assert!(!second.is_finished(), "the repeat waits for the first");
+    gate.add_permits(1);
+    let first = first.await.unwrap();
+    let second = second.await.unwrap();
+    let (a, b) = (first.body_json(), second.body_json());
+    assert_eq!((first.status, a["replayed"].clone()), (200, json!(false)));
+    assert_eq!((second.status, b["replayed"].clone()), (200, json!(true)));
+    assert_eq!(without_replayed(&a), without_replayed(&b));
+    assert_eq!(ask.await.unwrap(), Answer::option("yes"));
+    assert_eq!(gate.available_permits(), 0, "one receipt was put");
+}
+
+#[tokio::test]
+async fn concurrent_repeat_of_a_refused_request_runs_on_its_own() {
+    let gate = Arc::new(Semaphore::new(0));
+    let mut store = GateStore::new();
+    store.get_gate = Some(gate.clone());
+    let h = Harness::with(|b| b.receipts(store));
+    let ask = h.pane().ask(yes_no("c1")).unwrap();
+    let path = format!("/v1/asks/{}", ask.id());
+    let send = |body: Value| h.core.handle(Request::post(&path, body.to_string(), Caller::OtherProcess));
+    let first = tokio::spawn(send(pick("r-1", "maybe"))); // does not fit: 400
+    h.settle().await;
+    let second = tokio::spawn(send(pick("r-1", "no")));
+    h.settle().await;
+    assert!(!second.is_finished());
+    gate.add_permits(1);
+    h.settle().await;
+    let first = first.await.unwrap();
+    assert_eq!(first.status, 400);
+    gate.add_permits(1);
+    let second = second.await.unwrap();
+    assert_eq!((second.status, second.body_json()["replayed"].clone()), (200, json!(false)));
+    let mut ask = Box::pin(ask);
+    assert_eq!(poll_once(&mut ask).unwrap().unwrap(), Answer::option("no"));
+}
+
+#[tokio::test]
+async fn receipt_put_failure_is_500_internal_and_no_receipt_is_kept() {
+    let mut store = GateStore::new();
+    store.fail_put = true;
+    let puts = store.puts.clone();
+    let h = Harness::with(|b| b.receipts(store));
+    let ask = h.pane().ask(yes_no("c1")).unwrap();
+    let r = h.answer(ask.id(), pick("r-1", "yes")).await;
+    assert_eq!((r.status, r.code()), (500, "internal"));
+    assert!(puts.lock().unwrap().is_empty());
+}
