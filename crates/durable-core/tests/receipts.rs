@@ -347,3 +347,43 @@ async fn receipt_put_failure_is_500_internal_and_no_receipt_is_kept() {
     assert_eq!((r.status, r.code()), (500, "internal"));
     assert!(puts.lock().unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn applied_held_answer_becomes_the_receipt_in_the_group_of_the_asks_pane() {
+    let store = GateStore::new();
+    let puts = store.puts.clone();
+    let h = Harness::with(|b| b.receipts(store));
+    // The driver is slow to run jobs: hold them.
+    h.core.set_wakeup(|| {});
+    let pane = h.pane();
+    let spec = yes_no("c1");
+    let hash = spec
+        .clone()
+        .build(
+            &durable_core::types::Id::new("ticket-1").unwrap(),
+            durable_core::types::Timestamp::EPOCH,
+            true,
+        )
+        .unwrap()
+        .hash;
+    let id = durable_core::types::ask_id_for("ticket-1", "c1");
+    let held = json!({"requestId": "r-1", "answer": {"optionIds": ["yes"]}, "hash": hash});
+    assert_eq!(h.answer(&id, held.clone()).await.status, 202);
+    let ask = pane.ask(spec).unwrap();
+    assert_eq!(ask.await.unwrap(), Answer::option("yes"));
+    // Before the receipt job ran, a repeat already replays the answer.
+    let r = h.answer(&id, held.clone()).await;
+    assert_eq!(
+        (r.status, r.json["replayed"].clone(), r.json["result"].clone()),
+        (200, json!(true), json!("answered"))
+    );
+    assert!(puts.lock().unwrap().is_empty());
+    // The driver runs the job: the receipt is kept in the ask's pane group.
+    while let Some(job) = h.core.poll_job() {
+        job.await;
+    }
+    assert_eq!(*puts.lock().unwrap(), [("r-1".to_owned(), "pane:ticket-1".to_owned())]);
+    let again = h.answer(&id, held).await;
+    assert_eq!(without_replayed(&again.json), without_replayed(&r.json));
+    assert_eq!(again.json["replayed"], true);
+}
