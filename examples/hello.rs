@@ -15,7 +15,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     collie.ready();
     println!("listening {}", collie.address());
     let options = [AskOption::new("yes", "Yes"), AskOption::new("no", "No")];
-    let answer = pane.ask(AskSpec::choice("deploy-1", "Deploy to staging?", options).item_id("deploy-1"))?.await?;
+    let answer =
+        pane.ask(AskSpec::choice("deploy-1", "Deploy to staging?", options).item_id("deploy-1"))?.await?;
     println!("answer: {}", answer.option_id().unwrap_or_default());
     collie.close().await;
     Ok(())

@@ -64,7 +64,8 @@ fn hello_example_prints_the_answer_sent_through_the_socket() {
     assert_eq!(ask["id"], "f5286b923e30e7081ee2a5464db467ec", "ask_id_for(deploy, deploy-1)");
     let hash = ask["hash"].as_str().unwrap().to_owned();
 
-    let body = serde_json::json!({"requestId": "r-1", "answer": {"optionIds": ["yes"]}, "hash": hash}).to_string();
+    let body =
+        serde_json::json!({"requestId": "r-1", "answer": {"optionIds": ["yes"]}, "hash": hash}).to_string();
     let url = "http://collie/v1/asks/f5286b923e30e7081ee2a5464db467ec";
     let (status, answered) =
         curl(&socket_s, &["-X", "POST", "-H", "Content-Type: application/json", "--data", &body, url]);

@@ -193,18 +193,21 @@ impl Core {
         let pane = ask.pane.clone();
         let body = answered_body(id, now, &hold.request_id);
         let receipt = Receipt { status: 200, body };
-        st.applied_holds.insert(hold.request_id.clone(), receipt.clone());
+        st.memory_receipts.insert(hold.request_id.clone(), receipt.clone());
         self.close_ask_locked(st, id, DecidedBy::Phone, Outcome::Answered, Some(answer), now);
         let core = self.clone();
         let request_id = hold.request_id;
         self.push_job(async move {
             let group = format!("pane:{pane}");
-            if let Err(e) = core.shared.receipts.put(request_id.as_str(), receipt, &group).await {
-                core.warn(&format!(
-                    "collie: a held answer was applied but its receipt could not be kept: {e}"
-                ));
+            match core.shared.receipts.put(request_id.as_str(), receipt, &group).await {
+                Ok(()) => {
+                    core.lock().memory_receipts.remove(&request_id);
+                }
+                // Kept in memory: a repeat in this process still replays it.
+                Err(e) => core.warn(&format!(
+                    "collie: a held answer was applied but its receipt could not be stored: {e}"
+                )),
             }
-            core.lock().applied_holds.remove(&request_id);
         });
     }
 

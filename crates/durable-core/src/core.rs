@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use durable_types::exchange::{Request, Response};
 use durable_types::{Cap, Caps, Timestamp};
 
-use crate::handlers::Hooks;
+use crate::handlers::{Hooks, PaneHandlers};
 use crate::history::HistoryProvider;
 use crate::options::CoreOptions;
 use crate::receipts::ReceiptStore;
@@ -59,6 +59,7 @@ pub(crate) struct Shared {
     pub(crate) state: Mutex<State>,
     pub(crate) driver: Mutex<DriverState>,
     pub(crate) hooks: RwLock<Option<Arc<dyn Hooks>>>,
+    pub(crate) handlers: RwLock<Option<Arc<dyn PaneHandlers>>>,
     pub(crate) history: RwLock<Option<Arc<dyn HistoryProvider>>>,
     pub(crate) writes: crate::writes::WriteLocks,
     pub(crate) inflight: crate::once::InFlight,
@@ -96,6 +97,7 @@ impl Core {
                     caller_check: CallerCheckMode::Unavailable,
                 }),
                 hooks: RwLock::new(None),
+                handlers: RwLock::new(None),
                 history: RwLock::new(None),
                 writes: crate::writes::WriteLocks::default(),
                 inflight: crate::once::InFlight::default(),
@@ -188,9 +190,20 @@ impl Core {
         }
     }
 
-    /// Sets the agent-wide hooks (replacing earlier ones).
+    /// Sets the agent-wide hooks of layout writes: rename, close, reopen,
+    /// starters (replacing earlier ones).
     pub fn set_hooks(&self, hooks: impl Hooks) {
         *self.shared.hooks.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(hooks));
+    }
+
+    /// Sets the agent-wide handlers of pane writes (send, steer, stop,
+    /// actions) for every pane without handlers of its own.
+    pub fn set_handlers(&self, handlers: impl PaneHandlers) {
+        *self.shared.handlers.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(handlers));
+    }
+
+    pub(crate) fn default_handlers(&self) -> Option<Arc<dyn PaneHandlers>> {
+        self.shared.handlers.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     pub(crate) fn hooks(&self) -> Option<Arc<dyn Hooks>> {

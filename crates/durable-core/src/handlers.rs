@@ -131,8 +131,12 @@ pub struct StarterRequest {
     pub text: Option<String>,
 }
 
-/// Per-pane handlers: they win over the agent-wide [`Hooks`]. Every method
-/// defaults to [`Handled::NotHandled`].
+/// Handlers of a pane's writes (send, steer, stop, actions), set on one pane
+/// with [`Pane::handlers`](crate::Pane::handlers) or for every pane with
+/// [`Core::set_handlers`](crate::Core::set_handlers); a pane's own win. Every
+/// method defaults to [`Handled::NotHandled`]: the agent-wide handlers are
+/// asked next, and with none the answer is `409 not-supported` (a stop is
+/// still applied: the turn's signal fires and the pane's asks close).
 #[async_trait]
 pub trait PaneHandlers: Send + Sync + 'static {
     /// Text to start a turn with. Called when the pane is idle (a send that
@@ -158,33 +162,19 @@ pub trait PaneHandlers: Send + Sync + 'static {
     }
 }
 
-/// Agent-wide hooks: the one named place for each write from the phone. A
-/// hook runs only when its cap is on and its request id is new. Every
-/// method defaults to [`Handled::NotHandled`]; for rename and close that
-/// means the SDK accepts and applies the change itself, for reopen that it
-/// restores a pane this process closed.
+/// Agent-wide hooks for the layout writes from the phone: rename, close,
+/// reopen and starters. A hook runs only when its cap is on and its request
+/// id is new. Every method defaults to [`Handled::NotHandled`]; for rename
+/// and close that means the SDK accepts and applies the change itself, for
+/// reopen that it restores a pane this process closed, for a starter that
+/// the route answers `409 not-supported`.
+///
+/// The pane writes (send, steer, stop, actions) go to [`PaneHandlers`]: a
+/// pane's own ([`Pane::handlers`](crate::Pane::handlers)), else the
+/// agent-wide ones ([`Core::set_handlers`](crate::Core::set_handlers)). A
+/// pane with neither answers `409 not-supported` to all four.
 #[async_trait]
 pub trait Hooks: Send + Sync + 'static {
-    /// Send, for panes without their own handler.
-    async fn on_send(&self, req: SendRequest) -> Handled {
-        let _ = req;
-        Handled::NotHandled
-    }
-    /// Steer, for panes without their own handler.
-    async fn on_steer(&self, req: SteerRequest) -> Handled {
-        let _ = req;
-        Handled::NotHandled
-    }
-    /// Stop, for panes without their own handler.
-    async fn on_stop(&self, req: StopRequest) -> Handled {
-        let _ = req;
-        Handled::NotHandled
-    }
-    /// A pane action, for panes without their own handler.
-    async fn on_action(&self, req: ActionRequest) -> Handled {
-        let _ = req;
-        Handled::NotHandled
-    }
     /// A rename.
     async fn on_rename(&self, req: RenameRequest) -> Handled {
         let _ = req;

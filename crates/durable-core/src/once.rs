@@ -108,7 +108,7 @@ impl Core {
             claim.settle(None);
             return resp;
         }
-        let applied = self.lock().applied_holds.get(request_id).cloned();
+        let applied = self.lock().memory_receipts.get(request_id).cloned();
         if let Some(receipt) = applied {
             claim.settle(Some(receipt.clone()));
             return replay(&receipt);
@@ -140,10 +140,15 @@ impl Core {
                 let body: Value = serde_json::from_slice(&ran.response.body).unwrap_or(Value::Null);
                 let receipt = Receipt { status: 200, body };
                 if let Err(e) = self.shared.receipts.put(request_id.as_str(), receipt.clone(), &group).await {
-                    claim.settle(None);
+                    // Applied but not durable: keep the receipt in memory so
+                    // that a retry in this process replays it, never runs twice.
+                    self.lock().memory_receipts.insert(request_id.clone(), receipt.clone());
+                    claim.settle(Some(receipt));
                     return respond::error(
                         ErrorCode::Internal,
-                        format!("the write was applied but its receipt could not be kept: {e}"),
+                        format!(
+                            "the write was applied but its receipt could not be stored ({e}); a retry with this request id replays it"
+                        ),
                     );
                 }
                 claim.settle(Some(receipt));

@@ -1,10 +1,12 @@
 //! The read routes: `GET`/`POST /hello` (§3), the state poll (§5) and a
 //! pane's events (§6).
 
+use std::collections::HashMap;
+
 use durable_types::exchange::{Request, Response};
 use durable_types::{
-    CapsView, ErrorCode, EventsPage, HelloPostResponse, HelloRequest, HelloResponse, PaneSnapshot, SDK_NAME,
-    SDK_VERSION, STATE_SEQ_MEMORY, SdkInfo, StateResponse, VIEW_LIMIT, WireRange,
+    CapsView, ErrorCode, EventsPage, HelloPostResponse, HelloRequest, HelloResponse, Id, PaneSnapshot,
+    SDK_NAME, SDK_VERSION, STATE_SEQ_MEMORY, SdkInfo, StateResponse, VIEW_LIMIT, WireRange,
 };
 
 use crate::core::Core;
@@ -68,19 +70,26 @@ pub(crate) fn state(core: &Core, req: &Request) -> Result<Response, Response> {
         Some(n) => n > st.seq || st.seq - n > STATE_SEQ_MEMORY,
     };
     let n = since.unwrap_or(0);
-    let mut panes: Vec<_> = st
-        .panes
-        .values()
-        .filter(|p| full || p.changed_at > n)
-        .map(|p| (p.changed_at, st.pane_view(p)))
-        .collect();
-    // A stable order: the layout's order (tabs, then panes in their tab).
-    let order: Vec<String> = st
+    // Open asks by pane, oldest first, gathered once (not once per pane).
+    let mut open_asks: HashMap<&Id, Vec<String>> = HashMap::new();
+    let mut asks: Vec<_> = st.asks.values().collect();
+    asks.sort_by_key(|a| a.order);
+    for a in &asks {
+        open_asks.entry(&a.ask.pane).or_default().push(a.ask.id.clone());
+    }
+    // Panes in the layout's order: workspaces, tabs, then panes in their tab.
+    let panes: Vec<_> = st
         .workspaces
         .iter()
-        .flat_map(|w| w.tabs.iter().flat_map(|t| t.panes.iter().map(|p| p.to_string())))
+        .flat_map(|w| w.tabs.iter().flat_map(|t| t.panes.iter()))
+        .filter_map(|id| st.panes.get(id))
+        .filter(|p| full || p.changed_at > n)
+        .map(|p| {
+            let mut view = p.view_item(st.has_history);
+            view.open_asks = open_asks.remove(&p.id).unwrap_or_default();
+            view
+        })
         .collect();
-    panes.sort_by_key(|(_, v)| order.iter().position(|id| id == v.id.as_str()).unwrap_or(usize::MAX));
     let layout = full || st.layout_seq > n;
     let removed = if full {
         Vec::new()
@@ -100,11 +109,11 @@ pub(crate) fn state(core: &Core, req: &Request) -> Result<Response, Response> {
         ready: st.ready,
         full,
         workspaces: layout.then(|| st.workspaces_view()),
-        panes: panes.into_iter().map(|(_, v)| v).collect(),
+        panes,
         removed,
         closed: layout.then(|| st.closed.iter().map(|c| c.view.clone()).collect()),
         starters: layout.then(|| st.starters.clone()),
-        asks: st.open_asks_sorted(),
+        asks: asks.into_iter().map(|a| a.ask.clone()).collect(),
     };
     drop(st);
     let mut resp = respond::json(200, &body);

@@ -179,7 +179,7 @@ pub(crate) struct State {
     pub(crate) decided_order: VecDeque<String>,
     pub(crate) holds: HashMap<String, Hold>,
     pub(crate) hold_by_request: HashMap<Id, String>,
-    pub(crate) applied_holds: HashMap<Id, crate::receipts::Receipt>,
+    pub(crate) memory_receipts: HashMap<Id, crate::receipts::Receipt>,
     pub(crate) timers: Timers,
     pub(crate) warned_versions: HashSet<String>,
     pub(crate) has_history: bool,
@@ -205,7 +205,7 @@ impl State {
             decided_order: VecDeque::new(),
             holds: HashMap::new(),
             hold_by_request: HashMap::new(),
-            applied_holds: HashMap::new(),
+            memory_receipts: HashMap::new(),
             timers: Timers::default(),
             warned_versions: HashSet::new(),
             has_history: false,
@@ -267,12 +267,6 @@ impl State {
         let mut v: Vec<&OpenAsk> = self.asks.values().collect();
         v.sort_by_key(|a| a.order);
         v.into_iter().map(|a| a.ask.clone()).collect()
-    }
-
-    pub(crate) fn pane_view(&self, pane: &PaneData) -> PaneView {
-        let mut v = pane.view_item(self.has_history);
-        v.open_asks = self.open_asks_of(&pane.id);
-        v
     }
 
     pub(crate) fn workspaces_view(&self) -> Vec<WorkspaceView> {

@@ -16,7 +16,7 @@ use tokio::sync::{OwnedMutexGuard, oneshot};
 
 use crate::core::Core;
 use crate::handlers::{
-    ActionRequest, CloseRequest, Handled, Hooks, PaneHandlers, RenameRequest, ReopenRequest, SendRequest,
+    ActionRequest, CloseRequest, Handled, PaneHandlers, RenameRequest, ReopenRequest, SendRequest,
     StarterRequest, SteerRequest, StopRequest,
 };
 use crate::layout::Pane;
@@ -41,7 +41,8 @@ impl WriteLocks {
 }
 
 /// Who may take a pane's write: its own handlers, then the agent-wide hooks.
-type Takers = (Option<Arc<dyn PaneHandlers>>, Option<Arc<dyn Hooks>>);
+/// A pane's own handlers, and the agent-wide ones.
+type Takers = (Option<Arc<dyn PaneHandlers>>, Option<Arc<dyn PaneHandlers>>);
 
 type Parse = fn(&[u8]) -> Result<WriteBody, String>;
 
@@ -95,7 +96,7 @@ impl Core {
     /// The pane's handlers and the agent-wide hooks; `None` when the pane is closed.
     fn handlers_of(&self, pane: &Id) -> Option<Takers> {
         let handlers = self.lock().panes.get(pane)?.handlers.clone();
-        Some((handlers, self.hooks()))
+        Some((handlers, self.default_handlers()))
     }
 
     fn pane_handle(&self, pane: &Id) -> Pane {
@@ -108,7 +109,7 @@ impl Core {
         &self,
         pane: &Id,
         handlers: Option<Arc<dyn PaneHandlers>>,
-        hooks: Option<Arc<dyn Hooks>>,
+        hooks: Option<Arc<dyn PaneHandlers>>,
         request_id: &Id,
         text: &str,
     ) -> Handled {
@@ -130,7 +131,7 @@ impl Core {
         };
         if verdict == Handled::NotHandled {
             if let Some(h) = &hooks {
-                verdict = h.on_send(req).await;
+                verdict = h.send(req).await;
             }
         }
         if matches!(verdict, Handled::Accepted | Handled::Started(_)) {
@@ -233,8 +234,9 @@ pub(crate) async fn send(
             }
             let Some(p) = st.panes.get_mut(&pane) else { return no_pane(&pane) };
             let current = p.turn_id.clone();
+            // `turnId: null` says the phone saw no turn yet: any turn since moved it.
             if let Some(seen) = &turn_id {
-                if Some(seen) != current.as_ref() {
+                if seen.as_ref() != current.as_ref() {
                     return Ran::unstored(respond::failure(
                         ErrorBody::new(
                             ErrorCode::TurnMoved,
@@ -303,7 +305,7 @@ pub(crate) async fn steer(
         };
         if verdict == Handled::NotHandled {
             if let Some(h) = &hooks {
-                verdict = h.on_steer(sreq).await;
+                verdict = h.steer(sreq).await;
             }
         }
         match verdict {
@@ -335,7 +337,7 @@ pub(crate) async fn stop(core: &Core, req: &Request, pane: &str) -> Result<Respo
         };
         if verdict == Handled::NotHandled {
             if let Some(h) = &hooks {
-                verdict = h.on_stop(sreq).await;
+                verdict = h.stop(sreq).await;
             }
         }
         if let Handled::Refused(reason) = verdict {
@@ -388,7 +390,7 @@ pub(crate) async fn action(
         };
         if verdict == Handled::NotHandled {
             if let Some(h) = &hooks {
-                verdict = h.on_action(areq).await;
+                verdict = h.action(areq).await;
             }
         }
         match verdict {
@@ -528,6 +530,8 @@ pub(crate) async fn reopen(core: &Core, req: &Request) -> Result<Response, Respo
             core.restore_pane_locked(&mut st, &id)
         };
         if restored {
+            // Sends acknowledged as `queued` before the close go out now.
+            core.deliver_queued(&id);
             ok(WriteResponse::new("reopened", request_id.clone()), "reopens".into())
         } else {
             Ran::unstored(respond::not_found(format!(

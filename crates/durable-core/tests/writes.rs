@@ -443,7 +443,9 @@ async fn no_handler_and_no_hook_answers_not_supported_to_send_steer_stop_and_any
 async fn per_pane_handlers_win_over_the_agent_wide_hook_and_not_handled_falls_to_the_hook() {
     let h = Harness::new();
     let log = Log::default();
-    h.core.set_hooks(Recorder::new("hook", &log));
+    let hook = Recorder::new("hook", &log);
+    h.core.set_hooks(hook.clone());
+    h.core.set_handlers(hook);
     let with = h.pane_named("ticket-1");
     with.action("refund", "Refund", None).unwrap();
     // The pane's own handler takes sends and actions, not steer.
@@ -538,7 +540,9 @@ async fn a_refusal_answers_409_refused_with_its_reason_and_stores_nothing_so_the
 async fn a_hook_runs_only_when_its_cap_is_on_and_its_request_id_is_new() {
     let h = Harness::with_caps(Caps::all().without(Cap::Send).without(Cap::Rename).without(Cap::History));
     let log = Log::default();
-    h.core.set_hooks(Recorder::new("hook", &log));
+    let hook = Recorder::new("hook", &log);
+    h.core.set_hooks(hook.clone());
+    h.core.set_handlers(hook);
     h.pane();
     h.core.starter("new-ticket", "New ticket").unwrap();
     let r = h.post(SEND, json!({"requestId": "1", "text": "a"})).await;
@@ -624,11 +628,13 @@ async fn rename_through_the_hook_refused_applies_nothing_accepted_or_not_handled
     let h = Harness::new();
     h.pane();
     let log = Log::default();
-    h.core.set_hooks(Recorder::with("hook", &log, |c| match c.request_id.as_str() {
+    let hook = Recorder::with("hook", &log, |c| match c.request_id.as_str() {
         "no" => Handled::refuse("titles are fixed"),
         "skip" => Handled::NotHandled,
         _ => Handled::Accepted,
-    }));
+    });
+    h.core.set_hooks(hook.clone());
+    h.core.set_handlers(hook);
     let body = |rid: &str, title: &str| json!({"requestId": rid, "target": "pane", "id": "ticket-1", "title": title});
     let r = h.post("/v1/rename", body("no", "Nope")).await;
     assert_status(&r, 409, "refused");
@@ -719,7 +725,7 @@ async fn reopen_with_an_on_reopen_hook_the_hook_decides() {
     let h = Harness::new();
     let log = Log::default();
     let core = h.core.clone();
-    h.core.set_hooks(Recorder::with("hook", &log, move |c| match c.detail.as_str() {
+    let hook = Recorder::with("hook", &log, move |c| match c.detail.as_str() {
         // A conversation from before a restart: the hook shows it again.
         "ticket-0" => {
             let tab = core.workspace("support", "Support").unwrap().tab("main", "Tickets").unwrap();
@@ -728,7 +734,9 @@ async fn reopen_with_an_on_reopen_hook_the_hook_decides() {
         }
         "ticket-1" => Handled::refuse("archived"),
         _ => Handled::NotHandled,
-    }));
+    });
+    h.core.set_hooks(hook.clone());
+    h.core.set_handlers(hook);
     let p1 = h.pane_named("ticket-1");
     let p2 = h.pane_named("ticket-2");
     p1.close();
@@ -755,11 +763,13 @@ async fn starter_is_started_with_the_pane_the_hook_created_and_an_unknown_starte
     let h = Harness::new();
     let log = Log::default();
     let core = h.core.clone();
-    h.core.set_hooks(Recorder::with("hook", &log, move |c| {
+    let hook = Recorder::with("hook", &log, move |c| {
         let tab = core.workspace("support", "Support").unwrap().tab("main", "Tickets").unwrap();
         tab.pane("ticket-7", PaneOptions::new(c.detail.clone())).unwrap();
         Handled::Started(Id::new("ticket-7").unwrap())
-    }));
+    });
+    h.core.set_hooks(hook.clone());
+    h.core.set_handlers(hook);
     h.core.starter("new-ticket", "New ticket").unwrap();
     let r = h.post("/v1/starters/new-ticket", json!({"requestId": "s-1", "text": "Printer on fire"})).await;
     assert_success(&r, "started", "s-1", false);
@@ -785,7 +795,9 @@ async fn starter_without_a_hook_is_not_supported() {
 #[tokio::test]
 async fn phone_text_over_64_kib_is_400_for_send_steer_and_starter_and_never_cut() {
     let (h, pane, log) = setup();
-    h.core.set_hooks(Recorder::with("hook", &log, |_| Handled::Started(Id::new("ticket-1").unwrap())));
+    let hook = Recorder::with("hook", &log, |_| Handled::Started(Id::new("ticket-1").unwrap()));
+    h.core.set_hooks(hook.clone());
+    h.core.set_handlers(hook);
     h.core.starter("new-ticket", "New ticket").unwrap();
     let over = "é".repeat(32 * 1024) + "x"; // 65,537 bytes
     let exact = "a".repeat(64 * 1024);
@@ -872,7 +884,9 @@ async fn every_write_route_whose_cap_is_off_answers_409_not_supported_and_runs_n
     let (pane, log) = (h.pane(), Log::default());
     pane.action("refund", "Refund", None).unwrap();
     pane.handlers(Recorder::new("pane", &log)).unwrap();
-    h.core.set_hooks(Recorder::new("hook", &log));
+    let hook = Recorder::new("hook", &log);
+    h.core.set_hooks(hook.clone());
+    h.core.set_handlers(hook);
     h.core.starter("new-ticket", "New").unwrap();
     pane.close();
     let routes = [
@@ -898,7 +912,9 @@ async fn every_write_route_whose_cap_is_off_answers_409_not_supported_and_runs_n
 #[tokio::test]
 async fn receipts_a_request_id_is_found_whatever_route_or_group_repeats_it() {
     let (h, _pane, log) = setup();
-    h.core.set_hooks(Recorder::with("hook", &log, |_| Handled::Started(Id::new("ticket-1").unwrap())));
+    let hook = Recorder::with("hook", &log, |_| Handled::Started(Id::new("ticket-1").unwrap()));
+    h.core.set_hooks(hook.clone());
+    h.core.set_handlers(hook);
     h.core.starter("new-ticket", "New").unwrap();
     let sent = h.post(SEND, json!({"requestId": "same", "text": "x"})).await;
     assert_success(&sent, "sent", "same", false);
@@ -930,7 +946,9 @@ async fn receipts_an_evicted_id_answers_500_receipt_dropped_and_executes_nothing
     let pane = h.pane();
     let log = Log::default();
     pane.handlers(Recorder::new("pane", &log)).unwrap();
-    h.core.set_hooks(Recorder::new("hook", &log));
+    let hook = Recorder::new("hook", &log);
+    h.core.set_hooks(hook.clone());
+    h.core.set_handlers(hook);
     for rid in ["r-1", "r-2", "r-3"] {
         assert_success(&h.post(SEND, json!({"requestId": rid, "text": rid})).await, "sent", rid, false);
     }
@@ -995,7 +1013,9 @@ async fn receipts_a_repeat_of_an_id_whose_first_was_refused_is_processed_on_its_
 #[tokio::test]
 async fn receipts_every_successful_write_answer_carries_ok_result_request_id_and_replayed() {
     let (h, pane, log) = setup();
-    h.core.set_hooks(Recorder::with("hook", &log, |_| Handled::Started(Id::new("ticket-9").unwrap())));
+    let hook = Recorder::with("hook", &log, |_| Handled::Started(Id::new("ticket-9").unwrap()));
+    h.core.set_hooks(hook.clone());
+    h.core.set_handlers(hook);
     h.core.starter("new", "New").unwrap();
     let mut answers = Vec::new();
     answers.push(h.post(SEND, json!({"requestId": "1", "text": "x"})).await);
@@ -1028,10 +1048,14 @@ async fn receipts_every_successful_write_answer_carries_ok_result_request_id_and
 struct SendOnly;
 
 #[async_trait]
-impl Hooks for SendOnly {
-    async fn on_send(&self, _req: SendRequest) -> Handled {
+impl PaneHandlers for SendOnly {
+    async fn send(&self, _req: SendRequest) -> Handled {
         Handled::Accepted
     }
+}
+
+#[async_trait]
+impl Hooks for SendOnly {
     async fn on_starter(&self, _req: StarterRequest) -> Handled {
         Handled::NotHandled
     }
@@ -1043,6 +1067,7 @@ async fn a_hook_that_does_not_take_a_write_answers_not_supported_for_it() {
     let pane = h.pane();
     pane.action("refund", "Refund", None).unwrap();
     h.core.set_hooks(SendOnly);
+    h.core.set_handlers(SendOnly);
     h.core.starter("new", "New").unwrap();
     assert_success(&h.post(SEND, json!({"requestId": "1", "text": "x"})).await, "sent", "1", false);
     assert_status(&h.post(REFUND, json!({"requestId": "2"})).await, 409, "not-supported");
@@ -1089,4 +1114,110 @@ async fn pane_lock_answers_and_stop_skip_it_while_rename_and_close_of_the_pane_w
     h.settle().await;
     assert_success(&stuck.await.unwrap(), "sent", "r-1", false);
     assert_eq!(log.count("r-1"), 1);
+}
+
+/// Layout hooks only (what the desk sets): they take no pane write.
+struct LayoutHooks;
+
+#[async_trait]
+impl Hooks for LayoutHooks {
+    async fn on_rename(&self, _req: durable_core::RenameRequest) -> Handled {
+        Handled::Accepted
+    }
+}
+
+#[tokio::test]
+async fn a_pane_without_handlers_answers_not_supported_to_every_pane_write_even_with_layout_hooks() {
+    let h = Harness::new();
+    let pane = h.pane_named("announcements");
+    h.core.set_hooks(LayoutHooks);
+    pane.action("pin", "Pin", None).unwrap();
+    let base = "/v1/panes/announcements";
+    let send = h.post(&format!("{base}/send"), json!({"requestId": "a1", "text": "x"})).await;
+    assert_status(&send, 409, "not-supported");
+    // Idle: not-supported comes before steer's own `not-working` refusal.
+    let steer = h.post(&format!("{base}/steer"), json!({"requestId": "a2", "text": "x"})).await;
+    assert_status(&steer, 409, "not-supported");
+    let stop = h.post(&format!("{base}/stop"), json!({"requestId": "a3"})).await;
+    assert_status(&stop, 409, "not-supported");
+    // Before the unknown-action 404: any action id is not-supported.
+    for action in ["pin", "nope"] {
+        let r =
+            h.post(&format!("{base}/actions/{action}"), json!({"requestId": format!("a-{action}")})).await;
+        assert_status(&r, 409, "not-supported");
+    }
+}
+
+#[tokio::test]
+async fn agent_wide_handlers_take_the_pane_writes_of_panes_without_their_own() {
+    let h = Harness::new();
+    let log = Log::default();
+    let pane = h.pane_named("ticket-9");
+    h.core.set_handlers(Recorder::new("agent", &log));
+    let r = h.post("/v1/panes/ticket-9/send", json!({"requestId": "w1", "text": "hi"})).await;
+    assert_success(&r, "sent", "w1", false);
+    assert_eq!(log.of("send").len(), 1);
+    assert_eq!(log.of("send")[0].who, "agent");
+    drop(pane);
+}
+
+#[tokio::test]
+async fn a_send_with_turn_id_null_is_turn_moved_once_a_turn_began() {
+    let (h, pane, log) = setup();
+    // Before any turn, null matches: the phone saw no turn, and there is none.
+    let r = h.post(SEND, json!({"requestId": "n1", "text": "x", "turnId": null})).await;
+    assert_success(&r, "sent", "n1", false);
+    assert_eq!(r.json["turnId"], Value::Null);
+    pane.working("t-1").unwrap();
+    pane.idle().unwrap();
+    let r = h.post(SEND, json!({"requestId": "n2", "text": "y", "turnId": null})).await;
+    assert_status(&r, 409, "turn-moved");
+    assert_eq!(r.json["turnId"], "t-1");
+    assert_eq!(log.count("n2"), 0, "nothing reaches the handler");
+}
+
+#[tokio::test]
+async fn sends_queued_when_the_pane_closed_are_delivered_when_it_is_reopened() {
+    let (h, pane, log) = setup();
+    pane.working("t-1").unwrap();
+    let r = h.post(SEND, json!({"requestId": "q1", "text": "later"})).await;
+    assert_success(&r, "queued", "q1", false);
+    pane.close();
+    let r = h.post("/v1/reopen", json!({"requestId": "re-1", "id": "ticket-1"})).await;
+    assert_success(&r, "reopened", "re-1", false);
+    h.settle().await;
+    assert_eq!(log.count("q1"), 1, "the queued send is delivered once the pane is back");
+    let users = items_of(&h, "ticket-1", "user").await;
+    assert!(users.iter().any(|u| u["requestId"] == "q1"), "{users:?}");
+}
+
+/// A store whose `put` always fails (a disk full).
+struct FailingStore;
+
+#[async_trait]
+impl durable_core::ReceiptStore for FailingStore {
+    async fn get(&self, _id: &str) -> Result<durable_core::Lookup, durable_core::StoreError> {
+        Ok(durable_core::Lookup::Unknown)
+    }
+    async fn put(
+        &self,
+        _id: &str,
+        _r: durable_core::Receipt,
+        _g: &str,
+    ) -> Result<(), durable_core::StoreError> {
+        Err(durable_core::StoreError::new("disk full"))
+    }
+}
+
+#[tokio::test]
+async fn a_write_whose_receipt_cannot_be_stored_is_500_and_a_retry_replays_it_without_running_again() {
+    let h = Harness::with(|b| b.receipts(FailingStore));
+    let log = Log::default();
+    let pane = h.pane();
+    pane.handlers(Recorder::new("pane", &log)).unwrap();
+    let first = h.post(SEND, json!({"requestId": "d1", "text": "x"})).await;
+    assert_status(&first, 500, "internal");
+    let retry = h.post(SEND, json!({"requestId": "d1", "text": "x"})).await;
+    assert_success(&retry, "sent", "d1", true);
+    assert_eq!(log.count("d1"), 1, "executed once, never twice");
 }

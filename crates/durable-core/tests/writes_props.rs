@@ -205,7 +205,9 @@ async fn scenario(ops: Vec<Op>) -> Result<(), TestCaseError> {
             pane
         })
         .collect();
-    h.core.set_hooks(Recorder::new("hook", &log));
+    let hook = Recorder::new("hook", &log);
+    h.core.set_hooks(hook.clone());
+    h.core.set_handlers(hook);
     let mut model = Model { panes: vec![PaneModel::default(); PANES], ..Default::default() };
 
     for (step, op) in ops.iter().enumerate() {

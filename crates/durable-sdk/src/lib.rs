@@ -70,10 +70,11 @@ pub use durable_tls as tls;
 pub use durable_socket::{CallerCheck, SocketError, SocketOptions, SocketServer};
 
 pub use durable_core::{
-    AbortController, AbortSignal, ActionRequest, Approval, ApprovalFuture, ApprovalOptions, AskClosed, AskHandle,
-    CallerCheckMode, Clock, CloseRequest, Core, CoreOptions, CoreOptionsBuilder, Decided, Handled, HistoryError,
-    HistoryProvider, Hooks, ItemsPage, Lookup, ManualClock, MemoryReceiptStore, Pane, PaneHandlers, PaneOptions,
-    Receipt, ReceiptStore, RenameRequest, ReopenRequest, RowsPage, SendRequest, StarterRequest, SteerRequest,
-    StopRequest, StoreError, Tab, WarnSink, Workspace, approval_spec, create_core, require_approval,
+    AbortController, AbortSignal, ActionRequest, Approval, ApprovalFuture, ApprovalOptions, AskClosed,
+    AskHandle, CallerCheckMode, Clock, CloseRequest, Core, CoreOptions, CoreOptionsBuilder, Decided, Handled,
+    HistoryError, HistoryProvider, Hooks, ItemsPage, Lookup, ManualClock, MemoryReceiptStore, Pane,
+    PaneHandlers, PaneOptions, Receipt, ReceiptStore, RenameRequest, ReopenRequest, RowsPage, SendRequest,
+    StarterRequest, SteerRequest, StopRequest, StoreError, Tab, WarnSink, Workspace, approval_spec,
+    create_core, require_approval,
 };
 pub use durable_types::*;

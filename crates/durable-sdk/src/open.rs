@@ -219,6 +219,8 @@ pub fn socket_path_for(app: &str) -> PathBuf {
     }
     match std::env::var_os("XDG_RUNTIME_DIR").filter(|p| !p.is_empty()) {
         Some(dir) => PathBuf::from(dir).join(app).join("app.sock"),
-        None => PathBuf::from(format!("/tmp/durable-{}", nix::unistd::getuid().as_raw())).join(app).join("app.sock"),
+        None => PathBuf::from(format!("/tmp/durable-{}", nix::unistd::getuid().as_raw()))
+            .join(app)
+            .join("app.sock"),
     }
 }

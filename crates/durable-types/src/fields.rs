@@ -41,6 +41,17 @@ pub(crate) fn opt_string(obj: &Map<String, Value>, key: &str) -> Result<Option<S
     }
 }
 
+/// An optional field that may be `null`: `None` when absent,
+/// `Some(None)` for `null`, `Some(Some(s))` for a string.
+pub(crate) fn nullable_string(obj: &Map<String, Value>, key: &str) -> Result<Option<Option<String>>, String> {
+    match obj.get(key) {
+        None => Ok(None),
+        Some(Value::Null) => Ok(Some(None)),
+        Some(Value::String(s)) => Ok(Some(Some(s.clone()))),
+        Some(_) => Err(format!("{key} must be a string or null")),
+    }
+}
+
 /// A required id field.
 pub(crate) fn id(obj: &Map<String, Value>, key: &str) -> Result<Id, String> {
     Id::new(string(obj, key)?).map_err(|e| format!("{key}: {e}"))

@@ -66,8 +66,9 @@ pub enum WriteBody {
         request_id: Id,
         /// The text.
         text: String,
-        /// The turn the phone saw.
-        turn_id: Option<String>,
+        /// The turn the phone saw: absent (no check), `null` (no turn yet)
+        /// or a turn id.
+        turn_id: Option<Option<String>>,
     },
     /// `steer`: `text`.
     Steer {
@@ -137,7 +138,7 @@ impl WriteBody {
         Ok(WriteBody::Send {
             request_id: fields::request_id(&o)?,
             text: phone_text(fields::string(&o, "text")?)?,
-            turn_id: fields::opt_string(&o, "turnId")?,
+            turn_id: fields::nullable_string(&o, "turnId")?,
         })
     }
 
@@ -230,7 +231,8 @@ mod tests {
 
     #[test]
     fn rename_and_close_ids_follow_the_id_rule_of_their_target() {
-        let body = |t: &str, id: &str| format!(r#"{{"requestId":"r","target":"{t}","id":"{id}","title":"x"}}"#);
+        let body =
+            |t: &str, id: &str| format!(r#"{{"requestId":"r","target":"{t}","id":"{id}","title":"x"}}"#);
         assert!(WriteBody::parse_rename(body("pane", "ticket-1").as_bytes()).is_ok());
         assert!(WriteBody::parse_rename(body("tab", "support:main").as_bytes()).is_ok());
         assert!(WriteBody::parse_rename(body("pane", "a/b").as_bytes()).is_err());

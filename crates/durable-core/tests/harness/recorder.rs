@@ -130,18 +130,6 @@ impl PaneHandlers for Recorder {
 
 #[async_trait]
 impl Hooks for Recorder {
-    async fn on_send(&self, req: SendRequest) -> Handled {
-        self.send_call(&req)
-    }
-    async fn on_steer(&self, req: SteerRequest) -> Handled {
-        self.record("steer", req.pane.id(), req.request_id.as_str(), &req.text)
-    }
-    async fn on_stop(&self, req: StopRequest) -> Handled {
-        self.record("stop", req.pane.id(), req.request_id.as_str(), "")
-    }
-    async fn on_action(&self, req: ActionRequest) -> Handled {
-        self.record("action", req.pane.id(), req.request_id.as_str(), req.action.as_str())
-    }
     async fn on_rename(&self, req: RenameRequest) -> Handled {
         self.record("rename", "", req.request_id.as_str(), &format!("{}={}", req.id, req.title))
     }

@@ -1,0 +1,401 @@
+//! [`SqliteReceiptStore`]: receipts kept in an SQLite file, so that a replay
+//! after a restart still returns the first answer (contract §9).
+//!
+//! # Durability
+//! The database runs in WAL mode with `synchronous = FULL`: every `put`
+//! is one transaction whose commit fsyncs the write-ahead log, so a receipt
+//! survives a crash of the process *and* a power loss once `put` has
+//! returned — and the core sends the response only after that. `NORMAL`
+//! would save that fsync but may lose the last commits on a power loss,
+//! which would let a replayed request run twice; receipts are written at
+//! the pace of a person tapping a phone, so the fsync costs nothing that
+//! matters.
+//!
+//! # Threading
+//! SQLite calls block. The store owns one connection on a dedicated thread
+//! and talks to it through a channel: `get` and `put` send a command and
+//! await the reply on a oneshot, so no executor thread ever waits on the
+//! disk, and the store works with any async runtime (it spawns nothing on
+//! one). Commands run one at a time, in order. Dropping the store lets the
+//! thread finish the commands already sent, closes the database and joins
+//! the thread.
+//!
+//! # Eviction
+//! The same as [`MemoryReceiptStore`](durable_core::MemoryReceiptStore):
+//! each group keeps its `per_group` most recent receipts (default
+//! [`RECEIPTS_PER_GROUP`]); an evicted id is remembered — a repeat gets
+//! [`Lookup::Evicted`], so the core answers `500 receipt-dropped` and runs
+//! nothing — until `10 × per_group` further ids of its group have passed.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+use async_trait::async_trait;
+use durable_core::{Lookup, Receipt, ReceiptStore, StoreError};
+use durable_types::{EVICTED_MEMORY_FACTOR, RECEIPTS_PER_GROUP};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use tokio::sync::oneshot;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS receipt (
+    request_id TEXT PRIMARY KEY NOT NULL,
+    grp TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    status INTEGER NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS receipt_by_group ON receipt (grp, seq);
+CREATE TABLE IF NOT EXISTS evicted (
+    request_id TEXT PRIMARY KEY NOT NULL,
+    grp TEXT NOT NULL,
+    seq INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS evicted_by_group ON evicted (grp, seq);
+CREATE TABLE IF NOT EXISTS receipt_group (
+    grp TEXT PRIMARY KEY NOT NULL,
+    last_seq INTEGER NOT NULL
+);
+";
+
+enum Command {
+    Get {
+        request_id: String,
+        reply: oneshot::Sender<Result<Lookup, StoreError>>,
+    },
+    Put {
+        request_id: String,
+        receipt: Receipt,
+        group: String,
+        reply: oneshot::Sender<Result<(), StoreError>>,
+    },
+}
+
+/// A [`ReceiptStore`] in an SQLite file (feature `sqlite-receipts`).
+///
+/// ```no_run
+/// use durable_sdk::{CoreOptions, SqliteReceiptStore};
+/// # fn f(options: durable_sdk::CoreOptionsBuilder) -> Result<(), Box<dyn std::error::Error>> {
+/// let store = SqliteReceiptStore::open("/var/lib/my-agent/receipts.sqlite3")?;
+/// let options = options.receipts(store).build()?;
+/// # let _ = options; Ok(()) }
+/// ```
+pub struct SqliteReceiptStore {
+    path: PathBuf,
+    per_group: usize,
+    tx: Option<mpsc::Sender<Command>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl fmt::Debug for SqliteReceiptStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqliteReceiptStore")
+            .field("path", &self.path)
+            .field("per_group", &self.per_group)
+            .finish_non_exhaustive()
+    }
+}
+
+fn sql_err(what: &str, e: rusqlite::Error) -> StoreError {
+    StoreError::new(format!("sqlite: {what}: {e}"))
+}
+
+impl SqliteReceiptStore {
+    /// Opens (or creates) the database at `path`, keeping
+    /// [`RECEIPTS_PER_GROUP`] receipts per group. The folder must exist.
+    /// Opening blocks briefly (it creates the schema): call it at start-up.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_with_capacity(path, RECEIPTS_PER_GROUP)
+    }
+
+    /// Like [`open`](Self::open), keeping `per_group` receipts per group
+    /// (at least 1).
+    pub fn open_with_capacity(path: impl AsRef<Path>, per_group: usize) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        let per_group = per_group.max(1);
+        let conn = Connection::open(&path).map_err(|e| sql_err("open", e))?;
+        // WAL + FULL: a commit fsyncs the log before it returns (see the
+        // module's documentation for why not NORMAL).
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            .map_err(|e| sql_err("journal_mode", e))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::new(format!(
+                "sqlite: the database would not switch to WAL (it is {mode})"
+            )));
+        }
+        conn.pragma_update(None, "synchronous", "FULL").map_err(|e| sql_err("synchronous", e))?;
+        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(|e| sql_err("busy_timeout", e))?;
+        conn.execute_batch(SCHEMA).map_err(|e| sql_err("schema", e))?;
+        let (tx, rx) = mpsc::channel::<Command>();
+        let thread = std::thread::Builder::new()
+            .name("durable-receipts".into())
+            .spawn(move || worker(conn, rx, per_group))
+            .map_err(|e| StoreError::new(format!("receipt store thread: {e}")))?;
+        Ok(SqliteReceiptStore { path, per_group, tx: Some(tx), thread: Some(thread) })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Receipts kept per group.
+    pub fn per_group(&self) -> usize {
+        self.per_group
+    }
+
+    fn send(&self, cmd: Command) -> Result<(), StoreError> {
+        let gone = || StoreError::new("the receipt store's thread is gone");
+        self.tx.as_ref().ok_or_else(gone)?.send(cmd).map_err(|_| gone())
+    }
+}
+
+impl Drop for SqliteReceiptStore {
+    fn drop(&mut self) {
+        // Closing the channel ends the worker once it has run what was sent.
+        self.tx.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[async_trait]
+impl ReceiptStore for SqliteReceiptStore {
+    async fn get(&self, request_id: &str) -> Result<Lookup, StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Command::Get { request_id: request_id.to_owned(), reply })?;
+        rx.await.map_err(|_| StoreError::new("the receipt store's thread stopped"))?
+    }
+
+    async fn put(&self, request_id: &str, receipt: Receipt, group: &str) -> Result<(), StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Command::Put {
+            request_id: request_id.to_owned(),
+            receipt,
+            group: group.to_owned(),
+            reply,
+        })?;
+        rx.await.map_err(|_| StoreError::new("the receipt store's thread stopped"))?
+    }
+}
+
+fn worker(mut conn: Connection, rx: mpsc::Receiver<Command>, per_group: usize) {
+    for cmd in rx {
+        match cmd {
+            Command::Get { request_id, reply } => {
+                let _ = reply.send(get(&conn, &request_id));
+            }
+            Command::Put { request_id, receipt, group, reply } => {
+                let _ = reply.send(put(&mut conn, &request_id, &receipt, &group, per_group));
+            }
+        }
+    }
+}
+
+fn get(conn: &Connection, request_id: &str) -> Result<Lookup, StoreError> {
+    let found: Option<(u16, String)> = conn
+        .query_row("SELECT status, body FROM receipt WHERE request_id = ?1", [request_id], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()
+        .map_err(|e| sql_err("get", e))?;
+    if let Some((status, body)) = found {
+        let body = serde_json::from_str(&body)
+            .map_err(|e| StoreError::new(format!("a stored receipt is not JSON: {e}")))?;
+        return Ok(Lookup::Found(Receipt { status, body }));
+    }
+    let evicted = conn
+        .query_row("SELECT 1 FROM evicted WHERE request_id = ?1", [request_id], |_| Ok(()))
+        .optional()
+        .map_err(|e| sql_err("get", e))?;
+    Ok(if evicted.is_some() { Lookup::Evicted } else { Lookup::Unknown })
+}
+
+fn put(
+    conn: &mut Connection,
+    request_id: &str,
+    receipt: &Receipt,
+    group: &str,
+    per_group: usize,
+) -> Result<(), StoreError> {
+    let body =
+        serde_json::to_string(&receipt.body).map_err(|e| StoreError::new(format!("receipt body: {e}")))?;
+    let tx =
+        conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| sql_err("begin", e))?;
+    let known = tx
+        .query_row("SELECT 1 FROM receipt WHERE request_id = ?1", [request_id], |_| Ok(()))
+        .optional()
+        .map_err(|e| sql_err("put", e))?;
+    if known.is_some() {
+        return Ok(()); // already kept: the first answer stays (the transaction rolls back, nothing changed)
+    }
+    let last: Option<i64> = tx
+        .query_row("SELECT last_seq FROM receipt_group WHERE grp = ?1", [group], |r| r.get(0))
+        .optional()
+        .map_err(|e| sql_err("put", e))?;
+    let seq = last.unwrap_or(0) + 1;
+    let per_group = i64::try_from(per_group).unwrap_or(i64::MAX / 16);
+    let remembered = per_group.saturating_mul(EVICTED_MEMORY_FACTOR as i64);
+    let run = |sql: &str, p: &[&dyn rusqlite::ToSql]| tx.execute(sql, p).map_err(|e| sql_err("put", e));
+    run(
+        "INSERT INTO receipt_group (grp, last_seq) VALUES (?1, ?2) ON CONFLICT (grp) DO UPDATE SET last_seq = ?2",
+        params![group, seq],
+    )?;
+    run("DELETE FROM evicted WHERE request_id = ?1", params![request_id])?;
+    run(
+        "INSERT INTO receipt (request_id, grp, seq, status, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![request_id, group, seq, receipt.status, body],
+    )?;
+    // The group keeps its `per_group` newest receipts; older ones become
+    // evicted ids, remembered for `10 × per_group` further ids.
+    let oldest_live = seq - per_group;
+    run(
+        "INSERT OR REPLACE INTO evicted (request_id, grp, seq) SELECT request_id, grp, seq FROM receipt WHERE grp = ?1 AND seq <= ?2",
+        params![group, oldest_live],
+    )?;
+    run("DELETE FROM receipt WHERE grp = ?1 AND seq <= ?2", params![group, oldest_live])?;
+    run(
+        "DELETE FROM evicted WHERE grp = ?1 AND seq <= ?2",
+        params![group, oldest_live.saturating_sub(remembered)],
+    )?;
+    tx.commit().map_err(|e| sql_err("commit", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new() -> TempDir {
+            static N: AtomicUsize = AtomicUsize::new(0);
+            let dir = std::env::temp_dir().join(format!(
+                "durable-sqlite-receipts-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::SeqCst)
+            ));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            TempDir(dir)
+        }
+        fn db(&self) -> PathBuf {
+            self.0.join("receipts.sqlite3")
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn receipt(n: u64) -> Receipt {
+        Receipt { status: 200, body: json!({"ok": true, "result": "sent", "n": n, "replayed": false}) }
+    }
+
+    #[tokio::test]
+    async fn put_then_get_returns_the_first_answer() {
+        let dir = TempDir::new();
+        let store = SqliteReceiptStore::open(dir.db()).unwrap();
+        assert_eq!(store.get("r-1").await.unwrap(), Lookup::Unknown);
+        store.put("r-1", receipt(1), "pane:ticket-1").await.unwrap();
+        assert_eq!(store.get("r-1").await.unwrap(), Lookup::Found(receipt(1)));
+        // A second put of the same id keeps the first answer.
+        store.put("r-1", receipt(2), "pane:ticket-1").await.unwrap();
+        assert_eq!(store.get("r-1").await.unwrap(), Lookup::Found(receipt(1)));
+        // An id is found whatever group it was put in.
+        store.put("r-2", receipt(3), "renames").await.unwrap();
+        assert_eq!(store.get("r-2").await.unwrap(), Lookup::Found(receipt(3)));
+    }
+
+    #[tokio::test]
+    async fn a_group_keeps_per_group_receipts_and_remembers_evicted_ids_for_ten_times_more() {
+        let dir = TempDir::new();
+        let store = SqliteReceiptStore::open_with_capacity(dir.db(), 2).unwrap();
+        store.put("a-0", receipt(0), "pane:a").await.unwrap();
+        store.put("a-1", receipt(1), "pane:a").await.unwrap();
+        store.put("b-0", receipt(9), "pane:b").await.unwrap();
+        store.put("a-2", receipt(2), "pane:a").await.unwrap();
+        assert_eq!(store.get("a-0").await.unwrap(), Lookup::Evicted, "the oldest of three with per_group 2");
+        assert_eq!(store.get("a-1").await.unwrap(), Lookup::Found(receipt(1)));
+        assert_eq!(store.get("a-2").await.unwrap(), Lookup::Found(receipt(2)));
+        assert_eq!(store.get("b-0").await.unwrap(), Lookup::Found(receipt(9)), "other groups untouched");
+        // a-0 was evicted when a-2 came; it stays remembered until 20
+        // (10 × per_group) further ids of the group have passed.
+        for n in 3..=21 {
+            store.put(&format!("a-{n}"), receipt(n), "pane:a").await.unwrap();
+        }
+        assert_eq!(
+            store.get("a-0").await.unwrap(),
+            Lookup::Evicted,
+            "19 ids passed since its eviction: remembered"
+        );
+        store.put("a-22", receipt(22), "pane:a").await.unwrap();
+        assert_eq!(
+            store.get("a-0").await.unwrap(),
+            Lookup::Unknown,
+            "20 ids passed: forgotten, as in memory"
+        );
+        assert_eq!(store.get("a-1").await.unwrap(), Lookup::Evicted);
+    }
+
+    #[tokio::test]
+    async fn eviction_matches_the_memory_store() {
+        use durable_core::MemoryReceiptStore;
+        let dir = TempDir::new();
+        let sqlite = SqliteReceiptStore::open_with_capacity(dir.db(), 3).unwrap();
+        let memory = MemoryReceiptStore::with_capacity(3);
+        let groups = ["pane:x", "pane:y", "starters"];
+        for n in 0..80u64 {
+            let g = groups[(n as usize * 7 + n as usize / 5) % 3];
+            let id = format!("r-{n}");
+            sqlite.put(&id, receipt(n), g).await.unwrap();
+            memory.put(&id, receipt(n), g).await.unwrap();
+        }
+        for n in 0..80u64 {
+            let id = format!("r-{n}");
+            assert_eq!(sqlite.get(&id).await.unwrap(), memory.get(&id).await.unwrap(), "{id}");
+        }
+    }
+
+    #[tokio::test]
+    async fn receipts_and_evicted_ids_survive_a_reopen() {
+        let dir = TempDir::new();
+        {
+            let store = SqliteReceiptStore::open_with_capacity(dir.db(), 1).unwrap();
+            store.put("r-1", receipt(1), "closes").await.unwrap();
+            store.put("r-2", receipt(2), "closes").await.unwrap();
+        } // dropped: the thread closes the database
+        let store = SqliteReceiptStore::open_with_capacity(dir.db(), 1).unwrap();
+        assert_eq!(store.get("r-2").await.unwrap(), Lookup::Found(receipt(2)));
+        assert_eq!(store.get("r-1").await.unwrap(), Lookup::Evicted);
+        // The group's sequence goes on where it was.
+        store.put("r-3", receipt(3), "closes").await.unwrap();
+        assert_eq!(store.get("r-2").await.unwrap(), Lookup::Evicted);
+        assert_eq!(store.get("r-3").await.unwrap(), Lookup::Found(receipt(3)));
+    }
+
+    #[tokio::test]
+    async fn the_database_is_in_wal_mode_with_full_sync() {
+        let dir = TempDir::new();
+        let store = SqliteReceiptStore::open(dir.db()).unwrap();
+        store.put("r-1", receipt(1), "starters").await.unwrap();
+        let conn = Connection::open(dir.db()).unwrap();
+        let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+        assert_eq!(mode, "wal");
+        assert_eq!(store.per_group(), RECEIPTS_PER_GROUP);
+        drop(store);
+    }
+
+    #[test]
+    fn open_fails_cleanly_where_no_database_can_be() {
+        let err = SqliteReceiptStore::open("/nonexistent-folder-for-durable/receipts.sqlite3").unwrap_err();
+        assert!(err.to_string().contains("sqlite"), "{err}");
+    }
+}

@@ -1,0 +1,385 @@
+//! The desk itself: the layout built from the store, each ticket's handlers
+//! (send with a streamed reply, steer, stop, the refund action), and the
+//! agent-wide hooks that keep renames, closes, reopens and new tickets in
+//! the store so they survive a restart.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use durable_core::{
+    AbortSignal, ActionRequest, CloseRequest, Core, Handled, Hooks, Pane, PaneHandlers, PaneOptions,
+    RenameRequest, ReopenRequest, SendRequest, StarterRequest, SteerRequest, StopRequest, Tab,
+};
+use durable_types::{Id, Item, ItemBody, RuleError, Target, ask_id_for};
+use tokio::time::Instant;
+
+use crate::asks;
+use crate::store::{PaneRow, Store, TAB_BOARD, TAB_MAIN, WORKSPACE};
+
+/// How many stored items a pane shows again when it is rebuilt.
+const REPLAY_ITEMS: usize = 500;
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Knobs {
+    pub(crate) turn_ms: u64,
+    pub(crate) accept_delay_ms: u64,
+}
+
+/// A running turn: what steers add to the reply, and whether it has ended.
+#[derive(Debug, Default)]
+struct Turn {
+    steers: String,
+    done: bool,
+}
+
+pub(crate) struct Desk {
+    pub(crate) core: Core,
+    pub(crate) store: Arc<Store>,
+    knobs: Knobs,
+    turns: Mutex<HashMap<String, Arc<Mutex<Turn>>>>,
+}
+
+impl std::fmt::Debug for Desk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Desk").field("knobs", &self.knobs).finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The id of the `user` item the SDK writes for a send (`user-<requestId>`,
+/// or a digest when that would be too long), so history keeps the same one.
+fn user_item_id(request_id: &Id) -> Id {
+    Id::new(format!("user-{request_id}"))
+        .or_else(|_| Id::new(format!("user-{}", ask_id_for("user", request_id.as_str()))))
+        .unwrap_or_else(|_| request_id.clone())
+}
+
+/// The first `k/5` of `text`, on a character boundary.
+fn fifth(text: &str, k: usize) -> String {
+    let n = text.chars().count();
+    text.chars().take((n * k).div_ceil(5)).collect()
+}
+
+fn scope_key_ws() -> String {
+    format!("workspace:{}", WORKSPACE.0)
+}
+
+fn scope_key_tab(tab: &str) -> String {
+    format!("tab:{}:{tab}", WORKSPACE.0)
+}
+
+impl Desk {
+    pub(crate) fn new(core: Core, store: Arc<Store>, knobs: Knobs) -> Arc<Desk> {
+        Arc::new(Desk { core, store, knobs, turns: Mutex::new(HashMap::new()) })
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.core.now().as_millis()
+    }
+
+    async fn accept_delay(&self) {
+        if self.knobs.accept_delay_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(self.knobs.accept_delay_ms)).await;
+        }
+    }
+
+    /// Keeps a final item for history.
+    pub(crate) fn keep(&self, pane: &str, item: &Item) {
+        let item = item.clone().sanitized().map(|(i, _)| i).unwrap_or_else(|_| item.clone());
+        if let Err(e) = self.store.put_item(pane, &item) {
+            self.core.warn(&format!("desk: could not keep item {} of {pane}: {e}", item.id));
+        }
+    }
+
+    /// Writes a final item on the pane and keeps it for history (even when
+    /// the pane was closed meanwhile: history still serves it).
+    pub(crate) fn say(&self, pane: &Pane, item: Item) {
+        self.keep(pane.id(), &item);
+        let _ = pane.write(item);
+    }
+
+    /// The tab (and the workspace), created when missing, with the titles
+    /// the store keeps.
+    fn tab(&self, tab: &str) -> Result<Tab, RuleError> {
+        let (ws_title, _) = self.store.scope(&scope_key_ws()).unwrap_or_default();
+        let ws = self.core.workspace(WORKSPACE.0, ws_title.as_deref().unwrap_or(WORKSPACE.1))?;
+        let default_title = if tab == TAB_BOARD.0 { TAB_BOARD.1 } else { TAB_MAIN.1 };
+        let (title, _) = self.store.scope(&scope_key_tab(tab)).unwrap_or_default();
+        ws.tab(tab, title.as_deref().unwrap_or(default_title))
+    }
+
+    /// Builds the layout from the store: the workspace, its tabs (unless
+    /// closed and empty) and every open pane.
+    pub(crate) fn build_layout(self: &Arc<Self>) -> Result<(), RuleError> {
+        let rows = self.store.panes().map_err(|e| RuleError::invalid("store", e.to_string()))?;
+        let (_, ws_closed) = self.store.scope(&scope_key_ws()).unwrap_or_default();
+        for tab in [TAB_MAIN.0, TAB_BOARD.0] {
+            let (_, closed) = self.store.scope(&scope_key_tab(tab)).unwrap_or_default();
+            let has_open = rows.iter().any(|r| r.tab == tab && !r.closed);
+            if has_open || !(closed || ws_closed) {
+                self.tab(tab)?;
+            }
+        }
+        for row in rows.iter().filter(|r| !r.closed) {
+            self.show_pane(row)?;
+        }
+        Ok(())
+    }
+
+    /// Shows a stored pane: a ticket gets the refund action and its
+    /// handlers; the announcements pane gets none. Its kept items are shown
+    /// again.
+    pub(crate) fn show_pane(self: &Arc<Self>, row: &PaneRow) -> Result<Pane, RuleError> {
+        let tab = self.tab(&row.tab)?;
+        let pane = tab.pane(&row.id, PaneOptions::new(row.title.clone()).harness(row.harness.clone()))?;
+        if row.ticket {
+            pane.action("refund", "Refund", Some("check"))?;
+            pane.handlers(TicketHandlers { desk: self.clone() })?;
+        }
+        for item in self.store.last_items(&row.id, REPLAY_ITEMS).unwrap_or_default() {
+            let _ = pane.write(item);
+        }
+        Ok(pane)
+    }
+
+    /// A send on an idle ticket: a new turn whose reply streams.
+    fn start_turn(self: &Arc<Self>, req: SendRequest) -> Handled {
+        let n = match self.store.next("turn") {
+            Ok(n) => n,
+            Err(e) => return Handled::refuse(format!("the desk's store failed: {e}")),
+        };
+        let turn_id = format!("t-{n}");
+        if let Err(e) = req.pane.working(&turn_id) {
+            return Handled::refuse(e.to_string());
+        }
+        let turn = Arc::new(Mutex::new(Turn::default()));
+        lock(&self.turns).insert(req.pane.id().to_owned(), turn.clone());
+        let desk = self.clone();
+        tokio::spawn(async move { desk.run_turn(req.pane, turn_id, req.text, turn, req.signal).await });
+        Handled::Accepted
+    }
+
+    /// The turn: four partial writes spread evenly over `turn_ms`, then the
+    /// final write; a stop ends it with what it had, not partial.
+    async fn run_turn(
+        self: Arc<Self>,
+        pane: Pane,
+        turn_id: String,
+        text: String,
+        turn: Arc<Mutex<Turn>>,
+        signal: AbortSignal,
+    ) {
+        let Ok(item_id) = Id::new(format!("reply-{turn_id}")) else { return };
+        let base = format!("Got it: {text}");
+        let full = || format!("{base}{}", lock(&turn).steers);
+        let start = Instant::now();
+        let step = Duration::from_millis(self.knobs.turn_ms) / 5;
+        let mut shown: Option<String> = None;
+        let mut stopped = false;
+        for k in 1..=5u32 {
+            tokio::select! {
+                () = tokio::time::sleep_until(start + step * k) => {}
+                () = signal.aborted() => { stopped = true; break; }
+            }
+            if k == 5 {
+                break;
+            }
+            let partial = fifth(&full(), k as usize);
+            let _ = pane
+                .write(Item::new(item_id.clone(), ItemBody::Reply { text: partial.clone(), partial: true }));
+            shown = Some(partial);
+        }
+        let final_text = {
+            let mut t = lock(&turn);
+            t.done = true;
+            if stopped { shown } else { Some(format!("{base}{}", t.steers)) }
+        };
+        if let Some(text) = final_text {
+            self.say(&pane, Item::new(item_id, ItemBody::Reply { text, partial: false }));
+        }
+        {
+            let mut turns = lock(&self.turns);
+            if turns.get(pane.id()).is_some_and(|t| Arc::ptr_eq(t, &turn)) {
+                turns.remove(pane.id());
+            }
+        }
+        let _ = pane.idle();
+    }
+
+    /// A new ticket from the starter; its first text, if any, is answered at once.
+    fn new_ticket(self: &Arc<Self>, req: &StarterRequest) -> Result<Id, String> {
+        let row =
+            self.store.new_ticket(self.now_ms()).map_err(|e| format!("the desk's store failed: {e}"))?;
+        let _ = self.store.set_scope_closed(&scope_key_tab(TAB_MAIN.0), false);
+        let _ = self.store.set_scope_closed(&scope_key_ws(), false);
+        let pane = self.show_pane(&row).map_err(|e| e.to_string())?;
+        if let Some(text) = req.text.as_deref().filter(|t| !t.trim().is_empty()) {
+            self.say(
+                &pane,
+                Item::new(
+                    user_item_id(&req.request_id),
+                    ItemBody::User { text: text.to_owned(), request_id: Some(req.request_id.clone()) },
+                ),
+            );
+            if let Ok(id) = Id::new(format!("reply-{}", row.id)) {
+                self.say(
+                    &pane,
+                    Item::new(id, ItemBody::Reply { text: format!("Got it: {text}"), partial: false }),
+                );
+            }
+        }
+        Id::new(row.id).map_err(|e| e.to_string())
+    }
+}
+
+/// A ticket's handlers.
+struct TicketHandlers {
+    desk: Arc<Desk>,
+}
+
+#[async_trait]
+impl PaneHandlers for TicketHandlers {
+    async fn send(&self, req: SendRequest) -> Handled {
+        self.desk.accept_delay().await;
+        let verdict = match asks::parse_command(&req.text) {
+            Some(Err(usage)) => return Handled::refuse(usage),
+            Some(Ok((kind, secs))) => match self.desk.raise_new(&req.pane, kind, secs) {
+                Ok(()) => Handled::Accepted,
+                Err(why) => return Handled::refuse(why),
+            },
+            None => self.desk.start_turn(req.clone()),
+        };
+        if verdict == Handled::Accepted {
+            // The SDK writes the same `user` item on the pane.
+            let user = ItemBody::User { text: req.text.clone(), request_id: Some(req.request_id.clone()) };
+            self.desk.keep(req.pane.id(), &Item::new(user_item_id(&req.request_id), user));
+        }
+        verdict
+    }
+
+    async fn steer(&self, req: SteerRequest) -> Handled {
+        self.desk.accept_delay().await;
+        let turn = lock(&self.desk.turns).get(req.pane.id()).cloned();
+        let Some(turn) = turn else { return Handled::refuse("not-working") };
+        let mut t = lock(&turn);
+        if t.done {
+            return Handled::refuse("not-working");
+        }
+        t.steers.push_str(&format!(" (steer: {})", req.text));
+        Handled::Accepted
+    }
+
+    async fn stop(&self, _req: StopRequest) -> Handled {
+        // The SDK fires the turn's signal; the turn ends with what it had.
+        Handled::Accepted
+    }
+
+    async fn action(&self, req: ActionRequest) -> Handled {
+        self.desk.accept_delay().await;
+        if req.action.as_str() != "refund" {
+            return Handled::NotHandled;
+        }
+        match self.desk.start_refund(&req.pane) {
+            Ok(()) => Handled::Accepted,
+            Err(why) => Handled::refuse(why),
+        }
+    }
+}
+
+/// The agent-wide hooks: the store keeps every change.
+pub(crate) struct DeskHooks {
+    pub(crate) desk: Arc<Desk>,
+}
+
+#[async_trait]
+impl Hooks for DeskHooks {
+    async fn on_rename(&self, req: RenameRequest) -> Handled {
+        self.desk.accept_delay().await;
+        let store = &self.desk.store;
+        let kept = match req.target {
+            Target::Pane => store.set_title(&req.id, &req.title).map(|_| ()),
+            Target::Tab => store.set_scope_title(&format!("tab:{}", req.id), &req.title),
+            Target::Workspace => store.set_scope_title(&format!("workspace:{}", req.id), &req.title),
+            _ => Ok(()),
+        };
+        match kept {
+            Ok(()) => Handled::Accepted,
+            Err(e) => Handled::refuse(format!("the desk's store failed: {e}")),
+        }
+    }
+
+    async fn on_close(&self, req: CloseRequest) -> Handled {
+        self.desk.accept_delay().await;
+        let store = &self.desk.store;
+        let now = self.desk.now_ms();
+        let kept = match req.target {
+            Target::Pane => store.set_closed(&req.id, true, now).map(|_| ()),
+            Target::Tab => {
+                let tab = req.id.split_once(':').map_or(req.id.as_str(), |(_, t)| t);
+                store
+                    .close_panes_of(Some(tab), now)
+                    .and_then(|()| store.set_scope_closed(&format!("tab:{}", req.id), true))
+            }
+            Target::Workspace => store
+                .close_panes_of(None, now)
+                .and_then(|()| store.set_scope_closed(&format!("workspace:{}", req.id), true)),
+            _ => Ok(()),
+        };
+        match kept {
+            Ok(()) => Handled::Accepted,
+            Err(e) => Handled::refuse(format!("the desk's store failed: {e}")),
+        }
+    }
+
+    async fn on_reopen(&self, req: ReopenRequest) -> Handled {
+        self.desk.accept_delay().await;
+        let desk = &self.desk;
+        let row = match desk.store.pane(req.id.as_str()) {
+            Ok(Some(row)) if row.closed && desk.core.pane(req.id.as_str()).is_none() => row,
+            Ok(_) => return Handled::NotHandled, // not one of ours, or open: the SDK answers
+            Err(e) => return Handled::refuse(format!("the desk's store failed: {e}")),
+        };
+        let reopened = desk
+            .store
+            .set_closed(&row.id, false, 0)
+            .and_then(|_| desk.store.set_scope_closed(&scope_key_tab(&row.tab), false))
+            .and_then(|()| desk.store.set_scope_closed(&scope_key_ws(), false));
+        if let Err(e) = reopened {
+            return Handled::refuse(format!("the desk's store failed: {e}"));
+        }
+        match desk.show_pane(&PaneRow { closed: false, ended_at: None, ..row }) {
+            Ok(_) => Handled::Accepted,
+            Err(e) => Handled::refuse(e.to_string()),
+        }
+    }
+
+    async fn on_starter(&self, req: StarterRequest) -> Handled {
+        self.desk.accept_delay().await;
+        if req.starter.as_str() != "new-ticket" {
+            return Handled::NotHandled;
+        }
+        match self.desk.new_ticket(&req) {
+            Ok(id) => Handled::Started(id),
+            Err(why) => Handled::refuse(why),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_grows_by_fifths() {
+        let text = "Got it: hello";
+        assert_eq!(fifth(text, 5), text);
+        assert!(text.starts_with(&fifth(text, 1)));
+        assert!(fifth(text, 1).len() < fifth(text, 4).len());
+        assert_eq!(fifth("é", 1), "é");
+    }
+}

@@ -1,0 +1,197 @@
+//! The support desk: a deterministic durable agent (no model) that
+//! assembles every component, and the fixture conformance suites drive.
+//!
+//! `cargo run --example desk` serves it on the private socket (its path is
+//! printed as `listening <path>`); `--listen 127.0.0.1:8443 --self-signed`
+//! serves it over HTTPS with the token in `COLLIE_TOKEN`. See `--help`.
+//!
+//! - Workspace `support`: tab `main` ("Tickets") holds one pane per ticket
+//!   of the desk's store (a fresh store has `ticket-1`, "Maria Lopez"); tab
+//!   `board` ("Board") holds `announcements`, a pane with no handlers.
+//! - Each ticket has the `refund` action (an approval card), replies
+//!   `Got it: <text>` streamed over `--turn-ms`, takes steer and stop, and
+//!   raises `/ask choice|multi|text|form|approve [Ns]`, echoing the answer.
+//! - The starter `new-ticket` opens the next ticket. Renames, closes,
+//!   reopens, undecided asks and every conversation are kept in the store
+//!   (`desk.sqlite3` in the data folder), the receipts in the SDK's
+//!   `SqliteReceiptStore` (`receipts.sqlite3`): a restart keeps them all.
+
+mod asks;
+mod cli;
+mod desk;
+mod history;
+mod store;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use durable_core::{CoreOptions, create_core};
+use durable_http::{SystemClock, random_epoch, stderr_warn};
+use durable_sdk::SqliteReceiptStore;
+use durable_socket::{SocketOptions, SocketServer};
+use durable_tls::{TlsOptions, TlsServer};
+
+use crate::cli::{Args, Command, Tls, Transport};
+use crate::desk::{Desk, DeskHooks, Knobs};
+use crate::history::DeskHistory;
+use crate::store::Store;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+fn main() -> ExitCode {
+    let args = match cli::parse(std::env::args_os().skip(1)) {
+        Ok(Command::Help) => {
+            print!("{}", cli::USAGE);
+            return ExitCode::SUCCESS;
+        }
+        Ok(Command::Run(args)) => args,
+        Err(why) => {
+            eprintln!("desk: {why}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("desk: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(*args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("desk: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Creates the data folder, private to the user.
+fn data_folder(dir: &Path) -> Result<(), BoxError> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("cannot create the data folder {}: {e}", dir.display()))?;
+    Ok(())
+}
+
+enum Server {
+    Socket(SocketServer),
+    Tls(TlsServer),
+}
+
+impl Server {
+    fn address(&self) -> String {
+        match self {
+            Server::Socket(s) => s.address().display().to_string(),
+            Server::Tls(s) => s.address(),
+        }
+    }
+
+    async fn close(self) {
+        match self {
+            Server::Socket(s) => s.close().await,
+            Server::Tls(s) => s.close().await,
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<(), BoxError> {
+    let data = match &args.data {
+        Some(d) => d.clone(),
+        None => cli::default_data_dir()?,
+    };
+    data_folder(&data)?;
+    let store =
+        Arc::new(Store::open(&data.join("desk.sqlite3")).map_err(|e| format!("the desk's store: {e}"))?);
+    let receipts = SqliteReceiptStore::open_with_capacity(
+        data.join("receipts.sqlite3"),
+        args.receipts_per_group.unwrap_or(durable_types::RECEIPTS_PER_GROUP),
+    )?;
+
+    // Over HTTPS the token is the only barrier: no allow-always options.
+    let https = matches!(args.transport, Transport::Https { .. });
+    let mut options = CoreOptions::builder()
+        .host_name("desk")
+        .runtime("rust")
+        .clock(SystemClock)
+        .epoch(random_epoch())
+        .warn(stderr_warn())
+        .allow_always(!https)
+        .receipts(receipts);
+    if let Some(caps) = args.caps {
+        options = options.caps(caps);
+    }
+    if let Some(ms) = args.hold_ms {
+        options = options.hold_ms(ms);
+    }
+    let core = create_core(options.build()?);
+    store.seed_if_empty(core.now().as_millis())?;
+
+    let desk = Desk::new(
+        core.clone(),
+        store.clone(),
+        Knobs { turn_ms: args.turn_ms, accept_delay_ms: args.accept_delay_ms },
+    );
+    desk.build_layout()?;
+    core.starter("new-ticket", "New ticket")?;
+    core.history(DeskHistory { store: store.clone() });
+    core.set_hooks(DeskHooks { desk: desk.clone() });
+    if args.raise_delay_ms == 0 {
+        desk.raise_stored();
+    }
+    core.ready();
+
+    let server = match &args.transport {
+        Transport::Socket(path) => {
+            let path = path.clone().unwrap_or_else(|| durable_sdk::socket_path_for("durable-desk"));
+            Server::Socket(
+                durable_socket::serve(core.clone(), SocketOptions::builder().path(path).build()).await?,
+            )
+        }
+        Transport::Https { listen, tls } => {
+            let b = TlsOptions::builder().listen(listen.clone()).tokens_from_env().allow_always(false);
+            let b = match tls {
+                Tls::Files { cert, key } => b.cert_pem_files(cert.clone(), key.clone()),
+                Tls::SelfSigned => b.self_signed(),
+                Tls::PlainHttp => b.plain_http(),
+            };
+            // With --self-signed the server writes the certificate's fingerprint on stderr.
+            Server::Tls(durable_tls::serve(core.clone(), b.build()?).await?)
+        }
+    };
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "listening {}", server.address())?;
+        out.flush()?;
+    }
+    if args.raise_delay_ms > 0 {
+        let desk = desk.clone();
+        let delay = Duration::from_millis(args.raise_delay_ms);
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            desk.raise_stored();
+        });
+    }
+
+    shutdown_signal().await?;
+    server.close().await;
+    Ok(())
+}
+
+/// SIGINT or SIGTERM.
+async fn shutdown_signal() -> Result<(), BoxError> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    Ok(())
+}

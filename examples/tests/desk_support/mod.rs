@@ -1,0 +1,239 @@
+//! Runs the desk example as a child process on a fresh data folder and
+//! drives it the way Collie would: `curl --unix-socket` (or `curl -k` over
+//! HTTPS), polling with a deadline.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// `target/<profile>/examples/desk`, built by `cargo test` beside this test.
+pub fn desk_binary() -> PathBuf {
+    let mut dir = std::env::current_exe().expect("test exe");
+    dir.pop(); // the test binary
+    dir.pop(); // deps
+    dir.join("examples").join("desk")
+}
+
+/// A fresh folder under the temp dir, removed at drop.
+pub struct TestDir(pub PathBuf);
+
+impl TestDir {
+    pub fn new(name: &str) -> TestDir {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "desk-{}-{}-{name}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TestDir(dir)
+    }
+
+    pub fn socket(&self) -> String {
+        self.0.join("s").join("app.sock").to_str().unwrap().to_owned()
+    }
+
+    pub fn data(&self) -> String {
+        self.0.join("data").to_str().unwrap().to_owned()
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// How the test reaches the desk.
+#[derive(Clone)]
+enum Via {
+    Socket(String),
+    Https { base: String, token: String },
+}
+
+/// A running desk.
+pub struct Desk {
+    pub child: Child,
+    via: Via,
+    pub address: String,
+}
+
+impl Drop for Desk {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The first line the desk prints, or a failure after 30 s.
+fn listening_line(child: &mut Child) -> String {
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = BufReader::new(stdout).lines();
+        if let Some(Ok(line)) = lines.next() {
+            let _ = tx.send(line);
+        }
+        for _ in lines {} // keep draining
+    });
+    rx.recv_timeout(Duration::from_secs(30)).expect("the desk prints `listening <address>`")
+}
+
+impl Desk {
+    /// Starts the desk on the test dir's socket and data folder.
+    pub fn start(dir: &TestDir, extra: &[&str]) -> Desk {
+        let socket = dir.socket();
+        let mut child = Command::new(desk_binary())
+            .args(["--socket", &socket, "--data", &dir.data()])
+            .args(extra)
+            .env_remove("COLLIE_DURABLE_SOCKET")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("the desk example was built by cargo test");
+        let line = listening_line(&mut child);
+        assert_eq!(line, format!("listening {socket}"));
+        Desk { child, via: Via::Socket(socket.clone()), address: socket }
+    }
+
+    /// Starts the desk over HTTPS with a self-signed certificate on a free port.
+    pub fn start_https(dir: &TestDir, token: &str, extra: &[&str]) -> Desk {
+        let mut child = Command::new(desk_binary())
+            .args(["--listen", "127.0.0.1:0", "--self-signed", "--data", &dir.data()])
+            .args(extra)
+            .env("COLLIE_TOKEN", token)
+            .env_remove("COLLIE_TOKEN_NEXT")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("the desk example was built by cargo test");
+        let line = listening_line(&mut child);
+        let address = line.strip_prefix("listening ").expect("listening <address>").to_owned();
+        assert!(address.starts_with("https://127.0.0.1:"), "{address}");
+        Desk { child, via: Via::Https { base: address.clone(), token: token.to_owned() }, address }
+    }
+
+    /// `SIGKILL`, as a crash.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    fn curl(&self, args: &[&str], path: &str) -> (u16, Value) {
+        let mut cmd = Command::new("curl");
+        cmd.args(["-sS", "--max-time", "20", "-w", "\n%{http_code}"]);
+        let url = match &self.via {
+            Via::Socket(s) => {
+                cmd.args(["--unix-socket", s]);
+                format!("http://desk{path}")
+            }
+            Via::Https { base, token } => {
+                cmd.args(["-k", "-H", &format!("Authorization: Bearer {token}")]);
+                format!("{base}{path}")
+            }
+        };
+        let out = cmd.args(args).arg(url).output().expect("curl runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+        (code.trim().parse().unwrap_or(0), serde_json::from_str(body).unwrap_or(Value::Null))
+    }
+
+    pub fn get(&self, path: &str) -> (u16, Value) {
+        self.curl(&[], path)
+    }
+
+    pub fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let body = body.to_string();
+        self.curl(&["-X", "POST", "-H", "Content-Type: application/json", "--data-binary", &body], path)
+    }
+
+    pub fn state(&self) -> Value {
+        let (status, state) = self.get("/v1/state");
+        assert_eq!(status, 200, "{state}");
+        state
+    }
+
+    pub fn pane<'a>(state: &'a Value, id: &str) -> Option<&'a Value> {
+        state["panes"].as_array()?.iter().find(|p| p["id"] == id)
+    }
+
+    /// Every event of a pane from the start (the tail is large enough here).
+    pub fn events(&self, pane: &str) -> Vec<Value> {
+        let (status, page) = self.get(&format!("/v1/panes/{pane}/events?after=0"));
+        assert_eq!(status, 200, "{page}");
+        page["events"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// The pane's view: items in order of first appearance, a known id replaced in place.
+    pub fn items(&self, pane: &str) -> Vec<Value> {
+        let mut view: Vec<Value> = Vec::new();
+        for e in self.events(pane) {
+            if e["type"] == "item" {
+                let item = e["item"].clone();
+                match view.iter_mut().find(|i| i["id"] == item["id"]) {
+                    Some(slot) => *slot = item,
+                    None => view.push(item),
+                }
+            }
+        }
+        view
+    }
+
+    /// The item with this id in the pane's view.
+    pub fn item(&self, pane: &str, id: &str) -> Option<Value> {
+        self.items(pane).into_iter().find(|i| i["id"] == id)
+    }
+
+    /// Polls every 20 ms, up to 10 s, until `f` gives a value.
+    pub fn wait_for<T>(&self, what: &str, mut f: impl FnMut(&Desk) -> Option<T>) -> T {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(v) = f(self) {
+                return v;
+            }
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits for a final (not partial) item whose text is `text`.
+    pub fn wait_text(&self, pane: &str, text: &str) -> Value {
+        self.wait_for(&format!("{text:?} in {pane}"), |d| {
+            d.items(pane).into_iter().find(|i| i["text"] == text && i.get("partial").is_none())
+        })
+    }
+
+    /// Waits for the pane to be idle.
+    pub fn wait_idle(&self, pane: &str) {
+        self.wait_for(&format!("{pane} idle"), |d| {
+            let state = d.state();
+            (Desk::pane(&state, pane)?["state"] == "idle").then_some(())
+        })
+    }
+
+    /// The open ask of a pane (waits for it).
+    pub fn wait_ask(&self, pane: &str) -> Value {
+        self.wait_for(&format!("an open ask on {pane}"), |d| {
+            d.state()["asks"].as_array()?.iter().find(|a| a["pane"] == pane).cloned()
+        })
+    }
+
+    pub fn send(&self, pane: &str, request_id: &str, text: &str) -> (u16, Value) {
+        self.post(&format!("/v1/panes/{pane}/send"), json!({"requestId": request_id, "text": text}))
+    }
+
+    pub fn answer(&self, ask: &Value, request_id: &str, answer: Value) -> (u16, Value) {
+        self.post(
+            &format!("/v1/asks/{}", ask["id"].as_str().unwrap()),
+            json!({"requestId": request_id, "answer": answer, "hash": ask["hash"]}),
+        )
+    }
+}
