@@ -5,8 +5,8 @@ use std::collections::HashMap;
 
 use durable_types::exchange::{Request, Response};
 use durable_types::{
-    CapsView, ErrorCode, EventsPage, HelloPostResponse, HelloRequest, HelloResponse, Id, PaneSnapshot,
-    SDK_NAME, SDK_VERSION, STATE_SEQ_MEMORY, SdkInfo, StateResponse, VIEW_LIMIT, WireRange,
+    CapsView, ErrorCode, Event, HelloPostResponse, HelloRequest, HelloResponse, Id, PaneSnapshot, SDK_NAME,
+    SDK_VERSION, STATE_SEQ_MEMORY, SdkInfo, StateResponse, VIEW_LIMIT, WireRange,
 };
 
 use crate::core::Core;
@@ -121,6 +121,16 @@ pub(crate) fn state(core: &Core, req: &Request) -> Result<Response, Response> {
     Ok(resp)
 }
 
+/// `durable_types::EventsPage` borrowing the pane's tail.
+#[derive(serde::Serialize)]
+struct EventsPageRef<'a> {
+    ok: bool,
+    pane: &'a Id,
+    snapshot: bool,
+    next: u64,
+    events: Vec<&'a Event>,
+}
+
 /// `GET /v1/panes/{pane}/events?after=N`: the tail after `N`, or the
 /// pane's view when the reader fell behind (or is ahead: an earlier epoch).
 pub(crate) fn events(core: &Core, req: &Request, pane: &str) -> Result<Response, Response> {
@@ -133,9 +143,13 @@ pub(crate) fn events(core: &Core, req: &Request, pane: &str) -> Result<Response,
     let behind = after.saturating_add(1) < p.first_retained();
     let ahead = after > p.last_seq;
     if !behind && !ahead {
-        let events: Vec<_> = p.events.iter().filter(|e| e.seq > after).cloned().collect();
+        // Written from the tail under the lock: no event is copied.
+        let events: Vec<&Event> = p.events.iter().filter(|e| e.seq > after).collect();
         let next = events.last().map_or(after, |e| e.seq);
-        return Ok(respond::json(200, &EventsPage { ok: true, pane, snapshot: false, next, events }));
+        return Ok(respond::json(
+            200,
+            &EventsPageRef { ok: true, pane: &pane, snapshot: false, next, events },
+        ));
     }
     let skip = p.view.len().saturating_sub(VIEW_LIMIT);
     let snapshot = PaneSnapshot {
