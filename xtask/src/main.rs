@@ -1,1 +1,32 @@
-fn main() { eprintln!("xtask: no commands yet (conformance comes with its own issue)"); std::process::exit(2) }
+//! Workspace tasks, rust-analyzer style: `cargo xtask conformance` plays Collie
+//! against the support desk over both transports; `cargo test -p xtask` runs the
+//! tidy checks that keep the sans-IO core honest.
+
+mod conformance;
+#[cfg(test)]
+mod tidy;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: cargo xtask conformance [--transport socket|tls|both] [--filter SUBSTR]";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("conformance") => conformance::main(&args[1..]),
+        Some("-h" | "--help" | "help") => {
+            println!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        _ => {
+            eprintln!("{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The workspace root: the parent of this crate's manifest folder.
+pub(crate) fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask sits in the workspace root").to_path_buf()
+}

@@ -1,0 +1,259 @@
+//! §7.1 the answer check order, answers that do not fit, `confirmAlways`,
+//! the answer receipt.
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use super::Ctx;
+use crate::conformance::check::{
+    R, answer, answer_ok, check_answered, cut, ensure, mark, raise, rid, str_of, wait_answer_echo,
+};
+use crate::conformance::desk::Transport;
+
+const P: &str = "ticket-1";
+
+/// An ask id nobody raised.
+fn unknown_ask() -> String {
+    crate::conformance::check::sha256_hex(rid("unknown").as_bytes())[..32].to_owned()
+}
+
+pub(crate) async fn answer_malformed_body_400_before_anything_else(cx: Ctx) -> R {
+    let c = cx.client()?;
+    let path = format!("/v1/asks/{}", unknown_ask());
+    let hash = "a".repeat(64);
+    let bodies: Vec<(&str, Bytes)> = vec![
+        ("not JSON", Bytes::from_static(b"not json")),
+        ("requestId missing", json_bytes(json!({"answer": {"optionIds": ["yes"]}, "hash": hash}))),
+        (
+            "requestId breaking the ID rule",
+            json_bytes(json!({"requestId": "a b", "answer": {"optionIds": ["yes"]}, "hash": hash})),
+        ),
+        ("answer missing", json_bytes(json!({"requestId": rid("m"), "hash": hash}))),
+        ("answer not an object", json_bytes(json!({"requestId": rid("m"), "answer": "yes", "hash": hash}))),
+        (
+            "optionIds not a list",
+            json_bytes(json!({"requestId": rid("m"), "answer": {"optionIds": "yes"}, "hash": hash})),
+        ),
+        (
+            "optionIds not strings",
+            json_bytes(json!({"requestId": rid("m"), "answer": {"optionIds": [1]}, "hash": hash})),
+        ),
+        (
+            "hash null",
+            json_bytes(json!({"requestId": rid("m"), "answer": {"optionIds": ["yes"]}, "hash": null})),
+        ),
+        (
+            "hash not 64 hex",
+            json_bytes(json!({"requestId": rid("m"), "answer": {"optionIds": ["yes"]}, "hash": "abc"})),
+        ),
+        (
+            "confirmAlways not a bool",
+            json_bytes(
+                json!({"requestId": rid("m"), "answer": {"optionIds": ["yes"]}, "hash": hash, "confirmAlways": "yes"}),
+            ),
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (what, body) in bodies {
+        let r = c.post_raw(&path, body).await?;
+        if r.refused(400, "bad-request").is_err() {
+            wrong.push(format!("{what}: {} {}", r.status, r.body_text()));
+        }
+    }
+    ensure!(wrong.is_empty(), "malformed answers to an unknown ask must be 400 first: {}", wrong.join("; "));
+    Ok(())
+}
+
+fn json_bytes(v: Value) -> Bytes {
+    Bytes::from(serde_json::to_vec(&v).expect("serializes"))
+}
+
+pub(crate) async fn answer_unknown_ask_with_hash_202_held(cx: Ctx) -> R {
+    let c = cx.client()?;
+    let id = unknown_ask();
+    let request_id = rid("held");
+    let r = answer(&c, &id, &request_id, json!({"optionIds": ["yes"]}), Some(&"b".repeat(64))).await?;
+    let body = r.ok_with(202)?;
+    ensure!(body["result"] == "held", "result {} (expected held)", body["result"]);
+    ensure!(body["requestId"] == request_id.as_str(), "requestId {}", body["requestId"]);
+    // A repeat of a held request id is held again, whatever the rest of the body.
+    let again = answer(&c, &id, &request_id, json!({"text": "other"}), None).await?;
+    let body = again.ok_with(202)?;
+    ensure!(body["result"] == "held", "repeat of a held request id: result {}", body["result"]);
+    Ok(())
+}
+
+pub(crate) async fn answer_unknown_ask_without_hash_404(cx: Ctx) -> R {
+    let c = cx.client()?;
+    answer(&c, &unknown_ask(), &rid("nohash"), json!({"optionIds": ["yes"]}), None)
+        .await?
+        .refused(404, "not-found")?;
+    Ok(())
+}
+
+pub(crate) async fn answer_decided_ask_is_ask_closed_before_hash_check(cx: Ctx) -> R {
+    let c = cx.client()?;
+    let ask = raise(&c, P, "choice").await?;
+    answer_ok(&c, &ask, json!({"optionIds": ["no"]})).await?;
+    let stale = "c".repeat(64);
+    answer(&c, str_of(&ask, "id")?, &rid("late"), json!({"optionIds": ["nope"]}), Some(&stale))
+        .await?
+        .refused(409, "ask-closed")?;
+    Ok(())
+}
+
+pub(crate) async fn answer_stale_hash_checked_before_fit(cx: Ctx) -> R {
+    let c = cx.client()?;
+    let ask = raise(&c, P, "choice").await?;
+    let stale = "d".repeat(64);
+    let r = answer(&c, str_of(&ask, "id")?, &rid("a"), json!({"optionIds": ["maybe"]}), Some(&stale)).await;
+    answer_ok(&c, &ask, json!({"optionIds": ["no"]})).await?;
+    r?.refused(409, "hash-mismatch")?;
+    Ok(())
+}
+
+pub(crate) async fn answer_misfit_400_stores_nothing_then_same_id_succeeds(cx: Ctx) -> R {
+    let c = cx.client()?;
+    let ask = raise(&c, P, "choice").await?;
+    let id = str_of(&ask, "id")?;
+    let hash = str_of(&ask, "hash")?;
+    let request_id = rid("misfit");
+    for misfit in [
+        json!({"optionIds": ["maybe"]}),
+        json!({"optionIds": ["yes", "no"]}),
+        json!({"optionIds": []}),
+        json!({"text": "yes"}),
+    ] {
+        let r = answer(&c, id, &request_id, misfit.clone(), Some(hash)).await?;
+        if let Err(why) = r.refused(400, "bad-request") {
+            let _ = answer_ok(&c, &ask, json!({"optionIds": ["no"]})).await;
+            return Err(format!("choice answered {misfit}: {why}"));
+        }
+    }
+    let m = mark(&c, P).await?;
+    let r = answer(&c, id, &request_id, json!({"optionIds": ["yes"]}), Some(hash)).await?;
+    check_answered(r.ok()?, id, &request_id, false)?;
+    wait_answer_echo(&c, P, m, &json!({"optionIds": ["yes"]})).await?;
+    Ok(())
+}
+
+pub(crate) async fn answer_misfit_multi_and_form_400(cx: Ctx) -> R {
+    let c = cx.client()?;
+    let multi = raise(&c, P, "multi").await?;
+    let mut wrong = Vec::new();
+    for misfit in [json!({"optionIds": []}), json!({"optionIds": ["purple"]}), json!({"values": {}})] {
+        let r = answer(&c, str_of(&multi, "id")?, &rid("m"), misfit.clone(), Some(str_of(&multi, "hash")?))
+            .await?;
+        if r.refused(400, "bad-request").is_err() {
+            wrong.push(format!("multi {misfit}: {} {}", r.status, r.body_text()));
+        }
+    }
+    answer_ok(&c, &multi, json!({"optionIds": ["green"]})).await?;
+    let form = raise(&c, P, "form").await?;
+    for misfit in [
+        json!({"values": {"qty": 2, "gift": true, "size": "m"}}),
+        json!({"values": {"name": "Ana", "qty": "two"}}),
+        json!({"values": {"name": "Ana", "gift": "yes"}}),
+        json!({"values": {"name": "Ana", "size": "xl"}}),
+    ] {
+        let r =
+            answer(&c, str_of(&form, "id")?, &rid("f"), misfit.clone(), Some(str_of(&form, "hash")?)).await?;
+        if r.refused(400, "bad-request").is_err() {
+            wrong.push(format!("form {misfit}: {} {}", r.status, r.body_text()));
+        }
+    }
+    answer_ok(&c, &form, json!({"values": {"name": "Ana"}})).await?;
+    ensure!(wrong.is_empty(), "answers that do not fit must be 400: {}", wrong.join("; "));
+    Ok(())
+}
+
+pub(crate) async fn answer_confirm_always_for_allow_always(cx: Ctx) -> R {
+    let c = cx.client()?;
+    let ask = raise(&c, P, "approve").await?;
+    let id = str_of(&ask, "id")?.to_owned();
+    let hash = str_of(&ask, "hash")?.to_owned();
+    let post = |answer_body: Value, confirm: Option<bool>, request_id: String| {
+        let mut body = json!({"requestId": request_id, "answer": answer_body, "hash": hash});
+        if let Some(confirm) = confirm {
+            body["confirmAlways"] = json!(confirm);
+        }
+        let c = c.clone();
+        let path = format!("/v1/asks/{id}");
+        async move { c.post(&path, &body).await }
+    };
+    let result = async {
+        if cx.transport() == Transport::Tls {
+            // Over HTTPS there is no allow-always: the option is not offered, and picking it does not fit.
+            let always: Vec<&Value> = ask["options"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|o| o.get("always").is_some())
+                .collect();
+            ensure!(
+                always.is_empty(),
+                "the HTTPS approve card offers always options: {}",
+                cut(&ask["options"])
+            );
+            post(json!({"optionIds": ["allow-always"]}), Some(true), rid("c"))
+                .await?
+                .refused(400, "bad-request")?;
+            let m = mark(&c, P).await?;
+            let request_id = rid("c");
+            let r = post(json!({"optionIds": ["allow"]}), Some(true), request_id.clone()).await?;
+            check_answered(r.ok()?, &id, &request_id, false)?;
+            wait_answer_echo(&c, P, m, &json!({"optionIds": ["allow"]})).await?;
+            return Ok(());
+        }
+        let always = ask["options"].as_array().into_iter().flatten().find(|o| o["id"] == "allow-always");
+        ensure!(
+            always.is_some_and(|o| o["always"] == true),
+            "the socket approve card has no allow-always option with always: true: {}",
+            cut(&ask["options"])
+        );
+        post(json!({"optionIds": ["allow-always"]}), None, rid("c"))
+            .await?
+            .refused(409, "confirm-required")?;
+        post(json!({"optionIds": ["allow-always"]}), Some(false), rid("c"))
+            .await?
+            .refused(409, "confirm-required")?;
+        // Fit (6) is checked before confirmation (7).
+        post(json!({"optionIds": ["allow-always", "deny"]}), None, rid("c"))
+            .await?
+            .refused(400, "bad-request")?;
+        let m = mark(&c, P).await?;
+        let request_id = rid("c");
+        let r = post(json!({"optionIds": ["allow-always"]}), Some(true), request_id.clone()).await?;
+        check_answered(r.ok()?, &id, &request_id, false)?;
+        wait_answer_echo(&c, P, m, &json!({"optionIds": ["allow-always"]})).await?;
+        Ok(())
+    }
+    .await;
+    if result.is_err() {
+        let _ = answer_ok(&c, &ask, json!({"optionIds": ["deny"]})).await;
+    }
+    result
+}
+
+pub(crate) async fn answer_receipt_replayed_before_ask_checks(cx: Ctx) -> R {
+    let c = cx.client()?;
+    let ask = raise(&c, P, "choice").await?;
+    let id = str_of(&ask, "id")?;
+    let request_id = rid("replay");
+    let first =
+        answer(&c, id, &request_id, json!({"optionIds": ["yes"]}), Some(str_of(&ask, "hash")?)).await?;
+    let first = first.ok()?.clone();
+    check_answered(&first, id, &request_id, false)?;
+    // The same request id, even with another answer and no hash: the receipt, replayed.
+    let again = answer(&c, id, &request_id, json!({"optionIds": ["no"]}), None).await?;
+    let again = again.ok()?.clone();
+    let mut want = first.clone();
+    want["replayed"] = json!(true);
+    ensure!(
+        again == want,
+        "replay body {} differs from the first with replayed true {}",
+        cut(&again),
+        cut(&want)
+    );
+    Ok(())
+}

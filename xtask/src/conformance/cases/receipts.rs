@@ -1,0 +1,217 @@
+//! §9 receipts: replay with the same body, found by id whatever the route,
+//! `receipt-dropped`, and receipts that survive a SIGKILL.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::Ctx;
+use crate::conformance::check::{
+    R, cut, ensure, items_after, kind_is, mark, pane, rid, send, wait_idle, wait_item,
+};
+use crate::conformance::client::Client;
+
+const P: &str = "ticket-1";
+
+/// The body a repeat must give: the first, with `replayed: true`.
+fn replayed(first: &Value) -> Value {
+    let mut want = first.clone();
+    want["replayed"] = json!(true);
+    want
+}
+
+async fn expect_replay(c: &Client, path: &str, body: &Value, first: &Value) -> R {
+    let again = c.post(path, body).await?;
+    let got = again.ok()?;
+    ensure!(*got == replayed(first), "{path} replay: {} (expected {})", cut(got), cut(&replayed(first)));
+    Ok(())
+}
+
+pub(crate) async fn receipt_replayed_same_status_and_body(cx: Ctx) -> R {
+    let c = cx.client()?;
+    let rename = json!({"requestId": rid("r"), "target": "pane", "id": P, "title": "Maria Lopez"});
+    let first = c.post("/v1/rename", &rename).await?.ok()?.clone();
+    expect_replay(&c, "/v1/rename", &rename, &first).await?;
+
+    wait_idle(&c, P).await?;
+    let m = mark(&c, P).await?;
+    let request_id = rid("s");
+    let body = json!({"requestId": request_id, "text": "only once"});
+    let first = send(&c, P, "only once", &request_id).await?.ok()?.clone();
+    expect_replay(&c, &format!("/v1/panes/{P}/send"), &body, &first).await?;
+    wait_item(&c, P, m, "reply", "Got it: only once").await?;
+    wait_idle(&c, P).await?;
+    let users = items_after(&c, P, m)
+        .await?
+        .iter()
+        .filter(|i| kind_is(i, "user") && i["requestId"] == request_id.as_str())
+        .count();
+    ensure!(users == 1, "a replayed send was delivered again: {users} user items name {request_id}");
+    Ok(())
+}
+
+pub(crate) async fn receipt_found_by_request_id_whatever_the_route(cx: Ctx) -> R {
+    let c = cx.client()?;
+    let request_id = rid("r");
+    let first = c
+        .post(
+            "/v1/rename",
+            &json!({"requestId": request_id, "target": "pane", "id": P, "title": "Maria Lopez"}),
+        )
+        .await?
+        .ok()?
+        .clone();
+    // The same request id on another route: the rename's receipt, and nothing closed.
+    let close = json!({"requestId": request_id, "target": "pane", "id": P});
+    let r = c.post("/v1/close", &close).await?;
+    let got = r.ok().cloned();
+    let still_there = pane(&c, P).await.is_ok();
+    if !still_there {
+        let _ = c.post("/v1/reopen", &json!({"requestId": rid("reopen"), "id": P})).await;
+    }
+    let got = got?;
+    ensure!(still_there, "a repeated request id on /v1/close closed {P}");
+    ensure!(
+        got == replayed(&first),
+        "repeat on another route: {} (expected the rename receipt {})",
+        cut(&got),
+        cut(&first)
+    );
+    Ok(())
+}
+
+pub(crate) async fn receipt_dropped_after_eviction(cx: Ctx) -> R {
+    let desk = cx.desk(&["--receipts-per-group", "2"]).await?;
+    let c = desk.client.clone();
+    // A send's receipt lives in group pane:ticket-1; renames do not evict it.
+    let send_id = rid("s");
+    let sent = send(&c, P, "kept", &send_id).await?.ok()?.clone();
+    let mut firsts = Vec::new();
+    for title in ["One", "Two", "Three"] {
+        let body = json!({"requestId": rid("r"), "target": "pane", "id": P, "title": title});
+        let first = c.post("/v1/rename", &body).await?.ok()?.clone();
+        firsts.push((body, first));
+    }
+    let (oldest, _) = &firsts[0];
+    c.post("/v1/rename", oldest).await?.refused(500, "receipt-dropped")?;
+    let title = pane(&c, P).await?["title"].clone();
+    ensure!(title == "Three", "a dropped receipt executed again: title {title}");
+    let (newest, newest_first) = &firsts[2];
+    expect_replay(&c, "/v1/rename", newest, newest_first).await?;
+    expect_replay(&c, &format!("/v1/panes/{P}/send"), &json!({"requestId": send_id, "text": "kept"}), &sent)
+        .await?;
+    Ok(())
+}
+
+pub(crate) async fn receipts_replayed_after_sigkill_restart(cx: Ctx) -> R {
+    let desk = cx.desk(&[]).await?;
+    let c = desk.client.clone();
+    let rename = json!({"requestId": rid("r"), "target": "pane", "id": P, "title": "Before the crash"});
+    let renamed = c.post("/v1/rename", &rename).await?.ok()?.clone();
+    let send_body = json!({"requestId": rid("s"), "text": "before the crash"});
+    let sent = c.post(&format!("/v1/panes/{P}/send"), &send_body).await?.ok()?.clone();
+    wait_idle(&c, P).await?;
+    let desk = desk.restart(&[]).await?;
+    let c = desk.client.clone();
+    expect_replay(&c, "/v1/rename", &rename, &renamed).await?;
+    expect_replay(&c, &format!("/v1/panes/{P}/send"), &send_body, &sent).await?;
+    Ok(())
+}
+
+pub(crate) async fn epoch_changes_when_the_agent_restarts(cx: Ctx) -> R {
+    let desk = cx.desk(&[]).await?;
+    let before = desk.client.get("/hello").await?.ok()?["epoch"].clone();
+    let desk = desk.restart(&[]).await?;
+    let after = desk.client.get("/hello").await?.ok()?["epoch"].clone();
+    ensure!(before != after, "the epoch {before} is the same after a restart");
+    Ok(())
+}
+
+pub(crate) async fn answer_held_across_restart_then_applied(cx: Ctx) -> R {
+    let desk = cx.desk(&[]).await?;
+    let ask = crate::conformance::check::raise(&desk.client, P, "choice").await?;
+    let (id, hash) = (ask["id"].as_str().unwrap_or("").to_owned(), ask["hash"].clone());
+    let desk = desk.restart(&["--raise-delay-ms", "1500"]).await?;
+    let c = desk.client.clone();
+    let m = mark(&c, P).await?;
+    let request_id = rid("held");
+    let body = json!({"requestId": request_id, "answer": {"optionIds": ["yes"]}, "hash": hash});
+    let r = c.post(&format!("/v1/asks/{id}"), &body).await?;
+    let held = r.ok_with(202).map_err(|e| format!("answer during the raise delay: {e}"))?;
+    ensure!(held["result"] == "held", "result {} (expected held)", held["result"]);
+    let again = c.post(&format!("/v1/asks/{id}"), &body).await?;
+    ensure!(
+        again.status == 202 && again.json["result"] == "held",
+        "repeat while held: {} {}",
+        again.status,
+        again.body_text()
+    );
+    wait_item(&c, P, m, "reply", "Answer: {\"optionIds\":[\"yes\"]}").await?;
+    let closed = crate::conformance::check::wait_ask_closed(&c, P, m, &id).await?;
+    ensure!(
+        closed["decidedBy"] == "phone",
+        "the held answer closed the ask with decidedBy {}",
+        closed["decidedBy"]
+    );
+    let receipt = c.post(&format!("/v1/asks/{id}"), &body).await?;
+    let receipt = receipt.ok()?;
+    ensure!(
+        receipt["result"] == "answered" && receipt["replayed"] == true && receipt["decidedBy"] == "phone",
+        "once applied, the request id replays {} (expected 200 answered, replayed)",
+        cut(receipt)
+    );
+    Ok(())
+}
+
+pub(crate) async fn held_answer_with_other_hash_discarded_then_id_free(cx: Ctx) -> R {
+    let desk = cx.desk(&[]).await?;
+    let ask = crate::conformance::check::raise(&desk.client, P, "choice").await?;
+    let id = ask["id"].as_str().unwrap_or("").to_owned();
+    let desk = desk.restart(&["--raise-delay-ms", "1500"]).await?;
+    let c = desk.client.clone();
+    let request_id = rid("held");
+    let wrong = json!({"requestId": request_id, "answer": {"optionIds": ["yes"]}, "hash": "e".repeat(64)});
+    c.post(&format!("/v1/asks/{id}"), &wrong).await?.ok_with(202)?;
+    let shown =
+        crate::conformance::check::wait_for("the ask raised again", Duration::from_secs(6), || async {
+            let s = crate::conformance::check::state(&c).await?;
+            Ok(crate::conformance::check::open_asks(&s).into_iter().find(|a| a["id"] == id.as_str()))
+        })
+        .await?;
+    ensure!(
+        shown["hash"] == ask["hash"],
+        "the ask raised again has hash {} (before: {})",
+        shown["hash"],
+        ask["hash"]
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let still = crate::conformance::check::open_asks(&crate::conformance::check::state(&c).await?);
+    ensure!(still.iter().any(|a| a["id"] == id.as_str()), "a held answer with another hash decided the ask");
+    // Discarded: the request id is free again.
+    let right = json!({"requestId": request_id, "answer": {"optionIds": ["no"]}, "hash": ask["hash"]});
+    let r = c.post(&format!("/v1/asks/{id}"), &right).await?;
+    crate::conformance::check::check_answered(r.ok()?, &id, &request_id, false)?;
+    Ok(())
+}
+
+pub(crate) async fn held_answer_dropped_after_hold_ms(cx: Ctx) -> R {
+    let desk = cx.desk(&[]).await?;
+    let ask = crate::conformance::check::raise(&desk.client, P, "choice").await?;
+    let id = ask["id"].as_str().unwrap_or("").to_owned();
+    let desk = desk.restart(&["--raise-delay-ms", "1500", "--hold-ms", "300"]).await?;
+    let c = desk.client.clone();
+    let body = json!({"requestId": rid("held"), "answer": {"optionIds": ["yes"]}, "hash": ask["hash"]});
+    c.post(&format!("/v1/asks/{id}"), &body).await?.ok_with(202)?;
+    crate::conformance::check::wait_for("the ask raised again", Duration::from_secs(6), || async {
+        let s = crate::conformance::check::state(&c).await?;
+        Ok(crate::conformance::check::open_asks(&s).into_iter().find(|a| a["id"] == id.as_str()))
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let still = crate::conformance::check::open_asks(&crate::conformance::check::state(&c).await?);
+    ensure!(
+        still.iter().any(|a| a["id"] == id.as_str()),
+        "an answer held past --hold-ms 300 still decided the ask"
+    );
+    Ok(())
+}

@@ -1,0 +1,382 @@
+//! `cargo xtask conformance`: a client playing Collie against the support desk.
+//!
+//! It builds the desk once, starts it as a child (a fresh data folder per run, and
+//! per case that needs knobs or restarts), talks to it over the private Unix socket
+//! and over HTTPS with a pinned self-signed certificate, and runs every case over
+//! both transports. One line per case (`PASS name` / `FAIL name: why` /
+//! `XFAIL name: reason`), then the closing line `N passed, M failed`, where M counts
+//! the unexpected results only; the exit code is non-zero when M is.
+
+mod baseline;
+mod cases;
+mod check;
+mod client;
+mod desk;
+mod pin;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use baseline::Baseline;
+use cases::{Case, Ctx, Shared, Uses};
+use check::R;
+use desk::{Desk, DeskSpec, Transport, private_dir};
+
+const USAGE: &str = "usage: cargo xtask conformance [--transport socket|tls|both] [--filter SUBSTR]";
+
+/// How long one case may take, desks and restarts included.
+const CASE_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// One transport's run: the desk binary, a folder for its desks, the tokens.
+#[derive(Debug)]
+pub(crate) struct Suite {
+    pub(crate) transport: Transport,
+    bin: PathBuf,
+    root: PathBuf,
+    pub(crate) token: String,
+    pub(crate) token_next: String,
+    next_dir: AtomicU32,
+}
+
+impl Suite {
+    /// A fresh private folder `<root>/<t><n>` holding `data/` and `s/app.sock`.
+    pub(crate) fn spec(&self, knobs: &[&str]) -> DeskSpec {
+        let n = self.next_dir.fetch_add(1, Ordering::Relaxed);
+        let dir = self.root.join(format!("{}{n}", &self.transport.name()[..1]));
+        if let Err(why) = private_dir(&dir) {
+            eprintln!("conformance: {why}");
+        }
+        DeskSpec {
+            bin: self.bin.clone(),
+            transport: self.transport,
+            data: dir.join("data"),
+            socket: dir.join("s").join("app.sock"),
+            knobs: knobs.iter().map(|k| (*k).to_owned()).collect(),
+            token: self.token.clone(),
+            token_next: self.token_next.clone(),
+        }
+    }
+}
+
+struct Options {
+    transports: Vec<Transport>,
+    filter: Option<String>,
+}
+
+fn parse(args: &[String]) -> Result<Options, String> {
+    let mut options = Options { transports: vec![Transport::Socket, Transport::Tls], filter: None };
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_owned())),
+            _ => (arg.as_str(), None),
+        };
+        let mut value =
+            || inline.clone().or_else(|| args.next().cloned()).ok_or_else(|| format!("{flag} needs a value"));
+        match flag {
+            "--transport" => {
+                options.transports = match value()?.as_str() {
+                    "socket" => vec![Transport::Socket],
+                    "tls" => vec![Transport::Tls],
+                    "both" => vec![Transport::Socket, Transport::Tls],
+                    other => return Err(format!("--transport {other}: socket, tls or both")),
+                }
+            }
+            "--filter" => options.filter = Some(value()?),
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    Ok(options)
+}
+
+pub(crate) fn main(args: &[String]) -> ExitCode {
+    let options = match parse(args) {
+        Ok(options) => options,
+        Err(why) => {
+            if !why.is_empty() {
+                eprintln!("conformance: {why}");
+            }
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
+    match runtime.block_on(run(options)) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(why) => {
+            eprintln!("conformance: {why}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    Pass,
+    Fail,
+    ExpectedFail,
+}
+
+async fn run(options: Options) -> R<bool> {
+    let started = Instant::now();
+    let root = crate::project_root();
+    let baseline_path = root.join("xtask/conformance/expected-failures.txt");
+    let baseline = match std::fs::read_to_string(&baseline_path) {
+        Ok(text) => Baseline::parse(&text).map_err(|e| format!("{}: {e}", baseline_path.display()))?,
+        Err(e) => return Err(format!("{}: {e}", baseline_path.display())),
+    };
+    let cases = cases::all();
+    let every_name: Vec<String> = cases
+        .iter()
+        .flat_map(|c| {
+            [Transport::Socket, Transport::Tls].into_iter().filter(|t| c.runs_on(*t)).map(|t| c.name(t))
+        })
+        .collect();
+    let bin = build_desk(&root)?;
+    let built = started.elapsed();
+    let started = Instant::now();
+    let tmp = temp_root();
+    private_dir(&tmp)?;
+    let (token, token_next) = (random_hex(32), random_hex(32));
+
+    let suites: Vec<Arc<Suite>> = options
+        .transports
+        .iter()
+        .map(|t| {
+            Arc::new(Suite {
+                transport: *t,
+                bin: bin.clone(),
+                root: tmp.clone(),
+                token: token.clone(),
+                token_next: token_next.clone(),
+                next_dir: AtomicU32::new(0),
+            })
+        })
+        .collect();
+    let selected = |t: Transport| -> Vec<&Case> {
+        cases
+            .iter()
+            .filter(|c| {
+                c.runs_on(t) && options.filter.as_ref().is_none_or(|f| c.name(t).contains(f.as_str()))
+            })
+            .collect()
+    };
+    let count: usize = suites.iter().map(|s| selected(s.transport).len()).sum();
+    println!(
+        "conformance: {count} cases over {} against {}",
+        suites.iter().map(|s| s.transport.name()).collect::<Vec<_>>().join(" and "),
+        bin.display()
+    );
+    // The transports run side by side (each sequential inside); every line is printed as it comes.
+    let outcomes: Vec<Outcome> = match suites.as_slice() {
+        [one] => run_suite(one.clone(), selected(one.transport), &baseline).await,
+        [a, b] => {
+            let (x, y) = tokio::join!(
+                run_suite(a.clone(), selected(a.transport), &baseline),
+                run_suite(b.clone(), selected(b.transport), &baseline)
+            );
+            x.into_iter().chain(y).collect()
+        }
+        _ => Vec::new(),
+    };
+    let _ = std::fs::remove_dir_all(&tmp);
+
+    let mut failed = outcomes.iter().filter(|o| **o == Outcome::Fail).count();
+    for name in baseline.entries.keys().filter(|n| !every_name.contains(n)) {
+        println!("FAIL {name}: listed in expected-failures.txt but matches no case");
+        failed += 1;
+    }
+    let passed = outcomes.iter().filter(|o| **o == Outcome::Pass).count();
+    let xfail = outcomes.iter().filter(|o| **o == Outcome::ExpectedFail).count();
+    println!(
+        "conformance: {xfail} expected failure{} (XFAIL, counted in neither number below); cases {:.1} s, desk build {:.1} s",
+        if xfail == 1 { "" } else { "s" },
+        started.elapsed().as_secs_f64(),
+        built.as_secs_f64()
+    );
+    println!("{passed} passed, {failed} failed");
+    Ok(failed == 0)
+}
+
+async fn run_suite(suite: Arc<Suite>, cases: Vec<&Case>, baseline: &Baseline) -> Vec<Outcome> {
+    let t = suite.transport;
+    let mut outcomes = Vec::new();
+    let mut shared: Option<Desk> = None;
+    let mut shared_error: Option<String> = None;
+    for case in cases {
+        let name = case.name(t);
+        let result = match case.uses {
+            Uses::Own => run_case(case, Ctx { suite: suite.clone(), shared: None }).await,
+            Uses::Shared => {
+                if let Some(status) = shared.as_mut().and_then(Desk::exited) {
+                    let stderr = shared.as_ref().map(|d| d.stderr.tail(4)).unwrap_or_default();
+                    println!(
+                        "note: the shared {} desk exited ({status}); starting another. stderr: {stderr}",
+                        t.name()
+                    );
+                    shared = None;
+                }
+                if shared.is_none() && shared_error.is_none() {
+                    match Desk::start(suite.spec(&[])).await {
+                        Ok(desk) => {
+                            if t == Transport::Tls {
+                                println!(
+                                    "note: tls desk at {}: certificate pinned to {}",
+                                    desk.address,
+                                    if desk.pinned {
+                                        "the SHA-256 fingerprint it printed"
+                                    } else {
+                                        "the first leaf seen (it printed no fingerprint)"
+                                    }
+                                );
+                            }
+                            shared = Some(desk);
+                        }
+                        Err(why) => shared_error = Some(why),
+                    }
+                }
+                match (&mut shared, &shared_error) {
+                    (Some(desk), _) => {
+                        let _ = check::settle(&desk.client).await;
+                        let view = Shared {
+                            client: desk.client.clone(),
+                            stdout: desk.stdout.clone(),
+                            stderr: desk.stderr.clone(),
+                            socket: desk.spec.socket.clone(),
+                        };
+                        let result = run_case(case, Ctx { suite: suite.clone(), shared: Some(view) }).await;
+                        match (result, desk.exited()) {
+                            (Err(why), Some(status)) => Err(format!(
+                                "{why} (the desk exited: {status}; stderr: {})",
+                                desk.stderr.tail(3)
+                            )),
+                            (result, _) => result,
+                        }
+                    }
+                    (None, Some(why)) => Err(format!("the shared {} desk did not start: {why}", t.name())),
+                    (None, None) => Err("no shared desk".to_owned()),
+                }
+            }
+        };
+        outcomes.push(report(&name, result, baseline));
+    }
+    if let Some(desk) = shared {
+        let _ = desk.kill().await;
+    }
+    outcomes
+}
+
+async fn run_case(case: &Case, cx: Ctx) -> R {
+    match tokio::time::timeout(CASE_TIMEOUT, (case.run)(cx)).await {
+        Ok(result) => result,
+        Err(_) => Err(format!("the case took more than {} s", CASE_TIMEOUT.as_secs())),
+    }
+}
+
+fn report(name: &str, result: R, baseline: &Baseline) -> Outcome {
+    let one_line = |s: &str| s.replace('\n', " ");
+    match (result, baseline.reason(name)) {
+        (Ok(()), None) => {
+            println!("PASS {name}");
+            Outcome::Pass
+        }
+        (Ok(()), Some(_)) => {
+            println!("FAIL {name}: listed as expected failure but passed");
+            Outcome::Fail
+        }
+        (Err(why), None) => {
+            println!("FAIL {name}: {}", one_line(&why));
+            Outcome::Fail
+        }
+        (Err(why), Some(reason)) => {
+            println!("XFAIL {name}: {reason} (this run: {})", one_line(&why));
+            Outcome::ExpectedFail
+        }
+    }
+}
+
+/// `cargo build --example desk -p durable-examples` into the invoking cargo's target folder.
+fn build_desk(root: &Path) -> R<PathBuf> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let target = match std::env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {
+        Some(dir) => {
+            let dir = PathBuf::from(dir);
+            if dir.is_absolute() {
+                dir
+            } else {
+                std::env::current_dir().map_err(|e| e.to_string())?.join(dir)
+            }
+        }
+        None => root.join("target"),
+    };
+    eprintln!("conformance: building the desk (cargo build --example desk -p durable-examples)");
+    let status = std::process::Command::new(cargo)
+        .args(["build", "--example", "desk", "-p", "durable-examples"])
+        .current_dir(root)
+        .env("CARGO_TARGET_DIR", &target)
+        .status()
+        .map_err(|e| format!("running cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!("building the desk failed ({status})"));
+    }
+    let bin = target.join("debug").join("examples").join("desk");
+    if !bin.exists() {
+        return Err(format!("the desk built, but {} is not there", bin.display()));
+    }
+    Ok(bin)
+}
+
+/// A short private folder for this run's desks (socket paths stay far under 103 bytes).
+fn temp_root() -> PathBuf {
+    let base = std::env::temp_dir();
+    let base = if base.as_os_str().len() <= 40 { base } else { PathBuf::from("/tmp") };
+    base.join(format!("durable-xtask-{}", std::process::id()))
+}
+
+/// `bytes` random bytes as lowercase hex (a token of `2 * bytes` characters).
+fn random_hex(bytes: usize) -> String {
+    let mut buf = vec![0u8; bytes];
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut buf));
+    if read.is_err() {
+        let seed = format!("{:?}{}{bytes}", std::time::SystemTime::now(), std::process::id());
+        return check::sha256_hex(seed.as_bytes())[..2 * bytes.min(32)].to_owned();
+    }
+    buf.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_read_transport_and_filter() {
+        let args = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let o = parse(&args(&["--transport", "tls", "--filter=ask_"])).unwrap();
+        assert_eq!(o.transports, vec![Transport::Tls]);
+        assert_eq!(o.filter.as_deref(), Some("ask_"));
+        assert_eq!(parse(&args(&[])).unwrap().transports.len(), 2);
+        assert!(parse(&args(&["--transport", "pigeon"])).is_err());
+    }
+
+    #[test]
+    fn the_shipped_baseline_parses_and_names_real_cases() {
+        let path = crate::project_root().join("xtask/conformance/expected-failures.txt");
+        let baseline = Baseline::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let cases = cases::all();
+        for name in baseline.entries.keys() {
+            assert!(
+                cases.iter().any(|c| [Transport::Socket, Transport::Tls]
+                    .iter()
+                    .any(|t| c.runs_on(*t) && c.name(*t) == *name)),
+                "{name} matches no case"
+            );
+        }
+    }
+}

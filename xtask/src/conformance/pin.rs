@@ -1,0 +1,128 @@
+//! Trusting the desk's self-signed certificate by pinning the SHA-256 of its leaf:
+//! the fingerprint the desk prints when it prints one, else the first leaf seen
+//! (trust on first use, per desk process). The handshake signature is still checked.
+
+use std::sync::{Arc, Mutex};
+
+use rustls::DigitallySignedStruct;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use sha2::{Digest, Sha256};
+
+/// The pin of one desk process.
+#[derive(Debug)]
+pub(crate) struct Pinned {
+    pin: Mutex<Option<[u8; 32]>>,
+    provider: Arc<CryptoProvider>,
+}
+
+impl Pinned {
+    pub(crate) fn client_config(printed: Option<[u8; 32]>) -> Arc<rustls::ClientConfig> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let verifier = Arc::new(Pinned { pin: Mutex::new(printed), provider: provider.clone() });
+        let mut config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("ring supports the default protocol versions")
+            .dangerous()
+            .with_custom_certificate_verifier(verifier)
+            .with_no_client_auth();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Arc::new(config)
+    }
+}
+
+impl ServerCertVerifier for Pinned {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let seen: [u8; 32] = Sha256::digest(end_entity.as_ref()).into();
+        let mut pin = self.pin.lock().expect("the pin lock is never poisoned");
+        match *pin {
+            Some(pinned) if pinned == seen => Ok(ServerCertVerified::assertion()),
+            Some(_) => Err(rustls::Error::General(
+                "the desk's certificate does not match the pinned SHA-256 fingerprint".into(),
+            )),
+            None => {
+                *pin = Some(seen);
+                Ok(ServerCertVerified::assertion())
+            }
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.provider.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// A SHA-256 fingerprint printed on a line: 64 hex digits, optionally as 32
+/// colon-separated pairs, optionally after `sha256:` / `sha256=`.
+pub(crate) fn fingerprint_in(line: &str) -> Option<[u8; 32]> {
+    for word in line.split(|c: char| c.is_whitespace() || c == '=' || c == ',' || c == '(' || c == ')') {
+        let lower = word.to_ascii_lowercase();
+        let word = lower.strip_prefix("sha256:").or_else(|| lower.strip_prefix("sha-256:")).unwrap_or(&lower);
+        let hex: String = word.chars().filter(|c| *c != ':').collect();
+        if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            let mut out = [0u8; 32];
+            for (i, byte) in out.iter_mut().enumerate() {
+                *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
+            }
+            return Some(out);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fingerprint_in;
+
+    #[test]
+    fn fingerprint_is_read_in_its_usual_spellings() {
+        let hex = "ab".repeat(32);
+        let pairs = vec!["AB"; 32].join(":");
+        for line in [
+            format!("fingerprint {hex}"),
+            format!("listening https://127.0.0.1:4000 sha256={hex}"),
+            format!("certificate sha256:{pairs}"),
+            format!("SHA-256 Fingerprint={pairs}"),
+        ] {
+            assert_eq!(fingerprint_in(&line), Some([0xab; 32]), "{line}");
+        }
+        assert_eq!(fingerprint_in("listening https://127.0.0.1:4000"), None);
+        assert_eq!(fingerprint_in(&"a".repeat(63)), None);
+    }
+}

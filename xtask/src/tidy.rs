@@ -1,0 +1,174 @@
+//! Tidy checks as tests (rust-analyzer style): the sans-IO core names no IO, its
+//! dependency tree holds no tokio runtime/IO feature, and the crates a Windows
+//! agent uses pull no Unix-only crate.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::project_root;
+
+/// Names the IO-free crates must not contain, comments included.
+const FORBIDDEN_IN_CORE: [&str; 8] = [
+    "std::fs",
+    "std::net",
+    "SystemTime::now",
+    "Instant::now",
+    "println!",
+    "eprintln!",
+    "tokio::spawn",
+    "tokio::time",
+];
+
+/// tokio features that mean a runtime, sockets, timers or files.
+const FORBIDDEN_TOKIO_FEATURES: [&str; 5] = ["rt", "rt-multi-thread", "net", "time", "fs"];
+
+/// Crates that only build or only mean something on Unix.
+const UNIX_ONLY: [&str; 8] =
+    ["nix", "signal-hook", "signal-hook-registry", "users", "uzers", "termios", "procfs", "daemonize"];
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Every `file:line: name` where a forbidden name appears.
+fn forbidden_names(files: &[(String, String)]) -> Vec<String> {
+    let mut hits = Vec::new();
+    for (file, text) in files {
+        for (n, line) in text.lines().enumerate() {
+            for name in FORBIDDEN_IN_CORE {
+                if line.contains(name) {
+                    hits.push(format!("{file}:{}: {name}", n + 1));
+                }
+            }
+        }
+    }
+    hits
+}
+
+#[test]
+fn core_and_types_sources_name_no_io() {
+    let root = project_root();
+    let mut files = Vec::new();
+    for krate in ["crates/durable-core/src", "crates/durable-types/src"] {
+        let mut paths = Vec::new();
+        rust_files(&root.join(krate), &mut paths);
+        assert!(!paths.is_empty(), "no sources under {krate}");
+        for path in paths {
+            let text = std::fs::read_to_string(&path).unwrap();
+            files.push((path.strip_prefix(&root).unwrap().display().to_string(), text));
+        }
+    }
+    let hits = forbidden_names(&files);
+    assert!(hits.is_empty(), "the IO-free crates name IO (comments count too):\n{}", hits.join("\n"));
+}
+
+#[test]
+fn forbidden_names_are_found_in_code_and_comments() {
+    let files =
+        vec![("a.rs".to_owned(), "// uses Instant::now here\nlet x = 1;\nstd::fs::read(p);".to_owned())];
+    assert_eq!(forbidden_names(&files), ["a.rs:1: Instant::now", "a.rs:3: std::fs"]);
+}
+
+fn cargo(args: &[&str]) -> String {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(cargo).args(args).current_dir(project_root()).output().expect("running cargo");
+    assert!(out.status.success(), "cargo {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("cargo prints UTF-8")
+}
+
+/// The tokio features in a `cargo tree -e normal,features` output.
+fn tokio_features(tree: &str) -> BTreeSet<String> {
+    let marker = "tokio feature \"";
+    let mut found = BTreeSet::new();
+    for line in tree.lines() {
+        let mut rest = line;
+        while let Some(at) = rest.find(marker) {
+            rest = &rest[at + marker.len()..];
+            if let Some(end) = rest.find('"') {
+                found.insert(rest[..end].to_owned());
+            }
+        }
+    }
+    found
+}
+
+/// The crate names in a `cargo tree` output (`├── nix v0.30.1 (…)` → `nix`).
+fn crate_names(tree: &str) -> BTreeSet<String> {
+    tree.lines()
+        .filter_map(|line| {
+            let start = line.find(|c: char| c.is_ascii_alphanumeric())?;
+            let mut words = line[start..].split_whitespace();
+            let name = words.next()?;
+            words.next().filter(|v| v.starts_with('v')).map(|_| name.to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn core_dependency_tree_has_no_tokio_runtime_or_io() {
+    let tree = cargo(&["tree", "-p", "durable-core", "-e", "normal,features"]);
+    let bad: Vec<String> = tokio_features(&tree)
+        .into_iter()
+        .filter(|f| FORBIDDEN_TOKIO_FEATURES.contains(&f.as_str()))
+        .collect();
+    assert!(bad.is_empty(), "durable-core's tree enables tokio features {bad:?}");
+}
+
+#[test]
+fn tokio_feature_parser_sees_a_runtime() {
+    let sample = r#"durable-core v0.1.0 (/w/crates/durable-core)
+├── tokio feature "default"
+│   └── tokio v1.54.1
+├── tokio feature "rt"
+│   └── tokio v1.54.1
+└── tokio feature "sync"
+    └── tokio v1.54.1
+"#;
+    let found = tokio_features(sample);
+    assert_eq!(found, ["default", "rt", "sync"].iter().map(|s| s.to_string()).collect());
+    assert!(found.iter().any(|f| FORBIDDEN_TOKIO_FEATURES.contains(&f.as_str())));
+    assert!(!tokio_features("tokio feature \"rt-multi-thread\"").contains("rt"));
+}
+
+fn workspace_packages() -> BTreeSet<String> {
+    let metadata = cargo(&["metadata", "--no-deps", "--format-version", "1"]);
+    let v: serde_json::Value = serde_json::from_str(&metadata).expect("cargo metadata is JSON");
+    v["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn windows_agent_crates_pull_no_unix_only_crate() {
+    let packages = workspace_packages();
+    for krate in ["durable-core", "durable-http", "durable-tls"] {
+        if !packages.contains(krate) {
+            println!("tidy: skipping {krate}: not a package of the workspace yet");
+            continue;
+        }
+        let tree = cargo(&["tree", "-p", krate, "--target", "x86_64-pc-windows-msvc", "-e", "normal"]);
+        let bad: Vec<String> =
+            crate_names(&tree).into_iter().filter(|c| UNIX_ONLY.contains(&c.as_str())).collect();
+        assert!(bad.is_empty(), "{krate} pulls Unix-only crates on Windows: {bad:?}");
+    }
+}
+
+#[test]
+fn crate_name_parser_reads_tree_lines() {
+    let sample = "durable-http v0.1.0 (/w/crates/durable-http)\n├── nix v0.30.1\n│   └── bitflags v2.9.0\n└── tokio v1.54.1 (*)\n";
+    let names = crate_names(sample);
+    assert!(names.contains("nix") && names.contains("bitflags") && names.contains("durable-http"));
+    assert!(names.iter().any(|c| UNIX_ONLY.contains(&c.as_str())));
+}
