@@ -46,7 +46,7 @@ pub use driver::spawn_driver;
 pub use server::{Incoming, Listen, Server};
 pub use shutdown::Shutdown;
 pub use system::{SystemClock, random_epoch, stderr_warn};
-pub use translate::{read_body, to_core_request, to_hyper_response};
+pub use translate::{DRAIN_MAX, read_body, to_core_request, to_hyper_response};
 
 #[doc(no_inline)]
 pub use durable_types::exchange::{Caller, Request, Response};

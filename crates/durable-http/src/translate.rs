@@ -11,28 +11,43 @@ use hyper::{HeaderMap, StatusCode};
 use durable_types::BODY_MAX;
 use durable_types::exchange::{Body, Caller, Method, Request, Response};
 
-/// Reads a request body, stopping as soon as it goes over `max` bytes.
+/// How much of a too-large body is read and thrown away before answering:
+/// a client that sends its whole body before reading the answer (most do)
+/// then sees the `413` instead of a connection reset. Past this, reading
+/// stops and the connection closes after the answer.
+pub const DRAIN_MAX: usize = 8 * BODY_MAX;
+
+/// Reads a request body, keeping at most `max` bytes.
 ///
-/// When the declared `Content-Length` is already over `max` nothing is read
-/// at all. Past the limit the rest of the body is left unread and the result
-/// is [`Body::TooLarge`]; the core answers `413` once the route, caller and
-/// capability checks have passed. An error is the body's own (the client
-/// went away mid-body).
+/// Past the limit the result is [`Body::TooLarge`]; the core answers `413`
+/// once the route, caller and capability checks have passed. The rest of
+/// the body is read and discarded up to [`DRAIN_MAX`] bytes in all (a body
+/// declared larger than that is not read at all). An error is the body's
+/// own (the client went away mid-body).
 pub async fn read_body<B>(body: B, declared_len: Option<u64>, max: usize) -> Result<Body, B::Error>
 where
     B: hyper::body::Body,
 {
-    if declared_len.is_some_and(|n| n > max as u64) {
+    let drain_max = DRAIN_MAX.max(max);
+    if declared_len.is_some_and(|n| n > drain_max as u64) {
         return Ok(Body::TooLarge);
     }
     let mut body = pin!(body);
     let mut buf = BytesMut::new();
+    let mut seen = 0usize;
+    let mut too_large = declared_len.is_some_and(|n| n > max as u64);
     while let Some(frame) = body.frame().await {
         let Ok(mut data) = frame?.into_data() else {
             continue; // trailers carry nothing the core reads
         };
-        if buf.len() + data.remaining() > max {
-            return Ok(Body::TooLarge);
+        seen = seen.saturating_add(data.remaining());
+        if too_large || seen > max {
+            too_large = true;
+            buf = BytesMut::new();
+            if seen > drain_max {
+                break;
+            }
+            continue;
         }
         while data.has_remaining() {
             let chunk = data.chunk();
@@ -41,7 +56,7 @@ where
             data.advance(n);
         }
     }
-    Ok(Body::Complete(buf.freeze()))
+    Ok(if too_large { Body::TooLarge } else { Body::Complete(buf.freeze()) })
 }
 
 /// Turns a hyper request into the core's [`Request`]: method, raw
@@ -150,19 +165,41 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_body_limit_stops_reading_while_streaming() {
+    async fn past_the_limit_the_body_is_discarded_and_reading_stops_at_the_drain_budget() {
         let served = Arc::new(AtomicUsize::new(0));
         let body = Endless { chunk: 64 * 1024, served: served.clone() };
         assert_eq!(read_body(body, None, BODY_MAX).await.unwrap(), Body::TooLarge);
-        // Reading stopped at the first chunk past the limit.
-        assert_eq!(served.load(Ordering::SeqCst), BODY_MAX + 64 * 1024);
+        // Discarded up to DRAIN_MAX, then reading stopped at the next chunk.
+        assert_eq!(served.load(Ordering::SeqCst), DRAIN_MAX + 64 * 1024);
     }
 
     #[tokio::test]
-    async fn a_declared_length_over_one_mib_is_too_large_without_reading() {
+    async fn a_body_over_the_limit_but_within_the_drain_budget_is_read_to_its_end() {
+        let served = Arc::new(AtomicUsize::new(0));
+        let body = Endless { chunk: 64 * 1024, served: served.clone() };
+        let limited = http_body_util::BodyExt::boxed(http_body_util::Limited::new(body, 2 * BODY_MAX));
+        let r = read_body(limited, None, BODY_MAX).await;
+        // The Limited wrapper ends the stream with an error at 2 MiB: what
+        // matters is that the reader kept reading past 1 MiB to drain it.
+        assert!(r.is_err() || r.unwrap() == Body::TooLarge);
+        assert!(served.load(Ordering::SeqCst) > BODY_MAX + 64 * 1024);
+    }
+
+    #[tokio::test]
+    async fn a_declared_length_over_the_drain_budget_is_too_large_without_reading() {
+        let request = hyper::Request::post("/v1/asks/x")
+            .header(CONTENT_LENGTH, (DRAIN_MAX + 1).to_string())
+            .body(Untouchable)
+            .unwrap();
+        let r = to_core_request(request, Caller::OtherProcess).await.unwrap();
+        assert_eq!(r.body, Body::TooLarge);
+    }
+
+    #[tokio::test]
+    async fn a_declared_length_over_one_mib_is_too_large_and_drained() {
         let request = hyper::Request::post("/v1/asks/x")
             .header(CONTENT_LENGTH, (BODY_MAX + 1).to_string())
-            .body(Untouchable)
+            .body(full(BODY_MAX + 1))
             .unwrap();
         let r = to_core_request(request, Caller::OtherProcess).await.unwrap();
         assert_eq!(r.body, Body::TooLarge);
