@@ -20,6 +20,9 @@ use crate::routes::{body_bytes, path_id};
 use crate::state::Hold;
 use crate::timers::Timer;
 
+/// Answers held at once, at most: each may carry up to 1 MiB.
+const HOLDS_MAX: usize = 1000;
+
 /// Why an answer does not go through, after it met its ask (steps 6–7).
 pub(crate) enum Misfit {
     Shape(String),
@@ -76,14 +79,16 @@ fn decide(core: &Core, ask_id: &Id, req: AnswerRequest) -> Ran {
         core.close_ask_locked(&mut st, ask_id.as_str(), DecidedBy::Timeout, Outcome::Timeout, None, now);
     }
     let Some(open) = st.asks.get(ask_id.as_str()) else {
-        if let Some((by, at)) = st.decided.get(ask_id.as_str()) {
+        if let Some((by, at, _)) = st.decided.get(ask_id.as_str()) {
             return Ran::unstored(respond::failure(
                 ErrorBody::new(ErrorCode::AskClosed, format!("ask {ask_id} was already decided"))
                     .with("decidedBy", by.as_str())
                     .with("decidedAt", at.to_rfc3339()),
             ));
         }
-        let Some(hash) = req.hash else {
+        let looks_like_an_ask_id = ask_id.as_str().len() == 32
+            && ask_id.as_str().bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        let Some(hash) = req.hash.filter(|_| looks_like_an_ask_id) else {
             return Ran::unstored(respond::not_found(format!(
                 "no ask {ask_id}; an answer with the ask's hash would be held until the agent raises it"
             )));
@@ -92,6 +97,13 @@ fn decide(core: &Core, ask_id: &Id, req: AnswerRequest) -> Ran {
         // the older one, whose request id is free again.
         if let Some(old) = st.holds.remove(ask_id.as_str()) {
             st.hold_by_request.remove(&old.request_id);
+        }
+        if st.holds.len() >= HOLDS_MAX {
+            // The oldest hold goes; its request id is free again.
+            let oldest = st.holds.iter().min_by_key(|(_, h)| h.arrived_at).map(|(id, _)| id.clone());
+            if let Some(h) = oldest.and_then(|id| st.holds.remove(&id)) {
+                st.hold_by_request.remove(&h.request_id);
+            }
         }
         let expires_at = now.plus_millis(hold_ms);
         st.hold_by_request.insert(req.request_id.clone(), ask_id.to_string());
@@ -102,6 +114,7 @@ fn decide(core: &Core, ask_id: &Id, req: AnswerRequest) -> Ran {
                 hash,
                 answer: req.answer,
                 confirm_always: req.confirm_always,
+                arrived_at: now,
                 expires_at,
             },
         );

@@ -136,7 +136,7 @@ impl Core {
         }
         let ask = spec.build(pane, now, allow_always)?;
         if st.asks.contains_key(&ask.id) {
-            return Err(RuleError::invalid_state(
+            return Err(RuleError::invalid(
                 "ask-open",
                 format!("ask {} (pane {pane}, tool call {}) is already open", ask.id, ask.tool_call_id),
             ));
@@ -154,15 +154,20 @@ impl Core {
         );
         st.pane_event(pane, now, EventBody::Ask { ask: Box::new(ask) }, tail);
 
-        self.apply_hold(&mut st, &id, now);
-        if st.asks.contains_key(&id) {
-            match expires_at {
-                Some(at) if at <= now => {
-                    self.close_ask_locked(&mut st, &id, DecidedBy::Timeout, Outcome::Timeout, None, now)
-                }
-                Some(at) => self.add_timer(&mut st, at, Timer::AskExpiry(id.clone())),
-                None => {}
+        // Past its expiry already (raised again after a restart): it times
+        // out at once, and an answer held meanwhile does not win.
+        match expires_at {
+            Some(at) if at <= now => {
+                self.drop_hold(&mut st, &id);
+                self.close_ask_locked(&mut st, &id, DecidedBy::Timeout, Outcome::Timeout, None, now);
             }
+            Some(at) => {
+                self.apply_hold(&mut st, &id, now);
+                if st.asks.contains_key(&id) {
+                    self.add_timer(&mut st, at, Timer::AskExpiry(id.clone()));
+                }
+            }
+            None => self.apply_hold(&mut st, &id, now),
         }
         let still_open = st.asks.contains_key(&id);
         drop(st);
@@ -187,6 +192,10 @@ impl Core {
         if open.ask.hash != hold.hash {
             return;
         }
+        // An answer that arrived after the ask's expiry came too late.
+        if open.ask.expires_at.is_some_and(|at| at <= hold.arrived_at) {
+            return;
+        }
         let ask = &open.ask;
         let fits = crate::answer::check_fit(ask, &hold.answer, hold.confirm_always);
         let Ok(answer) = fits else { return };
@@ -209,6 +218,13 @@ impl Core {
                 )),
             }
         });
+    }
+
+    /// Discards a held answer for `id` (its request id is free again).
+    fn drop_hold(&self, st: &mut State, id: &str) {
+        if let Some(hold) = st.holds.remove(id) {
+            st.hold_by_request.remove(&hold.request_id);
+        }
     }
 
     /// Closes an open ask. `answer` is `Some` for an answer (phone or
@@ -262,6 +278,11 @@ impl Core {
         }
         if let Some(tx) = open.closed_tx.take() {
             let _ = tx.send(());
+        }
+        let waiting = st.panes.get(&pane).is_some_and(|p| !p.queued.is_empty());
+        if waiting && st.open_asks_of(&pane).is_empty() {
+            let core = self.clone();
+            self.push_job(async move { core.deliver_queued(&pane) });
         }
     }
 

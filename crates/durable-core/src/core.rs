@@ -4,7 +4,9 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
+use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use durable_types::exchange::{Request, Response};
@@ -63,6 +65,7 @@ pub(crate) struct Shared {
     pub(crate) history: RwLock<Option<Arc<dyn HistoryProvider>>>,
     pub(crate) writes: crate::writes::WriteLocks,
     pub(crate) inflight: crate::once::InFlight,
+    pub(crate) wake_pending: AtomicBool,
 }
 
 pub(crate) struct DriverState {
@@ -101,6 +104,7 @@ impl Core {
                 history: RwLock::new(None),
                 writes: crate::writes::WriteLocks::default(),
                 inflight: crate::once::InFlight::default(),
+                wake_pending: AtomicBool::new(false),
             }),
         }
     }
@@ -210,37 +214,71 @@ impl Core {
         self.shared.hooks.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
-        self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
+    pub(crate) fn lock(&self) -> StateGuard<'_> {
+        StateGuard { guard: Some(self.shared.state.lock().unwrap_or_else(|e| e.into_inner())), core: self }
     }
 
     fn driver(&self) -> MutexGuard<'_, DriverState> {
         self.shared.driver.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Queues a job and wakes the driver.
+    /// Queues a job and wakes the driver (once no state lock is held: the
+    /// driver's wake-up may call back into the core).
     pub(crate) fn push_job(&self, job: impl Future<Output = ()> + Send + 'static) {
-        let wake = {
-            let mut d = self.driver();
-            d.jobs.push_back(Box::pin(job));
-            d.wakeup.clone()
-        };
-        if let Some(w) = wake {
-            w();
-        }
+        self.driver().jobs.push_back(Box::pin(job));
+        self.wake_soon();
     }
 
     /// Adds a deadline and wakes the driver when it is the earliest.
     pub(crate) fn add_timer(&self, st: &mut State, at: Timestamp, timer: Timer) {
         if st.timers.add(at, timer) {
-            self.wake();
+            self.wake_soon();
         }
     }
 
-    pub(crate) fn wake(&self) {
-        let wake = self.driver().wakeup.clone();
-        if let Some(w) = wake {
-            w();
+    /// Asks for a wake-up, made when the state lock is next released (at
+    /// once if nobody holds it). The flag is set first, so either this call
+    /// takes the lock and wakes, or the holder wakes when it lets go.
+    fn wake_soon(&self) {
+        self.shared.wake_pending.store(true, Ordering::SeqCst);
+        if let Ok(guard) = self.shared.state.try_lock() {
+            drop(StateGuard { guard: Some(guard), core: self });
         }
+    }
+
+    fn wake_if_pending(&self) {
+        if self.shared.wake_pending.swap(false, Ordering::SeqCst) {
+            let wake = self.driver().wakeup.clone();
+            if let Some(w) = wake {
+                w();
+            }
+        }
+    }
+}
+
+/// The state, locked. Releasing it makes any wake-up asked for meanwhile,
+/// after the lock is gone.
+pub(crate) struct StateGuard<'a> {
+    guard: Option<MutexGuard<'a, State>>,
+    core: &'a Core,
+}
+
+impl Deref for StateGuard<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        self.guard.as_deref().unwrap_or_else(|| unreachable!("the guard is held until drop"))
+    }
+}
+
+impl DerefMut for StateGuard<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        self.guard.as_deref_mut().unwrap_or_else(|| unreachable!("the guard is held until drop"))
+    }
+}
+
+impl Drop for StateGuard<'_> {
+    fn drop(&mut self) {
+        drop(self.guard.take());
+        self.core.wake_if_pending();
     }
 }

@@ -135,8 +135,10 @@ pub struct StarterRequest {
 /// with [`Pane::handlers`](crate::Pane::handlers) or for every pane with
 /// [`Core::set_handlers`](crate::Core::set_handlers); a pane's own win. Every
 /// method defaults to [`Handled::NotHandled`]: the agent-wide handlers are
-/// asked next, and with none the answer is `409 not-supported` (a stop is
-/// still applied: the turn's signal fires and the pane's asks close).
+/// asked next, and when none takes the write the answer is `409
+/// not-supported` — except for stop, which the SDK applies itself (the
+/// turn's signal fires, the pane's asks close, `stopped`). A pane with no
+/// handlers at all answers `409 not-supported` to all four.
 #[async_trait]
 pub trait PaneHandlers: Send + Sync + 'static {
     /// Text to start a turn with. Called when the pane is idle (a send that

@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use durable_types::TITLE_MAX;
 use durable_types::exchange::{Request, Response};
+use durable_types::text::clean_line;
 use durable_types::{
     ConversationPage, Cursor, ErrorCode, HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX, HistoryPage, HistoryRow,
     Item,
@@ -92,6 +94,18 @@ impl Core {
     }
 }
 
+/// A provider's row under the rules: its id follows the ID rule (else it is
+/// left out, with a warn line), its title and subtitle are cut to 256 bytes.
+fn clean_row(core: &Core, mut row: HistoryRow) -> Option<HistoryRow> {
+    if let Err(e) = durable_types::check_id(&row.id) {
+        core.warn(&format!("collie: history left out a row whose id breaks the ID rule: {e}"));
+        return None;
+    }
+    row.title = clean_line(&row.title, TITLE_MAX).text;
+    row.subtitle = row.subtitle.map(|s| clean_line(&s, TITLE_MAX).text);
+    Some(row)
+}
+
 fn paging(req: &Request) -> Result<(Option<Cursor>, usize), Response> {
     let q = Query::parse(req.query.as_deref());
     let after = match q.get("after") {
@@ -116,6 +130,7 @@ pub(crate) async fn list(core: &Core, req: &Request) -> Result<Response, Respons
     let mut page =
         provider.rows(after, limit).await.map_err(|e| respond::error(ErrorCode::Internal, e.to_string()))?;
     page.rows.truncate(limit);
+    page.rows = page.rows.into_iter().filter_map(|r| clean_row(core, r)).collect();
     Ok(respond::json(
         200,
         &HistoryPage { ok: true, rows: page.rows, next: page.next.map(Cursor::into_string) },
@@ -135,11 +150,28 @@ pub(crate) async fn conversation(core: &Core, req: &Request, session: &str) -> R
         .ok_or_else(|| respond::not_found(format!("no conversation {session}")))?;
     let mut items = page.items;
     items.truncate(limit);
+    // The provider's items meet the same rules as the program's.
+    let items = items
+        .into_iter()
+        .filter_map(|item| match item.sanitized() {
+            Ok((item, _)) => Some(item),
+            Err(e) => {
+                core.warn(&format!("collie: history left out an item of {session} that breaks a rule: {e}"));
+                None
+            }
+        })
+        .collect();
+    let Some(row) = clean_row(core, page.row) else {
+        return Err(respond::error(
+            ErrorCode::Internal,
+            "the history provider gave a row that breaks the ID rule",
+        ));
+    };
     Ok(respond::json(
         200,
         &ConversationPage {
             ok: true,
-            row: page.row,
+            row,
             items,
             next: page.next.map(Cursor::into_string),
             dropped: page.dropped,

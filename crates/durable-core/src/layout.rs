@@ -18,6 +18,9 @@ use crate::handlers::PaneHandlers;
 use crate::signal::AbortSignal;
 use crate::state::{ClosedPane, PaneData, SessionId, State, TabData, TabKey, WorkspaceData};
 
+/// Closed panes kept for reopen (and listed in the state's `closed`).
+const CLOSED_MEMORY: usize = 500;
+
 fn title(s: &str) -> String {
     clean_line(s, TITLE_MAX).text
 }
@@ -151,6 +154,7 @@ impl Core {
         let now = self.now();
         self.abort_asks_of(st, pane, now);
         let Some(mut data) = st.panes.remove(pane) else { return false };
+        self.shared.writes.remove(pane);
         if let Some(c) = data.turn_cancel.take() {
             c.abort();
         }
@@ -162,8 +166,13 @@ impl Core {
             title: data.title.clone(),
             session_id: data.session_id(st.has_history),
         };
+        st.seq_floor.insert(pane.clone(), data.last_seq);
         st.closed.retain(|c| c.view.id != pane.as_str());
         st.closed.push(ClosedPane { view, data });
+        if st.closed.len() > CLOSED_MEMORY {
+            // The oldest is forgotten: reopening it needs the on_reopen hook.
+            st.closed.remove(0);
+        }
         st.bump_layout();
         st.record_removed(pane.clone());
         true
@@ -191,13 +200,20 @@ impl Core {
         }
         let closed = st.closed.remove(pos);
         let mut data = closed.data;
+        let was_working = data.state == PaneState::Working;
         data.state = PaneState::Idle;
+        let turn_id = data.turn_id.clone();
         if let Some(tab) = st.find_tab_mut(&key) {
             tab.panes.push(pane.clone());
         }
         st.panes.insert(pane.clone(), data);
         st.bump_layout();
         st.touch_pane(pane);
+        if was_working {
+            // Its turn ended with the close: the tail says so too.
+            let (now, tail) = (self.now(), self.shared.options.tail_limit);
+            st.pane_event(pane, now, EventBody::State { state: PaneState::Idle, turn_id }, tail);
+        }
         true
     }
 }
@@ -249,6 +265,9 @@ impl Tab {
     /// this tab.
     pub fn pane(&self, id: &str, options: PaneOptions) -> Result<Pane, RuleError> {
         let id = Id::new(id)?;
+        if let SessionId::Named(s) = &options.session_id {
+            Id::new(s.as_str()).map_err(|e| e.with_context("sessionId"))?;
+        }
         let mut st = self.core.lock();
         if st.panes.contains_key(&id) {
             return Ok(Pane { core: self.core.clone(), id });
@@ -267,7 +286,7 @@ impl Tab {
             session_id: options.session_id,
             state: PaneState::Idle,
             turn_id: None,
-            last_seq: 0,
+            last_seq: st.seq_floor.get(&id).copied().unwrap_or(0),
             events: VecDeque::new(),
             view: BTreeMap::new(),
             view_index: HashMap::new(),

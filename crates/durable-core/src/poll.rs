@@ -42,7 +42,11 @@ pub(crate) fn hello_post(core: &Core, req: &Request) -> Result<Response, Respons
     let compatible = WireRange::SDK.overlaps(hello.wire);
     if !compatible {
         let version = hello.collie.as_ref().map_or_else(|| "unknown".to_owned(), |c| c.version.clone());
-        let first = core.lock().warned_versions.insert(version);
+        // Bounded: the version string comes from the network.
+        let version: String = version.chars().take(64).collect();
+        let mut st = core.lock();
+        let first = st.warned_versions.len() < 64 && st.warned_versions.insert(version);
+        drop(st);
         if first {
             core.warn(&format!(
                 "collie: Collie speaks wire {}, this durable agent speaks {}. Update the agent's SDK, or Collie.",

@@ -160,6 +160,7 @@ pub(crate) struct Hold {
     pub(crate) hash: String,
     pub(crate) answer: durable_types::AnswerBody,
     pub(crate) confirm_always: bool,
+    pub(crate) arrived_at: Timestamp,
     pub(crate) expires_at: Timestamp,
 }
 
@@ -175,14 +176,19 @@ pub(crate) struct State {
     pub(crate) starters: Vec<StarterView>,
     pub(crate) asks: HashMap<String, OpenAsk>,
     pub(crate) next_ask_order: u64,
-    pub(crate) decided: HashMap<String, (DecidedBy, Timestamp)>,
-    pub(crate) decided_order: VecDeque<String>,
+    pub(crate) decided: HashMap<String, (DecidedBy, Timestamp, u64)>,
+    pub(crate) decided_order: VecDeque<(String, u64)>,
+    pub(crate) decided_gen: u64,
     pub(crate) holds: HashMap<String, Hold>,
     pub(crate) hold_by_request: HashMap<Id, String>,
     pub(crate) memory_receipts: HashMap<Id, crate::receipts::Receipt>,
     pub(crate) timers: Timers,
     pub(crate) warned_versions: HashSet<String>,
     pub(crate) has_history: bool,
+    /// The last event seq of each pane id closed in this process: a pane
+    /// opened again under that id goes on counting from there, so a reader's
+    /// `after` keeps its meaning within the epoch.
+    pub(crate) seq_floor: HashMap<Id, u64>,
 }
 
 /// How many decided ask ids are remembered for `409 ask-closed`.
@@ -203,12 +209,14 @@ impl State {
             next_ask_order: 0,
             decided: HashMap::new(),
             decided_order: VecDeque::new(),
+            decided_gen: 0,
             holds: HashMap::new(),
             hold_by_request: HashMap::new(),
             memory_receipts: HashMap::new(),
             timers: Timers::default(),
             warned_versions: HashSet::new(),
             has_history: false,
+            seq_floor: HashMap::new(),
         }
     }
 
@@ -240,11 +248,16 @@ impl State {
     }
 
     pub(crate) fn remember_decided(&mut self, id: String, by: DecidedBy, at: Timestamp) {
-        self.decided.insert(id.clone(), (by, at));
-        self.decided_order.push_back(id);
+        self.decided_gen += 1;
+        let generation = self.decided_gen;
+        self.decided.insert(id.clone(), (by, at, generation));
+        self.decided_order.push_back((id, generation));
         while self.decided_order.len() > DECIDED_MEMORY {
-            if let Some(old) = self.decided_order.pop_front() {
-                self.decided.remove(&old);
+            // Forget an id only if this is its latest decision.
+            if let Some((old, g)) = self.decided_order.pop_front() {
+                if self.decided.get(&old).is_some_and(|d| d.2 == g) {
+                    self.decided.remove(&old);
+                }
             }
         }
     }

@@ -38,7 +38,15 @@ impl WriteLocks {
     fn get(&self, pane: &Id) -> Arc<tokio::sync::Mutex<()>> {
         self.map.lock().unwrap_or_else(|e| e.into_inner()).entry(pane.clone()).or_default().clone()
     }
+
+    /// Forgets a closed pane's lock (a write holding it keeps its `Arc`).
+    pub(crate) fn remove(&self, pane: &Id) {
+        self.map.lock().unwrap_or_else(|e| e.into_inner()).remove(pane);
+    }
 }
+
+/// Sends queued on one pane, at most: past this a send is `409 busy`.
+const QUEUE_MAX: usize = 64;
 
 /// Who may take a pane's write: its own handlers, then the agent-wide hooks.
 /// A pane's own handlers, and the agent-wide ones.
@@ -75,6 +83,10 @@ fn no_pane(pane: &Id) -> Ran {
 impl Core {
     /// Waits for the pane's write lock, at most until `arrival + 5 s`.
     async fn lock_pane(&self, pane: &Id, arrival: Timestamp) -> Result<OwnedMutexGuard<()>, Ran> {
+        // No lock is made for a pane that is not open (the route answers 404).
+        if !self.lock().panes.contains_key(pane) {
+            return Err(no_pane(pane));
+        }
         let lock = self.shared.writes.get(pane);
         if let Ok(guard) = lock.clone().try_lock_owned() {
             return Ok(guard);
@@ -165,8 +177,13 @@ impl Core {
             loop {
                 let next = {
                     let mut st = core.lock();
+                    // Not over an open ask: a send is never delivered while
+                    // a question waits (it goes once the ask closes).
+                    let asking = !st.open_asks_of(&pane).is_empty();
                     match st.panes.get_mut(&pane) {
-                        Some(p) if p.state == durable_types::PaneState::Idle => p.queued.pop_front(),
+                        Some(p) if p.state == durable_types::PaneState::Idle && !asking => {
+                            p.queued.pop_front()
+                        }
                         _ => None,
                     }
                 };
@@ -250,6 +267,12 @@ pub(crate) async fn send(
             // Sends still queued from the last turn go first: this one
             // waits behind them.
             let behind = !p.queued.is_empty();
+            if (working || behind) && p.queued.len() >= QUEUE_MAX {
+                return Ran::unstored(respond::error(
+                    ErrorCode::Busy,
+                    format!("pane {pane} already has {QUEUE_MAX} sends queued; try again after the turn"),
+                ));
+            }
             if working || behind {
                 p.queued.push_back(QueuedSend { request_id: request_id.clone(), text: text.clone() });
             }

@@ -106,7 +106,8 @@ async fn raising_an_ask_id_that_is_open_is_an_err() {
     let _first = pane.ask(yes_no("call-1", "Go?")).unwrap();
     let seq = h.seq().await;
     let e = pane.ask(yes_no("call-1", "Go again?")).unwrap_err();
-    assert!(e.is_invalid_state(), "{e:?}");
+    assert!(e.is_invalid_argument(), "the seed's TypeError: {e:?}");
+    assert_eq!(e.rule(), "ask-open");
     assert_eq!(h.seq().await, seq, "nothing was raised");
     assert_eq!(state_ask(&h, "970f8a0b30368fbbcab73013d31d2d51").await.unwrap()["title"], "Go?");
     // Once decided, the id may be raised again.

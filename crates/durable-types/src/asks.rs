@@ -521,6 +521,12 @@ impl AskSpec {
             Some(Expiry::Iso(s)) => Some(Timestamp::parse(&s).map_err(|e| ctx(e, "expiresAt"))?),
             Some(Expiry::In(ms)) => Some(now.plus_millis(ms)),
         };
+        if expires_at.is_some_and(|t| t > Timestamp::MAX) {
+            return Err(RuleError::out_of_range(
+                "expiresAt",
+                "ask rule: expiresAt is after 9999-12-31T23:59:59.999Z, which the wire cannot write (omit it for no expiry)",
+            ));
+        }
         let readable = matches!(kind, AskKind::Choice { .. }) && !kind.has_always();
         let mut ask = Ask {
             id: ask_id_for(pane.as_str(), tool_call_id.as_str()),
@@ -974,6 +980,14 @@ mod tests {
                 .is_out_of_range()
         );
         assert!(AskSpec::choice("c", "t", []).build(&pane(), Timestamp::EPOCH, true).is_err());
+    }
+
+    #[test]
+    fn an_expiry_past_the_year_9999_is_out_of_range() {
+        let e =
+            approval().expires_in_ms(u64::MAX).build(&pane(), Timestamp::from_millis(1), true).unwrap_err();
+        assert!(e.is_out_of_range(), "{e:?}");
+        assert_eq!(Timestamp::from_millis(u64::MAX).to_rfc3339(), "9999-12-31T23:59:59.999Z");
     }
 
     #[test]

@@ -19,6 +19,9 @@ impl Timestamp {
     /// The Unix epoch.
     pub const EPOCH: Timestamp = Timestamp(0);
 
+    /// The last time RFC 3339 can write: `9999-12-31T23:59:59.999Z`.
+    pub const MAX: Timestamp = Timestamp(253_402_300_799_999);
+
     /// A time from milliseconds since the Unix epoch.
     pub const fn from_millis(ms: u64) -> Self {
         Timestamp(ms)
@@ -82,7 +85,8 @@ impl Timestamp {
 
     /// The RFC 3339 UTC form with milliseconds.
     pub fn to_rfc3339(self) -> String {
-        let nanos = i128::from(self.0) * 1_000_000;
+        // Clamped: a later time has no RFC 3339 form (asks refuse one).
+        let nanos = i128::from(self.0.min(Self::MAX.0)) * 1_000_000;
         let dt = OffsetDateTime::from_unix_timestamp_nanos(nanos)
             .unwrap_or(OffsetDateTime::UNIX_EPOCH)
             .to_offset(UtcOffset::UTC);

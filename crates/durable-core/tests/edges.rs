@@ -1,0 +1,295 @@
+//! Edge cases an independent review of the core found, each named after the
+//! rule it keeps.
+mod harness;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use durable_core::types::exchange::{Caller, Request};
+use durable_core::types::{
+    AskOption, AskSpec, ConversationState, HistoryRow, Id, Item, ItemBody, PaneState, Timestamp,
+};
+use durable_core::{
+    Handled, HistoryError, HistoryProvider, ItemsPage, PaneHandlers, PaneOptions, RowsPage, SendRequest,
+};
+use harness::{Harness, T0};
+use serde_json::json;
+
+fn reply(id: &str, text: &str) -> Item {
+    Item::new(Id::new(id).unwrap(), ItemBody::Reply { text: text.into(), partial: false })
+}
+
+fn yes_no(call: &str) -> AskSpec {
+    AskSpec::choice(call, "Go?", [AskOption::new("yes", "Yes"), AskOption::new("no", "No")])
+}
+
+#[tokio::test]
+async fn a_pane_opened_again_under_a_closed_id_goes_on_counting_its_events() {
+    let h = Harness::new();
+    let tab = h.core.workspace("support", "Support").unwrap().tab("main", "Tickets").unwrap();
+    let p = tab.pane("p", PaneOptions::new("P")).unwrap();
+    for i in 0..3 {
+        p.write(reply(&format!("old-{i}"), "x")).unwrap();
+    }
+    let caught_up = h.events("p", 0).await.json["next"].as_u64().unwrap();
+    assert_eq!(caught_up, 3);
+    p.close();
+    let p = tab.pane("p", PaneOptions::new("P again")).unwrap();
+    for i in 0..5 {
+        p.write(reply(&format!("new-{i}"), "y")).unwrap();
+    }
+    let r = h.events("p", caught_up).await;
+    assert_eq!(r.json["snapshot"], false);
+    let ids: Vec<_> = r.json["events"].as_array().unwrap().iter().map(|e| e["item"]["id"].clone()).collect();
+    assert_eq!(ids, ["new-0", "new-1", "new-2", "new-3", "new-4"], "no event of the new pane is skipped");
+    assert_eq!(r.json["events"][0]["seq"], 4);
+}
+
+#[tokio::test]
+async fn an_answer_held_after_the_ask_expired_does_not_win_when_it_is_raised_again() {
+    let h = Harness::new();
+    let pane = h.pane();
+    let expiry = Timestamp::from_millis(T0 + 1000);
+    let spec = || yes_no("call-1").expires_at(expiry);
+    // The hash of the ask as the phone saw it before the restart.
+    let hash = {
+        let other = Harness::new();
+        let ask = other.pane().ask(spec()).unwrap();
+        let s = other.state().await.json["asks"][0]["hash"].as_str().unwrap().to_owned();
+        drop(ask);
+        s
+    };
+    h.advance(2000).await; // the expiry passed while the agent was down
+    let held = h
+        .answer(
+            "970f8a0b30368fbbcab73013d31d2d51",
+            json!({"requestId": "late", "answer": {"optionIds": ["yes"]}, "hash": hash}),
+        )
+        .await;
+    assert_eq!(held.status, 202);
+    h.advance(1000).await;
+    let ask = pane.ask(spec()).unwrap();
+    let closed = ask.await.unwrap_err();
+    assert_eq!(closed.decided_by, durable_core::types::DecidedBy::Timeout);
+    let again = h
+        .answer(
+            "970f8a0b30368fbbcab73013d31d2d51",
+            json!({"requestId": "late", "answer": {"optionIds": ["yes"]}, "hash": hash}),
+        )
+        .await;
+    assert_eq!(again.status, 409, "{:?}", again.json);
+    assert_eq!(again.code(), "ask-closed");
+    assert_eq!(again.json["decidedBy"], "timeout");
+}
+
+#[tokio::test]
+async fn a_driver_wake_up_may_call_back_into_the_core() {
+    let h = Harness::new();
+    let pane = h.pane();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (core, c) = (h.core.clone(), calls.clone());
+    h.core.set_wakeup(move || {
+        // A driver that reads the next deadline when woken: this used to
+        // lock the state twice on one thread.
+        let _ = core.next_deadline();
+        while let Some(job) = core.poll_job() {
+            tokio::spawn(job);
+        }
+        c.fetch_add(1, Ordering::SeqCst);
+    });
+    let _ask = pane.ask(yes_no("c1").expires_in_ms(60_000)).unwrap();
+    assert!(calls.load(Ordering::SeqCst) >= 1, "the driver was woken");
+    assert_eq!(h.core.next_deadline(), Some(Timestamp::from_millis(T0 + 60_000)));
+}
+
+#[tokio::test]
+async fn answers_to_ids_that_are_not_ask_ids_are_not_held() {
+    let h = Harness::new();
+    let hash = "a".repeat(64);
+    let r = h
+        .answer("not-an-ask-id", json!({"requestId": "r1", "answer": {"optionIds": ["x"]}, "hash": hash}))
+        .await;
+    assert_eq!(r.status, 404, "{:?}", r.json);
+    let r = h
+        .answer(
+            "0123456789abcdef0123456789abcdef",
+            json!({"requestId": "r2", "answer": {"optionIds": ["x"]}, "hash": hash}),
+        )
+        .await;
+    assert_eq!(r.status, 202);
+}
+
+#[tokio::test]
+async fn held_answers_are_capped_and_the_oldest_goes_first() {
+    let h = Harness::new();
+    let hash = "b".repeat(64);
+    for i in 0..1001u32 {
+        let id = format!("{i:032x}");
+        let r = h
+            .answer(&id, json!({"requestId": format!("h-{i}"), "answer": {"optionIds": ["x"]}, "hash": hash}))
+            .await;
+        assert_eq!(r.status, 202);
+        h.clock.advance(1);
+    }
+    // The first hold was dropped: its request id is free again and, sent
+    // without a hash to its ask id, is simply unknown.
+    let first =
+        h.answer(&format!("{:032x}", 0), json!({"requestId": "h-0", "answer": {"optionIds": ["x"]}})).await;
+    assert_eq!(first.status, 404, "{:?}", first.json);
+    let last = h
+        .answer(&format!("{:032x}", 1000), json!({"requestId": "h-1000", "answer": {"optionIds": ["x"]}}))
+        .await;
+    assert_eq!(last.status, 202, "the newest is still held");
+}
+
+struct Accept;
+
+#[async_trait]
+impl PaneHandlers for Accept {
+    async fn send(&self, _req: SendRequest) -> Handled {
+        Handled::Accepted
+    }
+}
+
+#[tokio::test]
+async fn a_pane_queues_at_most_64_sends_then_answers_busy() {
+    let h = Harness::new();
+    let pane = h.pane();
+    pane.handlers(Accept).unwrap();
+    pane.working("t-1").unwrap();
+    for i in 0..64 {
+        let r = h.post("/v1/panes/ticket-1/send", json!({"requestId": format!("q{i}"), "text": "x"})).await;
+        assert_eq!(r.json["result"], "queued");
+    }
+    let r = h.post("/v1/panes/ticket-1/send", json!({"requestId": "q64", "text": "x"})).await;
+    assert_eq!((r.status, r.code()), (409, "busy"));
+}
+
+#[tokio::test]
+async fn a_queued_send_waits_while_an_ask_is_open_and_goes_once_it_closes() {
+    let h = Harness::new();
+    let pane = h.pane();
+    let delivered = Arc::new(AtomicUsize::new(0));
+    struct Count(Arc<AtomicUsize>);
+    #[async_trait]
+    impl PaneHandlers for Count {
+        async fn send(&self, _req: SendRequest) -> Handled {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Handled::Accepted
+        }
+    }
+    pane.handlers(Count(delivered.clone())).unwrap();
+    pane.working("t-1").unwrap();
+    let r = h.post("/v1/panes/ticket-1/send", json!({"requestId": "q1", "text": "after"})).await;
+    assert_eq!(r.json["result"], "queued");
+    let ask = pane.ask(yes_no("c1")).unwrap();
+    pane.idle().unwrap();
+    h.settle().await;
+    assert_eq!(delivered.load(Ordering::SeqCst), 0, "not delivered over an open ask");
+    let r = h.answer(ask.id(), json!({"requestId": "a1", "answer": {"optionIds": ["yes"]}})).await;
+    assert_eq!(r.status, 200);
+    h.settle().await;
+    assert_eq!(delivered.load(Ordering::SeqCst), 1, "delivered once the ask closed");
+}
+
+#[tokio::test]
+async fn a_session_id_breaking_the_id_rule_is_an_err() {
+    let h = Harness::new();
+    let tab = h.core.workspace("support", "Support").unwrap().tab("main", "Tickets").unwrap();
+    for bad in ["", "a b", "a/b"] {
+        let e = tab.pane("p", PaneOptions::new("P").session_id(bad)).unwrap_err();
+        assert!(e.is_invalid_argument(), "{bad:?}: {e:?}");
+    }
+    assert!(tab.pane("p", PaneOptions::new("P").session_id("s-1")).is_ok());
+}
+
+#[tokio::test]
+async fn a_working_pane_reopened_is_idle_and_its_tail_says_so() {
+    let h = Harness::new();
+    let pane = h.pane();
+    pane.handlers(Accept).unwrap();
+    pane.working("t-1").unwrap();
+    pane.close();
+    let r = h.post("/v1/reopen", json!({"requestId": "re", "id": "ticket-1"})).await;
+    assert_eq!(r.json["result"], "reopened");
+    let events = h.all_events("ticket-1").await;
+    let last_state = events.iter().rev().find(|e| e["type"] == "state").unwrap();
+    assert_eq!(last_state["state"], "idle");
+    assert_eq!(pane.current_state(), PaneState::Idle);
+}
+
+#[tokio::test]
+async fn an_ask_decided_again_is_remembered_from_its_latest_decision() {
+    let h = Harness::new();
+    let pane = h.pane();
+    let first = pane.ask(yes_no("c1")).unwrap();
+    pane.decide(first.id(), durable_core::types::Answer::option("yes")).unwrap();
+    let second = pane.ask(yes_no("c1")).unwrap();
+    let id = second.id().to_owned();
+    pane.decide(&id, durable_core::types::Answer::option("no")).unwrap();
+    // 9,999 other asks decided: the first decision of `c1` falls out of the
+    // memory, the second (newer) must stay.
+    for i in 0..9_999 {
+        let a = pane.ask(yes_no(&format!("x{i}"))).unwrap();
+        pane.decide(a.id(), durable_core::types::Answer::option("yes")).unwrap();
+    }
+    let r = h.answer(&id, json!({"requestId": "late", "answer": {"optionIds": ["yes"]}})).await;
+    assert_eq!((r.status, r.code()), (409, "ask-closed"), "{:?}", r.json);
+}
+
+struct BadProvider;
+
+#[async_trait]
+impl HistoryProvider for BadProvider {
+    async fn rows(
+        &self,
+        _after: Option<durable_core::types::Cursor>,
+        _limit: usize,
+    ) -> Result<RowsPage, HistoryError> {
+        Ok(RowsPage { rows: vec![row("ok", &"t".repeat(300)), row("bad id", "x")], next: None })
+    }
+    async fn items(
+        &self,
+        _session: &str,
+        _after: Option<durable_core::types::Cursor>,
+        _limit: usize,
+    ) -> Result<Option<ItemsPage>, HistoryError> {
+        let bad = Item::new(
+            Id::new("p").unwrap(),
+            ItemBody::Progress { label: "x".into(), value: 2.0, badge: None },
+        );
+        let noisy =
+            Item::new(Id::new("r").unwrap(), ItemBody::Reply { text: "a\u{202E}b".into(), partial: false });
+        Ok(Some(ItemsPage { row: row("ok", "t"), items: vec![bad, noisy], next: None, dropped: false }))
+    }
+}
+
+fn row(id: &str, title: &str) -> HistoryRow {
+    HistoryRow {
+        id: id.into(),
+        title: title.into(),
+        subtitle: None,
+        workspace_id: None,
+        tab_id: None,
+        started_at: Timestamp::from_millis(T0),
+        ended_at: None,
+        state: ConversationState::Open,
+        items: 1,
+    }
+}
+
+#[tokio::test]
+async fn history_from_the_provider_meets_the_item_and_id_rules() {
+    let h = Harness::new();
+    h.core.history(BadProvider);
+    let rows = h.get("/v1/history").await;
+    let rows = rows.json["rows"].as_array().unwrap().clone();
+    assert_eq!(rows.len(), 1, "the row whose id breaks the ID rule is left out");
+    assert_eq!(rows[0]["title"].as_str().unwrap().len(), 256);
+    let conv = h.request(Request::get("/v1/history/ok", Caller::OtherProcess)).await;
+    let items = conv.json["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "the progress of 2.0 is left out: {items:?}");
+    assert_eq!(items[0]["text"], "ab", "text is sanitized");
+    assert!(h.warns().iter().any(|w| w.contains("history left out")));
+}
