@@ -69,14 +69,24 @@ fn main() -> ExitCode {
     }
 }
 
-/// Creates the data folder, private to the user.
+/// Creates the data folder, private to the user: it holds what the phone
+/// sent. An existing folder of the user's is narrowed to 0700; one owned by
+/// someone else is refused.
 fn data_folder(dir: &Path) -> Result<(), BoxError> {
-    use std::os::unix::fs::DirBuilderExt;
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
         .map_err(|e| format!("cannot create the data folder {}: {e}", dir.display()))?;
+    let meta = std::fs::symlink_metadata(dir)?;
+    let uid = std::fs::symlink_metadata("/proc/self").map(|m| m.uid()).unwrap_or_else(|_| meta.uid());
+    if !meta.is_dir() || meta.uid() != uid {
+        return Err(format!("the data folder {} must be a folder owned by this user", dir.display()).into());
+    }
+    if meta.mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
     Ok(())
 }
 

@@ -331,12 +331,9 @@ fn desk_exits_cleanly_on_sigterm() {
     assert!(!std::path::Path::new(&dir.socket()).exists(), "the socket file is removed");
 }
 
-/// The spec README wants 409 not-supported for steer, stop and actions on
-/// the pane without handlers too. The core answers otherwise as soon as the
-/// program has set agent-wide hooks at all (the desk must, for rename, close,
-/// reopen and the starter): steer → `409 refused` (not-working), stop →
-/// `200 stopped`, an action → `404 not-found`. Reported; ignored until the
-/// core treats hooks that do not take a write (`NotHandled`) as no hook.
+/// The spec README: send, steer, stop and actions on the pane without
+/// handlers answer `409 not-supported`, though the desk sets agent-wide
+/// hooks (for rename, close, reopen and the starter).
 #[test]
 fn desk_announcements_refuses_steer_stop_and_actions_as_not_supported() {
     let dir = TestDir::new("board-all");
@@ -349,4 +346,18 @@ fn desk_announcements_refuses_steer_stop_and_actions_as_not_supported() {
         let (status, refused) = desk.post(&format!("/v1/panes/announcements/{route}"), body);
         assert_eq!((status, refused["code"].as_str()), (409, Some("not-supported")), "{route}: {refused}");
     }
+}
+
+#[test]
+fn desk_data_folder_is_made_private_and_its_databases_unreadable_to_others() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TestDir::new("private-data");
+    std::fs::create_dir_all(dir.data()).unwrap();
+    std::fs::set_permissions(dir.data(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let desk = Desk::start(&dir, &[]);
+    let mode = |p: &str| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir.data()), 0o700, "an open data folder is narrowed to 0700");
+    let receipts = format!("{}/receipts.sqlite3", dir.data());
+    assert_eq!(mode(&receipts), 0o600, "the receipt database is private");
+    drop(desk);
 }

@@ -39,11 +39,16 @@
 //!   ([`RECEIPTS_PER_GROUP`], [`TAIL_LIMIT`], …).
 //!
 //! # Who can answer
-//! On Linux the socket server reads each caller's process id: a write (an
-//! answer, a send, …) from the agent itself or a process it launched is
-//! refused with `403 caller-refused`, so a tool the agent runs cannot
-//! approve its own call. Elsewhere any process of the user can answer; run
-//! the agent's tools in a sandbox that cannot reach the socket.
+//! On Linux the socket server reads each caller's process: a write (an
+//! answer, a send, …) from the agent itself or a process it launched — while
+//! that process's chain of parents still leads to the agent — is refused
+//! with `403 caller-refused`, and a caller it cannot place is refused too.
+//! That guards against accidents (a tool answering its own card), not
+//! against a tool that means harm: one that detaches from the agent
+//! (`setsid`, `nohup … &`, `systemd-run --user`, tmux) escapes it, and on
+//! other Unixes there is no check at all. Run the agent's tools in a sandbox
+//! that cannot reach the socket, and over HTTPS keep the token out of their
+//! environment (`Command::env_remove("COLLIE_TOKEN")`).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 

@@ -114,6 +114,7 @@ impl SqliteReceiptStore {
     pub fn open_with_capacity(path: impl AsRef<Path>, per_group: usize) -> Result<Self, StoreError> {
         let path = path.as_ref().to_path_buf();
         let per_group = per_group.max(1);
+        private_file(&path)?;
         let conn = Connection::open(&path).map_err(|e| sql_err("open", e))?;
         // WAL + FULL: a commit fsyncs the log before it returns (see the
         // module's documentation for why not NORMAL).
@@ -264,6 +265,24 @@ fn put(
     tx.commit().map_err(|e| sql_err("commit", e))
 }
 
+/// The database file, created (or narrowed) to mode 0600 before SQLite
+/// opens it: receipts hold what the agent answered, and SQLite gives its
+/// `-wal` and `-shm` files the database file's mode.
+fn private_file(path: &Path) -> Result<(), StoreError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        let io = |e: std::io::Error| {
+            StoreError::new(format!("sqlite: cannot make {} private: {e}", path.display()))
+        };
+        std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(path).map_err(io)?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io)?;
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -391,6 +410,23 @@ mod tests {
         assert_eq!(mode, "wal");
         assert_eq!(store.per_group(), RECEIPTS_PER_GROUP);
         drop(store);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_database_and_its_log_are_private_to_the_user() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = TempDir::new();
+        std::fs::write(dir.db(), b"").unwrap();
+        std::fs::set_permissions(dir.db(), std::fs::Permissions::from_mode(0o644)).unwrap();
+        let store = SqliteReceiptStore::open(dir.db()).unwrap();
+        drop(store);
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir.db()), 0o600);
+        let wal = dir.db().with_extension("sqlite3-wal");
+        if wal.exists() {
+            assert_eq!(mode(&wal), 0o600);
+        }
     }
 
     #[test]
