@@ -70,6 +70,20 @@ pub fn check_cursor(s: &str) -> Result<(), RuleError> {
 
 /// Percent-decodes one URL path segment. Fails when the bytes are not UTF-8.
 pub fn decode_path_segment(segment: &str) -> Result<String, RuleError> {
+    // A `%` must start an escape of two hex digits: `a%` or `a%zz` is not a
+    // literal percent sign but a malformed segment.
+    let b = segment.as_bytes();
+    let malformed = b.iter().enumerate().any(|(i, &c)| {
+        c == b'%'
+            && !(b.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
+                && b.get(i + 2).is_some_and(u8::is_ascii_hexdigit))
+    });
+    if malformed {
+        return Err(RuleError::invalid(
+            "id",
+            "id rule: a path segment has a `%` that starts no escape (%XX)",
+        ));
+    }
     percent_decode_str(segment)
         .decode_utf8()
         .map(|s| s.into_owned())
@@ -236,6 +250,10 @@ mod tests {
         assert!(Id::from_path_segment("a%2Fb").is_err());
         assert!(Id::from_path_segment("a%20b").is_err());
         assert!(Id::from_path_segment("%FF").is_err());
+        assert!(Id::from_path_segment("a%").is_err());
+        assert!(Id::from_path_segment("a%zz").is_err());
+        assert!(Id::from_path_segment("a%2").is_err());
+        assert_eq!(Id::from_path_segment("100%25").unwrap(), "100%");
     }
 
     #[test]
