@@ -45,6 +45,25 @@ impl WriteLocks {
     }
 }
 
+/// A handler call that owns its handler (so it borrows nothing).
+type Call = std::pin::Pin<Box<dyn std::future::Future<Output = Handled> + Send>>;
+
+/// Asks the pane's own handlers, then the agent-wide ones, until one takes
+/// the write (answers anything but [`Handled::NotHandled`]).
+async fn take<R: Clone>(
+    takers: [&Option<Arc<dyn PaneHandlers>>; 2],
+    req: R,
+    call: impl Fn(Arc<dyn PaneHandlers>, R) -> Call,
+) -> Handled {
+    for h in takers.into_iter().flatten() {
+        let verdict = call(h.clone(), req.clone()).await;
+        if verdict != Handled::NotHandled {
+            return verdict;
+        }
+    }
+    Handled::NotHandled
+}
+
 /// Sends queued on one pane, at most: past this a send is `409 busy`.
 const QUEUE_MAX: usize = 64;
 
@@ -137,15 +156,7 @@ impl Core {
             text: text.to_owned(),
             signal: controller.signal(),
         };
-        let mut verdict = match &handlers {
-            Some(h) => h.send(req.clone()).await,
-            None => Handled::NotHandled,
-        };
-        if verdict == Handled::NotHandled {
-            if let Some(h) = &hooks {
-                verdict = h.send(req).await;
-            }
-        }
+        let verdict = take([&handlers, &hooks], req, |h, r| Box::pin(async move { h.send(r).await })).await;
         if matches!(verdict, Handled::Accepted | Handled::Started(_)) {
             let now = self.now();
             let tail = self.options().tail_limit;
@@ -322,15 +333,7 @@ pub(crate) async fn steer(
             return refused("not-working".into());
         }
         let sreq = SteerRequest { pane: core.pane_handle(&pane), request_id: request_id.clone(), text };
-        let mut verdict = match &handlers {
-            Some(h) => h.steer(sreq.clone()).await,
-            None => Handled::NotHandled,
-        };
-        if verdict == Handled::NotHandled {
-            if let Some(h) = &hooks {
-                verdict = h.steer(sreq).await;
-            }
-        }
+        let verdict = take([&handlers, &hooks], sreq, |h, r| Box::pin(async move { h.steer(r).await })).await;
         match verdict {
             Handled::Accepted | Handled::Started(_) => {
                 ok(WriteResponse::new("steered", request_id.clone()), format!("pane:{pane}"))
@@ -354,15 +357,7 @@ pub(crate) async fn stop(core: &Core, req: &Request, pane: &str) -> Result<Respo
             return not_supported("stop");
         }
         let sreq = StopRequest { pane: core.pane_handle(&pane), request_id: request_id.clone() };
-        let mut verdict = match &handlers {
-            Some(h) => h.stop(sreq.clone()).await,
-            None => Handled::NotHandled,
-        };
-        if verdict == Handled::NotHandled {
-            if let Some(h) = &hooks {
-                verdict = h.stop(sreq).await;
-            }
-        }
+        let verdict = take([&handlers, &hooks], sreq, |h, r| Box::pin(async move { h.stop(r).await })).await;
         if let Handled::Refused(reason) = verdict {
             return refused(reason);
         }
@@ -407,15 +402,8 @@ pub(crate) async fn action(
             request_id: request_id.clone(),
             action: action.clone(),
         };
-        let mut verdict = match &handlers {
-            Some(h) => h.action(areq.clone()).await,
-            None => Handled::NotHandled,
-        };
-        if verdict == Handled::NotHandled {
-            if let Some(h) = &hooks {
-                verdict = h.action(areq).await;
-            }
-        }
+        let verdict =
+            take([&handlers, &hooks], areq, |h, r| Box::pin(async move { h.action(r).await })).await;
         match verdict {
             Handled::Accepted | Handled::Started(_) => {
                 ok(WriteResponse::new("done", request_id.clone()), format!("pane:{pane}"))
