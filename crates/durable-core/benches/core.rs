@@ -135,4 +135,38 @@ fn main() {
     );
     println!("pane.write of a partial reply (in place)      {:>10.0} ns", write_item);
     println!("POST /v1/asks answer, closed or replayed      {:>10.0} ns", replay);
+
+    // Memory: what 1,000 more panes of 50 items add to the resident set,
+    // against the size of the same content as JSON (what a view holds).
+    let before = resident_bytes();
+    let tab2 = core.workspace("memory", "Memory").unwrap().tab("t", "T").unwrap();
+    for p in 0..1000 {
+        let pane =
+            tab2.pane(&format!("m-{p}"), PaneOptions::new(format!("Customer {p}")).harness("desk")).unwrap();
+        for i in 0..ITEMS {
+            let body = ItemBody::Reply {
+                text: format!("reply {i} of a conversation, a line of ordinary length"),
+                partial: false,
+            };
+            pane.write(Item::new(Id::new(format!("r{i}")).unwrap(), body)).unwrap();
+        }
+    }
+    let after = resident_bytes();
+    let json_per_pane = events.body.len();
+    if let (Some(b), Some(a)) = (before, after) {
+        let per_pane = a.saturating_sub(b) as f64 / 1000.0;
+        println!(
+            "memory per pane of {ITEMS} items (view + tail)    {:>10.0} B   ({:.1}× its events page as JSON, {} B)",
+            per_pane,
+            per_pane / json_per_pane as f64,
+            json_per_pane
+        );
+    }
+}
+
+/// The resident set size from `/proc/self/statm` (Linux), in bytes.
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
 }
