@@ -265,7 +265,7 @@ impl Core {
             if let Ok(item_id) = Id::new(format!("ask-closed-{id}")) {
                 let item = Item::new(item_id, ItemBody::Notice { text, partial: false, tone: Some(tone) });
                 if let Ok((item, _)) = item.sanitized() {
-                    st.pane_event(&pane, now, EventBody::Item { item }, tail);
+                    st.pane_event(&pane, now, EventBody::Item { item: item.into() }, tail);
                 }
             }
         }

@@ -405,7 +405,7 @@ impl Pane {
         if !st.panes.contains_key(&self.id) {
             return Err(self.closed_err());
         }
-        st.pane_event(&self.id, now, EventBody::Item { item }, tail);
+        st.pane_event(&self.id, now, EventBody::Item { item: item.into() }, tail);
         Ok(())
     }
 
@@ -424,7 +424,7 @@ impl Pane {
                     .view
                     .values()
                     .filter(|i| i.body.is_partial())
-                    .cloned()
+                    .map(|i| Item::clone(i))
                     .map(|mut i| {
                         i.body.finalize();
                         i
@@ -440,7 +440,7 @@ impl Pane {
                     ));
                 }
                 for item in partial {
-                    st.pane_event(&self.id, now, EventBody::Item { item }, tail);
+                    st.pane_event(&self.id, now, EventBody::Item { item: item.into() }, tail);
                 }
             }
             let pane = st.panes.get_mut(&self.id).ok_or_else(|| self.closed_err())?;

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 
 use durable_types::exchange::{Request, Response};
 use durable_types::{
-    CapsView, ErrorCode, Event, HelloPostResponse, HelloRequest, HelloResponse, Id, PaneSnapshot, SDK_NAME,
-    SDK_VERSION, STATE_SEQ_MEMORY, SdkInfo, StateResponse, VIEW_LIMIT, WireRange,
+    CapsView, ErrorCode, Event, HelloPostResponse, HelloRequest, HelloResponse, Id, SDK_NAME, SDK_VERSION,
+    STATE_SEQ_MEMORY, SdkInfo, StateResponse, VIEW_LIMIT, WireRange,
 };
 
 use crate::core::Core;
@@ -125,6 +125,21 @@ pub(crate) fn state(core: &Core, req: &Request) -> Result<Response, Response> {
     Ok(resp)
 }
 
+/// `durable_types::PaneSnapshot` borrowing the pane's view.
+#[derive(serde::Serialize)]
+struct PaneSnapshotRef<'a> {
+    ok: bool,
+    pane: &'a Id,
+    snapshot: bool,
+    items: Vec<&'a durable_types::Item>,
+    state: durable_types::PaneState,
+    #[serde(rename = "turnId")]
+    turn_id: Option<&'a str>,
+    asks: Vec<durable_types::Ask>,
+    next: u64,
+    dropped: bool,
+}
+
 /// `durable_types::EventsPage` borrowing the pane's tail.
 #[derive(serde::Serialize)]
 struct EventsPageRef<'a> {
@@ -156,13 +171,13 @@ pub(crate) fn events(core: &Core, req: &Request, pane: &str) -> Result<Response,
         ));
     }
     let skip = p.view.len().saturating_sub(VIEW_LIMIT);
-    let snapshot = PaneSnapshot {
+    let snapshot = PaneSnapshotRef {
         ok: true,
-        pane: pane.clone(),
+        pane: &pane,
         snapshot: true,
-        items: p.view.values().skip(skip).cloned().collect(),
+        items: p.view.values().skip(skip).map(|i| &**i).collect(),
         state: p.state,
-        turn_id: p.turn_id.clone(),
+        turn_id: p.turn_id.as_deref(),
         asks: st.open_asks_sorted().into_iter().filter(|a| a.pane == pane).collect(),
         next: p.last_seq,
         dropped: p.dropped || skip > 0,

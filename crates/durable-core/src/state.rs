@@ -2,6 +2,7 @@
 //! change sequence the state poll reads, and the open asks.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
 
 use durable_types::{
     ActionView, Ask, ClosedView, DecidedBy, Event, EventBody, Id, Item, PaneState, PaneView,
@@ -61,7 +62,7 @@ pub(crate) struct PaneData {
     pub(crate) turn_id: Option<String>,
     pub(crate) last_seq: u64,
     pub(crate) events: VecDeque<Event>,
-    pub(crate) view: BTreeMap<u64, Item>,
+    pub(crate) view: BTreeMap<u64, Arc<Item>>,
     pub(crate) view_index: HashMap<Id, u64>,
     pub(crate) next_order: u64,
     pub(crate) dropped: bool,
@@ -117,7 +118,7 @@ impl PaneData {
     }
 
     /// Puts an item in the view: in place for a known id, else at the end.
-    fn put_in_view(&mut self, item: Item) {
+    fn put_in_view(&mut self, item: Arc<Item>) {
         if let Some(order) = self.view_index.get(&item.id) {
             self.view.insert(*order, item);
             return;

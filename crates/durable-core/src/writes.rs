@@ -166,7 +166,7 @@ impl Core {
                 ItemBody::User { text: text.to_owned(), request_id: Some(request_id.clone()) },
             );
             if let Ok((item, _)) = item.sanitized() {
-                st.pane_event(pane, now, durable_types::EventBody::Item { item }, tail);
+                st.pane_event(pane, now, durable_types::EventBody::Item { item: item.into() }, tail);
             }
         }
         verdict

@@ -1,6 +1,8 @@
-//! One HTTP/1.1 connection: keep-alive, a header-read timeout, graceful
-//! shutdown, and every request carried to the core.
+//! One HTTP/1.1 connection: keep-alive, header- and body-read timeouts,
+//! graceful shutdown within a grace period, and every request carried to the
+//! core.
 
+use std::fmt;
 use std::future::Future;
 use std::pin::pin;
 use std::time::Duration;
@@ -38,17 +40,29 @@ impl Handler for Core {
 #[non_exhaustive]
 pub struct HttpOptions {
     header_read_timeout: Duration,
+    body_read_timeout: Duration,
+    shutdown_grace: Duration,
 }
 
 impl Default for HttpOptions {
     fn default() -> Self {
-        HttpOptions { header_read_timeout: Self::DEFAULT_HEADER_READ_TIMEOUT }
+        HttpOptions {
+            header_read_timeout: Self::DEFAULT_HEADER_READ_TIMEOUT,
+            body_read_timeout: Self::DEFAULT_BODY_READ_TIMEOUT,
+            shutdown_grace: Self::DEFAULT_SHUTDOWN_GRACE,
+        }
     }
 }
 
 impl HttpOptions {
     /// The default header-read timeout: 30 s.
     pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+    /// The default body-read timeout: 30 s for a whole request body.
+    pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+    /// The default shutdown grace period: 10 s.
+    pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
     /// The defaults.
     pub fn new() -> Self {
@@ -68,6 +82,34 @@ impl HttpOptions {
     pub fn header_read_timeout_value(&self) -> Duration {
         self.header_read_timeout
     }
+
+    /// How long a client may take to send a request's whole body, counted
+    /// from the end of its headers. A body not complete by then (a
+    /// `Content-Length` larger than what is sent, a chunked body that stops)
+    /// closes the connection without an answer, and the request never
+    /// reaches the core. Default 30 s.
+    pub fn body_read_timeout(mut self, timeout: Duration) -> Self {
+        self.body_read_timeout = timeout;
+        self
+    }
+
+    /// The body-read timeout in force.
+    pub fn body_read_timeout_value(&self) -> Duration {
+        self.body_read_timeout
+    }
+
+    /// How long [`Server::close`](crate::Server::close) (and a connection
+    /// told to shut down) waits for the requests in flight and the core's
+    /// work on them before it drops what is left. Default 10 s.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    /// The shutdown grace period in force.
+    pub fn shutdown_grace_value(&self) -> Duration {
+        self.shutdown_grace
+    }
 }
 
 /// Serves HTTP/1.1 on one connection until the client closes it, it times
@@ -78,11 +120,17 @@ impl HttpOptions {
 /// - Each request's caller comes from `callers` ([`CallerSource`]); a
 ///   request it refuses gets that answer (`401`, with
 ///   `WWW-Authenticate: Bearer`) and never reaches `handler`.
-/// - The body is read under the 1 MiB limit
-///   ([`to_core_request`]); the handler's future runs on a task of its own,
-///   so a client that goes away cannot cut the core's work in half.
+/// - The body is read under the 1 MiB limit ([`to_core_request`]) and
+///   within the body-read timeout ([`HttpOptions::body_read_timeout`]): a
+///   body not complete in time closes the connection without an answer, and
+///   the request never reaches `handler`.
+/// - The handler's future runs on a task of its own, so a client that goes
+///   away cannot cut the core's work in half; that task is counted by
+///   `shutdown` ([`Shutdown::drained`]) until it ends.
 /// - When `shutdown` fires, a request in flight finishes and its answer is
 ///   written; then the connection closes instead of waiting for another.
+///   After [`HttpOptions::shutdown_grace`] the connection is dropped as it
+///   is (the handler's task, if any, goes on).
 ///
 /// Must run inside a tokio runtime (it spawns and uses tokio time). The
 /// error, if any, is the connection's (a timeout, a client gone mid-request)
@@ -98,9 +146,12 @@ where
     H: Handler,
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let body_read_timeout = options.body_read_timeout;
+    let tracker = shutdown.clone();
     let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
         let handler = handler.clone();
         let callers = callers.clone();
+        let tracker = tracker.clone();
         async move {
             let caller = match callers.admit(request.headers()) {
                 Ok(caller) => caller,
@@ -110,9 +161,22 @@ where
                     return Ok(out);
                 }
             };
-            let request = to_core_request(request, caller).await?;
-            let response = tokio::spawn(handler.handle(request)).await.unwrap_or_else(|_| internal());
-            Ok::<_, hyper::Error>(to_hyper_response(response))
+            // An error out of the service makes hyper close the connection
+            // without writing an answer.
+            let request =
+                match tokio::time::timeout(body_read_timeout, to_core_request(request, caller)).await {
+                    Ok(read) => read.map_err(ServiceError::Body)?,
+                    Err(_) => return Err(ServiceError::BodyTimeout(body_read_timeout)),
+                };
+            let in_flight = tracker.track();
+            let work = handler.handle(request);
+            let task = tokio::spawn(async move {
+                let response = work.await;
+                drop(in_flight);
+                response
+            });
+            let response = task.await.unwrap_or_else(|_| internal());
+            Ok::<_, ServiceError>(to_hyper_response(response))
         }
     });
     let mut builder = http1::Builder::new();
@@ -123,7 +187,36 @@ where
         () = shutdown.triggered() => {}
     }
     conn.as_mut().graceful_shutdown();
-    conn.await
+    // Past the grace, the connection is dropped (closed) as it is.
+    tokio::time::timeout(options.shutdown_grace, conn).await.unwrap_or(Ok(()))
+}
+
+/// Why the service gave up on a request: hyper then closes the connection
+/// without an answer.
+#[derive(Debug)]
+enum ServiceError {
+    /// The body could not be read (the client went away mid-body).
+    Body(hyper::Error),
+    /// The body did not arrive whole within the body-read timeout.
+    BodyTimeout(Duration),
+}
+
+impl fmt::Display for ServiceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServiceError::Body(e) => write!(f, "reading the request body failed: {e}"),
+            ServiceError::BodyTimeout(t) => write!(f, "the request body did not arrive within {t:?}"),
+        }
+    }
+}
+
+impl std::error::Error for ServiceError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ServiceError::Body(e) => Some(e),
+            ServiceError::BodyTimeout(_) => None,
+        }
+    }
 }
 
 /// The answer when the core's task failed (a bug): `500 internal`, saying
@@ -143,6 +236,16 @@ mod tests {
         assert_eq!(HttpOptions::new().header_read_timeout_value(), Duration::from_secs(30));
         let o = HttpOptions::new().header_read_timeout(Duration::from_millis(5));
         assert_eq!(o.header_read_timeout_value(), Duration::from_millis(5));
+    }
+
+    #[test]
+    fn the_default_body_read_timeout_is_30_seconds_and_the_shutdown_grace_10_seconds() {
+        let o = HttpOptions::new();
+        assert_eq!(o.body_read_timeout_value(), Duration::from_secs(30));
+        assert_eq!(o.shutdown_grace_value(), Duration::from_secs(10));
+        let o = o.body_read_timeout(Duration::from_millis(7)).shutdown_grace(Duration::from_millis(9));
+        assert_eq!(o.body_read_timeout_value(), Duration::from_millis(7));
+        assert_eq!(o.shutdown_grace_value(), Duration::from_millis(9));
     }
 
     #[test]

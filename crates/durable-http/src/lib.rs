@@ -18,13 +18,17 @@
 //!   accepted token is [`Caller::Token`], anything else an immediate
 //!   `401 token-refused`).
 //! - [`serve_connection`]: HTTP/1.1 over any `AsyncRead + AsyncWrite`, with
-//!   keep-alive, a header-read timeout ([`HttpOptions`]) and graceful
-//!   shutdown on a [`Shutdown`] signal.
+//!   keep-alive, a header-read timeout and a body-read timeout
+//!   ([`HttpOptions`]: a client that stalls its body is cut off before the
+//!   core sees the request), and graceful shutdown on a [`Shutdown`] signal
+//!   within a grace period.
 //! - [`spawn_driver`]: the loop that runs the core's jobs and fires its
 //!   deadlines with tokio time.
 //! - [`Server`] with a [`Listen`] source: an accept loop plus the driver,
 //!   closed with [`Server::close`] (stop accepting, let requests in flight
-//!   finish, stop the driver).
+//!   and the core's work on them finish — at most
+//!   [`HttpOptions::shutdown_grace`], then drop what is left — and stop the
+//!   driver).
 //!
 //! A server is then short: bind, implement [`Listen`] (accept, then find out
 //! who the peer is or do the TLS handshake inside the returned [`Incoming`]

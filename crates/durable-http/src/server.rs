@@ -13,7 +13,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use durable_core::Core;
 
 use crate::caller::CallerSource;
-use crate::connection::{HttpOptions, serve_connection};
+use crate::connection::{Handler, HttpOptions, serve_connection};
 use crate::driver::spawn_driver;
 use crate::shutdown::Shutdown;
 
@@ -48,7 +48,8 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(200);
 /// core's driver ([`spawn_driver`]).
 ///
 /// [`close`](Self::close) stops accepting, lets the requests in flight
-/// finish (idle keep-alive connections close at once), then stops the driver
+/// finish (idle keep-alive connections close at once) and the core's work on
+/// them end — within [`HttpOptions::shutdown_grace`] — then stops the driver
 /// and returns. Dropping a `Server` without closing it stops accepting too,
 /// but nothing waits for the rest.
 #[must_use = "dropping a Server stops it"]
@@ -67,8 +68,19 @@ impl Server {
     /// Starts serving `core` on the connections `listener` yields, and
     /// starts the core's driver. Must be called inside a tokio runtime.
     pub fn start<L: Listen>(core: Core, listener: L, options: HttpOptions) -> Server {
+        Server::start_with(core.clone(), core, listener, options)
+    }
+
+    /// [`start`](Self::start) with requests answered by `handler` (tests use
+    /// a stand-in); `core` is driven and gets the warn lines.
+    pub(crate) fn start_with<H: Handler, L: Listen>(
+        handler: H,
+        core: Core,
+        listener: L,
+        options: HttpOptions,
+    ) -> Server {
         let shutdown = Shutdown::new();
-        let task = tokio::spawn(run(core, listener, options, shutdown.clone()));
+        let task = tokio::spawn(run(handler, core, listener, options, shutdown.clone()));
         Server { shutdown, task: Some(task) }
     }
 
@@ -78,9 +90,16 @@ impl Server {
         self.shutdown.clone()
     }
 
-    /// Stops accepting, lets the requests in flight finish, stops the
-    /// driver, and returns once all of that is done. The listener is dropped
-    /// before this returns.
+    /// Stops accepting, lets the requests in flight finish, waits for the
+    /// core's work on every request it took (including those whose client
+    /// went away, whose work runs on a task of its own), stops the driver,
+    /// and returns once all of that is done. The listener is dropped before
+    /// this returns.
+    ///
+    /// All of that waits at most [`HttpOptions::shutdown_grace`] (default
+    /// 10 s): past it, the connections still open (a client stalling its
+    /// body, say) are dropped, and the core's work still running is no longer
+    /// waited for — it goes on as long as the runtime does.
     pub async fn close(mut self) {
         self.shutdown.trigger();
         if let Some(task) = self.task.take() {
@@ -95,7 +114,13 @@ impl Drop for Server {
     }
 }
 
-async fn run<L: Listen>(core: Core, mut listener: L, options: HttpOptions, shutdown: Shutdown) {
+async fn run<H: Handler, L: Listen>(
+    handler: H,
+    core: Core,
+    mut listener: L,
+    options: HttpOptions,
+    shutdown: Shutdown,
+) {
     let driver_stop = Shutdown::new();
     let driver = spawn_driver(core.clone(), driver_stop.clone());
     let mut connections = JoinSet::new();
@@ -107,12 +132,12 @@ async fn run<L: Listen>(core: Core, mut listener: L, options: HttpOptions, shutd
         };
         match incoming {
             Ok(incoming) => {
-                let core = core.clone();
+                let handler = handler.clone();
                 let options = options.clone();
                 let shutdown = shutdown.clone();
                 connections.spawn(async move {
                     if let Ok((io, callers)) = incoming.await {
-                        let _ = serve_connection(core, io, callers, &options, shutdown).await;
+                        let _ = serve_connection(handler, io, callers, &options, shutdown).await;
                     }
                 });
             }
@@ -123,7 +148,157 @@ async fn run<L: Listen>(core: Core, mut listener: L, options: HttpOptions, shutd
         }
     }
     drop(listener);
-    while connections.join_next().await.is_some() {}
+    // One grace period for all that is left: the connections' requests in
+    // flight, then the core's work on requests whose client went away. The
+    // driver runs meanwhile (a request may wait on one of its deadlines).
+    let deadline = deadline_after(options.shutdown_grace_value());
+    let joined =
+        tokio::time::timeout_at(deadline, async { while connections.join_next().await.is_some() {} }).await;
+    if joined.is_err() {
+        // Past the grace: drop the connections still open (a stalled client).
+        connections.abort_all();
+        while connections.join_next().await.is_some() {}
+    }
+    // No connection is left to start more work; wait for the work started.
+    let _ = tokio::time::timeout_at(deadline, shutdown.drained()).await;
     driver_stop.trigger();
     let _ = driver.await;
+}
+
+/// `grace` from now; a grace too large for the clock is about a century.
+fn deadline_after(grace: Duration) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    now.checked_add(grace).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::time::Instant;
+
+    use durable_core::{CoreOptions, ManualClock, create_core};
+    use durable_types::Timestamp;
+    use durable_types::exchange::{Caller, Request, Response};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+    use tokio::sync::mpsc;
+
+    use super::*;
+
+    /// Connections handed over a channel, as a listener would accept them.
+    struct ChannelListen(mpsc::UnboundedReceiver<DuplexStream>);
+
+    impl Listen for ChannelListen {
+        type Io = DuplexStream;
+
+        async fn accept(&mut self) -> io::Result<Incoming<DuplexStream>> {
+            match self.0.recv().await {
+                Some(io) => Ok(Box::pin(async move { Ok((io, CallerSource::Fixed(Caller::OtherProcess))) })),
+                None => std::future::pending().await,
+            }
+        }
+    }
+
+    /// A handler that takes `delay` and records when it started and ended.
+    #[derive(Clone, Default)]
+    struct Slow {
+        delay: Duration,
+        started: Arc<AtomicUsize>,
+        finished: Arc<AtomicBool>,
+    }
+
+    impl Handler for Slow {
+        fn handle(&self, _request: Request) -> impl Future<Output = Response> + Send + 'static {
+            let (delay, started, finished) = (self.delay, self.started.clone(), self.finished.clone());
+            async move {
+                started.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(delay).await;
+                finished.store(true, Ordering::SeqCst);
+                Response::json(200, &b"{\"ok\":true}"[..])
+            }
+        }
+    }
+
+    fn test_core() -> Core {
+        let clock = ManualClock::new(Timestamp::from_millis(1));
+        create_core(CoreOptions::builder().clock(clock).epoch("0123456789abcdef").build().unwrap())
+    }
+
+    fn server(handler: Slow, options: HttpOptions) -> (Server, mpsc::UnboundedSender<DuplexStream>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Server::start_with(handler, test_core(), ChannelListen(rx), options), tx)
+    }
+
+    fn connect(tx: &mpsc::UnboundedSender<DuplexStream>) -> DuplexStream {
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        tx.send(server).unwrap();
+        client
+    }
+
+    #[tokio::test]
+    async fn an_endless_shutdown_grace_does_not_overflow_the_clock() {
+        assert!(deadline_after(Duration::MAX) > tokio::time::Instant::now());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn shutdown_grace_bounds_close_while_a_client_stalls_its_body() {
+        let handler = Slow::default();
+        let options = HttpOptions::new()
+            .body_read_timeout(Duration::from_secs(60))
+            .shutdown_grace(Duration::from_millis(300));
+        let (server, tx) = server(handler.clone(), options);
+        let mut io = connect(&tx);
+        io.write_all(b"POST /v1/close HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789")
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let started = Instant::now();
+        tokio::time::timeout(Duration::from_secs(5), server.close())
+            .await
+            .expect("close() waited past the grace");
+        assert!(started.elapsed() < Duration::from_secs(2), "close took {:?}", started.elapsed());
+        // The stalled connection was dropped, without an answer.
+        let mut rest = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(2), io.read_to_end(&mut rest)).await;
+        assert!(read.is_ok(), "the stalled connection is still open");
+        assert_eq!(handler.started.load(Ordering::SeqCst), 0, "the core never saw the stalled request");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn close_waits_for_the_core_work_of_a_request_whose_client_went_away() {
+        let handler = Slow { delay: Duration::from_millis(300), ..Slow::default() };
+        let (server, tx) = server(handler.clone(), HttpOptions::new());
+        let mut io = connect(&tx);
+        io.write_all(b"POST /v1/close HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}").await.unwrap();
+        while handler.started.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        // The client goes away: its connection ends, the core's work goes on
+        // on its own task.
+        drop(io);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let started = Instant::now();
+        tokio::time::timeout(Duration::from_secs(5), server.close()).await.unwrap();
+        assert!(handler.finished.load(Ordering::SeqCst), "close() returned before the handler finished");
+        assert!(started.elapsed() < Duration::from_secs(2), "close took {:?}", started.elapsed());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn close_waits_for_the_core_work_only_within_the_shutdown_grace() {
+        let handler = Slow { delay: Duration::from_secs(30), ..Slow::default() };
+        let (server, tx) =
+            server(handler.clone(), HttpOptions::new().shutdown_grace(Duration::from_millis(200)));
+        let mut io = connect(&tx);
+        io.write_all(b"POST /v1/close HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}").await.unwrap();
+        while handler.started.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        drop(io);
+        let started = Instant::now();
+        tokio::time::timeout(Duration::from_secs(5), server.close())
+            .await
+            .expect("close() waited past the grace");
+        assert!(started.elapsed() < Duration::from_secs(2), "close took {:?}", started.elapsed());
+        assert!(!handler.finished.load(Ordering::SeqCst));
+    }
 }

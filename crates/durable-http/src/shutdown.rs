@@ -1,4 +1,5 @@
-//! The shutdown signal an accept loop shares with its connections.
+//! The shutdown signal an accept loop shares with its connections, and the
+//! count of the core's work in flight under it.
 
 use std::sync::Arc;
 
@@ -9,9 +10,17 @@ use tokio::sync::watch;
 /// The accept loop stops accepting when it fires; each connection served by
 /// [`serve_connection`](crate::serve_connection) then finishes the request
 /// in flight, if any, and closes instead of waiting for the next one.
+///
+/// It also counts the core's work in flight: each request that
+/// [`serve_connection`](crate::serve_connection) hands the handler runs on a
+/// task of its own (so that a client going away cannot cut a write in half),
+/// and that task is counted here until it ends — even when its connection is
+/// gone. [`drained`](Self::drained) waits for the count to reach zero, so
+/// that a server can let that work finish before its runtime goes away.
 #[derive(Debug, Clone)]
 pub struct Shutdown {
     tx: Arc<watch::Sender<bool>>,
+    in_flight: Arc<watch::Sender<usize>>,
 }
 
 impl Default for Shutdown {
@@ -23,7 +32,7 @@ impl Default for Shutdown {
 impl Shutdown {
     /// A signal not yet triggered.
     pub fn new() -> Self {
-        Shutdown { tx: Arc::new(watch::Sender::new(false)) }
+        Shutdown { tx: Arc::new(watch::Sender::new(false)), in_flight: Arc::new(watch::Sender::new(0)) }
     }
 
     /// Fires the signal (again is harmless).
@@ -42,6 +51,38 @@ impl Shutdown {
         // The sender lives as long as `self`, so this cannot fail.
         let _ = rx.wait_for(|fired| *fired).await;
     }
+
+    /// How many of the handler's tasks started under this signal are still
+    /// running.
+    pub fn in_flight(&self) -> usize {
+        *self.in_flight.borrow()
+    }
+
+    /// Waits until no handler task started under this signal is running;
+    /// returns at once if none is. Bound it with a timeout: a handler may
+    /// take long.
+    pub async fn drained(&self) {
+        let mut rx = self.in_flight.subscribe();
+        // The sender lives as long as `self`, so this cannot fail.
+        let _ = rx.wait_for(|n| *n == 0).await;
+    }
+
+    /// Counts one more task in flight until the returned guard is dropped.
+    pub(crate) fn track(&self) -> InFlight {
+        self.in_flight.send_modify(|n| *n += 1);
+        InFlight(self.in_flight.clone())
+    }
+}
+
+/// One handler task counted by [`Shutdown::in_flight`]; dropping it (the
+/// task ended, or was dropped with its runtime) uncounts it.
+#[derive(Debug)]
+pub(crate) struct InFlight(Arc<watch::Sender<usize>>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
 }
 
 #[cfg(test)]
@@ -58,5 +99,24 @@ mod tests {
         waiter.await.unwrap();
         assert!(s.is_triggered());
         s.clone().triggered().await;
+    }
+
+    #[tokio::test]
+    async fn drained_waits_for_every_tracked_task() {
+        let s = Shutdown::new();
+        s.drained().await; // nothing in flight
+        let a = s.track();
+        let b = s.clone().track();
+        assert_eq!(s.in_flight(), 2);
+        let waiter = tokio::spawn({
+            let s = s.clone();
+            async move { s.drained().await }
+        });
+        drop(a);
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished());
+        drop(b);
+        tokio::time::timeout(std::time::Duration::from_secs(5), waiter).await.unwrap().unwrap();
+        assert_eq!(s.in_flight(), 0);
     }
 }

@@ -194,3 +194,96 @@ async fn a_request_without_the_token_gets_401_and_never_reaches_the_core() {
     assert!(r.starts_with("HTTP/1.1 200"), "{r}");
     assert_eq!(rec.seen.lock().unwrap()[0].caller, Caller::Token);
 }
+
+/// Waits until the server closes `io`, at most `within`; panics if it stays
+/// open longer.
+async fn assert_closed_within(io: &mut DuplexStream, within: Duration) {
+    let mut rest = Vec::new();
+    match tokio::time::timeout(within, io.read_to_end(&mut rest)).await {
+        Ok(_) => assert!(
+            !String::from_utf8_lossy(&rest).contains("HTTP/1.1"),
+            "no answer is written: {:?}",
+            String::from_utf8_lossy(&rest)
+        ),
+        Err(_) => panic!("the connection stayed open past {within:?}"),
+    }
+}
+
+#[tokio::test]
+async fn body_read_timeout_closes_a_connection_whose_content_length_body_stalls() {
+    let rec = Recorder::default();
+    let options = HttpOptions::new().body_read_timeout(Duration::from_millis(200));
+    let (mut io, task) =
+        start(rec.clone(), CallerSource::Fixed(Caller::OtherProcess), options, Shutdown::new());
+    // Content-Length says 100, 10 bytes come, then nothing (the client stays).
+    io.write_all(b"POST /v1/close HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789")
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    assert_closed_within(&mut io, Duration::from_secs(3)).await;
+    assert!(started.elapsed() >= Duration::from_millis(150), "closed before the timeout");
+    tokio::time::timeout(Duration::from_secs(3), task).await.unwrap().unwrap();
+    assert!(rec.seen.lock().unwrap().is_empty(), "the core never sees a request whose body stalled");
+}
+
+#[tokio::test]
+async fn body_read_timeout_closes_a_connection_whose_chunked_body_stops() {
+    let rec = Recorder::default();
+    let options = HttpOptions::new().body_read_timeout(Duration::from_millis(200));
+    let (mut io, task) =
+        start(rec.clone(), CallerSource::Fixed(Caller::OtherProcess), options, Shutdown::new());
+    io.write_all(b"POST /v1/close HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+        .await
+        .unwrap();
+    // A trickle that never ends the body does not keep it alive either: the
+    // timeout is for the whole body.
+    for _ in 0..6 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if io.write_all(b"1\r\nx\r\n").await.is_err() {
+            break;
+        }
+    }
+    assert_closed_within(&mut io, Duration::from_secs(3)).await;
+    tokio::time::timeout(Duration::from_secs(3), task).await.unwrap().unwrap();
+    assert!(rec.seen.lock().unwrap().is_empty(), "the core never sees a request whose body stalled");
+}
+
+#[tokio::test]
+async fn body_read_timeout_leaves_a_body_sent_in_time_alone() {
+    let rec = Recorder::default();
+    let options = HttpOptions::new().body_read_timeout(Duration::from_millis(300));
+    let (mut io, _task) =
+        start(rec.clone(), CallerSource::Fixed(Caller::OtherProcess), options, Shutdown::new());
+    io.write_all(b"POST /v1/close HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nab").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    io.write_all(b"cd").await.unwrap();
+    let r = read_response(&mut io).await;
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    // Keep-alive goes on, and an idle wait longer than the body timeout is
+    // the header timeout's business, not the body's.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    io.write_all(b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    assert!(read_response(&mut io).await.starts_with("HTTP/1.1 200"));
+    assert!(matches!(&rec.seen.lock().unwrap()[0].body, Body::Complete(b) if &b[..] == b"abcd"));
+}
+
+#[tokio::test]
+async fn shutdown_grace_bounds_how_long_a_shutting_down_connection_waits_for_a_stalled_body() {
+    let rec = Recorder::default();
+    let shutdown = Shutdown::new();
+    let options = HttpOptions::new()
+        .body_read_timeout(Duration::from_secs(60))
+        .shutdown_grace(Duration::from_millis(200));
+    let (mut io, task) =
+        start(rec.clone(), CallerSource::Fixed(Caller::OtherProcess), options, shutdown.clone());
+    io.write_all(b"POST /v1/close HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    shutdown.trigger();
+    tokio::time::timeout(Duration::from_secs(3), task)
+        .await
+        .expect("the connection outlived the grace")
+        .unwrap();
+    assert!(rec.seen.lock().unwrap().is_empty());
+}

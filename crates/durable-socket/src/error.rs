@@ -30,9 +30,19 @@ pub enum SocketError {
         /// Its length in bytes.
         len: usize,
     },
-    /// The path has a `..` component or names no file.
-    #[error("socket path rule: the path must name a file, without `..` components: {path:?}")]
+    /// The path has a `..` component or names no file (it ends in `/`,
+    /// `/.` or `/..`).
+    #[error(
+        "socket path rule: the path must name a file (no trailing `/`), without `..` components: {path:?}"
+    )]
     NotAFilePath {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// The path holds a control character (a newline, say), which would
+    /// break the one-line messages that name it.
+    #[error("socket path rule: the path must hold no control character: {path:?}")]
+    ControlCharacter {
         /// The path given.
         path: PathBuf,
     },
@@ -93,6 +103,15 @@ pub enum PrivacyRule {
         /// The folder's permission bits.
         mode: u32,
     },
+    /// Every ancestor folder must be owned by root or by the current user
+    /// (as OpenSSH requires of the folders above its files): the owner of a
+    /// folder can rename what is inside it, whatever its mode.
+    AncestorOwner {
+        /// The folder's owner.
+        owner: u32,
+        /// The current user.
+        user: u32,
+    },
     /// The socket's folder must be owned by the current user.
     FolderOwner {
         /// The folder's owner.
@@ -129,6 +148,10 @@ impl fmt::Display for PrivacyRule {
             PrivacyRule::AncestorWritable { mode } => write!(
                 f,
                 "no ancestor folder may be writable by group or others unless it has the sticky bit (mode {mode:04o})"
+            ),
+            PrivacyRule::AncestorOwner { owner, user } => write!(
+                f,
+                "every ancestor folder must be owned by root or by the current user (uid {user}), not uid {owner}"
             ),
             PrivacyRule::FolderOwner { owner, user } => {
                 write!(

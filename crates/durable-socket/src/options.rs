@@ -10,12 +10,27 @@ use durable_types::exchange::Caller;
 
 /// Whether the server tells the core who each peer is (the seed's
 /// `callerCheck`).
+///
+/// The check guards against accidents, not against a process set on getting
+/// around it. On Linux it follows the peer's parent chain in `/proc`; a
+/// process whose parent has exited is re-parented to init (or a child
+/// subreaper) and is then no longer seen as the agent's. A grandchild
+/// orphaned that way escapes the check, and so does whatever a tool starts
+/// with `setsid -f`, `nohup … &`, `systemd-run --user` or in a tmux or
+/// screen server. Where the chain cannot be read (the peer exited after
+/// connecting, a link vanished, a pid was reused, an unseen pid namespace)
+/// the check fails closed: writes are refused, reads served.
+///
+/// To keep the agent's own tools from answering its asks, run them in a
+/// sandbox that cannot reach the socket (another user, a mount namespace, a
+/// container) — on Linux as elsewhere.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum CallerCheck {
     /// Read each connection's peer where the platform can (Linux): writes
-    /// from the agent and its descendants are refused, other users refused
-    /// outright. The default.
+    /// from the agent and its descendants — and from any peer the check
+    /// cannot place — are refused, other users refused outright. The
+    /// default. See the type's documentation for what escapes it.
     #[default]
     On,
     /// The explicit opt-out: every peer is
@@ -87,6 +102,22 @@ impl SocketOptionsBuilder {
     /// an idle connection stays open). Default 30 s.
     pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
         self.options.http = self.options.http.header_read_timeout(timeout);
+        self
+    }
+
+    /// How long a client may take to send a request's whole body; past it
+    /// the connection is closed and the core never sees the request.
+    /// Default 30 s.
+    pub fn body_read_timeout(mut self, timeout: Duration) -> Self {
+        self.options.http = self.options.http.body_read_timeout(timeout);
+        self
+    }
+
+    /// How long [`SocketServer::close`](crate::SocketServer::close) waits for
+    /// the requests in flight and the core's work on them before dropping
+    /// what is left. Default 10 s.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.options.http = self.options.http.shutdown_grace(grace);
         self
     }
 

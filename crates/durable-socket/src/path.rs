@@ -4,6 +4,7 @@
 use std::ffi::OsString;
 use std::fs::{self, DirBuilder, Metadata};
 use std::io::ErrorKind;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::UnixStream;
 use std::path::{Component, Path, PathBuf};
@@ -22,16 +23,26 @@ pub(crate) fn resolve(option: Option<&Path>, env: Option<OsString>) -> Result<Pa
     }
 }
 
-/// The shape rule: absolute, at most 103 bytes, naming a file, no `..`.
+/// The shape rule: absolute, at most 103 bytes, no control character,
+/// naming a file (not ending in `/`, `/.` or `/..`), no `..`.
 pub(crate) fn check_shape(path: &Path) -> Result<(), SocketError> {
     if !path.is_absolute() {
         return Err(SocketError::NotAbsolute { path: path.to_owned() });
     }
-    let len = path.as_os_str().len();
-    if len > SOCKET_PATH_MAX {
-        return Err(SocketError::TooLong { path: path.to_owned(), len });
+    let bytes = path.as_os_str().as_bytes();
+    if bytes.len() > SOCKET_PATH_MAX {
+        return Err(SocketError::TooLong { path: path.to_owned(), len: bytes.len() });
     }
-    if path.file_name().is_none() || path.components().any(|c| c == Component::ParentDir) {
+    if bytes.iter().any(u8::is_ascii_control) {
+        return Err(SocketError::ControlCharacter { path: path.to_owned() });
+    }
+    // `Path` forgets a trailing `/` or `/.` (its file name is then the
+    // folder's): look at the bytes.
+    let last = bytes.rsplit(|&b| b == b'/').next().unwrap_or_default();
+    if matches!(last, b"" | b"." | b"..")
+        || path.file_name().is_none()
+        || path.components().any(|c| c == Component::ParentDir)
+    {
         return Err(SocketError::NotAFilePath { path: path.to_owned() });
     }
     Ok(())
@@ -46,8 +57,9 @@ pub(crate) enum Existing {
     StaleRemoved,
 }
 
-/// Walks the path from `/`: every ancestor folder must be a real folder, not
-/// writable by group or others unless sticky; missing folders are created
+/// Walks the path from `/`: every ancestor folder must be a real folder,
+/// owned by root or `uid`, not writable by group or others unless sticky;
+/// missing folders are created
 /// with mode 0700; the socket's folder must belong to `uid` with mode 0700.
 /// Then looks at the socket path itself: a symbolic link, something not a
 /// socket, another user's socket or a live one are refused; a stale one of
@@ -71,7 +83,7 @@ pub(crate) fn prepare(path: &Path, uid: u32) -> Result<Existing, SocketError> {
         if is_folder {
             check_folder(&current, &meta, uid)?;
         } else {
-            check_ancestor(&current, &meta)?;
+            check_ancestor(&current, &meta, uid)?;
         }
     }
     check_existing_socket(path, uid)
@@ -100,8 +112,17 @@ fn check_dir_kind(path: &Path, meta: &Metadata) -> Result<(), SocketError> {
     Ok(())
 }
 
-fn check_ancestor(path: &Path, meta: &Metadata) -> Result<(), SocketError> {
+/// An ancestor of the socket's folder. Its owner can rename the entries
+/// inside it whatever its mode, so it must be root or the user (OpenSSH's
+/// rule); others may not write in it unless it is sticky.
+fn check_ancestor(path: &Path, meta: &Metadata, uid: u32) -> Result<(), SocketError> {
     check_dir_kind(path, meta)?;
+    if meta.uid() != 0 && meta.uid() != uid {
+        return Err(SocketError::not_private(
+            path,
+            PrivacyRule::AncestorOwner { owner: meta.uid(), user: uid },
+        ));
+    }
     let mode = meta.mode() & 0o7777;
     if mode & 0o022 != 0 && mode & 0o1000 == 0 {
         return Err(SocketError::not_private(path, PrivacyRule::AncestorWritable { mode }));
@@ -223,5 +244,32 @@ mod tests {
     fn the_socket_path_names_a_file_without_parent_components() {
         assert!(matches!(check_shape(Path::new("/")), Err(SocketError::NotAFilePath { .. })));
         assert!(matches!(check_shape(Path::new("/tmp/../x.sock")), Err(SocketError::NotAFilePath { .. })));
+    }
+
+    #[test]
+    fn the_socket_path_names_a_file_not_a_folder_with_a_trailing_slash() {
+        for bad in ["/run/app.sock/", "/run/app.sock//", "/run/app.sock/.", "/run/x/.."] {
+            let e = check_shape(Path::new(bad)).unwrap_err();
+            assert!(matches!(e, SocketError::NotAFilePath { .. }), "{bad}: {e:?}");
+            assert!(e.to_string().contains("must name a file"), "{e}");
+        }
+        assert!(check_shape(Path::new("/run/.app.sock")).is_ok());
+        assert!(check_shape(Path::new("/run//app.sock")).is_ok());
+    }
+
+    #[test]
+    fn the_socket_path_holds_no_control_character() {
+        for bad in ["/run/app\n.sock", "/run\r/app.sock", "/run/app.sock\t", "/run/\x1b[2J.sock", "/run/\x7f"]
+        {
+            let e = check_shape(Path::new(bad)).unwrap_err();
+            assert!(matches!(e, SocketError::ControlCharacter { .. }), "{bad:?}: {e:?}");
+            let text = e.to_string();
+            assert!(text.contains("no control character"), "{text}");
+            assert!(
+                !text.contains(['\n', '\r', '\t', '\x1b', '\x7f']),
+                "the message stays one line: {text:?}"
+            );
+        }
+        assert!(check_shape(Path::new("/run/café.sock")).is_ok(), "non-ASCII is not control");
     }
 }

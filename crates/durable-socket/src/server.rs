@@ -89,9 +89,12 @@ impl SocketServer {
         self.caller_check
     }
 
-    /// Stops accepting, lets the requests in flight finish, stops driving
-    /// the core, and removes the socket file. Open asks stay open: a
-    /// shutdown is not an answer.
+    /// Stops accepting, lets the requests in flight and the core's work on
+    /// them finish, stops driving the core, and removes the socket file.
+    /// The wait lasts at most the shutdown grace (10 s by default,
+    /// [`SocketOptionsBuilder::shutdown_grace`](crate::SocketOptionsBuilder::shutdown_grace)):
+    /// past it, connections still open (a client stalling its body) are
+    /// dropped. Open asks stay open: a shutdown is not an answer.
     pub async fn close(mut self) {
         if let Some(server) = self.server.take() {
             server.close().await;
@@ -131,9 +134,12 @@ impl Listen for SocketListen {
     async fn accept(&mut self) -> io::Result<Incoming<UnixStream>> {
         let (stream, _) = self.listener.accept().await?;
         let check = self.check;
+        // Taken now: a peer process that started later is not the one that
+        // connected (its pid was reused), and the check fails closed.
+        let accepted = check.accepted();
         let observer = self.observer.clone();
         Ok(Box::pin(async move {
-            let caller = check.caller_of(&stream);
+            let caller = check.caller_of(&stream, accepted);
             if let Some(observe) = observer {
                 observe(caller);
             }

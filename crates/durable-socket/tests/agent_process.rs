@@ -20,14 +20,17 @@ use durable_socket::{SocketOptions, serve};
 const FIXTURE: &str = "DURABLE_SOCKET_FIXTURE";
 const FIXTURE_PATH: &str = "DURABLE_SOCKET_FIXTURE_PATH";
 const FIXTURE_CURL: &str = "DURABLE_SOCKET_FIXTURE_CURL";
+const FIXTURE_PYTHON: &str = "DURABLE_SOCKET_FIXTURE_PYTHON";
 
 /// Not a test of its own: the agent's body when this executable is run as a
 /// fixture (`DURABLE_SOCKET_FIXTURE` set); otherwise it returns at once.
 ///
 /// It serves a core on `DURABLE_SOCKET_FIXTURE_PATH` (or, unset, on the
 /// default path), reports on stdout as `fixture: …` lines, optionally runs
-/// curl itself (a process the agent launches), and closes when its stdin
-/// closes.
+/// curl itself (a process the agent launches) or a python3 script
+/// (`DURABLE_SOCKET_FIXTURE_PYTHON`, given the socket path as its argument,
+/// each line it prints relayed as `fixture: py <line>`), and closes when its
+/// stdin closes.
 #[test]
 fn fixture_agent_process() {
     if std::env::var_os(FIXTURE).is_none() {
@@ -59,6 +62,19 @@ fn fixture_agent_process() {
             .unwrap();
             println!("fixture: child-read {read}");
             println!("fixture: child-write {write}");
+        }
+        if let Some(script) = std::env::var_os(FIXTURE_PYTHON) {
+            let path = server.address().to_owned();
+            let out = tokio::task::spawn_blocking(move || {
+                Command::new("python3").arg("-c").arg(script).arg(path).stderr(Stdio::inherit()).output()
+            })
+            .await
+            .unwrap()
+            .expect("python3 runs");
+            for line in String::from_utf8_lossy(&out.stdout).lines() {
+                println!("fixture: py {line}");
+            }
+            println!("fixture: py-exit {}", out.status.code().unwrap_or(-1));
         }
         println!("fixture: ready");
         tokio::task::spawn_blocking(|| {
@@ -261,4 +277,112 @@ fn without_a_path_or_collie_durable_socket_start_up_fails_saying_so() {
     let error = lines.iter().find_map(|l| l.strip_prefix("error ")).unwrap_or_else(|| panic!("{lines:?}"));
     assert!(error.contains("no socket path"), "{error}");
     assert!(error.contains("COLLIE_DURABLE_SOCKET"), "{error}");
+}
+
+fn have_python3() -> bool {
+    let found = Command::new("python3").arg("-c").arg("pass").status().is_ok_and(|s| s.success());
+    if !found {
+        eprintln!("skipped: needs python3 (to fork and to rename a process)");
+    }
+    found
+}
+
+/// Runs `script` with python3 as a child of a fixture agent; returns the
+/// lines it printed.
+fn run_python_in_agent(script: &str) -> Vec<String> {
+    let dir = TempDir::new();
+    let mut agent = Agent::spawn(&[path_env(&socket_in(&dir)), (FIXTURE_PYTHON, script.into())], None);
+    assert_eq!(agent.expect("py-exit"), "0", "the script failed; saw {:?}", agent.seen);
+    let lines = agent.finish();
+    let mut seen = std::collections::BTreeMap::<&str, usize>::new();
+    for caller in callers(&lines) {
+        *seen.entry(caller).or_default() += 1;
+    }
+    eprintln!("callers seen by the agent: {seen:?}");
+    lines.iter().filter_map(|l| l.strip_prefix("py ")).map(str::to_owned).collect()
+}
+
+/// Python: `post(sock)` sends the answer write on `sock` and returns the
+/// response's status code.
+const PY_POST: &str = r#"
+import ctypes, os, socket, sys
+PATH = sys.argv[1]
+BODY = b'{"requestId":"r-1","answer":{"optionIds":["yes"]}}'
+REQ = (b"POST /v1/asks/970f8a0b30368fbbcab73013d31d2d51 HTTP/1.1\r\nHost: x\r\n"
+       b"Content-Type: application/json\r\nConnection: close\r\n"
+       b"Content-Length: " + str(len(BODY)).encode() + b"\r\n\r\n" + BODY)
+def post(sock):
+    sock.sendall(REQ)
+    resp = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        resp += chunk
+    parts = resp.split(b" ", 2)
+    return parts[1].decode() if len(parts) > 1 else "0"
+"#;
+
+#[test]
+fn a_descendant_with_a_non_utf8_command_name_is_still_refused_a_write() {
+    if !have_python3() {
+        return;
+    }
+    // The agent's child renames itself to bytes that are not UTF-8 (as any
+    // process may), then connects and writes.
+    let script = format!(
+        "{PY_POST}
+ctypes.CDLL(None).prctl(15, b'\\xff\\xfe', 0, 0, 0)
+assert open('/proc/self/stat', 'rb').read().split(b' ')[1] == b'(\\xff\\xfe)'
+s = socket.socket(socket.AF_UNIX)
+s.connect(PATH)
+print('status', post(s))
+"
+    );
+    let lines = run_python_in_agent(&script);
+    assert_eq!(lines, ["status 403"], "a write from the agent's renamed child must be refused");
+}
+
+#[test]
+fn a_write_on_a_connection_whose_connecting_process_exited_is_refused() {
+    if !have_python3() {
+        return;
+    }
+    // 200 times: a child of the agent's child connects, forks, and exits at
+    // once (its parent reaps it, so its /proc entry goes away); the
+    // grandchild writes on the inherited connection. Not one write may pass.
+    let script = format!(
+        "{PY_POST}
+statuses = {{}}
+for i in range(200):
+    r, w = os.pipe()
+    c = os.fork()
+    if c == 0:
+        os.close(r)
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(PATH)
+        if os.fork() == 0:
+            status = post(s)
+            os.write(w, status.encode())
+            os._exit(0)
+        os._exit(0)
+    os.close(w)
+    os.waitpid(c, 0)
+    got = b''
+    while True:
+        chunk = os.read(r, 64)
+        if not chunk:
+            break
+        got += chunk
+    os.close(r)
+    key = got.decode() or 'none'
+    statuses[key] = statuses.get(key, 0) + 1
+for key in sorted(statuses):
+    print('status', key, statuses[key])
+"
+    );
+    let started = Instant::now();
+    let lines = run_python_in_agent(&script);
+    eprintln!("200 forked writes in {:?}", started.elapsed());
+    assert_eq!(lines, ["status 403 200"], "every write through an exited connector must be refused");
 }

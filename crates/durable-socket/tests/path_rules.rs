@@ -210,3 +210,51 @@ async fn a_socket_owned_by_another_user_is_refused() {
     assert_eq!(rule, PrivacyRule::SocketOwner { owner: 65534, user: 0 });
     assert!(path.exists(), "another user's socket is not removed");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ancestor_owned_by_another_user_is_refused() {
+    if !is_root() {
+        eprintln!("skipped: needs root to give a folder to another user");
+        return;
+    }
+    // The other user cannot write in it by its mode (0755), but as its owner
+    // it can rename what is inside: the socket's folder could be swapped.
+    let dir = TempDir::new();
+    let theirs = dir.join("theirs");
+    fs::create_dir(&theirs).unwrap();
+    set_mode(&theirs, 0o755);
+    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+    let path = theirs.join("run/app.sock");
+    let rule = expect_not_private(serve_at(&path).await, &theirs);
+    assert_eq!(rule, PrivacyRule::AncestorOwner { owner: 65534, user: 0 });
+    let text = rule.to_string();
+    assert!(text.contains("owned by root or by the current user") && text.contains("65534"), "{text}");
+    assert!(!theirs.join("run").exists(), "nothing created below a refused ancestor");
+    // Given back to root it is fine (root owns /, /tmp…).
+    std::os::unix::fs::chown(&theirs, Some(0), Some(0)).unwrap();
+    serve_at(&path).await.unwrap().close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_socket_path_with_a_control_character_is_refused() {
+    let dir = TempDir::new();
+    let path = dir.join("run\n/app.sock");
+    let e = serve_at(&path).await.unwrap_err();
+    assert!(matches!(e, SocketError::ControlCharacter { .. }), "{e:?}");
+    let text = e.to_string();
+    assert!(text.starts_with("socket path rule: the path must hold no control character"), "{text}");
+    assert!(!text.contains('\n'), "the message is one line: {text:?}");
+    assert!(!dir.join("run\n").exists(), "nothing created");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_socket_path_ending_in_a_slash_is_not_a_file_path() {
+    let dir = TempDir::new();
+    for end in ["/", "/."] {
+        let path = std::path::PathBuf::from(format!("{}{end}", dir.join("run/app.sock").display()));
+        let e = serve_at(&path).await.unwrap_err();
+        assert!(matches!(e, SocketError::NotAFilePath { .. }), "{path:?}: {e:?}");
+        assert!(e.to_string().contains("no trailing `/`"), "{e}");
+    }
+    assert!(!dir.join("run").exists(), "nothing created");
+}

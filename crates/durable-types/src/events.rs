@@ -1,5 +1,7 @@
 //! Events of a pane and the event read (contract §6).
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::{Ask, DecidedBy, Id, Item, Outcome, Timestamp};
@@ -35,8 +37,8 @@ pub struct Event {
 pub enum EventBody {
     /// An item written (or written again: it replaces the earlier one).
     Item {
-        /// The item.
-        item: Item,
+        /// The item (shared with the pane's view: one copy for both).
+        item: Arc<Item>,
     },
     /// The pane's state changed.
     State {
