@@ -172,3 +172,33 @@ fn crate_name_parser_reads_tree_lines() {
     assert!(names.contains("nix") && names.contains("bitflags") && names.contains("durable-http"));
     assert!(names.iter().any(|c| UNIX_ONLY.contains(&c.as_str())));
 }
+
+/// The README's test command: the line of its set-up block that says so.
+fn readme_test_command(readme: &str) -> Option<String> {
+    readme
+        .lines()
+        .find(|l| l.trim_end().ends_with("# the tests"))
+        .and_then(|l| l.split('#').next())
+        .map(|cmd| cmd.trim().to_owned())
+        .filter(|cmd| !cmd.is_empty())
+}
+
+#[test]
+fn ci_runs_the_test_command_written_in_the_readme() {
+    let root = project_root();
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    let ci = std::fs::read_to_string(root.join(".ci/run")).expect(".ci/run");
+    let cmd = readme_test_command(&readme).expect("the README names its test command with `# the tests`");
+    assert!(
+        ci.lines().any(|l| l.trim() == cmd),
+        ".ci/run must run the README's test command `{cmd}` on a line of its own"
+    );
+}
+
+#[test]
+fn readme_test_command_parser_reads_the_set_up_block() {
+    let readme =
+        "```sh\ncargo run --example desk     # the support desk agent\ncargo test -p x    # the tests\n```";
+    assert_eq!(readme_test_command(readme).as_deref(), Some("cargo test -p x"));
+    assert_eq!(readme_test_command("no command here"), None);
+}
