@@ -377,6 +377,9 @@ pub struct Approval {
     pub approved: bool,
     /// Who decided.
     pub decided_by: DecidedBy,
+    /// How: `answered` (Allow or Deny), `timeout`, or `aborted` (stop, abort
+    /// signal, close).
+    pub outcome: Outcome,
     /// When.
     pub decided_at: Timestamp,
     /// The ask id.
@@ -428,12 +431,14 @@ pub fn require_approval(
                 Ok(d) => Approval {
                     approved: d.answer.option_id() == Some("allow"),
                     decided_by: d.decided_by,
+                    outcome: Outcome::Answered,
                     decided_at: d.decided_at,
                     ask_id,
                 },
                 Err(closed) => Approval {
                     approved: false,
                     decided_by: closed.decided_by,
+                    outcome: closed.outcome,
                     decided_at: closed.decided_at,
                     ask_id,
                 },

@@ -70,7 +70,7 @@ pub(crate) struct Shared {
 
 pub(crate) struct DriverState {
     jobs: VecDeque<Job>,
-    wakeup: Option<Arc<dyn Fn() + Send + Sync>>,
+    wakeups: Vec<Arc<dyn Fn() + Send + Sync>>,
     caller_check: CallerCheckMode,
 }
 
@@ -96,7 +96,7 @@ impl Core {
                 state: Mutex::new(State::new()),
                 driver: Mutex::new(DriverState {
                     jobs: VecDeque::new(),
-                    wakeup: None,
+                    wakeups: Vec::new(),
                     caller_check: CallerCheckMode::Unavailable,
                 }),
                 hooks: RwLock::new(None),
@@ -141,13 +141,17 @@ impl Core {
         self.driver().jobs.pop_front()
     }
 
-    /// Registers the driver's wake-up: called when a job is queued or the
-    /// next deadline may have moved earlier.
+    /// Registers a driver's wake-up: called when a job is queued or the
+    /// next deadline may have moved earlier. Each server that serves this
+    /// core (a socket and a TLS server may serve one core together) adds its
+    /// own; all are called. A wake-up may call back into the core.
     pub fn set_wakeup(&self, wake: impl Fn() + Send + Sync + 'static) {
-        self.driver().wakeup = Some(Arc::new(wake));
+        self.driver().wakeups.push(Arc::new(wake));
     }
 
-    /// Tells the core what the transport's caller check is (for `GET /hello`).
+    /// Tells the core what the socket transport's caller check is (for
+    /// `GET /hello`). A request that carries `Caller::Token` (HTTPS) always
+    /// hears `token`, so the TLS server need not set it.
     pub fn set_caller_check(&self, mode: CallerCheckMode) {
         self.driver().caller_check = mode;
     }
@@ -248,8 +252,8 @@ impl Core {
 
     fn wake_if_pending(&self) {
         if self.shared.wake_pending.swap(false, Ordering::SeqCst) {
-            let wake = self.driver().wakeup.clone();
-            if let Some(w) = wake {
+            let wakeups = self.driver().wakeups.clone();
+            for w in wakeups {
                 w();
             }
         }

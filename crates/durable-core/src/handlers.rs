@@ -143,6 +143,40 @@ pub struct StarterRequest {
 pub trait PaneHandlers: Send + Sync + 'static {
     /// Text to start a turn with. Called when the pane is idle (a send that
     /// arrives during a turn is queued and delivered after it).
+    ///
+    /// The phone's send waits for this answer, so:
+    /// 1. start the turn: `req.pane.working(turn_id)` (steer is taken only
+    ///    while the pane works, and sends that arrive meanwhile are queued);
+    /// 2. spawn the work on your own task and return [`Handled::Accepted`]
+    ///    at once — the SDK then writes the `user` item
+    ///    ([`user_item_id`](crate::user_item_id));
+    /// 3. in the work, stream the reply (`partial: true`, then the final
+    ///    text), watch `req.signal` for the phone's stop, and end with
+    ///    `req.pane.idle()` — that delivers the next queued send.
+    ///
+    /// ```no_run
+    /// use durable_core::{async_trait, Handled, PaneHandlers, SendRequest};
+    /// use durable_core::types::Item;
+    ///
+    /// struct Agent;
+    /// # fn spawn(work: impl std::future::Future<Output = ()> + Send + 'static) { drop(work) }
+    ///
+    /// #[async_trait]
+    /// impl PaneHandlers for Agent {
+    ///     async fn send(&self, req: SendRequest) -> Handled {
+    ///         if let Err(e) = req.pane.working(&format!("t-{}", req.request_id)) {
+    ///             return Handled::refuse(e.to_string());
+    ///         }
+    ///         // On your runtime's executor (the work outlives this call).
+    ///         spawn(async move {
+    ///             let reply = format!("Got it: {}", req.text);
+    ///             let _ = req.pane.write(Item::reply(&format!("reply-{}", req.request_id), reply).unwrap());
+    ///             let _ = req.pane.idle();
+    ///         });
+    ///         Handled::Accepted
+    ///     }
+    /// }
+    /// ```
     async fn send(&self, req: SendRequest) -> Handled {
         let _ = req;
         Handled::NotHandled

@@ -75,6 +75,12 @@ pub use layout::{Pane, PaneOptions, Tab, Workspace};
 pub use options::{CoreOptions, CoreOptionsBuilder};
 pub use receipts::{Lookup, MemoryReceiptStore, Receipt, ReceiptStore, StoreError};
 pub use signal::{AbortController, AbortSignal};
+pub use writes::user_item_id;
+
+/// The attribute the handler traits ([`PaneHandlers`], [`Hooks`],
+/// [`HistoryProvider`], [`ReceiptStore`]) are implemented with:
+/// `#[durable_core::async_trait] impl PaneHandlers for MyAgent { async fn send(..) }`.
+pub use async_trait::async_trait;
 
 /// The wire types and rules, re-exported.
 pub use durable_types as types;

@@ -13,7 +13,14 @@ use crate::core::Core;
 use crate::respond;
 use crate::routes::{Query, body_bytes, path_id};
 
-pub(crate) fn hello(core: &Core) -> Response {
+pub(crate) fn hello(core: &Core, req: &Request) -> Response {
+    // A core served on a socket and over HTTPS at once: each transport says
+    // its own check (a request that came with a token is HTTPS).
+    let caller_check = if req.caller == durable_types::exchange::Caller::Token {
+        crate::CallerCheckMode::Token
+    } else {
+        core.caller_check()
+    };
     let ready = core.lock().ready;
     let opts = core.options();
     respond::json(
@@ -26,7 +33,7 @@ pub(crate) fn hello(core: &Core) -> Response {
             runtime: opts.runtime.clone(),
             ready,
             epoch: opts.epoch.clone(),
-            caller_check: core.caller_check().as_str().into(),
+            caller_check: caller_check.as_str().into(),
             caps: CapsView::from(core.caps()),
         },
     )

@@ -169,7 +169,7 @@ pub(crate) async fn route(core: &Core, req: Request) -> Response {
     }
     let result = match route {
         Route::Hello => match req.method {
-            Method::Get => Ok(crate::poll::hello(core)),
+            Method::Get => Ok(crate::poll::hello(core, &req)),
             _ => crate::poll::hello_post(core, &req),
         },
         Route::State => crate::poll::state(core, &req),

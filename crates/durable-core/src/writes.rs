@@ -222,9 +222,11 @@ impl Core {
     }
 }
 
-/// The id of the `user` item a send writes: `user-<requestId>`, or a digest
-/// when that would break the ID rule's length.
-fn user_item_id(request_id: &Id) -> Id {
+/// The id of the `user` item the SDK writes when it delivers a send:
+/// `user-<requestId>`, or `user-<digest>` when that would pass 128 bytes. A
+/// history provider that keeps the conversation uses it to write the same
+/// item under the same id.
+pub fn user_item_id(request_id: &Id) -> Id {
     Id::new(format!("user-{request_id}"))
         .or_else(|_| Id::new(format!("user-{}", durable_types::ask_id_for("user", request_id.as_str()))))
         .unwrap_or_else(|_| request_id.clone())

@@ -293,3 +293,32 @@ async fn history_from_the_provider_meets_the_item_and_id_rules() {
     assert_eq!(items[0]["text"], "ab", "text is sanitized");
     assert!(h.warns().iter().any(|w| w.contains("history left out")));
 }
+
+#[tokio::test]
+async fn one_core_served_on_two_transports_says_each_transports_caller_check() {
+    let h = Harness::new();
+    h.core.set_caller_check(durable_core::CallerCheckMode::On);
+    let socket = h.request(Request::get("/hello", Caller::OtherProcess)).await;
+    assert_eq!(socket.json["callerCheck"], "on");
+    let https = h.request(Request::get("/hello", Caller::Token)).await;
+    assert_eq!(https.json["callerCheck"], "token");
+}
+
+#[tokio::test]
+async fn every_driver_serving_a_core_is_woken() {
+    let h = Harness::new();
+    let pane = h.pane();
+    let (a, b) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (a2, b2) = (a.clone(), b.clone());
+    h.core.set_wakeup(move || {
+        a2.fetch_add(1, Ordering::SeqCst);
+    });
+    h.core.set_wakeup(move || {
+        b2.fetch_add(1, Ordering::SeqCst);
+    });
+    let _ask = pane.ask(yes_no("c1").expires_in_ms(1_000)).unwrap();
+    assert!(
+        a.load(Ordering::SeqCst) >= 1 && b.load(Ordering::SeqCst) >= 1,
+        "both drivers hear of the deadline"
+    );
+}

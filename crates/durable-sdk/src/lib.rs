@@ -6,10 +6,13 @@
 //! # Quick start
 //!
 //! ```no_run
-//! use durable_sdk::{open_collie, AskOption, AskSpec, Caps, Cap, OpenOptions, PaneOptions};
+//! use durable_sdk::{open_collie, socket_path_for, AskOption, AskSpec, Caps, Cap, OpenOptions, PaneOptions};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let collie = open_collie(OpenOptions::builder().host_name("hello").caps(Caps::none().with(Cap::Asks))).await?;
+//! // $COLLIE_DURABLE_SOCKET, else $XDG_RUNTIME_DIR/hello/app.sock, else /tmp/durable-<uid>/hello/app.sock
+//! let socket = socket_path_for("hello");
+//! let options = OpenOptions::builder().socket(socket).host_name("hello").caps(Caps::none().with(Cap::Asks));
+//! let collie = open_collie(options).await?;
 //! let pane = collie.workspace("hello", "Hello")?.tab("main", "Questions")?.pane("deploy", PaneOptions::new("Deploy").harness("hello"))?;
 //! collie.ready();
 //! println!("listening {}", collie.address());
@@ -80,6 +83,12 @@ pub use durable_core::{
     HistoryError, HistoryProvider, Hooks, ItemsPage, Lookup, ManualClock, MemoryReceiptStore, Pane,
     PaneHandlers, PaneOptions, Receipt, ReceiptStore, RenameRequest, ReopenRequest, RowsPage, SendRequest,
     StarterRequest, SteerRequest, StopRequest, StoreError, Tab, WarnSink, Workspace, approval_spec,
-    create_core, require_approval,
+    async_trait, create_core, require_approval, user_item_id,
 };
+
+/// What [`create_core`] needs from the system, for a core served with
+/// `tls::serve` or a socket server of your own: the clock, a fresh epoch,
+/// and the default warn sink (standard error).
+#[cfg(any(feature = "socket", feature = "tls"))]
+pub use durable_http::{SystemClock, random_epoch, stderr_warn};
 pub use durable_types::*;

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use durable_core::{Core, CoreOptions, HistoryProvider, Hooks, Workspace, create_core};
+use durable_core::{Core, CoreOptions, HistoryProvider, Hooks, PaneHandlers, Workspace, create_core};
 use durable_http::{SystemClock, random_epoch, stderr_warn};
 use durable_socket::{CallerCheck, SocketError, SocketOptions, SocketServer, serve};
 use durable_types::{Caps, RuleError};
@@ -109,7 +109,7 @@ impl From<OpenOptionsBuilder> for OpenOptions {
 }
 
 /// Why [`open_collie`] could not start.
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum OpenError {
     /// An option breaks a rule.
@@ -118,6 +118,14 @@ pub enum OpenError {
     /// The socket could not be served (path, privacy, in use, IO).
     #[error(transparent)]
     Socket(#[from] SocketError),
+}
+
+/// The message, also for `Debug`: a `main` that returns this error prints it
+/// with `Debug`, and the message names the rule (and the folder, in octal).
+impl fmt::Debug for OpenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "OpenError: {self}")
+    }
 }
 
 /// A durable agent served on its private socket: the seed's `collie`.
@@ -186,9 +194,16 @@ impl Collie {
         self.core.history(provider);
     }
 
-    /// Sets the agent-wide hooks for the phone's writes.
-    pub fn hooks(&self, hooks: impl Hooks) {
+    /// Sets the agent-wide hooks of layout writes: rename, close, reopen,
+    /// starters.
+    pub fn set_hooks(&self, hooks: impl Hooks) {
         self.core.set_hooks(hooks);
+    }
+
+    /// Sets the agent-wide handlers of pane writes (send, steer, stop,
+    /// actions) for every pane without handlers of its own.
+    pub fn set_handlers(&self, handlers: impl PaneHandlers) {
+        self.core.set_handlers(handlers);
     }
 
     /// Adds a starter button.

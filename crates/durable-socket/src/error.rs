@@ -14,7 +14,9 @@ use crate::SOCKET_ENV;
 #[non_exhaustive]
 pub enum SocketError {
     /// Neither the options nor `$COLLIE_DURABLE_SOCKET` name a path.
-    #[error("no socket path: set it in SocketOptions or in ${SOCKET_ENV}")]
+    #[error(
+        "no socket path: give one in the options (`OpenOptions::socket`, `SocketOptions::path`) or set ${SOCKET_ENV}"
+    )]
     NoPath,
     /// The path is not absolute.
     #[error("socket path rule: the path must be absolute, {path:?} is not")]

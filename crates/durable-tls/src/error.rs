@@ -11,7 +11,7 @@ use durable_types::TOKEN_MIN;
 /// No variant holds a token: a token error names where the token came from
 /// (`COLLIE_TOKEN`, `COLLIE_TOKEN_NEXT`, or the `token` / `next_token`
 /// option) and never its value.
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum TlsError {
     /// No listen address was given.
@@ -123,4 +123,12 @@ pub enum TlsError {
         #[source]
         source: io::Error,
     },
+}
+
+/// The message, also for `Debug`: a `main` that returns this error prints it
+/// with `Debug`, and the message names the rule (never the token).
+impl std::fmt::Debug for TlsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TlsError: {self}")
+    }
 }

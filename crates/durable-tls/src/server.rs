@@ -10,7 +10,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 
-use durable_core::{CallerCheckMode, Core};
+use durable_core::Core;
 use durable_http::{CallerSource, Incoming, Listen, Server, Shutdown};
 
 use crate::cert;
@@ -59,7 +59,6 @@ pub async fn serve(core: Core, options: TlsOptions) -> Result<TlsServer, TlsErro
     let scheme = if acceptor.is_some() { "https" } else { "http" };
     let address = format!("{scheme}://{}:{}", options.listen.url_host(), local_addr.port());
 
-    core.set_caller_check(CallerCheckMode::Token);
     if let Some(fingerprint) = &fingerprint {
         core.warn(&format!(
             "durable: serving {address} with a self-signed certificate (development only), SHA-256 fingerprint {fingerprint}"
@@ -238,7 +237,6 @@ mod tests {
         assert_ne!(port, 0);
         assert_eq!(server.address(), format!("https://127.0.0.1:{port}"));
         assert_eq!(server.fingerprint().map(|f| f.len()), Some(95));
-        assert_eq!(c.caller_check(), CallerCheckMode::Token);
         assert!(!format!("{server:?}").contains(TOKEN));
         server.close().await;
         // Closed: nothing listens on the port any more.

@@ -100,6 +100,8 @@ pub mod ask_limits {
     pub const PLACEHOLDER: usize = 256;
 }
 
-/// The action icon names Collie draws; any other name draws no icon.
+/// The action icon names Collie draws: `play`, `pause`, `check`, `x`,
+/// `refresh`, `archive`, `flag`, `star`, `send`, `note`, `search`, `more`.
+/// Any other name is sent but draws no icon.
 pub const ICON_NAMES: [&str; 12] =
     ["play", "pause", "check", "x", "refresh", "archive", "flag", "star", "send", "note", "search", "more"];

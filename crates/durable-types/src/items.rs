@@ -294,6 +294,22 @@ impl Item {
         Item { id, ts: None, body }
     }
 
+    /// A final `reply`; the id follows the ID rule (an `Err` otherwise).
+    pub fn reply(id: &str, text: impl Into<String>) -> Result<Item, RuleError> {
+        Ok(Item::new(Id::new(id)?, ItemBody::Reply { text: text.into(), partial: false }))
+    }
+
+    /// A `reply` still growing (`partial: true`): write the same id again as
+    /// it grows, at most every 250 ms, then once with [`Item::reply`].
+    pub fn partial_reply(id: &str, text: impl Into<String>) -> Result<Item, RuleError> {
+        Ok(Item::new(Id::new(id)?, ItemBody::Reply { text: text.into(), partial: true }))
+    }
+
+    /// A `notice` (2 KiB) with a tone.
+    pub fn notice(id: &str, text: impl Into<String>, tone: NoticeTone) -> Result<Item, RuleError> {
+        Ok(Item::new(Id::new(id)?, ItemBody::Notice { text: text.into(), partial: false, tone: Some(tone) }))
+    }
+
     /// Applies the item rules: text is sanitized and cut to its kind's limit;
     /// a bad `lang`, `href`, `badge` or `progress` value is an `Err` (Collie
     /// would drop the item). Returns the clean item and whether anything changed.
@@ -397,6 +413,15 @@ mod tests {
             ItemBody::Notice { text, .. } => assert!(text.len() <= 2048 && text.len() > 2040),
             _ => unreachable!(),
         }
+    }
+
+    #[test]
+    fn item_helpers_check_the_id_rule() {
+        assert!(Item::reply("r 1", "x").unwrap_err().is_invalid_argument());
+        let partial = Item::partial_reply("r1", "x").unwrap();
+        assert!(partial.body.is_partial());
+        let notice = Item::notice("n1", "done", NoticeTone::Info).unwrap();
+        assert_eq!(notice.body.kind(), "notice");
     }
 
     #[test]

@@ -54,6 +54,20 @@ impl Harness {
 
     /// A core built with extra options.
     pub fn with(f: impl FnOnce(CoreOptionsBuilder) -> CoreOptionsBuilder) -> Harness {
+        let h = Self::without_driver(f);
+        // Jobs run on the test's runtime, as a driver would run them.
+        let waker_core = h.core.clone();
+        h.core.set_wakeup(move || {
+            while let Some(job) = waker_core.poll_job() {
+                tokio::spawn(job);
+            }
+        });
+        h
+    }
+
+    /// A core whose jobs nobody runs until the test takes them with
+    /// `core.poll_job()` (a slow driver).
+    pub fn without_driver(f: impl FnOnce(CoreOptionsBuilder) -> CoreOptionsBuilder) -> Harness {
         let clock = ManualClock::new(Timestamp::from_millis(T0));
         let warns = Arc::new(Mutex::new(Vec::new()));
         let sink = warns.clone();
@@ -63,13 +77,6 @@ impl Harness {
             .epoch("0123456789abcdef")
             .warn(move |line| sink.lock().unwrap().push(line.to_owned()));
         let core = create_core(f(builder).build().expect("options"));
-        // Jobs run on the test's runtime, as a driver would run them.
-        let waker_core = core.clone();
-        core.set_wakeup(move || {
-            while let Some(job) = waker_core.poll_job() {
-                tokio::spawn(job);
-            }
-        });
         Harness { core, clock, warns }
     }
 
