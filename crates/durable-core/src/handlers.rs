@@ -145,18 +145,19 @@ pub trait PaneHandlers: Send + Sync + 'static {
     /// arrives during a turn is queued and delivered after it).
     ///
     /// The phone's send waits for this answer, so:
-    /// 1. start the turn: `req.pane.working(turn_id)` (steer is taken only
-    ///    while the pane works, and sends that arrive meanwhile are queued);
-    /// 2. spawn the work on your own task and return [`Handled::Accepted`]
-    ///    at once — the SDK then writes the `user` item
-    ///    ([`user_item_id`](crate::user_item_id));
-    /// 3. in the work, stream the reply (`partial: true`, then the final
-    ///    text), watch `req.signal` for the phone's stop, and end with
-    ///    `req.pane.idle()` — that delivers the next queued send.
+    /// 1. start the turn: [`req.pane.start_turn(id)`](crate::Pane::start_turn)
+    ///    (the pane works: steer is taken, sends that arrive meanwhile are
+    ///    queued);
+    /// 2. move the [`Turn`](crate::Turn) into work spawned on your own task
+    ///    and return [`Handled::Accepted`] at once — the SDK then writes the
+    ///    `user` item ([`user_item_id`](crate::user_item_id));
+    /// 3. in the work, stream the reply ([`Turn::partial`](crate::Turn::partial),
+    ///    then [`Turn::reply`](crate::Turn::reply)), watch `req.signal` for
+    ///    the phone's stop, and let the turn end (or drop): the pane goes
+    ///    idle and the next queued send is delivered.
     ///
     /// ```no_run
     /// use durable_core::{async_trait, Handled, PaneHandlers, SendRequest};
-    /// use durable_core::types::Item;
     ///
     /// struct Agent;
     /// # fn spawn(work: impl std::future::Future<Output = ()> + Send + 'static) { drop(work) }
@@ -164,15 +165,16 @@ pub trait PaneHandlers: Send + Sync + 'static {
     /// #[async_trait]
     /// impl PaneHandlers for Agent {
     ///     async fn send(&self, req: SendRequest) -> Handled {
-    ///         if let Err(e) = req.pane.working(&format!("t-{}", req.request_id)) {
-    ///             return Handled::refuse(e.to_string());
-    ///         }
+    ///         let turn = match req.pane.start_turn(&format!("t-{}", req.request_id)) {
+    ///             Ok(turn) => turn,
+    ///             Err(e) => return Handled::refuse(e.to_string()),
+    ///         };
     ///         // On your runtime's executor (the work outlives this call).
     ///         spawn(async move {
-    ///             let reply = format!("Got it: {}", req.text);
-    ///             let _ = req.pane.write(Item::reply(&format!("reply-{}", req.request_id), reply).unwrap());
-    ///             let _ = req.pane.idle();
-    ///         });
+    ///             let reply = format!("reply-{}", req.request_id);
+    ///             let _ = turn.partial(&reply, "Got it");
+    ///             let _ = turn.reply(&reply, format!("Got it: {}", req.text));
+    ///         }); // the turn is dropped at the end: the pane goes idle
     ///         Handled::Accepted
     ///     }
     /// }

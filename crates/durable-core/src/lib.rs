@@ -59,6 +59,7 @@ mod select;
 mod signal;
 mod state;
 mod timers;
+mod turn;
 mod writes;
 
 pub use asks::{
@@ -75,6 +76,7 @@ pub use layout::{Pane, PaneOptions, Tab, Workspace};
 pub use options::{CoreOptions, CoreOptionsBuilder};
 pub use receipts::{Lookup, MemoryReceiptStore, Receipt, ReceiptStore, StoreError};
 pub use signal::{AbortController, AbortSignal};
+pub use turn::Turn;
 pub use writes::user_item_id;
 
 /// The attribute the handler traits ([`PaneHandlers`], [`Hooks`],

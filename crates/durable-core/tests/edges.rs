@@ -322,3 +322,43 @@ async fn every_driver_serving_a_core_is_woken() {
         "both drivers hear of the deadline"
     );
 }
+
+#[tokio::test]
+async fn a_turn_keeps_the_pane_working_and_going_out_of_scope_sets_it_idle() {
+    let h = Harness::new();
+    let pane = h.pane();
+    pane.handlers(Accept).unwrap();
+    {
+        let turn = pane.start_turn("t-1").unwrap();
+        assert_eq!(pane.current_state(), PaneState::Working);
+        turn.partial("r1", "Got").unwrap();
+        let r = h.post("/v1/panes/ticket-1/send", json!({"requestId": "q1", "text": "next"})).await;
+        assert_eq!(r.json["result"], "queued", "a send during the turn waits");
+        turn.reply("r1", "Got it").unwrap();
+    } // dropped: the turn ends
+    h.settle().await;
+    assert_eq!(pane.current_state(), PaneState::Idle);
+    assert_eq!(pane.turn_id().as_deref(), Some("t-1"));
+    let users: Vec<_> =
+        h.all_events("ticket-1").await.into_iter().filter(|e| e["item"]["kind"] == "user").collect();
+    assert_eq!(users.len(), 1, "the queued send was delivered when the turn ended");
+    let item = h.view("ticket-1").await["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["id"] == "r1")
+        .cloned()
+        .unwrap();
+    assert_eq!((item["text"].clone(), item.get("partial").cloned()), (json!("Got it"), None));
+}
+
+#[tokio::test]
+async fn ending_a_turn_finalizes_a_partial_reply_with_one_warning() {
+    let h = Harness::new();
+    let pane = h.pane();
+    let turn = pane.start_turn("t-1").unwrap();
+    turn.partial("r1", "half").unwrap();
+    turn.end().unwrap();
+    assert_eq!(pane.current_state(), PaneState::Idle);
+    assert_eq!(h.warns().iter().filter(|w| w.contains("partial")).count(), 1);
+}

@@ -82,7 +82,7 @@ pub use durable_core::{
     AskHandle, CallerCheckMode, Clock, CloseRequest, Core, CoreOptions, CoreOptionsBuilder, Decided, Handled,
     HistoryError, HistoryProvider, Hooks, ItemsPage, Lookup, ManualClock, MemoryReceiptStore, Pane,
     PaneHandlers, PaneOptions, Receipt, ReceiptStore, RenameRequest, ReopenRequest, RowsPage, SendRequest,
-    StarterRequest, SteerRequest, StopRequest, StoreError, Tab, WarnSink, Workspace, approval_spec,
+    StarterRequest, SteerRequest, StopRequest, StoreError, Tab, Turn, WarnSink, Workspace, approval_spec,
     async_trait, create_core, require_approval, user_item_id,
 };
 
