@@ -451,20 +451,33 @@ fn resolve(core: &Core, target: Target, id: &str) -> Option<Resolved> {
     }
 }
 
+/// Finds a rename or close target (`404` when there is none) and, for a
+/// pane, waits for its write lock (`409 busy` after 5 s).
+async fn resolve_and_lock(
+    core: &Core,
+    target: Target,
+    id: &str,
+    arrival: Timestamp,
+    verb: &str,
+) -> Result<(Resolved, Option<OwnedMutexGuard<()>>), Ran> {
+    let Some(resolved) = resolve(core, target, id) else {
+        return Err(Ran::unstored(respond::not_found(format!("nothing to {verb} at {id}"))));
+    };
+    let guard = match &resolved {
+        Resolved::Pane(p) => Some(core.lock_pane(p, arrival).await?),
+        _ => None,
+    };
+    Ok((resolved, guard))
+}
+
 pub(crate) async fn rename(core: &Core, req: &Request, arrival: Timestamp) -> Result<Response, Response> {
     let WriteBody::Rename { request_id, target, id, title } = parse(req, WriteBody::parse_rename)? else {
         return Err(respond::error(ErrorCode::Internal, "rename body"));
     };
     let run = || async {
-        let Some(resolved) = resolve(core, target, &id) else {
-            return Ran::unstored(respond::not_found(format!("nothing to rename at {id}")));
-        };
-        let _guard = match &resolved {
-            Resolved::Pane(p) => match core.lock_pane(p, arrival).await {
-                Ok(g) => Some(g),
-                Err(ran) => return ran,
-            },
-            _ => None,
+        let (resolved, _guard) = match resolve_and_lock(core, target, &id, arrival, "rename").await {
+            Ok(found) => found,
+            Err(ran) => return ran,
         };
         if let Some(h) = core.hooks() {
             let rreq = RenameRequest {
@@ -496,15 +509,9 @@ pub(crate) async fn close(core: &Core, req: &Request, arrival: Timestamp) -> Res
         return Err(respond::error(ErrorCode::Internal, "close body"));
     };
     let run = || async {
-        let Some(resolved) = resolve(core, target, &id) else {
-            return Ran::unstored(respond::not_found(format!("nothing to close at {id}")));
-        };
-        let _guard = match &resolved {
-            Resolved::Pane(p) => match core.lock_pane(p, arrival).await {
-                Ok(g) => Some(g),
-                Err(ran) => return ran,
-            },
-            _ => None,
+        let (resolved, _guard) = match resolve_and_lock(core, target, &id, arrival, "close").await {
+            Ok(found) => found,
+            Err(ran) => return ran,
         };
         if let Some(h) = core.hooks() {
             let creq = CloseRequest { request_id: request_id.clone(), target, id: id.clone() };
