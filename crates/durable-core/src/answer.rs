@@ -73,11 +73,7 @@ fn decide(core: &Core, ask_id: &Id, req: AnswerRequest) -> Ran {
     let now = core.now();
     let hold_ms = core.options().hold_ms;
     let mut st = core.lock();
-    // An ask past its expiry is closed by timeout, even when the driver has
-    // not ticked yet: an answer that arrives late must not win.
-    if st.asks.get(ask_id.as_str()).and_then(|a| a.ask.expires_at).is_some_and(|at| at <= now) {
-        core.close_ask_locked(&mut st, ask_id.as_str(), DecidedBy::Timeout, Outcome::Timeout, None, now);
-    }
+    core.close_if_expired_locked(&mut st, ask_id.as_str(), now);
     let Some(open) = st.asks.get(ask_id.as_str()) else {
         if let Some((by, at, _)) = st.decided.get(ask_id.as_str()) {
             return Ran::unstored(respond::failure(
@@ -95,14 +91,12 @@ fn decide(core: &Core, ask_id: &Id, req: AnswerRequest) -> Ran {
         };
         // Step 3: held for hold_ms. A newer hold for the same ask replaces
         // the older one, whose request id is free again.
-        if let Some(old) = st.holds.remove(ask_id.as_str()) {
-            st.hold_by_request.remove(&old.request_id);
-        }
+        st.take_hold(ask_id.as_str());
         if st.holds.len() >= HOLDS_MAX {
             // The oldest hold goes; its request id is free again.
             let oldest = st.holds.iter().min_by_key(|(_, h)| h.arrived_at).map(|(id, _)| id.clone());
-            if let Some(h) = oldest.and_then(|id| st.holds.remove(&id)) {
-                st.hold_by_request.remove(&h.request_id);
+            if let Some(id) = oldest {
+                st.take_hold(&id);
             }
         }
         let expires_at = now.plus_millis(hold_ms);

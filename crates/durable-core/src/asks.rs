@@ -158,7 +158,7 @@ impl Core {
         // out at once, and an answer held meanwhile does not win.
         match expires_at {
             Some(at) if at <= now => {
-                self.drop_hold(&mut st, &id);
+                st.take_hold(&id);
                 self.close_ask_locked(&mut st, &id, DecidedBy::Timeout, Outcome::Timeout, None, now);
             }
             Some(at) => {
@@ -186,8 +186,7 @@ impl Core {
     /// A held answer for a freshly raised ask: applied when its hash
     /// matches and it fits, else discarded (its request id is free again).
     fn apply_hold(&self, st: &mut State, id: &str, now: Timestamp) {
-        let Some(hold) = st.holds.remove(id) else { return };
-        st.hold_by_request.remove(&hold.request_id);
+        let Some(hold) = st.take_hold(id) else { return };
         let Some(open) = st.asks.get(id) else { return };
         if open.ask.hash != hold.hash {
             return;
@@ -218,13 +217,6 @@ impl Core {
                 )),
             }
         });
-    }
-
-    /// Discards a held answer for `id` (its request id is free again).
-    fn drop_hold(&self, st: &mut State, id: &str) {
-        if let Some(hold) = st.holds.remove(id) {
-            st.hold_by_request.remove(&hold.request_id);
-        }
     }
 
     /// Closes an open ask. `answer` is `Some` for an answer (phone or
@@ -301,19 +293,21 @@ impl Core {
 
     pub(crate) fn expire_ask(&self, id: &str, now: Timestamp) {
         let mut st = self.lock();
-        let due = st.asks.get(id).and_then(|a| a.ask.expires_at).is_some_and(|at| at <= now);
-        if due {
-            self.close_ask_locked(&mut st, id, DecidedBy::Timeout, Outcome::Timeout, None, now);
+        self.close_if_expired_locked(&mut st, id, now);
+    }
+
+    /// An open ask past its `expiresAt` closes by timeout now, whether or not
+    /// the driver has ticked: an answer that arrives late must not win.
+    pub(crate) fn close_if_expired_locked(&self, st: &mut State, id: &str, now: Timestamp) {
+        if st.asks.get(id).and_then(|a| a.ask.expires_at).is_some_and(|at| at <= now) {
+            self.close_ask_locked(st, id, DecidedBy::Timeout, Outcome::Timeout, None, now);
         }
     }
 
     pub(crate) fn expire_hold(&self, id: &str, now: Timestamp) {
         let mut st = self.lock();
-        let due = st.holds.get(id).is_some_and(|h| h.expires_at <= now);
-        if due {
-            if let Some(h) = st.holds.remove(id) {
-                st.hold_by_request.remove(&h.request_id);
-            }
+        if st.holds.get(id).is_some_and(|h| h.expires_at <= now) {
+            st.take_hold(id);
         }
     }
 
@@ -321,10 +315,7 @@ impl Core {
     pub(crate) fn decide_by_program(&self, pane: &Id, ask_id: &str, answer: Answer) -> Result<(), RuleError> {
         let now = self.now();
         let mut st = self.lock();
-        // Past its expiry the ask is timed out, whether or not the driver ticked.
-        if st.asks.get(ask_id).and_then(|a| a.ask.expires_at).is_some_and(|at| at <= now) {
-            self.close_ask_locked(&mut st, ask_id, DecidedBy::Timeout, Outcome::Timeout, None, now);
-        }
+        self.close_if_expired_locked(&mut st, ask_id, now);
         let open = st.asks.get(ask_id).filter(|a| &a.ask.pane == pane).ok_or_else(|| {
             RuleError::invalid_state("ask", format!("ask {ask_id} is not open on pane {pane}"))
         })?;

@@ -248,6 +248,13 @@ impl State {
         self.touch_pane(pane);
     }
 
+    /// Removes the answer held for ask `id`; its request id is free again.
+    pub(crate) fn take_hold(&mut self, id: &str) -> Option<Hold> {
+        let hold = self.holds.remove(id)?;
+        self.hold_by_request.remove(&hold.request_id);
+        Some(hold)
+    }
+
     pub(crate) fn remember_decided(&mut self, id: String, by: DecidedBy, at: Timestamp) {
         self.decided_gen += 1;
         let generation = self.decided_gen;

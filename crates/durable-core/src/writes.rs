@@ -130,6 +130,28 @@ impl Core {
         Some((handlers, self.default_handlers()))
     }
 
+    /// Who takes a pane write: `404` for a pane that is not open, `409
+    /// not-supported` for one with no handlers at all.
+    fn takers(&self, pane: &Id, what: &str) -> Result<Takers, Ran> {
+        match self.handlers_of(pane) {
+            None => Err(no_pane(pane)),
+            Some((None, None)) => Err(not_supported(what)),
+            Some(found) => Ok(found),
+        }
+    }
+
+    /// [`takers`](Self::takers) under the pane's write lock (waited for at
+    /// most until `arrival + 5 s`).
+    async fn locked_takers(
+        &self,
+        pane: &Id,
+        arrival: Timestamp,
+        what: &str,
+    ) -> Result<(OwnedMutexGuard<()>, Takers), Ran> {
+        let guard = self.lock_pane(pane, arrival).await?;
+        Ok((guard, self.takers(pane, what)?))
+    }
+
     fn pane_handle(&self, pane: &Id) -> Pane {
         Pane::from_parts(self.clone(), pane.clone())
     }
@@ -243,14 +265,10 @@ pub(crate) async fn send(
         return Err(respond::error(ErrorCode::Internal, "send body"));
     };
     let run = || async {
-        let _guard = match core.lock_pane(&pane, arrival).await {
-            Ok(g) => g,
+        let (_guard, (handlers, hooks)) = match core.locked_takers(&pane, arrival, "send").await {
+            Ok(found) => found,
             Err(ran) => return ran,
         };
-        let Some((handlers, hooks)) = core.handlers_of(&pane) else { return no_pane(&pane) };
-        if handlers.is_none() && hooks.is_none() {
-            return not_supported("send");
-        }
         let ((working, behind), current_turn) = {
             let mut st = core.lock();
             if let Some(ask) = st.open_asks_of(&pane).first().cloned() {
@@ -321,14 +339,10 @@ pub(crate) async fn steer(
         return Err(respond::error(ErrorCode::Internal, "steer body"));
     };
     let run = || async {
-        let _guard = match core.lock_pane(&pane, arrival).await {
-            Ok(g) => g,
+        let (_guard, (handlers, hooks)) = match core.locked_takers(&pane, arrival, "steer").await {
+            Ok(found) => found,
             Err(ran) => return ran,
         };
-        let Some((handlers, hooks)) = core.handlers_of(&pane) else { return no_pane(&pane) };
-        if handlers.is_none() && hooks.is_none() {
-            return not_supported("steer");
-        }
         let working =
             core.lock().panes.get(&pane).is_some_and(|p| p.state == durable_types::PaneState::Working);
         if !working {
@@ -354,10 +368,10 @@ pub(crate) async fn stop(core: &Core, req: &Request, pane: &str) -> Result<Respo
     let body = parse(req, WriteBody::parse_plain)?;
     let request_id = body.request_id().clone();
     let run = || async {
-        let Some((handlers, hooks)) = core.handlers_of(&pane) else { return no_pane(&pane) };
-        if handlers.is_none() && hooks.is_none() {
-            return not_supported("stop");
-        }
+        let (handlers, hooks) = match core.takers(&pane, "stop") {
+            Ok(found) => found,
+            Err(ran) => return ran,
+        };
         let sreq = StopRequest { pane: core.pane_handle(&pane), request_id: request_id.clone() };
         let verdict = take([&handlers, &hooks], sreq, |h, r| Box::pin(async move { h.stop(r).await })).await;
         if let Handled::Refused(reason) = verdict {
@@ -387,14 +401,10 @@ pub(crate) async fn action(
     let body = parse(req, WriteBody::parse_plain)?;
     let request_id = body.request_id().clone();
     let run = || async {
-        let _guard = match core.lock_pane(&pane, arrival).await {
-            Ok(g) => g,
+        let (_guard, (handlers, hooks)) = match core.locked_takers(&pane, arrival, "actions").await {
+            Ok(found) => found,
             Err(ran) => return ran,
         };
-        let Some((handlers, hooks)) = core.handlers_of(&pane) else { return no_pane(&pane) };
-        if handlers.is_none() && hooks.is_none() {
-            return not_supported("actions");
-        }
         let known = core.lock().panes.get(&pane).is_some_and(|p| p.actions.iter().any(|a| a.id == action));
         if !known {
             return Ran::unstored(respond::not_found(format!("pane {pane} has no action {action}")));
