@@ -57,6 +57,33 @@ pub(crate) struct Resp {
     pub(crate) json: Value,
 }
 
+/// A connection to the desk, over either transport.
+trait Io: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Io for T {}
+
+impl Client {
+    /// Opens one connection to the desk (the TLS handshake included).
+    async fn connect(&self) -> R<Box<dyn Io>> {
+        match &self.endpoint {
+            Endpoint::Unix(path) => {
+                let stream = UnixStream::connect(path)
+                    .await
+                    .map_err(|e| format!("connecting to {}: {e}", path.display()))?;
+                Ok(Box::new(stream))
+            }
+            Endpoint::Tls { addr, config } => {
+                let tcp = TcpStream::connect(addr).await.map_err(|e| format!("connecting to {addr}: {e}"))?;
+                let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
+                let tls = tokio_rustls::TlsConnector::from(config.clone())
+                    .connect(name, tcp)
+                    .await
+                    .map_err(|e| format!("TLS handshake with {addr}: {e}"))?;
+                Ok(Box::new(tls))
+            }
+        }
+    }
+}
+
 impl Client {
     pub(crate) fn new(endpoint: Endpoint, token: Option<String>) -> Self {
         Client { endpoint, token }
@@ -101,26 +128,7 @@ impl Client {
         let request = builder
             .body(Full::new(body.unwrap_or_default()))
             .map_err(|e| format!("{what}: building: {e}"))?;
-        let exchange = async {
-            match &self.endpoint {
-                Endpoint::Unix(path) => {
-                    let stream = UnixStream::connect(path)
-                        .await
-                        .map_err(|e| format!("connecting to {}: {e}", path.display()))?;
-                    exchange(stream, request).await
-                }
-                Endpoint::Tls { addr, config } => {
-                    let tcp =
-                        TcpStream::connect(addr).await.map_err(|e| format!("connecting to {addr}: {e}"))?;
-                    let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
-                    let tls = tokio_rustls::TlsConnector::from(config.clone())
-                        .connect(name, tcp)
-                        .await
-                        .map_err(|e| format!("TLS handshake with {addr}: {e}"))?;
-                    exchange(tls, request).await
-                }
-            }
-        };
+        let exchange = async { exchange(self.connect().await?, request).await };
         let (status, headers, body) = tokio::time::timeout(REQUEST_TIMEOUT, exchange)
             .await
             .map_err(|_| format!("{what}: no answer in {} s", REQUEST_TIMEOUT.as_secs()))?
@@ -143,23 +151,7 @@ impl Client {
                 b.body(Full::new(Bytes::new())).map_err(|e| e.to_string())
             })
             .collect::<R<_>>()?;
-        let run = async {
-            match &self.endpoint {
-                Endpoint::Unix(p) => {
-                    let stream = UnixStream::connect(p).await.map_err(|e| format!("connecting: {e}"))?;
-                    exchange_many(stream, requests).await
-                }
-                Endpoint::Tls { addr, config } => {
-                    let tcp = TcpStream::connect(addr).await.map_err(|e| format!("connecting: {e}"))?;
-                    let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
-                    let tls = tokio_rustls::TlsConnector::from(config.clone())
-                        .connect(name, tcp)
-                        .await
-                        .map_err(|e| format!("TLS handshake: {e}"))?;
-                    exchange_many(tls, requests).await
-                }
-            }
-        };
+        let run = async { exchange_many(self.connect().await?, requests).await };
         let answers = tokio::time::timeout(REQUEST_TIMEOUT, run)
             .await
             .map_err(|_| format!("no answers in {} s on one connection", REQUEST_TIMEOUT.as_secs()))??;
@@ -186,23 +178,7 @@ impl Client {
             head.push_str(&format!("authorization: Bearer {token}\r\n"));
         }
         head.push_str("\r\n");
-        let exchange = async {
-            match &self.endpoint {
-                Endpoint::Unix(p) => {
-                    let stream = UnixStream::connect(p).await.map_err(|e| format!("connecting: {e}"))?;
-                    raw_exchange(stream, head, body).await
-                }
-                Endpoint::Tls { addr, config } => {
-                    let tcp = TcpStream::connect(addr).await.map_err(|e| format!("connecting: {e}"))?;
-                    let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
-                    let tls = tokio_rustls::TlsConnector::from(config.clone())
-                        .connect(name, tcp)
-                        .await
-                        .map_err(|e| format!("TLS handshake: {e}"))?;
-                    raw_exchange(tls, head, body).await
-                }
-            }
-        };
+        let exchange = async { raw_exchange(self.connect().await?, head, body).await };
         let (status, headers, body) = tokio::time::timeout(REQUEST_TIMEOUT, exchange)
             .await
             .map_err(|_| format!("{what}: no answer in {} s", REQUEST_TIMEOUT.as_secs()))?
