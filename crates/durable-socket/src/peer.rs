@@ -272,6 +272,17 @@ mod tests {
         assert_eq!(classify_peer(peer, pid, uid), Caller::SelfOrDescendant);
     }
 
+    /// Runs `script` in `sh`, which starts a process in the background and
+    /// prints its pid on the first line; returns `sh` and that pid.
+    #[cfg(target_os = "linux")]
+    fn sh_background_pid(script: &str) -> (std::process::Child, i32) {
+        let mut sh = Command::new("sh").args(["-c", script]).stdout(Stdio::piped()).spawn().unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(sh.stdout.take().unwrap()), &mut line)
+            .unwrap();
+        (sh, line.trim().parse().unwrap())
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn a_child_and_a_grandchild_of_the_agent_are_descendants() {
@@ -283,15 +294,7 @@ mod tests {
         let _ = child.wait();
 
         // sh starts sleep in the background and prints its pid: a grandchild.
-        let mut sh = Command::new("sh")
-            .args(["-c", "sleep 5 & echo $!; wait"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut std::io::BufReader::new(sh.stdout.take().unwrap()), &mut line)
-            .unwrap();
-        let grandchild: i32 = line.trim().parse().unwrap();
+        let (mut sh, grandchild) = sh_background_pid("sleep 5 & echo $!; wait");
         assert_eq!(classify_peer(PeerCred { pid: grandchild, uid }, pid, uid), Caller::SelfOrDescendant);
         let _ = Command::new("kill").arg(grandchild.to_string()).status();
         let _ = sh.wait();
@@ -487,16 +490,8 @@ mod tests {
         // A process outside our tree: sh starts sleep in the background and
         // exits, so sleep is re-parented away from us.
         std::thread::sleep(std::time::Duration::from_millis(50));
-        let mut sh = Command::new("sh")
-            .args(["-c", "sleep 5 >/dev/null 2>&1 & echo $!"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut std::io::BufReader::new(sh.stdout.take().unwrap()), &mut line)
-            .unwrap();
+        let (mut sh, orphan) = sh_background_pid("sleep 5 >/dev/null 2>&1 & echo $!");
         let _ = sh.wait();
-        let orphan: i32 = line.trim().parse().unwrap();
         let after = boot_ticks_now(ticks).unwrap();
         let start = read_stat(orphan).unwrap().start;
         assert!(before < start && start <= after, "{before} < {start} <= {after}");
