@@ -10,9 +10,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use durable_core::{
     AbortSignal, ActionRequest, CloseRequest, Core, Handled, Hooks, Pane, PaneHandlers, PaneOptions,
-    RenameRequest, ReopenRequest, SendRequest, StarterRequest, SteerRequest, StopRequest, Tab,
+    RenameRequest, ReopenRequest, SendRequest, StarterRequest, SteerRequest, StopRequest, Tab, user_item_id,
 };
-use durable_types::{Id, Item, ItemBody, RuleError, Target, ask_id_for};
+use durable_types::{Id, Item, ItemBody, RuleError, Target};
 use tokio::time::Instant;
 
 use crate::asks;
@@ -49,14 +49,6 @@ impl std::fmt::Debug for Desk {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The id of the `user` item the SDK writes for a send (`user-<requestId>`,
-/// or a digest when that would be too long), so history keeps the same one.
-fn user_item_id(request_id: &Id) -> Id {
-    Id::new(format!("user-{request_id}"))
-        .or_else(|_| Id::new(format!("user-{}", ask_id_for("user", request_id.as_str()))))
-        .unwrap_or_else(|_| request_id.clone())
 }
 
 /// The first `k/5` of `text`, on a character boundary.
