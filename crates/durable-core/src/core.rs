@@ -15,7 +15,6 @@ use durable_types::{Cap, Caps, Timestamp};
 use crate::handlers::{Hooks, PaneHandlers};
 use crate::history::HistoryProvider;
 use crate::options::CoreOptions;
-use crate::receipts::ReceiptStore;
 use crate::state::State;
 use crate::timers::Timer;
 
@@ -57,7 +56,6 @@ pub struct Core {
 
 pub(crate) struct Shared {
     pub(crate) options: CoreOptions,
-    pub(crate) receipts: Arc<dyn ReceiptStore>,
     pub(crate) state: Mutex<State>,
     pub(crate) driver: Mutex<DriverState>,
     pub(crate) hooks: RwLock<Option<Arc<dyn Hooks>>>,
@@ -88,11 +86,9 @@ pub fn create_core(options: CoreOptions) -> Core {
 impl Core {
     /// Builds a core from its options.
     pub fn new(options: CoreOptions) -> Core {
-        let receipts = options.receipts.clone();
         Core {
             shared: Arc::new(Shared {
                 options,
-                receipts,
                 state: Mutex::new(State::new()),
                 driver: Mutex::new(DriverState {
                     jobs: VecDeque::new(),
