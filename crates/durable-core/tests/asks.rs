@@ -592,6 +592,7 @@ async fn require_approval_allow_is_approved() {
     assert_eq!(r.status, 200);
     let a = approval.await;
     assert!(a.approved);
+    assert_eq!(a.outcome, durable_core::types::Outcome::Answered);
     assert_eq!(a.decided_by, DecidedBy::Phone);
     assert_eq!(a.decided_at.to_rfc3339(), "2026-11-30T05:00:02.000Z");
     assert_eq!(a.ask_id, "970f8a0b30368fbbcab73013d31d2d51");
@@ -612,6 +613,7 @@ async fn require_approval_deny_is_not_approved_decided_by_phone() {
     assert_eq!(r.status, 200);
     let a = approval.await;
     assert_eq!((a.approved, a.decided_by), (false, DecidedBy::Phone));
+    assert_eq!(a.outcome, durable_core::types::Outcome::Answered, "a deny is an answer");
 }
 
 #[tokio::test]
@@ -633,6 +635,7 @@ async fn require_approval_timeout_is_not_approved_decided_by_timeout() {
     h.advance(10_000).await;
     let a = approval.await;
     assert_eq!((a.approved, a.decided_by), (false, DecidedBy::Timeout));
+    assert_eq!(a.outcome, durable_core::types::Outcome::Timeout);
     assert_eq!(h.notices("ticket-1").await, ["Timed out before an answer: refund wants to run"]);
 }
 
@@ -652,6 +655,7 @@ async fn require_approval_abort_is_not_approved_decided_by_program() {
     h.settle().await;
     let a = approval.await;
     assert_eq!((a.approved, a.decided_by), (false, DecidedBy::Program));
+    assert_eq!(a.outcome, durable_core::types::Outcome::Aborted);
     assert_eq!(h.notices("ticket-1").await, ["Stopped before an answer: refund wants to run"]);
 }
 
@@ -664,6 +668,7 @@ async fn require_approval_pane_close_is_not_approved_decided_by_program() {
     pane.close();
     let a = approval.await;
     assert_eq!((a.approved, a.decided_by), (false, DecidedBy::Program));
+    assert_eq!(a.outcome, durable_core::types::Outcome::Aborted);
 }
 
 #[tokio::test]
@@ -685,6 +690,7 @@ async fn require_approval_stop_from_the_phone_is_not_approved_decided_by_program
     assert_eq!(r.status, 200, "{:?}", r.json);
     let a = approval.await;
     assert_eq!((a.approved, a.decided_by), (false, DecidedBy::Program));
+    assert_eq!(a.outcome, durable_core::types::Outcome::Aborted);
 }
 
 #[tokio::test]
