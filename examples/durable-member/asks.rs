@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use durable_core::{ApprovalOptions, AskHandle, Pane, require_approval};
-use durable_types::{
+use durable_sdk::{ApprovalOptions, AskHandle, Pane, require_approval};
+use durable_sdk::{
     AskOption, AskSpec, DecidedBy, FieldType, FormField, Id, Item, ItemBody, NoticeTone, Outcome, Timestamp,
     ToolInfo, ask_id_for, canonical_json,
 };
@@ -320,7 +320,7 @@ mod tests {
     #[test]
     fn refund_args_for_ticket_1() {
         let args = refund_args(Some("5521"), Some(&Value::from(40)));
-        assert_eq!(durable_types::call_summary("refund", &args), "refund(order: \"5521\", amount: 40)");
+        assert_eq!(durable_sdk::call_summary("refund", &args), "refund(order: \"5521\", amount: 40)");
         assert_eq!(amount_text(&args), "40");
     }
 }

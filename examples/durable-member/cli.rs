@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use durable_types::Caps;
+use durable_sdk::Caps;
 
 pub(crate) const USAGE: &str = "\
 desk — the support desk: a durable agent with tickets, refunds and questions
@@ -223,8 +223,8 @@ mod tests {
         assert_eq!(a.transport, Transport::Socket(Some("/tmp/x.sock".into())));
         assert_eq!(a.turn_ms, 200);
         assert_eq!(a.receipts_per_group, Some(3));
-        assert!(a.caps.unwrap().has(durable_types::Cap::Send));
-        assert!(!a.caps.unwrap().has(durable_types::Cap::Steer));
+        assert!(a.caps.unwrap().has(durable_sdk::Cap::Send));
+        assert!(!a.caps.unwrap().has(durable_sdk::Cap::Steer));
     }
 
     #[test]

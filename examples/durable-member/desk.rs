@@ -3,16 +3,14 @@
 //! agent-wide hooks that keep renames, closes, reopens and new tickets in
 //! the store so they survive a restart.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use durable_core::{
-    AbortSignal, ActionRequest, CloseRequest, Core, Handled, Hooks, Pane, PaneHandlers, PaneOptions,
-    RenameRequest, ReopenRequest, SendRequest, StarterRequest, SteerRequest, StopRequest, Tab, user_item_id,
+use durable_sdk::{
+    ActionHandler, ActionRequest, ChatHandler, CloseRequest, Core, HandlerResult, Hooks, Id, Item, ItemBody,
+    Pane, PaneOptions, Refusal, RenameRequest, Reopen, ReopenRequest, RuleError, SendRequest, Started,
+    StarterRequest, SteerRequest, Tab, Target, Turn, user_item_id,
 };
-use durable_types::{Id, Item, ItemBody, RuleError, Target};
 use tokio::time::Instant;
 
 use crate::asks;
@@ -27,28 +25,16 @@ pub(crate) struct Knobs {
     pub(crate) accept_delay_ms: u64,
 }
 
-/// A running turn: what steers add to the reply, and whether it has ended.
-#[derive(Debug, Default)]
-struct Turn {
-    steers: String,
-    done: bool,
-}
-
 pub(crate) struct Desk {
     pub(crate) core: Core,
     pub(crate) store: Arc<Store>,
     knobs: Knobs,
-    turns: Mutex<HashMap<String, Arc<Mutex<Turn>>>>,
 }
 
 impl std::fmt::Debug for Desk {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Desk").field("knobs", &self.knobs).finish_non_exhaustive()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The first `k/5` of `text`, on a character boundary.
@@ -67,7 +53,7 @@ fn scope_key_tab(tab: &str) -> String {
 
 impl Desk {
     pub(crate) fn new(core: Core, store: Arc<Store>, knobs: Knobs) -> Arc<Desk> {
-        Arc::new(Desk { core, store, knobs, turns: Mutex::new(HashMap::new()) })
+        Arc::new(Desk { core, store, knobs })
     }
 
     fn now_ms(&self) -> u64 {
@@ -131,7 +117,8 @@ impl Desk {
         let pane = tab.pane(&row.id, PaneOptions::new(row.title.clone()).harness(row.harness.clone()))?;
         if row.ticket {
             pane.action("refund", "Refund", Some("check"))?;
-            pane.handlers(TicketHandlers { desk: self.clone() })?;
+            pane.on_send(TicketHandlers { desk: self.clone() })?;
+            pane.on_action(TicketHandlers { desk: self.clone() })?;
         }
         for item in self.store.last_items(&row.id, REPLAY_ITEMS).unwrap_or_default() {
             let _ = pane.write(item);
@@ -139,36 +126,12 @@ impl Desk {
         Ok(pane)
     }
 
-    /// A send on an idle ticket: a new turn whose reply streams.
-    fn start_turn(self: &Arc<Self>, req: SendRequest) -> Handled {
-        let n = match self.store.next("turn") {
-            Ok(n) => n,
-            Err(e) => return Handled::refuse(format!("the desk's store failed: {e}")),
-        };
-        let turn_id = format!("t-{n}");
-        if let Err(e) = req.pane.working(&turn_id) {
-            return Handled::refuse(e.to_string());
-        }
-        let turn = Arc::new(Mutex::new(Turn::default()));
-        lock(&self.turns).insert(req.pane.id().to_owned(), turn.clone());
-        let desk = self.clone();
-        tokio::spawn(async move { desk.run_turn(req.pane, turn_id, req.text, turn, req.signal).await });
-        Handled::Accepted
-    }
-
-    /// The turn: four partial writes spread evenly over `turn_ms`, then the
-    /// final write; a stop ends it with what it had, not partial.
-    async fn run_turn(
-        self: Arc<Self>,
-        pane: Pane,
-        turn_id: String,
-        text: String,
-        turn: Arc<Mutex<Turn>>,
-        signal: AbortSignal,
-    ) {
-        let Ok(item_id) = Id::new(format!("reply-{turn_id}")) else { return };
-        let base = format!("Got it: {text}");
-        let full = || format!("{base}{}", lock(&turn).steers);
+    /// The turn of a send: four partial writes spread evenly over
+    /// `turn_ms`, then the final write, with the steers that arrived
+    /// appended; a stop ends it with what it had, not partial.
+    async fn run_turn(&self, mut turn: Turn) {
+        let base = format!("Got it: {}", turn.text());
+        let mut steers = String::new();
         let start = Instant::now();
         let step = Duration::from_millis(self.knobs.turn_ms) / 5;
         let mut shown: Option<String> = None;
@@ -176,31 +139,22 @@ impl Desk {
         for k in 1..=5u32 {
             tokio::select! {
                 () = tokio::time::sleep_until(start + step * k) => {}
-                () = signal.aborted() => { stopped = true; break; }
+                () = turn.stopped() => { stopped = true; break; }
+            }
+            for text in turn.take_steers() {
+                steers.push_str(&format!(" (steer: {text})"));
             }
             if k == 5 {
                 break;
             }
-            let partial = fifth(&full(), k as usize);
-            let _ = pane
-                .write(Item::new(item_id.clone(), ItemBody::Reply { text: partial.clone(), partial: true }));
+            let partial = fifth(&format!("{base}{steers}"), k as usize);
+            turn.partial(partial.clone());
             shown = Some(partial);
         }
-        let final_text = {
-            let mut t = lock(&turn);
-            t.done = true;
-            if stopped { shown } else { Some(format!("{base}{}", t.steers)) }
-        };
+        let final_text = if stopped { shown } else { Some(format!("{base}{steers}")) };
         if let Some(text) = final_text {
-            self.say(&pane, Item::new(item_id, ItemBody::Reply { text, partial: false }));
+            self.say(turn.pane(), Item::new(turn.reply_id(), ItemBody::Reply { text, partial: false }));
         }
-        {
-            let mut turns = lock(&self.turns);
-            if turns.get(pane.id()).is_some_and(|t| Arc::ptr_eq(t, &turn)) {
-                turns.remove(pane.id());
-            }
-        }
-        let _ = pane.idle();
     }
 
     /// A new ticket from the starter; its first text, if any, is answered at once.
@@ -229,57 +183,46 @@ impl Desk {
     }
 }
 
-/// A ticket's handlers.
+/// A ticket's handlers: its conversation and its refund button.
 struct TicketHandlers {
     desk: Arc<Desk>,
 }
 
-#[async_trait]
-impl PaneHandlers for TicketHandlers {
-    async fn send(&self, req: SendRequest) -> Handled {
+impl ChatHandler for TicketHandlers {
+    async fn check_send(&self, req: SendRequest) -> HandlerResult {
         self.desk.accept_delay().await;
-        let verdict = match asks::parse_command(&req.text) {
-            Some(Err(usage)) => return Handled::refuse(usage),
-            Some(Ok((kind, secs))) => match self.desk.raise_new(&req.pane, kind, secs) {
-                Ok(()) => Handled::Accepted,
-                Err(why) => return Handled::refuse(why),
-            },
-            None => self.desk.start_turn(req.clone()),
-        };
-        if verdict == Handled::Accepted {
-            // The SDK writes the same `user` item on the pane.
-            let user = ItemBody::User { text: req.text.clone(), request_id: Some(req.request_id.clone()) };
-            self.desk.keep(req.pane.id(), &Item::new(user_item_id(&req.request_id), user));
+        match asks::parse_command(&req.text) {
+            Some(Err(usage)) => Err(Refusal::new(usage)),
+            // `/ask …` raises its card now, so that a failure refuses the send.
+            Some(Ok((kind, secs))) => self.desk.raise_new(&req.pane, kind, secs).map_err(Refusal::new),
+            None => Ok(()),
         }
-        verdict
     }
 
-    async fn steer(&self, req: SteerRequest) -> Handled {
+    async fn turn(&self, turn: Turn) {
+        // The SDK wrote the `user` item on the pane; history keeps it too.
+        if let Some(request_id) = turn.request_id() {
+            let user = ItemBody::User { text: turn.text().to_owned(), request_id: Some(request_id.clone()) };
+            self.desk.keep(turn.pane().id(), &Item::new(user_item_id(request_id), user));
+        }
+        if asks::parse_command(turn.text()).is_none() {
+            self.desk.run_turn(turn).await;
+        }
+    }
+
+    async fn steer(&self, _req: SteerRequest) -> HandlerResult {
         self.desk.accept_delay().await;
-        let turn = lock(&self.desk.turns).get(req.pane.id()).cloned();
-        let Some(turn) = turn else { return Handled::refuse("not-working") };
-        let mut t = lock(&turn);
-        if t.done {
-            return Handled::refuse("not-working");
-        }
-        t.steers.push_str(&format!(" (steer: {})", req.text));
-        Handled::Accepted
+        Ok(())
     }
+}
 
-    async fn stop(&self, _req: StopRequest) -> Handled {
-        // The SDK fires the turn's signal; the turn ends with what it had.
-        Handled::Accepted
-    }
-
-    async fn action(&self, req: ActionRequest) -> Handled {
+impl ActionHandler for TicketHandlers {
+    async fn action(&self, req: ActionRequest) -> HandlerResult {
         self.desk.accept_delay().await;
         if req.action.as_str() != "refund" {
-            return Handled::NotHandled;
+            return Err(Refusal::not_supported());
         }
-        match self.desk.start_refund(&req.pane) {
-            Ok(()) => Handled::Accepted,
-            Err(why) => Handled::refuse(why),
-        }
+        self.desk.start_refund(&req.pane).map_err(Refusal::new)
     }
 }
 
@@ -288,9 +231,13 @@ pub(crate) struct DeskHooks {
     pub(crate) desk: Arc<Desk>,
 }
 
-#[async_trait]
+/// The store's failure, as the phone hears it.
+fn store_failed(e: impl std::fmt::Display) -> Refusal {
+    Refusal::new(format!("the desk's store failed: {e}"))
+}
+
 impl Hooks for DeskHooks {
-    async fn on_rename(&self, req: RenameRequest) -> Handled {
+    async fn on_rename(&self, req: RenameRequest) -> HandlerResult {
         self.desk.accept_delay().await;
         let store = &self.desk.store;
         let kept = match req.target {
@@ -299,13 +246,10 @@ impl Hooks for DeskHooks {
             Target::Workspace => store.set_scope_title(&format!("workspace:{}", req.id), &req.title),
             _ => Ok(()),
         };
-        match kept {
-            Ok(()) => Handled::Accepted,
-            Err(e) => Handled::refuse(format!("the desk's store failed: {e}")),
-        }
+        kept.map_err(store_failed)
     }
 
-    async fn on_close(&self, req: CloseRequest) -> Handled {
+    async fn on_close(&self, req: CloseRequest) -> HandlerResult {
         self.desk.accept_delay().await;
         let store = &self.desk.store;
         let now = self.desk.now_ms();
@@ -322,43 +266,35 @@ impl Hooks for DeskHooks {
                 .and_then(|()| store.set_scope_closed(&format!("workspace:{}", req.id), true)),
             _ => Ok(()),
         };
-        match kept {
-            Ok(()) => Handled::Accepted,
-            Err(e) => Handled::refuse(format!("the desk's store failed: {e}")),
-        }
+        kept.map_err(store_failed)
     }
 
-    async fn on_reopen(&self, req: ReopenRequest) -> Handled {
+    async fn on_reopen(&self, req: ReopenRequest) -> HandlerResult<Reopen> {
         self.desk.accept_delay().await;
         let desk = &self.desk;
         let row = match desk.store.pane(req.id.as_str()) {
             Ok(Some(row)) if row.closed && desk.core.pane(req.id.as_str()).is_none() => row,
-            Ok(_) => return Handled::NotHandled, // not one of ours, or open: the SDK answers
-            Err(e) => return Handled::refuse(format!("the desk's store failed: {e}")),
+            Ok(_) => return Ok(Reopen::Restore), // not one of ours, or open: the SDK answers
+            Err(e) => return Err(store_failed(e)),
         };
         let reopened = desk
             .store
             .set_closed(&row.id, false, 0)
             .and_then(|_| desk.store.set_scope_closed(&scope_key_tab(&row.tab), false))
             .and_then(|()| desk.store.set_scope_closed(&scope_key_ws(), false));
-        if let Err(e) = reopened {
-            return Handled::refuse(format!("the desk's store failed: {e}"));
-        }
+        reopened.map_err(store_failed)?;
         match desk.show_pane(&PaneRow { closed: false, ended_at: None, ..row }) {
-            Ok(_) => Handled::Accepted,
-            Err(e) => Handled::refuse(e.to_string()),
+            Ok(_) => Ok(Reopen::Reopened),
+            Err(e) => Err(Refusal::new(e.to_string())),
         }
     }
 
-    async fn on_starter(&self, req: StarterRequest) -> Handled {
+    async fn on_starter(&self, req: StarterRequest) -> HandlerResult<Started> {
         self.desk.accept_delay().await;
         if req.starter.as_str() != "new-ticket" {
-            return Handled::NotHandled;
+            return Err(Refusal::not_supported());
         }
-        match self.desk.new_ticket(&req) {
-            Ok(id) => Handled::Started(id),
-            Err(why) => Handled::refuse(why),
-        }
+        self.desk.new_ticket(&req).map(Started::from_id).map_err(Refusal::new)
     }
 }
 

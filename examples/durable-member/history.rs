@@ -4,9 +4,8 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use durable_core::{HistoryError, HistoryProvider, ItemsPage, RowsPage};
-use durable_types::{ConversationState, Cursor, HistoryRow, Timestamp, tab_wire_id};
+use durable_sdk::{ConversationState, Cursor, HistoryRow, Timestamp, tab_wire_id};
+use durable_sdk::{HistoryError, HistoryProvider, ItemsPage, RowsPage};
 
 use crate::store::{PaneRow, Store, WORKSPACE};
 
@@ -15,8 +14,8 @@ pub(crate) struct DeskHistory {
 }
 
 fn row(store: &Store, p: &PaneRow) -> HistoryRow {
-    let tab = durable_types::ScopeId::new(p.tab.clone()).ok();
-    let ws = durable_types::ScopeId::new(WORKSPACE.0).ok();
+    let tab = durable_sdk::ScopeId::new(p.tab.clone()).ok();
+    let ws = durable_sdk::ScopeId::new(WORKSPACE.0).ok();
     HistoryRow {
         id: p.id.clone(),
         title: p.title.clone(),
@@ -46,7 +45,6 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
     tokio::task::spawn_blocking(f).await.map_err(|_| HistoryError::new("the desk's store read failed"))
 }
 
-#[async_trait]
 impl HistoryProvider for DeskHistory {
     async fn rows(&self, after: Option<Cursor>, limit: usize) -> Result<RowsPage, HistoryError> {
         let Some(after) = position(after) else { return Ok(RowsPage { rows: Vec::new(), next: None }) };

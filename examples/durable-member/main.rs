@@ -28,11 +28,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use durable_core::{CoreOptions, create_core};
-use durable_http::{SystemClock, random_epoch, stderr_warn};
-use durable_sdk::SqliteReceiptStore;
-use durable_socket::{SocketOptions, SocketServer};
-use durable_tls::{TlsOptions, TlsServer};
+use durable_sdk::socket::SocketOptions;
+use durable_sdk::tls::TlsOptions;
+use durable_sdk::{CoreOptions, SqliteReceiptStore, create_core, serve};
 
 use crate::cli::{Args, Command, Tls, Transport};
 use crate::desk::{Desk, DeskHooks, Knobs};
@@ -80,7 +78,8 @@ fn data_folder(dir: &Path) -> Result<(), BoxError> {
         .create(dir)
         .map_err(|e| format!("cannot create the data folder {}: {e}", dir.display()))?;
     let meta = std::fs::symlink_metadata(dir)?;
-    let uid = std::fs::symlink_metadata("/proc/self").map(|m| m.uid()).unwrap_or_else(|_| meta.uid());
+    // The effective user: the one whose files these are.
+    let uid = nix::unistd::geteuid().as_raw();
     if !meta.is_dir() || meta.uid() != uid {
         return Err(format!("the data folder {} must be a folder owned by this user", dir.display()).into());
     }
@@ -88,27 +87,6 @@ fn data_folder(dir: &Path) -> Result<(), BoxError> {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
     }
     Ok(())
-}
-
-enum Server {
-    Socket(SocketServer),
-    Tls(TlsServer),
-}
-
-impl Server {
-    fn address(&self) -> String {
-        match self {
-            Server::Socket(s) => s.address().display().to_string(),
-            Server::Tls(s) => s.address(),
-        }
-    }
-
-    async fn close(self) {
-        match self {
-            Server::Socket(s) => s.close().await,
-            Server::Tls(s) => s.close().await,
-        }
-    }
 }
 
 async fn run(args: Args) -> Result<(), BoxError> {
@@ -121,26 +99,19 @@ async fn run(args: Args) -> Result<(), BoxError> {
         Arc::new(Store::open(&data.join("desk.sqlite3")).map_err(|e| format!("the desk's store: {e}"))?);
     let receipts = SqliteReceiptStore::open_with_capacity(
         data.join("receipts.sqlite3"),
-        args.receipts_per_group.unwrap_or(durable_types::RECEIPTS_PER_GROUP),
+        args.receipts_per_group.unwrap_or(durable_sdk::RECEIPTS_PER_GROUP),
     )?;
 
     // Over HTTPS the token is the only barrier: no allow-always options.
     let https = matches!(args.transport, Transport::Https { .. });
-    let mut options = CoreOptions::builder()
-        .host_name("desk")
-        .runtime("rust")
-        .clock(SystemClock)
-        .epoch(random_epoch())
-        .warn(stderr_warn())
-        .allow_always(!https)
-        .receipts(receipts);
+    let mut options = CoreOptions::builder().host_name("desk").allow_always(!https).receipts(receipts);
     if let Some(caps) = args.caps {
         options = options.caps(caps);
     }
     if let Some(ms) = args.hold_ms {
         options = options.hold_ms(ms);
     }
-    let core = create_core(options.build()?);
+    let core = create_core(options)?;
     store.seed_if_empty(core.now().as_millis())?;
 
     let desk = Desk::new(
@@ -160,9 +131,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
     let server = match &args.transport {
         Transport::Socket(path) => {
             let path = path.clone().unwrap_or_else(|| durable_sdk::socket_path_for("durable-desk"));
-            Server::Socket(
-                durable_socket::serve(core.clone(), SocketOptions::builder().path(path).build()).await?,
-            )
+            serve(&core, SocketOptions::builder().path(path)).await?
         }
         Transport::Https { listen, tls } => {
             let b = TlsOptions::builder().listen(listen.clone()).tokens_from_env().allow_always(false);
@@ -172,7 +141,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
                 Tls::PlainHttp => b.plain_http(),
             };
             // With --self-signed the server writes the certificate's fingerprint on stderr.
-            Server::Tls(durable_tls::serve(core.clone(), b.build()?).await?)
+            serve(&core, b.build()?).await?
         }
     };
     {

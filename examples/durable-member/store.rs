@@ -13,7 +13,7 @@
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
-use durable_types::{Id, Item, ItemBody};
+use durable_sdk::{Id, Item, ItemBody};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde_json::Value;
 

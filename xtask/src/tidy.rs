@@ -1,6 +1,7 @@
 //! Tidy checks as tests (rust-analyzer style): the sans-IO core names no IO, its
-//! dependency tree holds no tokio runtime/IO feature, and the crates a Windows
-//! agent uses pull no Unix-only crate.
+//! dependency tree holds no tokio runtime/IO feature, the crates a Windows
+//! agent uses pull no Unix-only crate, and no tracked file leans on a contract
+//! outside the repository (`docs/wire.md` is the contract).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -201,4 +202,72 @@ fn readme_test_command_parser_reads_the_set_up_block() {
         "```sh\ncargo run --example desk     # the support desk agent\ncargo test -p x    # the tests\n```";
     assert_eq!(readme_test_command(readme).as_deref(), Some("cargo test -p x"));
     assert_eq!(readme_test_command("no command here"), None);
+}
+
+/// What names the contract and seed files outside the repository, which
+/// `docs/wire.md` replaces. Built in pieces so that this file does not name
+/// them itself.
+const OUTSIDE_CONTRACT: [&str; 3] =
+    [concat!("shared", "/spec"), concat!("shared", "/seeds"), concat!("wire-v1", ".md")];
+
+/// The paths `git ls-files -z` printed, but those under `.ci/`.
+fn checked_paths(ls_files: &[u8]) -> Vec<String> {
+    ls_files
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .filter(|p| !p.starts_with(".ci/"))
+        .collect()
+}
+
+/// Every `file:line: name` where a file names the outside contract.
+fn outside_references(files: &[(String, String)]) -> Vec<String> {
+    let mut hits = Vec::new();
+    for (file, text) in files {
+        for (n, line) in text.lines().enumerate() {
+            for name in OUTSIDE_CONTRACT {
+                if line.contains(name) {
+                    hits.push(format!("{file}:{}: {name}", n + 1));
+                }
+            }
+        }
+    }
+    hits
+}
+
+#[test]
+fn tracked_files_name_no_contract_outside_the_repository() {
+    let root = project_root();
+    let out = Command::new("git")
+        .args(["ls-files", "-z"])
+        .current_dir(&root)
+        .output()
+        .expect("running git ls-files");
+    assert!(out.status.success(), "git ls-files failed: {}", String::from_utf8_lossy(&out.stderr));
+    let mut files = Vec::new();
+    for path in checked_paths(&out.stdout) {
+        // A tracked file deleted in the work tree names nothing.
+        let Ok(bytes) = std::fs::read(root.join(&path)) else { continue };
+        files.push((path, String::from_utf8_lossy(&bytes).into_owned()));
+    }
+    assert!(!files.is_empty(), "git ls-files listed no file");
+    let hits = outside_references(&files);
+    assert!(
+        hits.is_empty(),
+        "the repository must stand alone: docs/wire.md is the contract, but these tracked files name one outside it:\n{}",
+        hits.join("\n")
+    );
+}
+
+#[test]
+fn outside_references_are_found_and_ci_files_skipped() {
+    let [spec, seeds, wire] = OUTSIDE_CONTRACT;
+    let text = format!("// see ../{spec}/{wire}\nlet x = 1;\n// and {seeds}/000.txt");
+    let files = vec![("a.rs".to_owned(), text)];
+    assert_eq!(
+        outside_references(&files),
+        [format!("a.rs:1: {spec}"), format!("a.rs:1: {wire}"), format!("a.rs:3: {seeds}")]
+    );
+    assert!(outside_references(&[("b.md".to_owned(), "docs/wire.md §7.1".to_owned())]).is_empty());
+    assert_eq!(checked_paths(b".ci/run\0README.md\0docs/wire.md\0"), ["README.md", "docs/wire.md"]);
 }

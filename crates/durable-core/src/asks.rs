@@ -207,7 +207,7 @@ impl Core {
         let request_id = hold.request_id;
         self.push_job(async move {
             let group = format!("pane:{pane}");
-            match core.shared.options.receipts.put(request_id.as_str(), receipt, &group).await {
+            match core.shared.options.receipts.put_dyn(request_id.as_str(), receipt, &group).await {
                 Ok(()) => {
                     core.lock().memory_receipts.remove(&request_id);
                 }

@@ -12,9 +12,10 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use durable_types::exchange::{Request, Response};
 use durable_types::{Cap, Caps, Timestamp};
 
-use crate::handlers::{Hooks, PaneHandlers};
-use crate::history::HistoryProvider;
+use crate::handlers::{ActionHandler, ChatHandler, DynHooks, Hooks, PaneTakers};
+use crate::history::DynHistory;
 use crate::options::CoreOptions;
+use crate::signal::AbortController;
 use crate::state::State;
 use crate::timers::Timer;
 
@@ -58,9 +59,9 @@ pub(crate) struct Shared {
     pub(crate) options: CoreOptions,
     pub(crate) state: Mutex<State>,
     pub(crate) driver: Mutex<DriverState>,
-    pub(crate) hooks: RwLock<Option<Arc<dyn Hooks>>>,
-    pub(crate) handlers: RwLock<Option<Arc<dyn PaneHandlers>>>,
-    pub(crate) history: RwLock<Option<Arc<dyn HistoryProvider>>>,
+    pub(crate) hooks: RwLock<Option<Arc<dyn DynHooks>>>,
+    pub(crate) handlers: RwLock<PaneTakers>,
+    pub(crate) history: RwLock<Option<Arc<dyn DynHistory>>>,
     pub(crate) writes: crate::writes::WriteLocks,
     pub(crate) inflight: crate::once::InFlight,
     pub(crate) wake_pending: AtomicBool,
@@ -96,7 +97,7 @@ impl Core {
                     caller_check: CallerCheckMode::Unavailable,
                 }),
                 hooks: RwLock::new(None),
-                handlers: RwLock::new(None),
+                handlers: RwLock::new(PaneTakers::default()),
                 history: RwLock::new(None),
                 writes: crate::writes::WriteLocks::default(),
                 inflight: crate::once::InFlight::default(),
@@ -182,36 +183,95 @@ impl Core {
         }
     }
 
-    /// The capabilities in force: the ones given, or everything the SDK can
-    /// do plus `history` once a provider is set.
+    /// The capabilities in force: the ones given, or what this agent can
+    /// do (§4): `asks` always; `send`, `steer` and `abort` once a chat
+    /// handler is set; `actions` (and `abort`) once an action handler is
+    /// set; `rename`, `close` and `reopen` once hooks are set; `starters`
+    /// once hooks are set and a starter is declared; `history` once a
+    /// provider is set.
     pub fn caps(&self) -> Caps {
-        match self.shared.options.caps {
-            Some(c) => c,
-            None => {
-                let all = Caps::all();
-                if self.lock().has_history { all } else { all.without(Cap::History) }
+        if let Some(c) = self.shared.options.caps {
+            return c;
+        }
+        let st = self.lock();
+        let mut caps = Caps::none().with(Cap::Asks);
+        if st.has_chat {
+            caps = caps.with(Cap::Send).with(Cap::Steer).with(Cap::Abort);
+        }
+        if st.has_actions {
+            caps = caps.with(Cap::Actions).with(Cap::Abort);
+        }
+        if st.has_hooks {
+            caps = caps.with(Cap::Rename).with(Cap::Close).with(Cap::Reopen);
+            if !st.starters.is_empty() {
+                caps = caps.with(Cap::Starters);
             }
         }
+        if st.has_history {
+            caps = caps.with(Cap::History);
+        }
+        caps
     }
 
     /// Sets the agent-wide hooks of layout writes: rename, close, reopen,
     /// starters (replacing earlier ones).
     pub fn set_hooks(&self, hooks: impl Hooks) {
         *self.shared.hooks.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(hooks));
+        self.lock().has_hooks = true;
     }
 
-    /// Sets the agent-wide handlers of pane writes (send, steer, stop,
-    /// actions) for every pane without handlers of its own.
-    pub fn set_handlers(&self, handlers: impl PaneHandlers) {
-        *self.shared.handlers.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(handlers));
+    /// Sets what runs when the phone sends text to a pane that has no chat
+    /// handler of its own ([`Pane::on_send`](crate::Pane::on_send)).
+    pub fn on_send(&self, handler: impl ChatHandler) {
+        self.shared.handlers.write().unwrap_or_else(|e| e.into_inner()).chat = Some(Arc::new(handler));
+        self.lock().has_chat = true;
     }
 
-    pub(crate) fn default_handlers(&self) -> Option<Arc<dyn PaneHandlers>> {
+    /// Sets what runs when the phone presses an action button on a pane
+    /// that has no action handler of its own ([`Pane::on_action`](crate::Pane::on_action)).
+    pub fn on_action(&self, handler: impl ActionHandler) {
+        self.shared.handlers.write().unwrap_or_else(|e| e.into_inner()).actions = Some(Arc::new(handler));
+        self.lock().has_actions = true;
+    }
+
+    pub(crate) fn default_handlers(&self) -> PaneTakers {
         self.shared.handlers.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    pub(crate) fn hooks(&self) -> Option<Arc<dyn Hooks>> {
+    pub(crate) fn hooks(&self) -> Option<Arc<dyn DynHooks>> {
         self.shared.hooks.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Makes a turn the pane's current one: its stop signal and steer inbox.
+    /// Returns the turn's token.
+    pub(crate) fn install_turn(
+        &self,
+        pane: &durable_types::Id,
+        controller: AbortController,
+        inbox: tokio::sync::mpsc::UnboundedSender<String>,
+    ) -> Result<u64, durable_types::RuleError> {
+        let mut st = self.lock();
+        st.turn_tokens += 1;
+        let token = st.turn_tokens;
+        let p = st
+            .panes
+            .get_mut(pane)
+            .ok_or_else(|| durable_types::RuleError::closed("pane", format!("pane {pane} is closed")))?;
+        p.turn_cancel = Some(controller);
+        p.turn_inbox = Some((token, inbox));
+        Ok(token)
+    }
+
+    /// Forgets the pane's current turn if it is this one; says whether it was.
+    pub(crate) fn uninstall_turn(&self, pane: &durable_types::Id, token: u64) -> bool {
+        let mut st = self.lock();
+        let Some(p) = st.panes.get_mut(pane) else { return false };
+        if p.turn_inbox.as_ref().is_some_and(|(t, _)| *t == token) {
+            p.turn_inbox = None;
+            true
+        } else {
+            false
+        }
     }
 
     pub(crate) fn lock(&self) -> StateGuard<'_> {

@@ -1,54 +1,107 @@
-//! Handlers (per pane) and hooks (agent-wide) for the phone's writes (§8).
+//! What the program answers to the phone's writes (§8): a pane's
+//! conversation ([`ChatHandler`]: send, steer, stop), its buttons
+//! ([`ActionHandler`]), and the agent-wide layout hooks ([`Hooks`]: rename,
+//! close, reopen, starters).
 //!
-//! A write answers once its handler has *accepted* the work, not when the
-//! work is finished: a handler starts the work (on the program's own task)
-//! and returns. Awaiting an ask inside a handler deadlocks the pane: the
-//! answer could only arrive through the same phone whose write is waiting.
+//! The traits use native `async fn`; the core erases them (boxing each
+//! call) so that handlers of different types live side by side. A handler
+//! is registered where it applies — [`Pane::on_send`](crate::Pane::on_send),
+//! [`Pane::on_action`](crate::Pane::on_action), or for every pane without
+//! its own, [`Core::on_send`](crate::Core::on_send) and
+//! [`Core::on_action`](crate::Core::on_action) — so what a pane takes is
+//! known from what was registered, and the default capabilities say exactly
+//! that (§4).
 
-use async_trait::async_trait;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
 use durable_types::{Id, Target};
 
 use crate::layout::Pane;
 use crate::signal::AbortSignal;
+use crate::turn::Turn;
 
-/// What a handler or hook says of a write.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Handled {
-    /// The work is accepted.
-    Accepted,
-    /// A starter created this pane.
-    Started(Id),
-    /// The work is refused: `409 refused` with this reason, nothing stored,
-    /// so the same request id may try again.
-    Refused(String),
-    /// This handler does not take this write: the hook is asked next, and
-    /// with no hook the answer is `409 not-supported`.
-    NotHandled,
+/// A boxed future, for the erased handler calls.
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A handler's "no" to a write.
+///
+/// [`Refusal::new`] answers `409 refused` with the reason; nothing is
+/// stored, so the phone may try the same request id again.
+/// [`Refusal::not_supported`] says "not mine": the agent-wide handler is
+/// asked next, and when none takes the write the answer is `409
+/// not-supported`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Refusal {
+    reason: Option<String>,
 }
 
-impl Handled {
-    /// A refusal with a reason.
-    pub fn refuse(reason: impl Into<String>) -> Self {
-        Handled::Refused(reason.into())
+impl Refusal {
+    /// Refused, with a reason the phone shows (`409 refused`).
+    pub fn new(reason: impl Into<String>) -> Self {
+        Refusal { reason: Some(reason.into()) }
+    }
+
+    /// Not taken by this handler (`409 not-supported` when no other takes it).
+    pub fn not_supported() -> Self {
+        Refusal { reason: None }
+    }
+
+    /// The reason, for a refusal made with [`Refusal::new`].
+    pub fn reason(&self) -> Option<&str> {
+        self.reason.as_deref()
+    }
+
+    /// Whether this says "not mine" rather than "no".
+    pub fn is_not_supported(&self) -> bool {
+        self.reason.is_none()
     }
 }
 
-/// `send` from the phone, delivered when the pane is idle.
+impl fmt::Debug for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.reason {
+            Some(r) => write!(f, "Refusal({r:?})"),
+            None => f.write_str("Refusal(not-supported)"),
+        }
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.reason {
+            Some(r) => write!(f, "refused: {r}"),
+            None => f.write_str("not supported here"),
+        }
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// What a handler answers: `Ok` takes the write, `Err` refuses it.
+pub type HandlerResult<T = ()> = Result<T, Refusal>;
+
+/// A send from the phone, as [`ChatHandler::check_send`] sees it before the
+/// turn starts.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct SendRequest {
     /// The pane.
     pub pane: Pane,
-    /// The send's request id (the `user` item names it).
+    /// The send's request id (the `user` item and the turn are named after it).
     pub request_id: Id,
     /// The text.
     pub text: String,
-    /// A signal that fires when the phone stops the turn.
+    /// The turn's stop signal, armed before the check runs: a stop that
+    /// arrives while the check is still deciding fires it.
     pub signal: AbortSignal,
 }
 
 /// `steer` from the phone: text for the running turn.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct SteerRequest {
     /// The pane.
     pub pane: Pane,
@@ -58,13 +111,9 @@ pub struct SteerRequest {
     pub text: String,
 }
 
-/// `stop` from the phone. Stop never waits behind the pane's write lock, so
-/// this runs even while a send is stuck in its handler. Once the handler (or
-/// the hook) accepts — or takes no part ([`Handled::NotHandled`]) — the core
-/// fires the turn's signal (the [`SendRequest::signal`] of the last send
-/// delivered) and closes the pane's open asks as aborted; a refusal does
-/// neither.
+/// `stop` from the phone. Stop never waits behind the pane's write lock.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct StopRequest {
     /// The pane.
     pub pane: Pane,
@@ -74,6 +123,7 @@ pub struct StopRequest {
 
 /// A pane action button pressed on the phone.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ActionRequest {
     /// The pane.
     pub pane: Pane,
@@ -85,6 +135,7 @@ pub struct ActionRequest {
 
 /// A rename from the phone; accepted, the SDK sets the title itself.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct RenameRequest {
     /// The request id.
     pub request_id: Id,
@@ -99,6 +150,7 @@ pub struct RenameRequest {
 /// A close from the phone; accepted, the SDK removes the target and
 /// everything in it, and closes their open asks as aborted.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct CloseRequest {
     /// The request id.
     pub request_id: Id,
@@ -108,10 +160,9 @@ pub struct CloseRequest {
     pub id: String,
 }
 
-/// A reopen from the phone. With a hook, the hook decides (and typically
-/// calls `tab.pane(..)` again); without one, the SDK restores a pane this
-/// process closed.
+/// A reopen from the phone.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ReopenRequest {
     /// The request id.
     pub request_id: Id,
@@ -119,9 +170,9 @@ pub struct ReopenRequest {
     pub id: Id,
 }
 
-/// A starter pressed on the phone: the hook creates a pane and answers
-/// [`Handled::Started`] with its id.
+/// A starter pressed on the phone.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct StarterRequest {
     /// The request id.
     pub request_id: Id,
@@ -131,106 +182,205 @@ pub struct StarterRequest {
     pub text: Option<String>,
 }
 
-/// Handlers of a pane's writes (send, steer, stop, actions), set on one pane
-/// with [`Pane::handlers`](crate::Pane::handlers) or for every pane with
-/// [`Core::set_handlers`](crate::Core::set_handlers); a pane's own win. Every
-/// method defaults to [`Handled::NotHandled`]: the agent-wide handlers are
-/// asked next, and when none takes the write the answer is `409
-/// not-supported` — except for stop, which the SDK applies itself (the
-/// turn's signal fires, the pane's asks close, `stopped`). A pane with no
-/// handlers at all answers `409 not-supported` to all four.
-#[async_trait]
-pub trait PaneHandlers: Send + Sync + 'static {
-    /// Text to start a turn with. Called when the pane is idle (a send that
-    /// arrives during a turn is queued and delivered after it).
-    ///
-    /// The phone's send waits for this answer, so:
-    /// 1. start the turn: [`req.pane.start_turn(id)`](crate::Pane::start_turn)
-    ///    (the pane works: steer is taken, sends that arrive meanwhile are
-    ///    queued);
-    /// 2. move the [`Turn`](crate::Turn) into work spawned on your own task
-    ///    and return [`Handled::Accepted`] at once — the SDK then writes the
-    ///    `user` item ([`user_item_id`](crate::user_item_id));
-    /// 3. in the work, stream the reply ([`Turn::partial`](crate::Turn::partial),
-    ///    then [`Turn::reply`](crate::Turn::reply)), watch `req.signal` for
-    ///    the phone's stop, and let the turn end (or drop): the pane goes
-    ///    idle and the next queued send is delivered.
-    ///
-    /// ```no_run
-    /// use durable_core::{async_trait, Handled, PaneHandlers, SendRequest};
-    ///
-    /// struct Agent;
-    /// # fn spawn(work: impl std::future::Future<Output = ()> + Send + 'static) { drop(work) }
-    ///
-    /// #[async_trait]
-    /// impl PaneHandlers for Agent {
-    ///     async fn send(&self, req: SendRequest) -> Handled {
-    ///         let turn = match req.pane.start_turn(&format!("t-{}", req.request_id)) {
-    ///             Ok(turn) => turn,
-    ///             Err(e) => return Handled::refuse(e.to_string()),
-    ///         };
-    ///         // On your runtime's executor (the work outlives this call).
-    ///         spawn(async move {
-    ///             let reply = format!("reply-{}", req.request_id);
-    ///             let _ = turn.partial(&reply, "Got it");
-    ///             let _ = turn.reply(&reply, format!("Got it: {}", req.text));
-    ///         }); // the turn is dropped at the end: the pane goes idle
-    ///         Handled::Accepted
-    ///     }
-    /// }
-    /// ```
-    async fn send(&self, req: SendRequest) -> Handled {
-        let _ = req;
-        Handled::NotHandled
+/// What [`Hooks::on_reopen`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Reopen {
+    /// The SDK restores the pane, if this process closed it (else `404`).
+    Restore,
+    /// The hook reopened the conversation itself (typically with
+    /// `tab.pane(..)` again).
+    Reopened,
+}
+
+/// What [`Hooks::on_starter`] created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Started {
+    pane: Option<Id>,
+}
+
+impl Started {
+    /// The starter opened this pane: the phone goes to it.
+    pub fn pane(pane: &Pane) -> Self {
+        Started { pane: Id::new(pane.id()).ok() }
     }
-    /// Text for the running turn.
-    async fn steer(&self, req: SteerRequest) -> Handled {
-        let _ = req;
-        Handled::NotHandled
+
+    /// The starter opened the pane with this id.
+    pub fn from_id(pane: Id) -> Self {
+        Started { pane: Some(pane) }
     }
-    /// The phone stopped the turn.
-    async fn stop(&self, req: StopRequest) -> Handled {
-        let _ = req;
-        Handled::NotHandled
+
+    /// The starter ran but opened no pane (the answer's `pane` is `null`).
+    pub fn without_pane() -> Self {
+        Started { pane: None }
     }
-    /// A pane action.
-    async fn action(&self, req: ActionRequest) -> Handled {
-        let _ = req;
-        Handled::NotHandled
+
+    /// The pane it opened.
+    pub fn pane_id(&self) -> Option<&Id> {
+        self.pane.as_ref()
     }
+}
+
+/// A pane's conversation: what runs when the phone sends text, and how a
+/// running turn hears a steer or a stop.
+///
+/// The SDK runs the turn: when a send is taken on an idle pane, the pane
+/// goes `working` (the turn id is the send's request id), the phone hears
+/// `sent`, the `user` item is written, and [`turn`](ChatHandler::turn) runs
+/// on the driver until it returns; then the pane goes idle and the next
+/// queued send is delivered. A send that arrives during a turn is queued
+/// (`queued`) and delivered after it. Nothing to spawn, no lock to mind:
+/// `turn` may await asks, tools and models as long as it likes.
+///
+/// ```no_run
+/// use durable_core::{ChatHandler, Turn};
+///
+/// struct Echo;
+///
+/// impl ChatHandler for Echo {
+///     async fn turn(&self, mut turn: Turn) {
+///         turn.partial("Thinking…");
+///         let steers = turn.take_steers().join(" ");
+///         turn.reply(format!("You said: {} {steers}", turn.text()));
+///     } // the pane goes idle here
+/// }
+/// ```
+pub trait ChatHandler: Send + Sync + 'static {
+    /// Runs the turn of an accepted send, to its end. Watch
+    /// [`Turn::stopped`] for the phone's stop and read steers with
+    /// [`Turn::next_steer`] or [`Turn::take_steers`].
+    fn turn(&self, turn: Turn) -> impl Future<Output = ()> + Send;
+
+    /// Decides whether to take a send before its turn starts (it runs under
+    /// the pane's write lock: answer quickly, and never await an ask here).
+    /// Default: take it.
+    fn check_send(&self, req: SendRequest) -> impl Future<Output = HandlerResult> + Send {
+        let _ = req;
+        async { Ok(()) }
+    }
+
+    /// Decides whether to take a steer; taken, its text reaches the running
+    /// turn ([`Turn::next_steer`]). Default: take it.
+    fn steer(&self, req: SteerRequest) -> impl Future<Output = HandlerResult> + Send {
+        let _ = req;
+        async { Ok(()) }
+    }
+
+    /// Decides whether to take a stop; taken, the SDK fires the turn's
+    /// [`stopped`](Turn::stopped) and closes the pane's open asks as
+    /// aborted. Default: take it.
+    fn stop(&self, req: StopRequest) -> impl Future<Output = HandlerResult> + Send {
+        let _ = req;
+        async { Ok(()) }
+    }
+}
+
+/// A pane's action buttons ([`Pane::action`](crate::Pane::action)).
+///
+/// A write answers once the handler has accepted the work, not when the
+/// work is done: work that needs an ask (an approval card) is started on
+/// the program's own task and the handler returns — awaiting the ask here
+/// would keep the pane's writes waiting for an answer that cannot come
+/// before this one.
+pub trait ActionHandler: Send + Sync + 'static {
+    /// A button was pressed: `Ok` answers `done`.
+    fn action(&self, req: ActionRequest) -> impl Future<Output = HandlerResult> + Send;
 }
 
 /// Agent-wide hooks for the layout writes from the phone: rename, close,
 /// reopen and starters. A hook runs only when its cap is on and its request
-/// id is new. Every method defaults to [`Handled::NotHandled`]; for rename
-/// and close that means the SDK accepts and applies the change itself, for
-/// reopen that it restores a pane this process closed, for a starter that
-/// the route answers `409 not-supported`.
-///
-/// The pane writes (send, steer, stop, actions) go to [`PaneHandlers`]: a
-/// pane's own ([`Pane::handlers`](crate::Pane::handlers)), else the
-/// agent-wide ones ([`Core::set_handlers`](crate::Core::set_handlers)). A
-/// pane with neither answers `409 not-supported` to all four.
-#[async_trait]
+/// id is new. Setting hooks ([`Core::set_hooks`](crate::Core::set_hooks))
+/// turns on the `rename`, `close` and `reopen` caps when caps are not given.
 pub trait Hooks: Send + Sync + 'static {
-    /// A rename.
-    async fn on_rename(&self, req: RenameRequest) -> Handled {
+    /// A rename; `Ok` and the SDK sets the title. Default: accept.
+    fn on_rename(&self, req: RenameRequest) -> impl Future<Output = HandlerResult> + Send {
         let _ = req;
-        Handled::NotHandled
+        async { Ok(()) }
     }
-    /// A close.
-    async fn on_close(&self, req: CloseRequest) -> Handled {
+    /// A close; `Ok` and the SDK closes the target. Default: accept.
+    fn on_close(&self, req: CloseRequest) -> impl Future<Output = HandlerResult> + Send {
         let _ = req;
-        Handled::NotHandled
+        async { Ok(()) }
     }
-    /// A reopen.
-    async fn on_reopen(&self, req: ReopenRequest) -> Handled {
+    /// A reopen. Default: [`Reopen::Restore`].
+    fn on_reopen(&self, req: ReopenRequest) -> impl Future<Output = HandlerResult<Reopen>> + Send {
         let _ = req;
-        Handled::NotHandled
+        async { Ok(Reopen::Restore) }
     }
-    /// A starter.
-    async fn on_starter(&self, req: StarterRequest) -> Handled {
+    /// A starter (declared with [`Core::starter`](crate::Core::starter)).
+    /// Default: not supported.
+    fn on_starter(&self, req: StarterRequest) -> impl Future<Output = HandlerResult<Started>> + Send {
         let _ = req;
-        Handled::NotHandled
+        async { Err(Refusal::not_supported()) }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Erased forms, so that handlers of any type share one slot.
+
+pub(crate) trait DynChat: Send + Sync {
+    fn turn_dyn(&self, turn: Turn) -> BoxFuture<'_, ()>;
+    fn check_send_dyn(&self, req: SendRequest) -> BoxFuture<'_, HandlerResult>;
+    fn steer_dyn(&self, req: SteerRequest) -> BoxFuture<'_, HandlerResult>;
+    fn stop_dyn(&self, req: StopRequest) -> BoxFuture<'_, HandlerResult>;
+}
+
+impl<T: ChatHandler> DynChat for T {
+    fn turn_dyn(&self, turn: Turn) -> BoxFuture<'_, ()> {
+        Box::pin(self.turn(turn))
+    }
+    fn check_send_dyn(&self, req: SendRequest) -> BoxFuture<'_, HandlerResult> {
+        Box::pin(self.check_send(req))
+    }
+    fn steer_dyn(&self, req: SteerRequest) -> BoxFuture<'_, HandlerResult> {
+        Box::pin(self.steer(req))
+    }
+    fn stop_dyn(&self, req: StopRequest) -> BoxFuture<'_, HandlerResult> {
+        Box::pin(self.stop(req))
+    }
+}
+
+pub(crate) trait DynActions: Send + Sync {
+    fn action_dyn(&self, req: ActionRequest) -> BoxFuture<'_, HandlerResult>;
+}
+
+impl<T: ActionHandler> DynActions for T {
+    fn action_dyn(&self, req: ActionRequest) -> BoxFuture<'_, HandlerResult> {
+        Box::pin(self.action(req))
+    }
+}
+
+pub(crate) trait DynHooks: Send + Sync {
+    fn rename_dyn(&self, req: RenameRequest) -> BoxFuture<'_, HandlerResult>;
+    fn close_dyn(&self, req: CloseRequest) -> BoxFuture<'_, HandlerResult>;
+    fn reopen_dyn(&self, req: ReopenRequest) -> BoxFuture<'_, HandlerResult<Reopen>>;
+    fn starter_dyn(&self, req: StarterRequest) -> BoxFuture<'_, HandlerResult<Started>>;
+}
+
+impl<T: Hooks> DynHooks for T {
+    fn rename_dyn(&self, req: RenameRequest) -> BoxFuture<'_, HandlerResult> {
+        Box::pin(self.on_rename(req))
+    }
+    fn close_dyn(&self, req: CloseRequest) -> BoxFuture<'_, HandlerResult> {
+        Box::pin(self.on_close(req))
+    }
+    fn reopen_dyn(&self, req: ReopenRequest) -> BoxFuture<'_, HandlerResult<Reopen>> {
+        Box::pin(self.on_reopen(req))
+    }
+    fn starter_dyn(&self, req: StarterRequest) -> BoxFuture<'_, HandlerResult<Started>> {
+        Box::pin(self.on_starter(req))
+    }
+}
+
+/// A pane's own handlers, or the agent-wide ones.
+#[derive(Clone, Default)]
+pub(crate) struct PaneTakers {
+    pub(crate) chat: Option<Arc<dyn DynChat>>,
+    pub(crate) actions: Option<Arc<dyn DynActions>>,
+}
+
+impl PaneTakers {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.chat.is_none() && self.actions.is_none()
     }
 }

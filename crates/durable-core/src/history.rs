@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
+use std::future::Future;
+
+use crate::handlers::BoxFuture;
 use durable_types::TITLE_MAX;
 use durable_types::exchange::{Request, Response};
 use durable_types::text::clean_line;
@@ -56,18 +58,66 @@ impl HistoryError {
 /// Serves every conversation, open and closed, from the agent's own store.
 /// Cursors are the provider's own strings (the cursor rule: 1 to 512 bytes
 /// of printable ASCII without space).
-#[async_trait]
 pub trait HistoryProvider: Send + Sync + 'static {
     /// Rows after `after` (from the start when `None`), at most `limit`.
-    async fn rows(&self, after: Option<Cursor>, limit: usize) -> Result<RowsPage, HistoryError>;
+    fn rows(
+        &self,
+        after: Option<Cursor>,
+        limit: usize,
+    ) -> impl Future<Output = Result<RowsPage, HistoryError>> + Send;
     /// One conversation's items after `after`, at most `limit`; `None` for
     /// an unknown session id.
-    async fn items(
+    fn items(
         &self,
         session_id: &str,
         after: Option<Cursor>,
         limit: usize,
-    ) -> Result<Option<ItemsPage>, HistoryError>;
+    ) -> impl Future<Output = Result<Option<ItemsPage>, HistoryError>> + Send;
+}
+
+/// A shared provider is a provider: `history(Arc::clone(&store))` keeps a
+/// handle for the program.
+impl<P: HistoryProvider> HistoryProvider for Arc<P> {
+    fn rows(
+        &self,
+        after: Option<Cursor>,
+        limit: usize,
+    ) -> impl Future<Output = Result<RowsPage, HistoryError>> + Send {
+        P::rows(self, after, limit)
+    }
+    fn items(
+        &self,
+        session_id: &str,
+        after: Option<Cursor>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Option<ItemsPage>, HistoryError>> + Send {
+        P::items(self, session_id, after, limit)
+    }
+}
+
+/// The erased form the core keeps.
+pub(crate) trait DynHistory: Send + Sync {
+    fn rows_dyn(&self, after: Option<Cursor>, limit: usize) -> BoxFuture<'_, Result<RowsPage, HistoryError>>;
+    fn items_dyn<'a>(
+        &'a self,
+        session_id: &'a str,
+        after: Option<Cursor>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Option<ItemsPage>, HistoryError>>;
+}
+
+impl<P: HistoryProvider> DynHistory for P {
+    fn rows_dyn(&self, after: Option<Cursor>, limit: usize) -> BoxFuture<'_, Result<RowsPage, HistoryError>> {
+        Box::pin(self.rows(after, limit))
+    }
+    fn items_dyn<'a>(
+        &'a self,
+        session_id: &'a str,
+        after: Option<Cursor>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Option<ItemsPage>, HistoryError>> {
+        Box::pin(self.items(session_id, after, limit))
+    }
 }
 
 impl Core {
@@ -89,7 +139,7 @@ impl Core {
         st.bump_layout();
     }
 
-    fn provider(&self) -> Option<Arc<dyn HistoryProvider>> {
+    fn provider(&self) -> Option<Arc<dyn DynHistory>> {
         self.shared.history.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
@@ -127,8 +177,10 @@ pub(crate) async fn list(core: &Core, req: &Request) -> Result<Response, Respons
     let Some(provider) = core.provider() else {
         return Err(respond::error(ErrorCode::NotSupported, "this agent has no history provider"));
     };
-    let mut page =
-        provider.rows(after, limit).await.map_err(|e| respond::error(ErrorCode::Internal, e.to_string()))?;
+    let mut page = provider
+        .rows_dyn(after, limit)
+        .await
+        .map_err(|e| respond::error(ErrorCode::Internal, e.to_string()))?;
     page.rows.truncate(limit);
     page.rows = page.rows.into_iter().filter_map(|r| clean_row(core, r)).collect();
     Ok(respond::json(
@@ -144,7 +196,7 @@ pub(crate) async fn conversation(core: &Core, req: &Request, session: &str) -> R
         return Err(respond::error(ErrorCode::NotSupported, "this agent has no history provider"));
     };
     let page = provider
-        .items(session.as_str(), after, limit)
+        .items_dyn(session.as_str(), after, limit)
         .await
         .map_err(|e| respond::error(ErrorCode::Internal, e.to_string()))?
         .ok_or_else(|| respond::not_found(format!("no conversation {session}")))?;

@@ -14,7 +14,7 @@ use durable_types::{
 
 use crate::asks::AskHandle;
 use crate::core::Core;
-use crate::handlers::PaneHandlers;
+use crate::handlers::{ActionHandler, ChatHandler};
 use crate::signal::AbortSignal;
 use crate::state::{ClosedPane, PaneData, SessionId, State, TabData, TabKey, WorkspaceData};
 
@@ -228,9 +228,11 @@ impl Workspace {
     pub fn tab(&self, id: &str, title_text: &str) -> Result<Tab, RuleError> {
         let tab = ScopeId::new(id)?;
         let mut st = self.core.lock();
-        let ws = st.workspaces.iter_mut().find(|w| w.id == self.id).ok_or_else(|| {
-            RuleError::invalid_state("workspace", format!("workspace {} is closed", self.id))
-        })?;
+        let ws = st
+            .workspaces
+            .iter_mut()
+            .find(|w| w.id == self.id)
+            .ok_or_else(|| RuleError::closed("workspace", format!("workspace {} is closed", self.id)))?;
         if !ws.tabs.iter().any(|t| t.id == tab) {
             ws.tabs.push(TabData { id: tab.clone(), title: title(title_text), panes: Vec::new() });
             st.bump_layout();
@@ -274,7 +276,7 @@ impl Tab {
         }
         let tab = st
             .find_tab_mut(&self.key)
-            .ok_or_else(|| RuleError::invalid_state("tab", format!("tab {} is closed", self.key.wire())))?;
+            .ok_or_else(|| RuleError::closed("tab", format!("tab {} is closed", self.key.wire())))?;
         tab.panes.push(id.clone());
         let cwd = options.cwd.filter(|c| Path::new(c).is_absolute() || c.starts_with('/'));
         let data = PaneData {
@@ -295,7 +297,8 @@ impl Tab {
             actions: Vec::new(),
             changed_at: 0,
             warned_partial: false,
-            handlers: None,
+            takers: Default::default(),
+            turn_inbox: None,
             turn_cancel: None,
             queued: VecDeque::new(),
         };
@@ -391,7 +394,7 @@ impl Pane {
     }
 
     fn closed_err(&self) -> RuleError {
-        RuleError::invalid_state("pane", format!("pane {} is closed", self.id))
+        RuleError::closed("pane", format!("pane {} is closed", self.id))
     }
 
     /// Writes an item: a new id is added at the end of the view, a known id
@@ -512,11 +515,26 @@ impl Pane {
         self.core.close_pane_locked(&mut st, &self.id);
     }
 
-    /// Sets this pane's handlers; they win over the agent-wide hooks.
-    pub fn handlers(&self, handlers: impl PaneHandlers) -> Result<(), RuleError> {
+    /// Sets what runs when the phone sends text to this pane (its turns,
+    /// steers and stops); it wins over the agent-wide one
+    /// ([`Core::on_send`]). Turns on the `send`, `steer` and `abort` caps when
+    /// caps are not given.
+    pub fn on_send(&self, handler: impl ChatHandler) -> Result<(), RuleError> {
         let mut st = self.core.lock();
         let pane = st.panes.get_mut(&self.id).ok_or_else(|| self.closed_err())?;
-        pane.handlers = Some(Arc::new(handlers));
+        pane.takers.chat = Some(Arc::new(handler));
+        st.has_chat = true;
+        Ok(())
+    }
+
+    /// Sets what runs when the phone presses one of this pane's action
+    /// buttons; it wins over the agent-wide one ([`Core::on_action`]). Turns
+    /// on the `actions` and `abort` caps when caps are not given.
+    pub fn on_action(&self, handler: impl ActionHandler) -> Result<(), RuleError> {
+        let mut st = self.core.lock();
+        let pane = st.panes.get_mut(&self.id).ok_or_else(|| self.closed_err())?;
+        pane.takers.actions = Some(Arc::new(handler));
+        st.has_actions = true;
         Ok(())
     }
 
@@ -560,6 +578,10 @@ impl Core {
 impl Pane {
     pub(crate) fn from_parts(core: Core, id: Id) -> Pane {
         Pane { core, id }
+    }
+
+    pub(crate) fn id_ref(&self) -> &Id {
+        &self.id
     }
 }
 

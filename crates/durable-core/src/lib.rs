@@ -68,8 +68,8 @@ pub use asks::{
 pub use clock::{Clock, ManualClock, WarnSink};
 pub use core::{CallerCheckMode, Core, Job, create_core};
 pub use handlers::{
-    ActionRequest, CloseRequest, Handled, Hooks, PaneHandlers, RenameRequest, ReopenRequest, SendRequest,
-    StarterRequest, SteerRequest, StopRequest,
+    ActionHandler, ActionRequest, ChatHandler, CloseRequest, HandlerResult, Hooks, Refusal, RenameRequest,
+    Reopen, ReopenRequest, SendRequest, Started, StarterRequest, SteerRequest, StopRequest,
 };
 pub use history::{HistoryError, HistoryProvider, ItemsPage, RowsPage};
 pub use layout::{Pane, PaneOptions, Tab, Workspace};
@@ -78,11 +78,6 @@ pub use receipts::{Lookup, MemoryReceiptStore, Receipt, ReceiptStore, StoreError
 pub use signal::{AbortController, AbortSignal};
 pub use turn::Turn;
 pub use writes::user_item_id;
-
-/// The attribute the handler traits ([`PaneHandlers`], [`Hooks`],
-/// [`HistoryProvider`], [`ReceiptStore`]) are implemented with:
-/// `#[durable_core::async_trait] impl PaneHandlers for MyAgent { async fn send(..) }`.
-pub use async_trait::async_trait;
 
 /// The wire types and rules, re-exported.
 pub use durable_types as types;

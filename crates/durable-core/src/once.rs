@@ -113,7 +113,7 @@ impl Core {
             claim.settle(Some(receipt.clone()));
             return replay(&receipt);
         }
-        match self.shared.options.receipts.get(request_id.as_str()).await {
+        match self.shared.options.receipts.get_dyn(request_id.as_str()).await {
             Ok(Lookup::Found(receipt)) => {
                 let resp = replay(&receipt);
                 claim.settle(Some(receipt));
@@ -140,7 +140,7 @@ impl Core {
                 let body: Value = serde_json::from_slice(&ran.response.body).unwrap_or(Value::Null);
                 let receipt = Receipt { status: 200, body };
                 if let Err(e) =
-                    self.shared.options.receipts.put(request_id.as_str(), receipt.clone(), &group).await
+                    self.shared.options.receipts.put_dyn(request_id.as_str(), receipt.clone(), &group).await
                 {
                     // Applied but not durable: keep the receipt in memory so
                     // that a retry in this process replays it, never runs twice.

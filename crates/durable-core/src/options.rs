@@ -6,7 +6,7 @@ use std::sync::Arc;
 use durable_types::{Caps, HOLD_MS, RuleError, TAIL_LIMIT};
 
 use crate::clock::{Clock, WarnSink};
-use crate::receipts::{MemoryReceiptStore, ReceiptStore};
+use crate::receipts::{DynReceiptStore, MemoryReceiptStore, ReceiptStore};
 
 /// Everything a core is built from. Built with [`CoreOptions::builder`].
 #[derive(Clone)]
@@ -20,7 +20,7 @@ pub struct CoreOptions {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) epoch: String,
     pub(crate) warn: WarnSink,
-    pub(crate) receipts: Arc<dyn ReceiptStore>,
+    pub(crate) receipts: Arc<dyn DynReceiptStore>,
 }
 
 impl CoreOptions {
@@ -67,7 +67,7 @@ pub struct CoreOptionsBuilder {
     clock: Option<Arc<dyn Clock>>,
     epoch: Option<String>,
     warn: Option<WarnSink>,
-    receipts: Option<Arc<dyn ReceiptStore>>,
+    receipts: Option<Arc<dyn DynReceiptStore>>,
 }
 
 impl fmt::Debug for CoreOptionsBuilder {
@@ -143,15 +143,32 @@ impl CoreOptionsBuilder {
 
     /// Where receipts are kept. Default: a [`MemoryReceiptStore`] (gone
     /// with the process). Give a persistent store so that a replay after a
-    /// restart still returns the first answer.
+    /// restart still returns the first answer. To keep a handle on the
+    /// store, pass an `Arc` of it (an `Arc` of a store is a store).
     pub fn receipts(mut self, store: impl ReceiptStore) -> Self {
         self.receipts = Some(Arc::new(store));
         self
     }
 
-    /// Where receipts are kept, shared.
-    pub fn receipts_arc(mut self, store: Arc<dyn ReceiptStore>) -> Self {
-        self.receipts = Some(store);
+    /// Fills what the program left unset with what a server takes from the
+    /// system: a clock, a fresh epoch, a warn sink. What was set stays.
+    /// (The facade's `create_core` and `open_collie` call this, so that
+    /// the common case is one builder call.)
+    pub fn or_system(
+        mut self,
+        clock: impl Clock,
+        epoch: impl FnOnce() -> String,
+        warn: impl Fn(&str) + Send + Sync + 'static,
+    ) -> Self {
+        if self.clock.is_none() {
+            self.clock = Some(Arc::new(clock));
+        }
+        if self.epoch.is_none() {
+            self.epoch = Some(epoch());
+        }
+        if self.warn.is_none() {
+            self.warn = Some(Arc::new(warn));
+        }
         self
     }
 

@@ -5,7 +5,10 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::sync::Mutex;
 
-use async_trait::async_trait;
+use std::future::Future;
+use std::sync::Arc;
+
+use crate::handlers::BoxFuture;
 use durable_types::{EVICTED_MEMORY_FACTOR, RECEIPTS_PER_GROUP};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -65,8 +68,8 @@ impl StoreError {
 /// use durable_core::types::exchange::{Caller, Request};
 /// use durable_core::types::Timestamp;
 /// use durable_core::{
-///     create_core, Core, CoreOptions, Handled, Lookup, ManualClock, PaneHandlers, PaneOptions, Receipt,
-///     ReceiptStore, SendRequest, StoreError,
+///     create_core, ChatHandler, Core, CoreOptions, HandlerResult, Lookup, ManualClock, PaneOptions, Receipt,
+///     ReceiptStore, SendRequest, StoreError, Turn,
 /// };
 ///
 /// /// What outlives the process: a file or a database table. A shared map
@@ -79,7 +82,6 @@ impl StoreError {
 /// /// `Lookup::Evicted` for them, so that a late repeat runs nothing.
 /// struct DiskStore(Disk);
 ///
-/// #[async_trait::async_trait]
 /// impl ReceiptStore for DiskStore {
 ///     async fn get(&self, request_id: &str) -> Result<Lookup, StoreError> {
 ///         let disk = self.0.lock().map_err(|_| StoreError::new("disk lock poisoned"))?;
@@ -99,15 +101,16 @@ impl StoreError {
 ///     }
 /// }
 ///
-/// /// The agent's send handler, counting what it runs.
+/// /// The agent, counting the sends it takes (their turns run on a driver,
+/// /// which this example has none of).
 /// struct Agent(Arc<Mutex<usize>>);
 ///
-/// #[async_trait::async_trait]
-/// impl PaneHandlers for Agent {
-///     async fn send(&self, _req: SendRequest) -> Handled {
+/// impl ChatHandler for Agent {
+///     async fn check_send(&self, _req: SendRequest) -> HandlerResult {
 ///         *self.0.lock().unwrap() += 1;
-///         Handled::Accepted
+///         Ok(())
 ///     }
+///     async fn turn(&self, _turn: Turn) {}
 /// }
 ///
 /// /// One run of the agent process: a fresh core (a new epoch) over the same disk.
@@ -121,7 +124,7 @@ impl StoreError {
 ///     let core = create_core(options);
 ///     let tab = core.workspace("support", "Support").unwrap().tab("main", "Tickets").unwrap();
 ///     let pane = tab.pane("ticket-1", PaneOptions::new("Maria Lopez")).unwrap();
-///     pane.handlers(Agent(runs.clone())).unwrap();
+///     pane.on_send(Agent(runs.clone())).unwrap();
 ///     core.ready();
 ///     core
 /// }
@@ -144,13 +147,58 @@ impl StoreError {
 /// });
 /// assert_eq!(*runs.lock().unwrap(), 1);
 /// ```
-#[async_trait]
 pub trait ReceiptStore: Send + Sync + 'static {
     /// What the store knows of `request_id`.
-    async fn get(&self, request_id: &str) -> Result<Lookup, StoreError>;
+    fn get(&self, request_id: &str) -> impl Future<Output = Result<Lookup, StoreError>> + Send;
     /// Stores the first successful answer to `request_id`. Returns once it is
     /// kept: the response leaves only after.
-    async fn put(&self, request_id: &str, receipt: Receipt, group: &str) -> Result<(), StoreError>;
+    fn put(
+        &self,
+        request_id: &str,
+        receipt: Receipt,
+        group: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+/// A shared store is a store: `receipts(Arc::clone(&store))` keeps a handle
+/// for the program.
+impl<S: ReceiptStore> ReceiptStore for Arc<S> {
+    fn get(&self, request_id: &str) -> impl Future<Output = Result<Lookup, StoreError>> + Send {
+        S::get(self, request_id)
+    }
+    fn put(
+        &self,
+        request_id: &str,
+        receipt: Receipt,
+        group: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        S::put(self, request_id, receipt, group)
+    }
+}
+
+/// The erased form the core keeps.
+pub(crate) trait DynReceiptStore: Send + Sync {
+    fn get_dyn<'a>(&'a self, request_id: &'a str) -> BoxFuture<'a, Result<Lookup, StoreError>>;
+    fn put_dyn<'a>(
+        &'a self,
+        request_id: &'a str,
+        receipt: Receipt,
+        group: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+}
+
+impl<S: ReceiptStore> DynReceiptStore for S {
+    fn get_dyn<'a>(&'a self, request_id: &'a str) -> BoxFuture<'a, Result<Lookup, StoreError>> {
+        Box::pin(self.get(request_id))
+    }
+    fn put_dyn<'a>(
+        &'a self,
+        request_id: &'a str,
+        receipt: Receipt,
+        group: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.put(request_id, receipt, group))
+    }
 }
 
 /// The default store: in memory, the `per_group` (default
@@ -203,7 +251,6 @@ impl fmt::Debug for MemoryReceiptStore {
     }
 }
 
-#[async_trait]
 impl ReceiptStore for MemoryReceiptStore {
     async fn get(&self, request_id: &str) -> Result<Lookup, StoreError> {
         let inner = self.lock();

@@ -11,7 +11,7 @@ use durable_types::{
 use tokio::sync::oneshot;
 
 use crate::asks::{AskClosed, Decided};
-use crate::handlers::PaneHandlers;
+use crate::handlers::PaneTakers;
 use crate::timers::Timers;
 
 /// What `tab.pane()` was told of the session id.
@@ -69,8 +69,11 @@ pub(crate) struct PaneData {
     pub(crate) actions: Vec<ActionView>,
     pub(crate) changed_at: u64,
     pub(crate) warned_partial: bool,
-    pub(crate) handlers: Option<std::sync::Arc<dyn PaneHandlers>>,
+    /// The pane's own handlers (the agent-wide ones serve a pane without).
+    pub(crate) takers: PaneTakers,
     pub(crate) turn_cancel: Option<crate::signal::AbortController>,
+    /// The running [`Turn`](crate::Turn)'s token and steer inbox.
+    pub(crate) turn_inbox: Option<(u64, tokio::sync::mpsc::UnboundedSender<String>)>,
     pub(crate) queued: VecDeque<QueuedSend>,
 }
 
@@ -186,6 +189,12 @@ pub(crate) struct State {
     pub(crate) timers: Timers,
     pub(crate) warned_versions: HashSet<String>,
     pub(crate) has_history: bool,
+    /// Whether any chat / action handler was ever set (for the default caps).
+    pub(crate) has_chat: bool,
+    pub(crate) has_actions: bool,
+    pub(crate) has_hooks: bool,
+    /// Turn tokens handed out, so an old turn cannot end a newer one.
+    pub(crate) turn_tokens: u64,
     /// The last event seq of each pane id closed in this process: a pane
     /// opened again under that id goes on counting from there, so a reader's
     /// `after` keeps its meaning within the epoch.
@@ -217,6 +226,10 @@ impl State {
             timers: Timers::default(),
             warned_versions: HashSet::new(),
             has_history: false,
+            has_chat: false,
+            has_actions: false,
+            has_hooks: false,
+            turn_tokens: 0,
             seq_floor: HashMap::new(),
         }
     }

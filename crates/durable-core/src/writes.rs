@@ -16,8 +16,8 @@ use tokio::sync::{OwnedMutexGuard, oneshot};
 
 use crate::core::Core;
 use crate::handlers::{
-    ActionRequest, CloseRequest, Handled, PaneHandlers, RenameRequest, ReopenRequest, SendRequest,
-    StarterRequest, SteerRequest, StopRequest,
+    ActionRequest, BoxFuture, CloseRequest, HandlerResult, PaneTakers, Refusal, RenameRequest, Reopen,
+    ReopenRequest, SendRequest, StarterRequest, SteerRequest, StopRequest,
 };
 use crate::layout::Pane;
 use crate::once::Ran;
@@ -27,6 +27,7 @@ use crate::select::{Either, select};
 use crate::signal::AbortController;
 use crate::state::{QueuedSend, TabKey};
 use crate::timers::Timer;
+use crate::turn::TurnStart;
 
 /// One write lock per pane.
 #[derive(Default)]
@@ -45,31 +46,40 @@ impl WriteLocks {
     }
 }
 
-/// A handler call that owns its handler (so it borrows nothing).
-type Call = std::pin::Pin<Box<dyn std::future::Future<Output = Handled> + Send>>;
+/// What the handlers said of a write.
+pub(crate) enum Taken<T> {
+    /// A handler took it.
+    Yes(T),
+    /// A handler refused it, with a reason (`409 refused`).
+    Refused(String),
+    /// No handler took it (`409 not-supported`).
+    NotSupported,
+}
 
-/// Asks the pane's own handlers, then the agent-wide ones, until one takes
-/// the write (answers anything but [`Handled::NotHandled`]).
-async fn take<R: Clone>(
-    takers: [&Option<Arc<dyn PaneHandlers>>; 2],
-    req: R,
-    call: impl Fn(Arc<dyn PaneHandlers>, R) -> Call,
-) -> Handled {
-    for h in takers.into_iter().flatten() {
-        let verdict = call(h.clone(), req.clone()).await;
-        if verdict != Handled::NotHandled {
-            return verdict;
+/// Asks a pane's own handler, then the agent-wide one, until one answers
+/// anything but [`Refusal::not_supported`]; returns the verdict and who gave it.
+async fn first<H: ?Sized, T>(
+    handlers: [&Option<Arc<H>>; 2],
+    call: impl Fn(Arc<H>) -> BoxFuture<'static, HandlerResult<T>>,
+) -> (Taken<T>, Option<Arc<H>>) {
+    for h in handlers.into_iter().flatten() {
+        match call(h.clone()).await {
+            Ok(v) => return (Taken::Yes(v), Some(h.clone())),
+            Err(r) => {
+                if let Some(reason) = r.reason() {
+                    return (Taken::Refused(reason.to_owned()), Some(h.clone()));
+                }
+            }
         }
     }
-    Handled::NotHandled
+    (Taken::NotSupported, None)
 }
 
 /// Sends queued on one pane, at most: past this a send is `409 busy`.
 const QUEUE_MAX: usize = 64;
 
-/// Who may take a pane's write: its own handlers, then the agent-wide hooks.
-/// A pane's own handlers, and the agent-wide ones.
-type Takers = (Option<Arc<dyn PaneHandlers>>, Option<Arc<dyn PaneHandlers>>);
+/// Who may take a pane's write: its own handlers, then the agent-wide ones.
+pub(crate) type Takers = (PaneTakers, PaneTakers);
 
 type Parse = fn(&[u8]) -> Result<WriteBody, String>;
 
@@ -86,6 +96,14 @@ fn refused(reason: String) -> Ran {
     Ran::unstored(respond::failure(
         ErrorBody::new(ErrorCode::Refused, format!("refused: {reason}")).with("reason", reason),
     ))
+}
+
+/// A hook's `Err`: `409 refused` with its reason, or `409 not-supported`.
+fn refusal(r: Refusal, what: &str) -> Ran {
+    match r.reason() {
+        Some(reason) => refused(reason.to_owned()),
+        None => not_supported(what),
+    }
 }
 
 fn not_supported(what: &str) -> Ran {
@@ -124,10 +142,10 @@ impl Core {
         }
     }
 
-    /// The pane's handlers and the agent-wide hooks; `None` when the pane is closed.
+    /// The pane's handlers and the agent-wide ones; `None` when the pane is closed.
     fn handlers_of(&self, pane: &Id) -> Option<Takers> {
-        let handlers = self.lock().panes.get(pane)?.handlers.clone();
-        Some((handlers, self.default_handlers()))
+        let own = self.lock().panes.get(pane)?.takers.clone();
+        Some((own, self.default_handlers()))
     }
 
     /// Who takes a pane write: `404` for a pane that is not open, `409
@@ -135,7 +153,7 @@ impl Core {
     fn takers(&self, pane: &Id, what: &str) -> Result<Takers, Ran> {
         match self.handlers_of(pane) {
             None => Err(no_pane(pane)),
-            Some((None, None)) => Err(not_supported(what)),
+            Some((own, wide)) if own.is_empty() && wide.is_empty() => Err(not_supported(what)),
             Some(found) => Ok(found),
         }
     }
@@ -156,18 +174,12 @@ impl Core {
         Pane::from_parts(self.clone(), pane.clone())
     }
 
-    /// Delivers a send to the handler; on acceptance writes the `user` item
-    /// naming its request id and arms the turn's abort signal.
-    async fn deliver(
-        &self,
-        pane: &Id,
-        handlers: Option<Arc<dyn PaneHandlers>>,
-        hooks: Option<Arc<dyn PaneHandlers>>,
-        request_id: &Id,
-        text: &str,
-    ) -> Handled {
-        // The turn's signal is armed before the handler runs: a stop that
-        // arrives while the handler is still deciding (or stuck) fires it.
+    /// Offers a send to the chat handlers; once one takes it, starts its
+    /// turn (the pane works, turn id = request id), writes the `user` item
+    /// naming the request id, and queues the turn as a job.
+    async fn deliver(&self, pane: &Id, takers: &Takers, request_id: &Id, text: &str) -> Taken<()> {
+        // The turn's signal is armed before the handler decides: a stop that
+        // arrives while it is still deciding (or stuck) fires it.
         let controller = AbortController::new();
         if let Some(p) = self.lock().panes.get_mut(pane) {
             p.turn_cancel = Some(controller.clone());
@@ -178,8 +190,23 @@ impl Core {
             text: text.to_owned(),
             signal: controller.signal(),
         };
-        let verdict = take([&handlers, &hooks], req, |h, r| Box::pin(async move { h.send(r).await })).await;
-        if matches!(verdict, Handled::Accepted | Handled::Started(_)) {
+        let (verdict, handler) = first([&takers.0.chat, &takers.1.chat], |h| {
+            let req = req.clone();
+            Box::pin(async move { h.check_send_dyn(req).await })
+        })
+        .await;
+        let (Taken::Yes(()), Some(handler)) = (&verdict, handler) else { return verdict };
+        let start = TurnStart {
+            turn_id: request_id.to_string(),
+            text: text.to_owned(),
+            request_id: Some(request_id.clone()),
+            controller,
+        };
+        let turn = match self.pane_handle(pane).begin_turn(start) {
+            Ok(turn) => turn,
+            Err(e) => return Taken::Refused(e.to_string()),
+        };
+        {
             let now = self.now();
             let tail = self.options().tail_limit;
             let mut st = self.lock();
@@ -191,7 +218,10 @@ impl Core {
                 st.pane_event(pane, now, durable_types::EventBody::Item { item: item.into() }, tail);
             }
         }
-        verdict
+        // The turn runs on the driver; it ends (the pane goes idle) when the
+        // handler returns and drops it.
+        self.push_job(async move { handler.turn_dyn(turn).await });
+        Taken::Yes(())
     }
 
     /// A pane went idle: deliver its oldest queued send, as a job.
@@ -221,12 +251,11 @@ impl Core {
                     }
                 };
                 let Some(send) = next else { return };
-                let Some((handlers, hooks)) = core.handlers_of(&pane) else { return };
-                let verdict = core.deliver(&pane, handlers, hooks, &send.request_id, &send.text).await;
-                let why = match verdict {
-                    Handled::Refused(reason) => Some(reason),
-                    Handled::NotHandled => Some("no handler takes send here".to_owned()),
-                    _ => None,
+                let Some(takers) = core.handlers_of(&pane) else { return };
+                let why = match core.deliver(&pane, &takers, &send.request_id, &send.text).await {
+                    Taken::Refused(reason) => Some(reason),
+                    Taken::NotSupported => Some("no handler takes send here".to_owned()),
+                    Taken::Yes(()) => None,
                 };
                 if let Some(reason) = why {
                     let notice = Item::new(
@@ -249,9 +278,15 @@ impl Core {
 /// history provider that keeps the conversation uses it to write the same
 /// item under the same id.
 pub fn user_item_id(request_id: &Id) -> Id {
-    Id::new(format!("user-{request_id}"))
-        .or_else(|_| Id::new(format!("user-{}", durable_types::ask_id_for("user", request_id.as_str()))))
-        .unwrap_or_else(|_| request_id.clone())
+    derived_item_id("user", request_id.as_str())
+}
+
+/// `<prefix>-<id>`, or `<prefix>-<digest of id>` when that would pass 128
+/// bytes: the ids of the items the SDK writes for a send and its turn.
+pub(crate) fn derived_item_id(prefix: &str, id: &str) -> Id {
+    Id::new(format!("{prefix}-{id}"))
+        .or_else(|_| Id::new(format!("{prefix}-{}", durable_types::ask_id_for(prefix, id))))
+        .unwrap_or_else(|_| Id::new(prefix).unwrap_or_else(|_| unreachable!("a short prefix is an id")))
 }
 
 pub(crate) async fn send(
@@ -265,7 +300,7 @@ pub(crate) async fn send(
         return Err(respond::error(ErrorCode::Internal, "send body"));
     };
     let run = || async {
-        let (_guard, (handlers, hooks)) = match core.locked_takers(&pane, arrival, "send").await {
+        let (_guard, takers) = match core.locked_takers(&pane, arrival, "send").await {
             Ok(found) => found,
             Err(ran) => return ran,
         };
@@ -317,12 +352,10 @@ pub(crate) async fn send(
             }
             return ok(WriteResponse::new("queued", request_id.clone()).with("turnId", turn), group);
         }
-        match core.deliver(&pane, handlers, hooks, &request_id, &text).await {
-            Handled::Accepted | Handled::Started(_) => {
-                ok(WriteResponse::new("sent", request_id.clone()).with("turnId", turn), group)
-            }
-            Handled::Refused(reason) => refused(reason),
-            Handled::NotHandled => not_supported("send"),
+        match core.deliver(&pane, &takers, &request_id, &text).await {
+            Taken::Yes(()) => ok(WriteResponse::new("sent", request_id.clone()).with("turnId", turn), group),
+            Taken::Refused(reason) => refused(reason),
+            Taken::NotSupported => not_supported("send"),
         }
     };
     Ok(core.once(&request_id, |_| None, run).await)
@@ -339,23 +372,39 @@ pub(crate) async fn steer(
         return Err(respond::error(ErrorCode::Internal, "steer body"));
     };
     let run = || async {
-        let (_guard, (handlers, hooks)) = match core.locked_takers(&pane, arrival, "steer").await {
+        let (_guard, (own, wide)) = match core.locked_takers(&pane, arrival, "steer").await {
             Ok(found) => found,
             Err(ran) => return ran,
         };
+        if own.chat.is_none() && wide.chat.is_none() {
+            return not_supported("steer");
+        }
         let working =
             core.lock().panes.get(&pane).is_some_and(|p| p.state == durable_types::PaneState::Working);
         if !working {
             return refused("not-working".into());
         }
-        let sreq = SteerRequest { pane: core.pane_handle(&pane), request_id: request_id.clone(), text };
-        let verdict = take([&handlers, &hooks], sreq, |h, r| Box::pin(async move { h.steer(r).await })).await;
+        let sreq = SteerRequest {
+            pane: core.pane_handle(&pane),
+            request_id: request_id.clone(),
+            text: text.clone(),
+        };
+        let (verdict, _) = first([&own.chat, &wide.chat], |h| {
+            let req = sreq.clone();
+            Box::pin(async move { h.steer_dyn(req).await })
+        })
+        .await;
         match verdict {
-            Handled::Accepted | Handled::Started(_) => {
+            Taken::Yes(()) => {
+                // The running turn hears it (a program that set `working`
+                // by hand has no inbox: its handler had the text).
+                if let Some((_, inbox)) = core.lock().panes.get(&pane).and_then(|p| p.turn_inbox.as_ref()) {
+                    let _ = inbox.send(text);
+                }
                 ok(WriteResponse::new("steered", request_id.clone()), format!("pane:{pane}"))
             }
-            Handled::Refused(reason) => refused(reason),
-            Handled::NotHandled => not_supported("steer"),
+            Taken::Refused(reason) => refused(reason),
+            Taken::NotSupported => not_supported("steer"),
         }
     };
     Ok(core.once(&request_id, |_| None, run).await)
@@ -368,13 +417,17 @@ pub(crate) async fn stop(core: &Core, req: &Request, pane: &str) -> Result<Respo
     let body = parse(req, WriteBody::parse_plain)?;
     let request_id = body.request_id().clone();
     let run = || async {
-        let (handlers, hooks) = match core.takers(&pane, "stop") {
+        let (own, wide) = match core.takers(&pane, "stop") {
             Ok(found) => found,
             Err(ran) => return ran,
         };
         let sreq = StopRequest { pane: core.pane_handle(&pane), request_id: request_id.clone() };
-        let verdict = take([&handlers, &hooks], sreq, |h, r| Box::pin(async move { h.stop(r).await })).await;
-        if let Handled::Refused(reason) = verdict {
+        let (verdict, _) = first([&own.chat, &wide.chat], |h| {
+            let req = sreq.clone();
+            Box::pin(async move { h.stop_dyn(req).await })
+        })
+        .await;
+        if let Taken::Refused(reason) = verdict {
             return refused(reason);
         }
         let now = core.now();
@@ -401,7 +454,7 @@ pub(crate) async fn action(
     let body = parse(req, WriteBody::parse_plain)?;
     let request_id = body.request_id().clone();
     let run = || async {
-        let (_guard, (handlers, hooks)) = match core.locked_takers(&pane, arrival, "actions").await {
+        let (_guard, (own, wide)) = match core.locked_takers(&pane, arrival, "actions").await {
             Ok(found) => found,
             Err(ran) => return ran,
         };
@@ -414,14 +467,15 @@ pub(crate) async fn action(
             request_id: request_id.clone(),
             action: action.clone(),
         };
-        let verdict =
-            take([&handlers, &hooks], areq, |h, r| Box::pin(async move { h.action(r).await })).await;
+        let (verdict, _) = first([&own.actions, &wide.actions], |h| {
+            let req = areq.clone();
+            Box::pin(async move { h.action_dyn(req).await })
+        })
+        .await;
         match verdict {
-            Handled::Accepted | Handled::Started(_) => {
-                ok(WriteResponse::new("done", request_id.clone()), format!("pane:{pane}"))
-            }
-            Handled::Refused(reason) => refused(reason),
-            Handled::NotHandled => not_supported("this action"),
+            Taken::Yes(()) => ok(WriteResponse::new("done", request_id.clone()), format!("pane:{pane}")),
+            Taken::Refused(reason) => refused(reason),
+            Taken::NotSupported => not_supported("this action"),
         }
     };
     Ok(core.once(&request_id, |_| None, run).await)
@@ -496,8 +550,8 @@ pub(crate) async fn rename(core: &Core, req: &Request, arrival: Timestamp) -> Re
                 id: id.clone(),
                 title: title.clone(),
             };
-            if let Handled::Refused(reason) = h.on_rename(rreq).await {
-                return refused(reason);
+            if let Err(r) = h.rename_dyn(rreq).await {
+                return refusal(r, "rename");
             }
         }
         let now = core.now();
@@ -525,8 +579,8 @@ pub(crate) async fn close(core: &Core, req: &Request, arrival: Timestamp) -> Res
         };
         if let Some(h) = core.hooks() {
             let creq = CloseRequest { request_id: request_id.clone(), target, id: id.clone() };
-            if let Handled::Refused(reason) = h.on_close(creq).await {
-                return refused(reason);
+            if let Err(r) = h.close_dyn(creq).await {
+                return refusal(r, "close");
             }
         }
         let mut st = core.lock();
@@ -547,12 +601,12 @@ pub(crate) async fn reopen(core: &Core, req: &Request) -> Result<Response, Respo
     };
     let run = || async {
         if let Some(h) = core.hooks() {
-            match h.on_reopen(ReopenRequest { request_id: request_id.clone(), id: id.clone() }).await {
-                Handled::Refused(reason) => return refused(reason),
-                Handled::NotHandled => {}
-                Handled::Accepted | Handled::Started(_) => {
+            match h.reopen_dyn(ReopenRequest { request_id: request_id.clone(), id: id.clone() }).await {
+                Err(r) => return refusal(r, "reopen"),
+                Ok(Reopen::Reopened) => {
                     return ok(WriteResponse::new("reopened", request_id.clone()), "reopens".into());
                 }
+                Ok(_) => {}
             }
         }
         let restored = {
@@ -585,17 +639,12 @@ pub(crate) async fn starter(core: &Core, req: &Request, starter: &str) -> Result
         let Some(h) = core.hooks() else { return not_supported("starters") };
         let sreq =
             StarterRequest { request_id: request_id.clone(), starter: starter.clone(), text: text.clone() };
-        match h.on_starter(sreq).await {
-            Handled::Started(pane) => ok(
-                WriteResponse::new("started", request_id.clone()).with("pane", pane.to_string()),
-                "starters".into(),
-            ),
-            Handled::Accepted => ok(
-                WriteResponse::new("started", request_id.clone()).with("pane", Value::Null),
-                "starters".into(),
-            ),
-            Handled::Refused(reason) => refused(reason),
-            Handled::NotHandled => not_supported("starters"),
+        match h.starter_dyn(sreq).await {
+            Ok(started) => {
+                let pane = started.pane_id().map_or(Value::Null, |p| Value::String(p.to_string()));
+                ok(WriteResponse::new("started", request_id.clone()).with("pane", pane), "starters".into())
+            }
+            Err(r) => refusal(r, "starters"),
         }
     };
     Ok(core.once(&request_id, |_| None, run).await)

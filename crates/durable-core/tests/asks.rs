@@ -673,17 +673,14 @@ async fn require_approval_pane_close_is_not_approved_decided_by_program() {
 
 #[tokio::test]
 async fn require_approval_stop_from_the_phone_is_not_approved_decided_by_program() {
-    use durable_core::{Handled, PaneHandlers, StopRequest};
-    struct Stops;
-    #[async_trait::async_trait]
-    impl PaneHandlers for Stops {
-        async fn stop(&self, _req: StopRequest) -> Handled {
-            Handled::Accepted
-        }
+    use durable_core::{ChatHandler, Turn};
+    struct Chat;
+    impl ChatHandler for Chat {
+        async fn turn(&self, _turn: Turn) {}
     }
     let h = Harness::new();
     let pane = h.pane();
-    pane.handlers(Stops).unwrap();
+    pane.on_send(Chat).unwrap();
     let approval =
         require_approval("refund", &json!({"amount": 40}), ApprovalOptions::new(&pane, "call-1")).unwrap();
     let r = h.post("/v1/panes/ticket-1/stop", json!({"requestId": "s-1"})).await;
@@ -707,7 +704,7 @@ async fn require_approval_of_a_bad_call_is_an_err() {
 
 #[tokio::test]
 async fn close_from_the_phone_closes_the_panes_asks_as_program_aborted() {
-    let h = Harness::new();
+    let h = Harness::with_caps(durable_core::types::Caps::all());
     let pane = h.pane();
     let ask = pane.ask(yes_no("c1", "Go?")).unwrap();
     let r = h.post("/v1/close", json!({"requestId": "k-1", "target": "pane", "id": "ticket-1"})).await;

@@ -1,14 +1,13 @@
-//! Rules of the contract (`shared/spec/wire-v1.md`) that no other test
+//! Rules of the contract (`docs/wire.md`) that no other test
 //! checked, found by the coverage audit. Each test names the rule (and its
 //! section) it checks.
 mod harness;
 
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
 use durable_core::types::{AskOption, AskSpec, FieldType, FormField};
 use durable_core::{Lookup, MemoryReceiptStore, PaneOptions, Receipt, ReceiptStore, StoreError};
-use harness::recorder::{Log, Recorder};
+use harness::recorder::{Log, PaneExt, Recorder};
 use harness::{Harness, Reply};
 use serde_json::{Value, json};
 
@@ -102,7 +101,7 @@ async fn layout_change(h: &Harness, what: &str, change: impl FnOnce()) -> Value 
 /// `workspaces`, `closed` and `starters`, and moves `seq`.
 #[tokio::test]
 async fn state_since_layout_change_brings_workspaces_closed_and_starters_for_every_kind_of_change() {
-    let h = Harness::new();
+    let h = Harness::with_caps(durable_core::types::Caps::all());
     h.pane_named("a");
     let c = h.pane_named("c");
     h.core.starter("s", "Start").unwrap();
@@ -421,7 +420,6 @@ struct GroupStore {
     puts: Arc<Mutex<Vec<(String, String)>>>,
 }
 
-#[async_trait]
 impl ReceiptStore for GroupStore {
     async fn get(&self, request_id: &str) -> Result<Lookup, StoreError> {
         self.inner.get(request_id).await

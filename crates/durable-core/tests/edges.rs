@@ -5,14 +5,11 @@ mod harness;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use async_trait::async_trait;
 use durable_core::types::exchange::{Caller, Request};
 use durable_core::types::{
     AskOption, AskSpec, ConversationState, HistoryRow, Id, Item, ItemBody, PaneState, Timestamp,
 };
-use durable_core::{
-    Handled, HistoryError, HistoryProvider, ItemsPage, PaneHandlers, PaneOptions, RowsPage, SendRequest,
-};
+use durable_core::{ChatHandler, HistoryError, HistoryProvider, ItemsPage, PaneOptions, RowsPage, Turn};
 use harness::{Harness, T0};
 use serde_json::json;
 
@@ -143,20 +140,18 @@ async fn held_answers_are_capped_and_the_oldest_goes_first() {
     assert_eq!(last.status, 202, "the newest is still held");
 }
 
+/// Takes every send; its turn ends at once.
 struct Accept;
 
-#[async_trait]
-impl PaneHandlers for Accept {
-    async fn send(&self, _req: SendRequest) -> Handled {
-        Handled::Accepted
-    }
+impl ChatHandler for Accept {
+    async fn turn(&self, _turn: Turn) {}
 }
 
 #[tokio::test]
 async fn a_pane_queues_at_most_64_sends_then_answers_busy() {
     let h = Harness::new();
     let pane = h.pane();
-    pane.handlers(Accept).unwrap();
+    pane.on_send(Accept).unwrap();
     pane.working("t-1").unwrap();
     for i in 0..64 {
         let r = h.post("/v1/panes/ticket-1/send", json!({"requestId": format!("q{i}"), "text": "x"})).await;
@@ -172,14 +167,12 @@ async fn a_queued_send_waits_while_an_ask_is_open_and_goes_once_it_closes() {
     let pane = h.pane();
     let delivered = Arc::new(AtomicUsize::new(0));
     struct Count(Arc<AtomicUsize>);
-    #[async_trait]
-    impl PaneHandlers for Count {
-        async fn send(&self, _req: SendRequest) -> Handled {
+    impl ChatHandler for Count {
+        async fn turn(&self, _turn: Turn) {
             self.0.fetch_add(1, Ordering::SeqCst);
-            Handled::Accepted
         }
     }
-    pane.handlers(Count(delivered.clone())).unwrap();
+    pane.on_send(Count(delivered.clone())).unwrap();
     pane.working("t-1").unwrap();
     let r = h.post("/v1/panes/ticket-1/send", json!({"requestId": "q1", "text": "after"})).await;
     assert_eq!(r.json["result"], "queued");
@@ -206,9 +199,9 @@ async fn a_session_id_breaking_the_id_rule_is_an_err() {
 
 #[tokio::test]
 async fn a_working_pane_reopened_is_idle_and_its_tail_says_so() {
-    let h = Harness::new();
+    let h = Harness::with_caps(durable_core::types::Caps::all());
     let pane = h.pane();
-    pane.handlers(Accept).unwrap();
+    pane.on_send(Accept).unwrap();
     pane.working("t-1").unwrap();
     pane.close();
     let r = h.post("/v1/reopen", json!({"requestId": "re", "id": "ticket-1"})).await;
@@ -240,7 +233,6 @@ async fn an_ask_decided_again_is_remembered_from_its_latest_decision() {
 
 struct BadProvider;
 
-#[async_trait]
 impl HistoryProvider for BadProvider {
     async fn rows(
         &self,
@@ -327,18 +319,19 @@ async fn every_driver_serving_a_core_is_woken() {
 async fn a_turn_keeps_the_pane_working_and_going_out_of_scope_sets_it_idle() {
     let h = Harness::new();
     let pane = h.pane();
-    pane.handlers(Accept).unwrap();
+    pane.on_send(Accept).unwrap();
     {
         let turn = pane.start_turn("t-1").unwrap();
         assert_eq!(pane.current_state(), PaneState::Working);
-        turn.partial("r1", "Got").unwrap();
+        turn.partial("Got");
         let r = h.post("/v1/panes/ticket-1/send", json!({"requestId": "q1", "text": "next"})).await;
         assert_eq!(r.json["result"], "queued", "a send during the turn waits");
-        turn.reply("r1", "Got it").unwrap();
+        turn.reply("Got it");
     } // dropped: the turn ends
     h.settle().await;
     assert_eq!(pane.current_state(), PaneState::Idle);
-    assert_eq!(pane.turn_id().as_deref(), Some("t-1"));
+    // The queued send ran its own turn, named after its request id.
+    assert_eq!(pane.turn_id().as_deref(), Some("q1"));
     let users: Vec<_> =
         h.all_events("ticket-1").await.into_iter().filter(|e| e["item"]["kind"] == "user").collect();
     assert_eq!(users.len(), 1, "the queued send was delivered when the turn ended");
@@ -346,7 +339,7 @@ async fn a_turn_keeps_the_pane_working_and_going_out_of_scope_sets_it_idle() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|i| i["id"] == "r1")
+        .find(|i| i["id"] == "reply-t-1")
         .cloned()
         .unwrap();
     assert_eq!((item["text"].clone(), item.get("partial").cloned()), (json!("Got it"), None));
@@ -357,8 +350,8 @@ async fn ending_a_turn_finalizes_a_partial_reply_with_one_warning() {
     let h = Harness::new();
     let pane = h.pane();
     let turn = pane.start_turn("t-1").unwrap();
-    turn.partial("r1", "half").unwrap();
-    turn.end().unwrap();
+    turn.partial("half");
+    turn.end();
     assert_eq!(pane.current_state(), PaneState::Idle);
     assert_eq!(h.warns().iter().filter(|w| w.contains("partial")).count(), 1);
 }

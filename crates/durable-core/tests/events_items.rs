@@ -415,7 +415,7 @@ async fn item_written_to_a_closed_pane_is_an_err() {
     let h = Harness::new();
     let pane = h.pane();
     pane.close();
-    assert!(pane.write(reply("r", "x")).unwrap_err().is_invalid_state());
+    assert!(pane.write(reply("r", "x")).unwrap_err().is_closed());
 }
 
 #[tokio::test]

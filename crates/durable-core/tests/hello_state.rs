@@ -52,8 +52,8 @@ async fn hello_caps_object_names_every_cap_and_terminal_is_false() {
     let caps = h.get("/hello").await.json["caps"].clone();
     assert_eq!(
         caps,
-        json!({"asks": true, "starters": true, "send": true, "steer": true, "abort": true, "rename": true,
-               "close": true, "actions": true, "history": false, "reopen": true, "terminal": false})
+        json!({"asks": true, "starters": false, "send": false, "steer": false, "abort": false, "rename": false,
+               "close": false, "actions": false, "history": false, "reopen": false, "terminal": false})
     );
     // Even a core given every cap by name says terminal false.
     let h = Harness::with_caps(Caps::all().with(Cap::Terminal));
@@ -159,11 +159,36 @@ async fn hello_post_malformed_body_is_400() {
 // §4 Capabilities
 
 #[tokio::test]
-async fn caps_omitted_are_all_but_history_until_a_provider_is_set() {
+async fn caps_omitted_say_what_this_agent_has_set_up_and_nothing_more() {
+    use durable_core::{ActionHandler, ActionRequest, ChatHandler, HandlerResult, Hooks, Turn};
+    struct Chat;
+    impl ChatHandler for Chat {
+        async fn turn(&self, _turn: Turn) {}
+    }
+    struct Buttons;
+    impl ActionHandler for Buttons {
+        async fn action(&self, _req: ActionRequest) -> HandlerResult {
+            Ok(())
+        }
+    }
+    struct Layout;
+    impl Hooks for Layout {}
     let h = Harness::new();
-    assert_eq!(h.get("/hello").await.json["caps"]["history"], false);
+    let on = |caps: &serde_json::Value| -> Vec<String> {
+        durable_core::types::CAP_NAMES.iter().filter(|n| caps[**n] == true).map(|n| n.to_string()).collect()
+    };
+    assert_eq!(on(&h.get("/hello").await.json["caps"]), ["asks"], "an agent with nothing set up asks only");
+    let r = h.post("/v1/panes/ticket-1/send", json!({"requestId": "s1", "text": "x"})).await;
+    assert_eq!((r.status, r.code()), (409, "not-supported"));
     let r = h.get("/v1/history").await;
     assert_eq!((r.status, r.code()), (409, "not-supported"));
+    let pane = h.pane();
+    pane.on_send(Chat).unwrap();
+    assert_eq!(on(&h.get("/hello").await.json["caps"]), ["asks", "send", "steer", "abort"]);
+    h.core.on_action(Buttons);
+    assert_eq!(on(&h.get("/hello").await.json["caps"]), ["asks", "send", "steer", "abort", "actions"]);
+    h.core.set_hooks(Layout);
+    h.core.starter("new", "New").unwrap();
     h.core.history(EmptyHistory);
     let caps = h.get("/hello").await.json["caps"].clone();
     for name in durable_core::types::CAP_NAMES {

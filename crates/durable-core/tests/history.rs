@@ -5,7 +5,6 @@ mod harness;
 
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
 use durable_core::types::{
     Cap, Caps, ConversationState, Cursor, HistoryRow, Id, Item, ItemBody, NoticeTone, Timestamp,
 };
@@ -57,7 +56,6 @@ fn page_cursor(next: usize, total: usize) -> Option<Cursor> {
     (next < total).then(|| Cursor::new(format!("at-{next}")).unwrap())
 }
 
-#[async_trait]
 impl HistoryProvider for Store {
     async fn rows(&self, after: Option<Cursor>, limit: usize) -> Result<RowsPage, HistoryError> {
         self.calls.lock().unwrap().push((
@@ -341,7 +339,6 @@ async fn history_session_id_is_the_pane_id_once_a_provider_is_set_unless_tab_pan
 #[tokio::test]
 async fn history_never_serves_more_than_limit_even_from_a_provider_that_gives_more() {
     struct Greedy;
-    #[async_trait]
     impl HistoryProvider for Greedy {
         async fn rows(&self, _after: Option<Cursor>, _limit: usize) -> Result<RowsPage, HistoryError> {
             Ok(RowsPage { rows: (0..10).map(|k| Store::new(10).row(k)).collect(), next: None })

@@ -8,7 +8,6 @@ use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use async_trait::async_trait;
 use durable_core::types::exchange::{Caller, Request};
 use durable_core::types::{AskOption, AskSpec, Item, ItemBody, VIEW_LIMIT};
 use durable_core::{AskHandle, Lookup, MemoryReceiptStore, Receipt, ReceiptStore, StoreError};
@@ -197,7 +196,6 @@ impl YieldingStore {
     }
 }
 
-#[async_trait]
 impl ReceiptStore for YieldingStore {
     async fn get(&self, request_id: &str) -> Result<Lookup, StoreError> {
         self.pause().await;

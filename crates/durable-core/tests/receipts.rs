@@ -4,7 +4,6 @@ mod harness;
 
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
 use durable_core::types::exchange::{Caller, Request};
 use durable_core::types::{Answer, AskOption, AskSpec, RECEIPTS_PER_GROUP, ToolInfo};
 use durable_core::{Lookup, MemoryReceiptStore, Receipt, ReceiptStore, StoreError};
@@ -48,7 +47,6 @@ impl GateStore {
     }
 }
 
-#[async_trait]
 impl ReceiptStore for GateStore {
     async fn get(&self, request_id: &str) -> Result<Lookup, StoreError> {
         if let Some(g) = &self.get_gate {
@@ -128,7 +126,7 @@ async fn refusals_store_nothing_so_the_same_request_id_may_try_again() {
 
 #[tokio::test]
 async fn a_request_id_names_one_action_whatever_route_repeats_it() {
-    let h = Harness::new();
+    let h = Harness::with_caps(durable_core::types::Caps::all());
     let pane = h.pane();
     let ask = pane.ask(yes_no("c1")).unwrap();
     let first = h.answer(ask.id(), pick("r-1", "yes")).await;
@@ -162,13 +160,13 @@ async fn answer_receipt_is_kept_in_the_group_of_the_asks_pane() {
 
 #[tokio::test]
 async fn receipts_in_a_kept_store_replay_after_a_restart_and_execute_nothing() {
-    let store: Arc<dyn ReceiptStore> = Arc::new(MemoryReceiptStore::new());
-    let h = Harness::with(|b| b.receipts_arc(store.clone()));
+    let store = Arc::new(MemoryReceiptStore::new());
+    let h = Harness::with(|b| b.receipts(store.clone()));
     let ask = h.pane().ask(yes_no("c1")).unwrap();
     let first = h.answer(ask.id(), pick("r-1", "yes")).await;
     drop(h);
     // A new process (same store): the program raises the ask again.
-    let h = Harness::with(|b| b.receipts_arc(store.clone()));
+    let h = Harness::with(|b| b.receipts(store.clone()));
     let ask = h.pane().ask(yes_no("c1")).unwrap();
     let r = h.answer(ask.id(), pick("r-1", "no")).await;
     assert_eq!(r.status, 200);

@@ -5,14 +5,13 @@ mod harness;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use async_trait::async_trait;
 use durable_core::types::exchange::{Caller, Request};
 use durable_core::types::{AskOption, AskSpec, Cap, Caps, DecidedBy, Id, Outcome};
 use durable_core::{
-    ActionRequest, Handled, Hooks, MemoryReceiptStore, Pane, PaneHandlers, PaneOptions, SendRequest,
-    StarterRequest,
+    ActionHandler, ActionRequest, ChatHandler, HandlerResult, Hooks, MemoryReceiptStore, Pane, PaneOptions,
+    Refusal, SendRequest, Turn,
 };
-use harness::recorder::{Log, Recorder};
+use harness::recorder::{CoreExt, Handled, Log, PaneExt, Recorder};
 use harness::{Harness, Reply, without_replayed};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
@@ -25,7 +24,7 @@ const REFUND: &str = "/v1/panes/ticket-1/actions/refund";
 /// A harness with pane `ticket-1` (action `refund`) whose handlers record
 /// and accept every write.
 fn setup() -> (Harness, Pane, Log) {
-    let h = Harness::new();
+    let h = Harness::with_caps(Caps::all());
     let pane = h.pane();
     pane.action("refund", "Refund", Some("check")).unwrap();
     let log = Log::default();
@@ -62,6 +61,7 @@ fn assert_success(r: &Reply, result: &str, request_id: &str, replayed: bool) {
 
 /// Send handlers that wait on a gate before answering: a write stuck in its
 /// handler, holding the pane's lock.
+#[derive(Clone)]
 struct Gated {
     gate: Arc<Semaphore>,
     log: Log,
@@ -69,19 +69,29 @@ struct Gated {
     calls: Arc<AtomicUsize>,
 }
 
-#[async_trait]
-impl PaneHandlers for Gated {
-    async fn send(&self, req: SendRequest) -> Handled {
+impl ChatHandler for Gated {
+    /// The turn runs until the phone stops it.
+    async fn turn(&self, turn: Turn) {
+        turn.stopped().await;
+    }
+    async fn check_send(&self, req: SendRequest) -> HandlerResult {
         let n = self.calls.fetch_add(1, Ordering::SeqCst);
-        Recorder::new("gated", &self.log).send(req).await;
+        Recorder::new("gated", &self.log).send_call(&req);
         let _permit = self.gate.acquire().await.unwrap();
-        (self.verdicts)(n)
+        match (self.verdicts)(n) {
+            Handled::Refused(r) => Err(Refusal::new(r)),
+            Handled::NotHandled => Err(Refusal::not_supported()),
+            _ => Ok(()),
+        }
     }
-    async fn action(&self, req: ActionRequest) -> Handled {
+    async fn steer(&self, req: durable_core::SteerRequest) -> HandlerResult {
+        ChatHandler::steer(&Recorder::new("gated", &self.log), req).await
+    }
+}
+
+impl ActionHandler for Gated {
+    async fn action(&self, req: ActionRequest) -> HandlerResult {
         Recorder::new("gated", &self.log).action(req).await
-    }
-    async fn steer(&self, req: durable_core::SteerRequest) -> Handled {
-        Recorder::new("gated", &self.log).steer(req).await
     }
 }
 
@@ -176,26 +186,22 @@ async fn send_during_a_turn_is_queued_behind_the_running_turn_and_delivered_afte
 
 #[tokio::test]
 async fn send_queued_sends_wait_for_the_next_turn_when_the_delivered_one_starts_a_turn() {
-    let h = Harness::new();
+    let h = Harness::with_caps(Caps::all());
     let pane = h.pane();
     let log = Log::default();
-    let p2 = pane.clone();
     // The handler starts a turn for each text it takes.
-    let turns = Arc::new(AtomicUsize::new(10));
-    pane.handlers(Recorder::with("pane", &log, move |_| {
-        let n = turns.fetch_add(1, Ordering::SeqCst);
-        p2.working(&format!("t-{n}")).unwrap();
-        Handled::Accepted
-    }))
-    .unwrap();
+    // Each send it takes runs a turn until the test lets it end.
+    let gate = Arc::new(Semaphore::new(0));
+    pane.handlers(Recorder::holding("pane", &log, gate.clone())).unwrap();
     pane.working("t-1").unwrap();
     assert_success(&h.post(SEND, json!({"requestId": "a", "text": "1"})).await, "queued", "a", false);
     assert_success(&h.post(SEND, json!({"requestId": "b", "text": "2"})).await, "queued", "b", false);
     pane.idle().unwrap();
     h.settle().await;
-    assert_eq!(log.of("send").len(), 1, "the first starts turn t-10; the second waits for it");
-    assert_eq!(pane.turn_id().as_deref(), Some("t-10"));
-    pane.idle().unwrap();
+    assert_eq!(log.of("send").len(), 1, "the first starts turn `a`; the second waits for it");
+    assert_eq!(pane.turn_id().as_deref(), Some("a"));
+    assert_eq!(pane.current_state(), durable_core::types::PaneState::Working);
+    gate.add_permits(1);
     h.settle().await;
     let ids: Vec<_> = log.of("send").into_iter().map(|c| c.request_id).collect();
     assert_eq!(ids, vec!["a", "b"]);
@@ -318,7 +324,7 @@ async fn stop_on_an_idle_pane_only_closes_its_asks_and_answers_stopped() {
 
 #[tokio::test]
 async fn stop_never_waits_behind_the_pane_lock_even_with_a_send_stuck_in_its_handler() {
-    let h = Harness::new();
+    let h = Harness::with_caps(Caps::all());
     let (pane, log, _gate) = gated(&h, |_| Handled::Accepted);
     let stuck = spawn_post(&h, SEND, json!({"requestId": "r-stuck", "text": "hang"})).await;
     assert_eq!(log.of("send").len(), 1, "the send is inside its handler");
@@ -337,7 +343,7 @@ async fn stop_never_waits_behind_the_pane_lock_even_with_a_send_stuck_in_its_han
 
 #[tokio::test]
 async fn stop_refused_by_its_handler_fires_nothing_and_stores_nothing() {
-    let h = Harness::new();
+    let h = Harness::with_caps(Caps::all());
     let pane = h.pane();
     let log = Log::default();
     let refusals = Arc::new(AtomicUsize::new(1));
@@ -365,7 +371,7 @@ async fn stop_refused_by_its_handler_fires_nothing_and_stores_nothing() {
 
 #[tokio::test]
 async fn busy_a_write_that_waits_five_seconds_from_its_arrival_for_the_pane_lock_gets_409_busy() {
-    let h = Harness::new();
+    let h = Harness::with_caps(Caps::all());
     let (_pane, log, gate) = gated(&h, |_| Handled::Accepted);
     let first = spawn_post(&h, SEND, json!({"requestId": "r-1", "text": "slow"})).await;
     h.advance(1_000).await;
@@ -389,7 +395,7 @@ async fn busy_a_write_that_waits_five_seconds_from_its_arrival_for_the_pane_lock
 
 #[tokio::test]
 async fn busy_a_write_that_gets_the_lock_within_five_seconds_runs_normally() {
-    let h = Harness::new();
+    let h = Harness::with_caps(Caps::all());
     let (pane, log, gate) = gated(&h, |_| Handled::Accepted);
     let first = spawn_post(&h, SEND, json!({"requestId": "r-1", "text": "slow"})).await;
     pane.working("t-1").unwrap();
@@ -424,7 +430,7 @@ async fn action_is_done_once_its_handler_accepts_and_an_unknown_action_id_is_404
 
 #[tokio::test]
 async fn no_handler_and_no_hook_answers_not_supported_to_send_steer_stop_and_any_action() {
-    let h = Harness::new();
+    let h = Harness::with_caps(Caps::all());
     let pane = h.pane();
     pane.action("refund", "Refund", None).unwrap();
     pane.working("t-1").unwrap();
@@ -441,7 +447,7 @@ async fn no_handler_and_no_hook_answers_not_supported_to_send_steer_stop_and_any
 
 #[tokio::test]
 async fn per_pane_handlers_win_over_the_agent_wide_hook_and_not_handled_falls_to_the_hook() {
-    let h = Harness::new();
+    let h = Harness::with_caps(Caps::all());
     let log = Log::default();
     let hook = Recorder::new("hook", &log);
     h.core.set_hooks(hook.clone());
@@ -482,7 +488,7 @@ async fn per_pane_handlers_win_over_the_agent_wide_hook_and_not_handled_falls_to
 
 #[tokio::test]
 async fn handler_not_handled_and_no_hook_is_not_supported() {
-    let h = Harness::new();
+    let h = Harness::with_caps(Caps::all());
     let pane = h.pane();
     let log = Log::default();
     pane.handlers(Recorder::with("pane", &log, |_| Handled::NotHandled)).unwrap();
@@ -493,7 +499,7 @@ async fn handler_not_handled_and_no_hook_is_not_supported() {
 
 #[tokio::test]
 async fn a_refusal_answers_409_refused_with_its_reason_and_stores_nothing_so_the_same_id_retries() {
-    let h = Harness::new();
+    let h = Harness::with_caps(Caps::all());
     let pane = h.pane();
     pane.action("refund", "Refund", None).unwrap();
     let log = Log::default();
@@ -567,16 +573,11 @@ async fn a_hook_runs_only_when_its_cap_is_on_and_its_request_id_is_new() {
 
 #[tokio::test]
 async fn a_write_answers_once_its_handler_accepted_not_when_the_work_is_finished() {
-    let h = Harness::new();
+    let h = Harness::with_caps(Caps::all());
     let pane = h.pane();
     let log = Log::default();
-    let p2 = pane.clone();
-    // Accepts and leaves the turn running: the answer does not wait for it.
-    pane.handlers(Recorder::with("pane", &log, move |_| {
-        p2.working("t-1").unwrap();
-        Handled::Accepted
-    }))
-    .unwrap();
+    // Its turn runs until stopped: the answer does not wait for it.
+    pane.handlers(Recorder::holding("pane", &log, Arc::new(Semaphore::new(0)))).unwrap();
     let r = h.post(SEND, json!({"requestId": "1", "text": "long job"})).await;
     assert_success(&r, "sent", "1", false);
     assert_eq!(pane.current_state(), durable_core::types::PaneState::Working);
@@ -625,7 +626,7 @@ async fn rename_sets_the_title_of_a_workspace_a_tab_named_ws_colon_tab_and_a_pan
 
 #[tokio::test]
 async fn rename_through_the_hook_refused_applies_nothing_accepted_or_not_handled_the_sdk_applies_it() {
-    let h = Harness::new();
+    let h = Harness::with_caps(Caps::all());
     h.pane();
     let log = Log::default();
     let hook = Recorder::with("hook", &log, |c| match c.request_id.as_str() {
@@ -650,7 +651,7 @@ async fn rename_through_the_hook_refused_applies_nothing_accepted_or_not_handled
 
 #[tokio::test]
 async fn close_removes_the_target_and_everything_in_it_and_closes_their_asks_as_aborted() {
-    let h = Harness::new();
+    let h = Harness::with_caps(Caps::all());
     let support = h.core.workspace("support", "Support").unwrap();
     let main = support.tab("main", "Tickets").unwrap();
     let board = support.tab("board", "Board").unwrap();
@@ -722,7 +723,7 @@ async fn reopen_without_a_hook_restores_a_pane_this_process_closed_and_404_for_o
 
 #[tokio::test]
 async fn reopen_with_an_on_reopen_hook_the_hook_decides() {
-    let h = Harness::new();
+    let h = Harness::with_caps(Caps::all());
     let log = Log::default();
     let core = h.core.clone();
     let hook = Recorder::with("hook", &log, move |c| match c.detail.as_str() {
@@ -760,7 +761,7 @@ async fn reopen_with_an_on_reopen_hook_the_hook_decides() {
 
 #[tokio::test]
 async fn starter_is_started_with_the_pane_the_hook_created_and_an_unknown_starter_is_404() {
-    let h = Harness::new();
+    let h = Harness::with_caps(Caps::all());
     let log = Log::default();
     let core = h.core.clone();
     let hook = Recorder::with("hook", &log, move |c| {
@@ -783,7 +784,7 @@ async fn starter_is_started_with_the_pane_the_hook_created_and_an_unknown_starte
 
 #[tokio::test]
 async fn starter_without_a_hook_is_not_supported() {
-    let h = Harness::new();
+    let h = Harness::with_caps(Caps::all());
     h.core.starter("new-ticket", "New ticket").unwrap();
     let r = h.post("/v1/starters/new-ticket", json!({"requestId": "s-1"})).await;
     assert_status(&r, 409, "not-supported");
@@ -978,7 +979,7 @@ async fn receipts_an_evicted_id_answers_500_receipt_dropped_and_executes_nothing
 
 #[tokio::test]
 async fn receipts_a_repeat_of_an_id_still_being_processed_waits_for_the_first_and_gets_its_receipt() {
-    let h = Harness::new();
+    let h = Harness::with_caps(Caps::all());
     let (_pane, log, gate) = gated(&h, |_| Handled::Accepted);
     let first = spawn_post(&h, SEND, json!({"requestId": "r-1", "text": "x"})).await;
     // The repeat comes on another route: it still names the same action.
@@ -995,7 +996,7 @@ async fn receipts_a_repeat_of_an_id_still_being_processed_waits_for_the_first_an
 
 #[tokio::test]
 async fn receipts_a_repeat_of_an_id_whose_first_was_refused_is_processed_on_its_own() {
-    let h = Harness::new();
+    let h = Harness::with_caps(Caps::all());
     let (_pane, log, gate) =
         gated(&h, |n| if n == 0 { Handled::refuse("warming up") } else { Handled::Accepted });
     let first = spawn_post(&h, SEND, json!({"requestId": "r-1", "text": "x"})).await;
@@ -1047,32 +1048,25 @@ async fn receipts_every_successful_write_answer_carries_ok_result_request_id_and
 
 struct SendOnly;
 
-#[async_trait]
-impl PaneHandlers for SendOnly {
-    async fn send(&self, _req: SendRequest) -> Handled {
-        Handled::Accepted
-    }
+impl ChatHandler for SendOnly {
+    async fn turn(&self, _turn: Turn) {}
 }
 
-#[async_trait]
-impl Hooks for SendOnly {
-    async fn on_starter(&self, _req: StarterRequest) -> Handled {
-        Handled::NotHandled
-    }
-}
+impl Hooks for SendOnly {}
 
 #[tokio::test]
 async fn a_hook_that_does_not_take_a_write_answers_not_supported_for_it() {
-    let h = Harness::new();
+    let h = Harness::with_caps(Caps::all());
     let pane = h.pane();
     pane.action("refund", "Refund", None).unwrap();
     h.core.set_hooks(SendOnly);
-    h.core.set_handlers(SendOnly);
+    h.core.on_send(SendOnly);
     h.core.starter("new", "New").unwrap();
     assert_success(&h.post(SEND, json!({"requestId": "1", "text": "x"})).await, "sent", "1", false);
     assert_status(&h.post(REFUND, json!({"requestId": "2"})).await, 409, "not-supported");
     pane.working("t-1").unwrap();
-    assert_status(&h.post(STEER, json!({"requestId": "3", "text": "x"})).await, 409, "not-supported");
+    // A chat handler takes steers unless it says otherwise.
+    assert_success(&h.post(STEER, json!({"requestId": "3", "text": "x"})).await, "steered", "3", false);
     assert_status(&h.post("/v1/starters/new", json!({"requestId": "4"})).await, 409, "not-supported");
     // Stop is applied by the SDK itself when no handler takes it: the turn's
     // signal fires and the asks close.
@@ -1081,7 +1075,7 @@ async fn a_hook_that_does_not_take_a_write_answers_not_supported_for_it() {
 
 #[tokio::test]
 async fn pane_lock_answers_and_stop_skip_it_while_rename_and_close_of_the_pane_wait_for_it() {
-    let h = Harness::new();
+    let h = Harness::with_caps(Caps::all());
     let (pane, log, gate) = gated(&h, |_| Handled::Accepted);
     let stuck = spawn_post(&h, SEND, json!({"requestId": "r-1", "text": "slow"})).await;
     // An answer needs no lock: it is single-use by itself.
@@ -1119,16 +1113,15 @@ async fn pane_lock_answers_and_stop_skip_it_while_rename_and_close_of_the_pane_w
 /// Layout hooks only (what the desk sets): they take no pane write.
 struct LayoutHooks;
 
-#[async_trait]
 impl Hooks for LayoutHooks {
-    async fn on_rename(&self, _req: durable_core::RenameRequest) -> Handled {
-        Handled::Accepted
+    async fn on_rename(&self, _req: durable_core::RenameRequest) -> HandlerResult {
+        Ok(())
     }
 }
 
 #[tokio::test]
 async fn a_pane_without_handlers_answers_not_supported_to_every_pane_write_even_with_layout_hooks() {
-    let h = Harness::new();
+    let h = Harness::with_caps(Caps::all());
     let pane = h.pane_named("announcements");
     h.core.set_hooks(LayoutHooks);
     pane.action("pin", "Pin", None).unwrap();
@@ -1150,7 +1143,7 @@ async fn a_pane_without_handlers_answers_not_supported_to_every_pane_write_even_
 
 #[tokio::test]
 async fn agent_wide_handlers_take_the_pane_writes_of_panes_without_their_own() {
-    let h = Harness::new();
+    let h = Harness::with_caps(Caps::all());
     let log = Log::default();
     let pane = h.pane_named("ticket-9");
     h.core.set_handlers(Recorder::new("agent", &log));
@@ -1194,7 +1187,6 @@ async fn sends_queued_when_the_pane_closed_are_delivered_when_it_is_reopened() {
 /// A store whose `put` always fails (a disk full).
 struct FailingStore;
 
-#[async_trait]
 impl durable_core::ReceiptStore for FailingStore {
     async fn get(&self, _id: &str) -> Result<durable_core::Lookup, durable_core::StoreError> {
         Ok(durable_core::Lookup::Unknown)

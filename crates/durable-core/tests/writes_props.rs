@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use durable_core::MemoryReceiptStore;
 use durable_core::types::EVICTED_MEMORY_FACTOR;
 use harness::Harness;
-use harness::recorder::{Log, Recorder};
+use harness::recorder::{CoreExt, Log, PaneExt, Recorder};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -124,7 +124,9 @@ impl Model {
                     pane.queue.push_back(rid.to_owned());
                     "queued"
                 } else {
+                    // Its turn (named after it) runs and ends at once.
                     pane.delivered.push(rid.to_owned());
+                    pane.turn = Some(rid.to_owned());
                     self.call(rid);
                     "sent"
                 };
@@ -158,10 +160,11 @@ impl Model {
 
     fn idle(&mut self, p: usize) {
         self.panes[p].working = false;
-        // Queued sends are delivered in order; the handler stays idle, so
-        // every one goes through.
+        // Queued sends are delivered in order; each one's turn ends at once,
+        // so every one goes through, and the last names the pane's turn.
         while let Some(rid) = self.panes[p].queue.pop_front() {
             self.panes[p].delivered.push(rid.clone());
+            self.panes[p].turn = Some(rid.clone());
             self.call(&rid);
         }
     }

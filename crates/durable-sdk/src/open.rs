@@ -3,10 +3,11 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use durable_core::{Core, CoreOptions, HistoryProvider, Hooks, PaneHandlers, Workspace, create_core};
-use durable_http::{SystemClock, random_epoch, stderr_warn};
-use durable_socket::{CallerCheck, SocketError, SocketOptions, SocketServer, serve};
+use durable_core::{ActionHandler, ChatHandler, Core, CoreOptions, HistoryProvider, Hooks, Workspace};
+use durable_socket::{CallerCheck, SocketOptions};
 use durable_types::{Caps, RuleError};
+
+use crate::serve::{ServeError, Server, create_core, serve};
 
 /// Options of [`open_collie`]. `receipts` and `allow_always` exist only on
 /// [`create_core`](durable_core::create_core): `open_collie` keeps receipts
@@ -117,7 +118,14 @@ pub enum OpenError {
     Options(#[from] RuleError),
     /// The socket could not be served (path, privacy, in use, IO).
     #[error(transparent)]
-    Socket(#[from] SocketError),
+    Serve(#[from] ServeError),
+}
+
+impl OpenError {
+    /// Whether another process already serves the socket path.
+    pub fn is_in_use(&self) -> bool {
+        matches!(self, OpenError::Serve(ServeError::Socket(durable_socket::SocketError::InUse { .. })))
+    }
 }
 
 /// The message, also for `Debug`: a `main` that returns this error prints it
@@ -131,7 +139,7 @@ impl fmt::Debug for OpenError {
 /// A durable agent served on its private socket: the seed's `collie`.
 pub struct Collie {
     core: Core,
-    server: SocketServer,
+    server: Server,
 }
 
 impl fmt::Debug for Collie {
@@ -145,15 +153,10 @@ impl fmt::Debug for Collie {
 /// runtime.
 pub async fn open_collie(options: impl Into<OpenOptions>) -> Result<Collie, OpenError> {
     let o = options.into();
-    let mut b = CoreOptions::builder()
-        .host_name(o.host_name)
-        .clock(SystemClock)
-        .epoch(random_epoch())
-        .allow_always(true);
-    b = match o.warn {
-        Some(w) => b.warn(move |line| w(line)),
-        None => b.warn(stderr_warn()),
-    };
+    let mut b = CoreOptions::builder().host_name(o.host_name).allow_always(true);
+    if let Some(w) = o.warn {
+        b = b.warn(move |line| w(line));
+    }
     if let Some(c) = o.caps {
         b = b.caps(c);
     }
@@ -163,19 +166,19 @@ pub async fn open_collie(options: impl Into<OpenOptions>) -> Result<Collie, Open
     if let Some(ms) = o.hold_ms {
         b = b.hold_ms(ms);
     }
-    let core = create_core(b.build()?);
+    let core = create_core(b)?;
     let mut socket = SocketOptions::builder().caller_check(o.caller_check);
     if let Some(p) = o.socket {
         socket = socket.path(p);
     }
-    let server = serve(core.clone(), socket.build()).await?;
+    let server = serve(&core, socket).await?;
     Ok(Collie { core, server })
 }
 
 impl Collie {
     /// The socket path Collie attaches to.
     pub fn address(&self) -> String {
-        self.server.address().display().to_string()
+        self.server.address()
     }
 
     /// The workspace with this id, created with `title` if it does not exist.
@@ -200,10 +203,16 @@ impl Collie {
         self.core.set_hooks(hooks);
     }
 
-    /// Sets the agent-wide handlers of pane writes (send, steer, stop,
-    /// actions) for every pane without handlers of its own.
-    pub fn set_handlers(&self, handlers: impl PaneHandlers) {
-        self.core.set_handlers(handlers);
+    /// Sets what runs when the phone sends text to a pane without a chat
+    /// handler of its own ([`Pane::on_send`](durable_core::Pane::on_send)).
+    pub fn on_send(&self, handler: impl ChatHandler) {
+        self.core.on_send(handler);
+    }
+
+    /// Sets what runs when the phone presses an action button on a pane
+    /// without an action handler of its own.
+    pub fn on_action(&self, handler: impl ActionHandler) {
+        self.core.on_action(handler);
     }
 
     /// Adds a starter button.
@@ -226,16 +235,26 @@ impl Collie {
 
 /// The conventional socket path of an agent named `app`:
 /// `$COLLIE_DURABLE_SOCKET`, else `$XDG_RUNTIME_DIR/<app>/app.sock`, else
-/// `/tmp/durable-<uid>/<app>/app.sock`. (Collie's Linux service runs with a
-/// private `/tmp`: prefer `$XDG_RUNTIME_DIR`.)
+/// `/tmp/durable-<uid>/<app>/app.sock`.
+///
+/// The last one comes with a warn line on standard error: Collie's Linux
+/// service runs with a private `/tmp` and cannot see a socket there. Set
+/// `XDG_RUNTIME_DIR` (a login session has it) or `COLLIE_DURABLE_SOCKET`.
 pub fn socket_path_for(app: &str) -> PathBuf {
     if let Some(p) = std::env::var_os(durable_socket::SOCKET_ENV).filter(|p| !p.is_empty()) {
         return PathBuf::from(p);
     }
     match std::env::var_os("XDG_RUNTIME_DIR").filter(|p| !p.is_empty()) {
         Some(dir) => PathBuf::from(dir).join(app).join("app.sock"),
-        None => PathBuf::from(format!("/tmp/durable-{}", nix::unistd::getuid().as_raw()))
-            .join(app)
-            .join("app.sock"),
+        None => {
+            let path = PathBuf::from(format!("/tmp/durable-{}", nix::unistd::geteuid().as_raw()))
+                .join(app)
+                .join("app.sock");
+            crate::serve::default_warn()(&format!(
+                "collie: neither COLLIE_DURABLE_SOCKET nor XDG_RUNTIME_DIR is set, so the socket goes to {}; Collie's service runs with a private /tmp and will not see it. Set XDG_RUNTIME_DIR or COLLIE_DURABLE_SOCKET.",
+                path.display()
+            ));
+            path
+        }
     }
 }

@@ -32,7 +32,6 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
-use async_trait::async_trait;
 use durable_core::{Lookup, Receipt, ReceiptStore, StoreError};
 use durable_types::{EVICTED_MEMORY_FACTOR, RECEIPTS_PER_GROUP};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -163,7 +162,6 @@ impl Drop for SqliteReceiptStore {
     }
 }
 
-#[async_trait]
 impl ReceiptStore for SqliteReceiptStore {
     async fn get(&self, request_id: &str) -> Result<Lookup, StoreError> {
         let (reply, rx) = oneshot::channel();

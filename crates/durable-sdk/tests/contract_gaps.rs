@@ -1,4 +1,4 @@
-//! Rules of the contract (`shared/spec/wire-v1.md`) that no other test
+//! Rules of the contract (`docs/wire.md`) that no other test
 //! checked, found by the coverage audit. Each test names its rule.
 #![cfg(unix)]
 

@@ -10,10 +10,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use durable_sdk::tls::{TlsOptions, serve};
-use durable_sdk::{
-    CallerCheck, Handled, OpenOptions, PaneHandlers, PaneOptions, SendRequest, async_trait, open_collie,
-};
+use durable_sdk::socket::CallerCheck;
+use durable_sdk::tls::TlsOptions;
+use durable_sdk::{ChatHandler, OpenOptions, PaneOptions, Turn, open_collie, serve};
 
 const TOKEN: &str = "0123456789abcdef0123456789abcdef-two";
 
@@ -48,13 +47,12 @@ fn over_socket(socket: &Path, path: &str) -> Vec<String> {
     vec!["--unix-socket".into(), socket.display().to_string(), format!("http://agent{path}")]
 }
 
+/// Counts the turns that ran (on the driver: nobody else runs them).
 struct Count(Arc<AtomicUsize>);
 
-#[async_trait]
-impl PaneHandlers for Count {
-    async fn send(&self, _req: SendRequest) -> Handled {
+impl ChatHandler for Count {
+    async fn turn(&self, _turn: Turn) {
         self.0.fetch_add(1, Ordering::SeqCst);
-        Handled::Accepted
     }
 }
 
@@ -68,11 +66,11 @@ async fn one_core_on_a_socket_and_over_https_keeps_each_transports_check_and_dri
     let pane =
         collie.workspace("w", "W").unwrap().tab("t", "T").unwrap().pane("p", PaneOptions::new("P")).unwrap();
     let delivered = Arc::new(AtomicUsize::new(0));
-    pane.handlers(Count(delivered.clone())).unwrap();
+    pane.on_send(Count(delivered.clone())).unwrap();
     collie.ready();
     // open_collie's core offers allow-always (the socket is private): HTTPS must say it accepts that.
     let https = TlsOptions::builder().listen("127.0.0.1:0").self_signed().token(TOKEN).allow_always(true);
-    let tls = serve(collie.core().clone(), https.build().unwrap()).await.unwrap();
+    let tls = serve(collie.core(), https.build().unwrap()).await.unwrap();
 
     let hello = curl(over_socket(&socket, "/hello")).await;
     assert_eq!(hello["callerCheck"], "off");

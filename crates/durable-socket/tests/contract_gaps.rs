@@ -1,4 +1,4 @@
-//! Rules of the contract (`shared/spec/wire-v1.md` §1.1) that no other test
+//! Rules of the contract (`docs/wire.md` §1.1) that no other test
 //! checked, found by the coverage audit. Each test names its rule.
 
 mod common;

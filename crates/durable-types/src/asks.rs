@@ -55,6 +55,29 @@ pub enum Outcome {
     Aborted,
 }
 
+impl std::fmt::Display for DecidedBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Outcome {
+    /// The wire word: `answered`, `timeout` or `aborted`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Answered => "answered",
+            Outcome::Timeout => "timeout",
+            Outcome::Aborted => "aborted",
+        }
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The look of a choice option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -1092,5 +1115,26 @@ mod tests {
             AnswerRequest::parse(br#"{"requestId":"r","answer":{"optionIds":["a"]},"confirmAlways":true}"#)
                 .unwrap();
         assert!(ok.confirm_always);
+    }
+}
+
+#[cfg(test)]
+mod wire_words {
+    use super::{DecidedBy, Outcome};
+
+    #[test]
+    fn outcome_and_decided_by_print_their_wire_words() {
+        for (o, w) in
+            [(Outcome::Answered, "answered"), (Outcome::Timeout, "timeout"), (Outcome::Aborted, "aborted")]
+        {
+            assert_eq!((o.as_str(), o.to_string()), (w, w.to_owned()));
+            assert_eq!(serde_json::to_value(o).unwrap(), w);
+        }
+        for (d, w) in
+            [(DecidedBy::Phone, "phone"), (DecidedBy::Program, "program"), (DecidedBy::Timeout, "timeout")]
+        {
+            assert_eq!(d.to_string(), w);
+            assert_eq!(serde_json::to_value(d).unwrap(), w);
+        }
     }
 }

@@ -14,8 +14,12 @@ pub enum RuleKind {
     /// too many options, `min > max` (JS `RangeError`).
     OutOfRange,
     /// A call that is not allowed in the current state: raising an ask whose
-    /// id is already open, writing to a closed pane.
+    /// id is already open.
     InvalidState,
+    /// The pane (or the tab, or the workspace) was closed — by the program or
+    /// from the phone. Not a mistake of the program: a turn that outlives
+    /// its pane meets it.
+    Closed,
 }
 
 /// A rule of the contract that a value given by the program breaks.
@@ -44,6 +48,11 @@ impl RuleError {
     /// A call made in a state that does not allow it.
     pub fn invalid_state(rule: &'static str, message: impl Into<String>) -> Self {
         Self { kind: RuleKind::InvalidState, rule, message: message.into() }
+    }
+
+    /// The pane, tab or workspace it names was closed.
+    pub fn closed(rule: &'static str, message: impl Into<String>) -> Self {
+        Self { kind: RuleKind::Closed, rule, message: message.into() }
     }
 
     /// The same error with `context` (e.g. the field it came from) put in
@@ -77,6 +86,11 @@ impl RuleError {
     /// True for a call not allowed in the current state.
     pub fn is_invalid_state(&self) -> bool {
         self.kind == RuleKind::InvalidState
+    }
+
+    /// Whether what the call named was closed ([`RuleKind::Closed`]).
+    pub fn is_closed(&self) -> bool {
+        self.kind == RuleKind::Closed
     }
 }
 

@@ -259,7 +259,6 @@ pub fn without_replayed(v: &Value) -> Value {
 /// A history provider with no conversation, to turn history on.
 pub struct EmptyHistory;
 
-#[async_trait::async_trait]
 impl durable_core::HistoryProvider for EmptyHistory {
     async fn rows(
         &self,

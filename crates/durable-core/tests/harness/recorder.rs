@@ -5,11 +5,74 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
+use durable_core::types::{Id, RuleError};
 use durable_core::{
-    AbortSignal, ActionRequest, CloseRequest, Handled, Hooks, PaneHandlers, RenameRequest, ReopenRequest,
-    SendRequest, StarterRequest, SteerRequest, StopRequest,
+    AbortSignal, ActionHandler, ActionRequest, ChatHandler, CloseRequest, Core, HandlerResult, Hooks, Pane,
+    Refusal, RenameRequest, Reopen, ReopenRequest, SendRequest, Started, StarterRequest, SteerRequest,
+    StopRequest, Turn,
 };
+
+/// What a recorder answers (the tests' own verdict, mapped onto each
+/// handler's typed result).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(clippy::enum_variant_names)]
+pub enum Handled {
+    /// Take the write.
+    Accepted,
+    /// A starter opened this pane.
+    Started(Id),
+    /// Refuse with a reason (`409 refused`).
+    Refused(String),
+    /// Not mine (`Refusal::not_supported`); for rename/close/reopen, "let
+    /// the SDK apply it".
+    NotHandled,
+}
+
+impl Handled {
+    pub fn refuse(reason: impl Into<String>) -> Self {
+        Handled::Refused(reason.into())
+    }
+
+    fn plain(self) -> HandlerResult {
+        match self {
+            Handled::Accepted | Handled::Started(_) => Ok(()),
+            Handled::Refused(r) => Err(Refusal::new(r)),
+            Handled::NotHandled => Err(Refusal::not_supported()),
+        }
+    }
+
+    /// For rename and close: not handled means the SDK applies it.
+    fn layout(self) -> HandlerResult {
+        match self {
+            Handled::NotHandled => Ok(()),
+            other => other.plain(),
+        }
+    }
+}
+
+/// Sets a pane's chat and action handlers at once (the tests' shorthand).
+pub trait PaneExt {
+    fn handlers<H: ChatHandler + ActionHandler + Clone>(&self, h: H) -> Result<(), RuleError>;
+}
+
+impl PaneExt for Pane {
+    fn handlers<H: ChatHandler + ActionHandler + Clone>(&self, h: H) -> Result<(), RuleError> {
+        self.on_send(h.clone())?;
+        self.on_action(h)
+    }
+}
+
+/// Sets the agent-wide chat and action handlers at once.
+pub trait CoreExt {
+    fn set_handlers<H: ChatHandler + ActionHandler + Clone>(&self, h: H);
+}
+
+impl CoreExt for Core {
+    fn set_handlers<H: ChatHandler + ActionHandler + Clone>(&self, h: H) {
+        self.on_send(h.clone());
+        self.on_action(h);
+    }
+}
 
 /// One call to a handler or hook.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,7 +91,7 @@ pub struct Call {
 
 type Verdict = Arc<dyn Fn(&Call) -> Handled + Send + Sync>;
 
-/// A shared log of calls, and the abort signals sends were given.
+/// A shared log of calls, and the stop signals turns were given.
 #[derive(Clone, Default)]
 pub struct Log {
     calls: Arc<Mutex<Vec<Call>>>,
@@ -59,7 +122,7 @@ impl Log {
         m
     }
 
-    /// The abort signal the send with this request id was given.
+    /// The stop signal of the turn started by the send with this request id.
     pub fn signal(&self, request_id: &str) -> Option<AbortSignal> {
         self.signals.lock().unwrap().iter().find(|(r, _)| r == request_id).map(|(_, s)| s.clone())
     }
@@ -70,18 +133,19 @@ impl Log {
 }
 
 /// Handlers and hooks that log each call and answer `verdict(call)`
-/// (default: [`Handled::Accepted`]).
+/// (default: [`Handled::Accepted`]). A turn it takes ends at once.
 #[derive(Clone)]
 pub struct Recorder {
     pub who: &'static str,
     pub log: Log,
     verdict: Verdict,
+    hold: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 impl Recorder {
     /// Accepts everything.
     pub fn new(who: &'static str, log: &Log) -> Recorder {
-        Recorder { who, log: log.clone(), verdict: Arc::new(|_| Handled::Accepted) }
+        Recorder { who, log: log.clone(), verdict: Arc::new(|_| Handled::Accepted), hold: None }
     }
 
     /// Answers `verdict(call)`.
@@ -90,10 +154,10 @@ impl Recorder {
         log: &Log,
         verdict: impl Fn(&Call) -> Handled + Send + Sync + 'static,
     ) -> Recorder {
-        Recorder { who, log: log.clone(), verdict: Arc::new(verdict) }
+        Recorder { who, log: log.clone(), verdict: Arc::new(verdict), hold: None }
     }
 
-    fn record(&self, kind: &'static str, pane: &str, request_id: &str, detail: &str) -> Handled {
+    pub fn record(&self, kind: &'static str, pane: &str, request_id: &str, detail: &str) -> Handled {
         let call = Call {
             who: self.who,
             kind,
@@ -106,44 +170,66 @@ impl Recorder {
         verdict
     }
 
-    fn send_call(&self, req: &SendRequest) -> Handled {
+    /// Logs a send and answers the verdict.
+    pub fn send_call(&self, req: &SendRequest) -> Handled {
         self.log.signals.lock().unwrap().push((req.request_id.to_string(), req.signal.clone()));
         self.record("send", req.pane.id(), req.request_id.as_str(), &req.text)
     }
-}
 
-#[async_trait]
-impl PaneHandlers for Recorder {
-    async fn send(&self, req: SendRequest) -> Handled {
-        self.send_call(&req)
-    }
-    async fn steer(&self, req: SteerRequest) -> Handled {
-        self.record("steer", req.pane.id(), req.request_id.as_str(), &req.text)
-    }
-    async fn stop(&self, req: StopRequest) -> Handled {
-        self.record("stop", req.pane.id(), req.request_id.as_str(), "")
-    }
-    async fn action(&self, req: ActionRequest) -> Handled {
-        self.record("action", req.pane.id(), req.request_id.as_str(), req.action.as_str())
+    /// A recorder whose turns run until the phone stops them (or the test
+    /// adds a permit to `gate`), so the pane stays working.
+    pub fn holding(who: &'static str, log: &Log, gate: Arc<tokio::sync::Semaphore>) -> Recorder {
+        Recorder { hold: Some(gate), ..Recorder::new(who, log) }
     }
 }
 
-#[async_trait]
+impl ChatHandler for Recorder {
+    async fn turn(&self, turn: Turn) {
+        if let Some(gate) = &self.hold {
+            tokio::select! {
+                permit = gate.acquire() => drop(permit),
+                () = turn.stopped() => {}
+            }
+        }
+    }
+    async fn check_send(&self, req: SendRequest) -> HandlerResult {
+        self.send_call(&req).plain()
+    }
+    async fn steer(&self, req: SteerRequest) -> HandlerResult {
+        self.record("steer", req.pane.id(), req.request_id.as_str(), &req.text).plain()
+    }
+    async fn stop(&self, req: StopRequest) -> HandlerResult {
+        self.record("stop", req.pane.id(), req.request_id.as_str(), "").plain()
+    }
+}
+
+impl ActionHandler for Recorder {
+    async fn action(&self, req: ActionRequest) -> HandlerResult {
+        self.record("action", req.pane.id(), req.request_id.as_str(), req.action.as_str()).plain()
+    }
+}
+
 impl Hooks for Recorder {
-    async fn on_rename(&self, req: RenameRequest) -> Handled {
-        self.record("rename", "", req.request_id.as_str(), &format!("{}={}", req.id, req.title))
+    async fn on_rename(&self, req: RenameRequest) -> HandlerResult {
+        self.record("rename", "", req.request_id.as_str(), &format!("{}={}", req.id, req.title)).layout()
     }
-    async fn on_close(&self, req: CloseRequest) -> Handled {
-        self.record("close", "", req.request_id.as_str(), &req.id)
+    async fn on_close(&self, req: CloseRequest) -> HandlerResult {
+        self.record("close", "", req.request_id.as_str(), &req.id).layout()
     }
-    async fn on_reopen(&self, req: ReopenRequest) -> Handled {
-        self.record("reopen", "", req.request_id.as_str(), req.id.as_str())
+    async fn on_reopen(&self, req: ReopenRequest) -> HandlerResult<Reopen> {
+        match self.record("reopen", "", req.request_id.as_str(), req.id.as_str()) {
+            Handled::NotHandled => Ok(Reopen::Restore),
+            other => other.plain().map(|()| Reopen::Reopened),
+        }
     }
-    async fn on_starter(&self, req: StarterRequest) -> Handled {
+    async fn on_starter(&self, req: StarterRequest) -> HandlerResult<Started> {
         let detail = match &req.text {
             Some(t) => format!("{}:{t}", req.starter),
             None => req.starter.to_string(),
         };
-        self.record("starter", "", req.request_id.as_str(), &detail)
+        match self.record("starter", "", req.request_id.as_str(), &detail) {
+            Handled::Started(pane) => Ok(Started::from_id(pane)),
+            other => other.plain().map(|()| Started::without_pane()),
+        }
     }
 }
