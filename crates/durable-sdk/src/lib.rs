@@ -61,7 +61,7 @@
 //!   ([`tls::TlsOptions`], feature `tls`; the only transport on Windows).
 //!   Both give a [`Server`].
 //! - [`types`]: every wire type and rule; [`core`]: the transport-free core
-//!   (the npm `./core`); [`socket`], [`tls`].
+//!   (the npm `./core`); [`socket`], [`tls`]; `pi` (feature `pi`).
 //! - The rules the SDK applies, for programs that want them directly:
 //!   [`ask_id_for`], [`call_summary`], [`arguments_view`], [`require_approval`],
 //!   the ID and cursor rules ([`Id`], [`Cursor`]) and the constants
@@ -167,6 +167,16 @@ pub mod socket {
 pub mod tls {
     #[doc(inline)]
     pub use durable_tls::{TOKEN_ENV, TOKEN_NEXT_ENV, TlsError, TlsOptions, TlsOptionsBuilder};
+}
+
+/// Pi's session files (JSONL, version 3) as conversations: their items for
+/// a pane, a follower for a file Pi appends to, and a history provider over
+/// a sessions folder.
+#[cfg(feature = "pi")]
+#[cfg_attr(docsrs, doc(cfg(feature = "pi")))]
+pub mod pi {
+    #[doc(inline)]
+    pub use durable_pi::*;
 }
 
 pub use durable_core::{

@@ -1,0 +1,258 @@
+//! A sessions folder: the `*.jsonl` session files Pi writes into one folder
+//! (`--session-dir`, or `~/.pi/agent/sessions/--<cwd>--/`), listed newest
+//! first.
+//!
+//! As in Pi's own list: a file that cannot be read or is not a session is
+//! left out (one bad file does not hide the others), a folder that does not
+//! exist holds no sessions, and "newest" is the latest user or assistant
+//! message (else the session's start). Two files with one session id (a
+//! copy) list once: the one active last. Summaries are kept between listings
+//! and a file is read again only when its size or modification time changed.
+
+use std::collections::{HashMap, HashSet};
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use durable_types::Timestamp;
+
+use crate::Error;
+use crate::items::{item_count, pane_view};
+use crate::session::Session;
+use crate::store::{Conversation, ConversationInfo, ConversationStore};
+
+/// What a listing shows of one session file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SessionSummary {
+    /// The session id (the header's).
+    pub id: String,
+    /// The file.
+    pub path: PathBuf,
+    /// The session's name (the last `session_info`).
+    pub name: Option<String>,
+    /// The text of the first user message.
+    pub first_user_text: Option<String>,
+    /// The header's time, else the first entry's, else the file's.
+    pub started_at: Timestamp,
+    /// The latest user or assistant message, else `started_at`.
+    pub last_activity: Timestamp,
+    /// Items of the branch shown.
+    pub items: u64,
+    /// Entries in the file.
+    pub entries: usize,
+    /// Lines skipped as malformed.
+    pub malformed: usize,
+    /// The working folder Pi ran in.
+    pub cwd: Option<String>,
+    /// The file this session was forked from.
+    pub parent_session: Option<String>,
+}
+
+impl SessionSummary {
+    fn of(path: &Path, session: &Session, modified: Option<SystemTime>) -> Option<SessionSummary> {
+        let header = session.header()?;
+        let file_time = modified.and_then(|m| m.duration_since(UNIX_EPOCH).ok()).map(|d| {
+            Timestamp::from_millis(
+                u64::try_from(d.as_millis()).unwrap_or(u64::MAX).min(Timestamp::MAX.as_millis()),
+            )
+        });
+        let started_at = session.started_at().or(file_time).unwrap_or(Timestamp::EPOCH);
+        Some(SessionSummary {
+            id: header.id.clone(),
+            path: path.to_owned(),
+            name: session.name().map(str::to_owned),
+            first_user_text: session.first_user_text(),
+            started_at,
+            last_activity: session.last_activity().unwrap_or(started_at),
+            items: item_count(session) as u64,
+            entries: session.entries().len(),
+            malformed: session.malformed(),
+            cwd: header.cwd.clone(),
+            parent_session: header.parent_session.clone(),
+        })
+    }
+
+    /// What a conversation list shows of it.
+    pub fn info(&self) -> ConversationInfo {
+        ConversationInfo {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            first_user_text: self.first_user_text.clone(),
+            started_at: self.started_at,
+            last_activity: self.last_activity,
+            items: self.items,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Cached {
+    len: u64,
+    modified: Option<SystemTime>,
+    summary: Option<SessionSummary>,
+}
+
+/// One folder of Pi session files.
+///
+/// ```
+/// use durable_pi::SessionFolder;
+///
+/// let dir = std::env::temp_dir().join(format!("durable-pi-doc-folder-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// for (file, id, at) in [("a.jsonl", "older", "05:00"), ("b.jsonl", "newer", "06:00")] {
+///     std::fs::write(dir.join(file), format!(
+///         "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"2026-12-01T{at}:00.000Z\"}}\n\
+///          {{\"type\":\"message\",\"id\":\"m\",\"parentId\":null,\"message\":{{\"role\":\"user\",\"content\":\"hi\"}}}}\n"))?;
+/// }
+/// std::fs::write(dir.join("notes.txt"), "not a session")?;
+/// let folder = SessionFolder::new(&dir);
+/// let ids: Vec<String> = folder.sessions()?.into_iter().map(|s| s.id).collect();
+/// assert_eq!(ids, ["newer", "older"]);
+/// assert_eq!(folder.read("older")?.unwrap().entries().len(), 1);
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct SessionFolder {
+    dir: PathBuf,
+    cache: Mutex<HashMap<PathBuf, Cached>>,
+}
+
+impl SessionFolder {
+    /// The folder at `dir` (read at each listing; it need not exist yet).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        SessionFolder { dir: dir.into(), cache: Mutex::new(HashMap::new()) }
+    }
+
+    /// The folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Every session, newest first (latest activity, then id, descending),
+    /// one per session id.
+    pub fn sessions(&self) -> Result<Vec<SessionSummary>, Error> {
+        let listing = match std::fs::read_dir(&self.dir) {
+            Ok(listing) => listing,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(source) => return Err(Error::Io { path: self.dir.clone(), source }),
+        };
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        let mut present = HashSet::new();
+        let mut out = Vec::new();
+        for dir_entry in listing.flatten() {
+            let path = dir_entry.path();
+            if path.extension().is_none_or(|ext| ext != "jsonl") {
+                continue;
+            }
+            let Ok(meta) = std::fs::metadata(&path) else { continue };
+            if !meta.is_file() {
+                continue;
+            }
+            let (len, modified) = (meta.len(), meta.modified().ok());
+            present.insert(path.clone());
+            let fresh = cache.get(&path).is_some_and(|c| c.len == len && c.modified == modified);
+            if !fresh {
+                let summary = Session::read(&path).ok().and_then(|s| SessionSummary::of(&path, &s, modified));
+                cache.insert(path.clone(), Cached { len, modified, summary });
+            }
+            if let Some(summary) = cache.get(&path).and_then(|c| c.summary.clone()) {
+                out.push(summary);
+            }
+        }
+        cache.retain(|path, _| present.contains(path));
+        drop(cache);
+        out.sort_by(|a, b| (b.last_activity, &b.id, &b.path).cmp(&(a.last_activity, &a.id, &a.path)));
+        let mut seen = HashSet::new();
+        out.retain(|s| seen.insert(s.id.clone()));
+        Ok(out)
+    }
+
+    /// The session with this id, if the folder holds it.
+    pub fn find(&self, id: &str) -> Result<Option<SessionSummary>, Error> {
+        Ok(self.sessions()?.into_iter().find(|s| s.id == id))
+    }
+
+    /// Reads the session with this id, if the folder holds it.
+    pub fn read(&self, id: &str) -> Result<Option<Session>, Error> {
+        match self.find(id)? {
+            Some(summary) => Session::read(&summary.path).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+impl ConversationStore for SessionFolder {
+    fn conversations(&self) -> Result<Vec<ConversationInfo>, Error> {
+        Ok(self.sessions()?.iter().map(SessionSummary::info).collect())
+    }
+
+    fn conversation(&self, id: &str) -> Result<Option<Conversation>, Error> {
+        let Some(summary) = self.find(id)? else { return Ok(None) };
+        let session = Session::read(&summary.path)?;
+        let items = pane_view(&session).items;
+        let info =
+            SessionSummary::of(&summary.path, &session, None).map_or_else(|| summary.info(), |s| s.info());
+        Ok(Some(Conversation::new(ConversationInfo { items: items.len() as u64, ..info }, items)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("durable-pi-folder-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn write(dir: &Path, file: &str, id: &str, user_ms: u64) {
+        std::fs::write(
+            dir.join(file),
+            format!(
+                "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"2026-12-01T05:00:00.000Z\"}}\n\
+                 {{\"type\":\"message\",\"id\":\"m\",\"parentId\":null,\"message\":{{\"role\":\"user\",\"content\":\"hi\",\"timestamp\":{user_ms}}}}}\n"
+            ),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn a_missing_folder_holds_no_sessions() {
+        let folder = SessionFolder::new(temp("missing").join("nope"));
+        assert!(folder.sessions().unwrap().is_empty());
+        assert!(folder.conversation("x").unwrap().is_none());
+    }
+
+    #[test]
+    fn a_copy_of_a_session_lists_once_as_the_one_active_last() {
+        let dir = temp("dup");
+        write(&dir, "a.jsonl", "same", 1_000);
+        write(&dir, "b.jsonl", "same", 2_000);
+        write(&dir, "c.jsonl", "other", 1_500);
+        let list = SessionFolder::new(&dir).sessions().unwrap();
+        let got: Vec<(&str, &str)> =
+            list.iter().map(|s| (s.id.as_str(), s.path.file_name().unwrap().to_str().unwrap())).collect();
+        assert_eq!(got, [("same", "b.jsonl"), ("other", "c.jsonl")]);
+    }
+
+    #[test]
+    fn a_file_is_read_again_when_it_changes_and_forgotten_when_it_goes() {
+        let dir = temp("cache");
+        write(&dir, "a.jsonl", "s", 1_000);
+        let folder = SessionFolder::new(&dir);
+        assert_eq!(folder.sessions().unwrap()[0].items, 1);
+        let mut text = std::fs::read_to_string(dir.join("a.jsonl")).unwrap();
+        text.push_str("{\"type\":\"message\",\"id\":\"n\",\"parentId\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"yo\",\"timestamp\":5000}}\n");
+        std::fs::write(dir.join("a.jsonl"), text).unwrap();
+        let s = &folder.sessions().unwrap()[0];
+        assert_eq!((s.entries, s.last_activity), (2, Timestamp::from_millis(5_000)));
+        std::fs::remove_file(dir.join("a.jsonl")).unwrap();
+        assert!(folder.sessions().unwrap().is_empty());
+        assert!(folder.cache.lock().unwrap().is_empty());
+    }
+}

@@ -1,0 +1,298 @@
+//! Store → history: [`PiHistory`], the history provider Collie's history
+//! routes read, over any [`ConversationStore`] (a Pi sessions folder by
+//! default).
+//!
+//! - A row per conversation, newest first: the title is the session's name,
+//!   else its first user text; `startedAt` and `endedAt` come from the
+//!   entries (the session's start and its latest user or assistant message);
+//!   `items` counts the items its pane shows.
+//! - A row is `closed` (with `endedAt`) unless the agent said the session
+//!   is live ([`PiHistory::set_open`]): Pi's files do not say whether a Pi
+//!   process still writes them.
+//! - Row cursors name the last row given (its latest activity and id), so a
+//!   session that starts while the phone pages does not shift the pages.
+//!   Item cursors are positions in the conversation (the branch shown).
+//! - Rows whose id breaks the ID rule are left out.
+//!
+//! The provider is thin: [`PiHistory::rows_page`] and
+//! [`PiHistory::items_page`] do the work, synchronously (they read files).
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+use durable_core::{HistoryError, HistoryProvider, ItemsPage, RowsPage};
+use durable_types::{ConversationState, Cursor, HistoryRow, check_id};
+
+use crate::Error;
+use crate::folder::SessionFolder;
+use crate::store::{ConversationInfo, ConversationStore};
+
+/// The history of a conversation store.
+///
+/// ```
+/// use durable_pi::{PiHistory, SessionFolder};
+///
+/// let dir = std::env::temp_dir().join(format!("durable-pi-doc-history-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// for n in 1..=3 {
+///     std::fs::write(dir.join(format!("{n}.jsonl")), format!(
+///         "{{\"type\":\"session\",\"version\":3,\"id\":\"s{n}\",\"timestamp\":\"2026-12-01T05:0{n}:00.000Z\"}}\n\
+///          {{\"type\":\"message\",\"id\":\"m\",\"parentId\":null,\"message\":{{\"role\":\"user\",\"content\":\"question {n}\"}}}}\n"))?;
+/// }
+/// let history = PiHistory::new(SessionFolder::new(&dir));
+/// let page = history.rows_page(None, 2)?;
+/// let titles: Vec<&str> = page.rows.iter().map(|r| r.title.as_str()).collect();
+/// assert_eq!(titles, ["question 3", "question 2"]);
+/// let rest = history.rows_page(page.next.as_ref(), 2)?;
+/// assert_eq!(rest.rows[0].id, "s1");
+/// assert!(rest.next.is_none());
+/// let items = history.items_page("s1", None, 50)?.unwrap();
+/// assert_eq!(items.items[0].id.as_str(), "pi-m-0");
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct PiHistory<S = SessionFolder> {
+    store: S,
+    open: Mutex<HashSet<String>>,
+}
+
+impl<S: ConversationStore> PiHistory<S> {
+    /// The history of `store`; every row closed until [`PiHistory::set_open`].
+    pub fn new(store: S) -> Self {
+        PiHistory { store, open: Mutex::new(HashSet::new()) }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// Says whether a session is live (its row `open`, without `endedAt`).
+    pub fn set_open(&self, id: &str, open: bool) {
+        let mut set = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if open {
+            set.insert(id.to_owned());
+        } else {
+            set.remove(id);
+        }
+    }
+
+    fn row(&self, info: &ConversationInfo) -> HistoryRow {
+        let open = self.open.lock().unwrap_or_else(|e| e.into_inner()).contains(&info.id);
+        HistoryRow {
+            id: info.id.clone(),
+            title: info.title(),
+            subtitle: None,
+            workspace_id: None,
+            tab_id: None,
+            started_at: info.started_at,
+            ended_at: (!open).then_some(info.last_activity),
+            state: if open { ConversationState::Open } else { ConversationState::Closed },
+            items: info.items,
+        }
+    }
+
+    /// Rows after `after` (from the newest when `None`), at most `limit`.
+    pub fn rows_page(&self, after: Option<&Cursor>, limit: usize) -> Result<RowsPage, Error> {
+        let mut all: Vec<ConversationInfo> =
+            self.store.conversations()?.into_iter().filter(|c| check_id(&c.id).is_ok()).collect();
+        all.sort_by(|a, b| (b.last_activity.as_millis(), &b.id).cmp(&(a.last_activity.as_millis(), &a.id)));
+        let start = match after {
+            None => 0,
+            Some(cursor) => {
+                let (ms, id) = parse_row_cursor(cursor)?;
+                // The first row that sorts after the cursor's.
+                all.iter()
+                    .position(|c| (c.last_activity.as_millis(), c.id.as_str()) < (ms, id.as_str()))
+                    .unwrap_or(all.len())
+            }
+        };
+        let end = start.saturating_add(limit.max(1)).min(all.len());
+        let page = &all[start..end];
+        let next = match page.last() {
+            Some(last) if end < all.len() => Some(row_cursor(last)),
+            _ => None,
+        };
+        Ok(RowsPage { rows: page.iter().map(|c| self.row(c)).collect(), next })
+    }
+
+    /// One conversation's items after `after`, at most `limit`; `None` for
+    /// an unknown id.
+    pub fn items_page(
+        &self,
+        id: &str,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<Option<ItemsPage>, Error> {
+        let Some(conversation) = self.store.conversation(id)? else { return Ok(None) };
+        let start = match after {
+            None => 0,
+            Some(cursor) => parse_items_cursor(cursor)?,
+        };
+        let total = conversation.items.len();
+        let start = start.min(total);
+        let end = start.saturating_add(limit.max(1)).min(total);
+        let next = (end < total).then(|| items_cursor(end));
+        let row = self.row(&conversation.info);
+        let items = conversation.items.into_iter().skip(start).take(end - start).collect();
+        Ok(Some(ItemsPage { row, items, next, dropped: false }))
+    }
+}
+
+impl<S: ConversationStore> HistoryProvider for PiHistory<S> {
+    async fn rows(&self, after: Option<Cursor>, limit: usize) -> Result<RowsPage, HistoryError> {
+        self.rows_page(after.as_ref(), limit).map_err(|e| HistoryError::new(e.public_message()))
+    }
+
+    async fn items(
+        &self,
+        session_id: &str,
+        after: Option<Cursor>,
+        limit: usize,
+    ) -> Result<Option<ItemsPage>, HistoryError> {
+        self.items_page(session_id, after.as_ref(), limit).map_err(|e| HistoryError::new(e.public_message()))
+    }
+}
+
+/// `r<latest activity ms>.<id in hex>`: printable ASCII whatever the id.
+fn row_cursor(info: &ConversationInfo) -> Cursor {
+    let hex: String = info.id.bytes().map(|b| format!("{b:02x}")).collect();
+    Cursor::new(format!("r{}.{hex}", info.last_activity.as_millis()))
+        .expect("digits and hex follow the cursor rule")
+}
+
+fn parse_row_cursor(cursor: &Cursor) -> Result<(u64, String), Error> {
+    let bad = || Error::BadCursor { cursor: cursor.as_str().to_owned() };
+    let (ms, hex) = cursor.as_str().strip_prefix('r').and_then(|c| c.split_once('.')).ok_or_else(bad)?;
+    let ms = ms.parse().map_err(|_| bad())?;
+    if hex.len() % 2 != 0 || !hex.is_ascii() {
+        return Err(bad());
+    }
+    let bytes = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16))
+        .collect::<Result<Vec<u8>, _>>()
+        .map_err(|_| bad())?;
+    Ok((ms, String::from_utf8(bytes).map_err(|_| bad())?))
+}
+
+/// `i<position>`.
+fn items_cursor(position: usize) -> Cursor {
+    Cursor::new(format!("i{position}")).expect("digits follow the cursor rule")
+}
+
+fn parse_items_cursor(cursor: &Cursor) -> Result<usize, Error> {
+    cursor
+        .as_str()
+        .strip_prefix('i')
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| Error::BadCursor { cursor: cursor.as_str().to_owned() })
+}
+
+#[cfg(test)]
+mod tests {
+    use durable_types::{Item, Timestamp};
+
+    use super::*;
+    use crate::store::Conversation;
+
+    /// Conversations held in memory.
+    struct Memory(Vec<Conversation>);
+
+    impl ConversationStore for Memory {
+        fn conversations(&self) -> Result<Vec<ConversationInfo>, Error> {
+            Ok(self.0.iter().map(|c| c.info.clone()).collect())
+        }
+        fn conversation(&self, id: &str) -> Result<Option<Conversation>, Error> {
+            Ok(self.0.iter().find(|c| c.info.id == id).cloned())
+        }
+    }
+
+    fn conv(id: &str, at: u64, items: usize) -> Conversation {
+        let items: Vec<Item> =
+            (0..items).map(|n| Item::reply(&format!("{id}-{n}"), format!("reply {n}")).unwrap()).collect();
+        let info = ConversationInfo::new(id, Timestamp::from_millis(at))
+            .with_last_activity(Timestamp::from_millis(at))
+            .with_items(items.len() as u64);
+        Conversation::new(info, items)
+    }
+
+    fn ids(page: &RowsPage) -> Vec<&str> {
+        page.rows.iter().map(|r| r.id.as_str()).collect()
+    }
+
+    #[test]
+    fn row_pages_hold_their_place_when_a_newer_session_appears() {
+        let mut store = Memory(vec![conv("a", 1, 0), conv("b", 2, 0), conv("c", 3, 0), conv("d", 3, 0)]);
+        let history = PiHistory::new(Memory(store.0.clone()));
+        let first = history.rows_page(None, 2).unwrap();
+        assert_eq!(ids(&first), ["d", "c"]);
+        store.0.push(conv("e", 9, 0));
+        let history = PiHistory::new(store);
+        let second = history.rows_page(first.next.as_ref(), 2).unwrap();
+        assert_eq!(ids(&second), ["b", "a"]);
+        assert!(second.next.is_none());
+    }
+
+    #[test]
+    fn rows_whose_id_breaks_the_id_rule_are_left_out_and_cursors_take_any_id() {
+        let history = PiHistory::new(Memory(vec![conv("bad id", 5, 0), conv("é", 4, 0), conv("z", 3, 0)]));
+        let first = history.rows_page(None, 1).unwrap();
+        assert_eq!(ids(&first), ["é"]);
+        let next = first.next.unwrap();
+        assert!(durable_types::check_cursor(next.as_str()).is_ok());
+        assert_eq!(ids(&history.rows_page(Some(&next), 5).unwrap()), ["z"]);
+    }
+
+    #[test]
+    fn a_row_is_closed_with_an_end_unless_the_session_is_live() {
+        let history = PiHistory::new(Memory(vec![conv("a", 7, 2)]));
+        let row = &history.rows_page(None, 10).unwrap().rows[0];
+        assert_eq!(
+            (row.state, row.ended_at, row.items),
+            (ConversationState::Closed, Some(Timestamp::from_millis(7)), 2)
+        );
+        history.set_open("a", true);
+        let row = &history.rows_page(None, 10).unwrap().rows[0];
+        assert_eq!((row.state, row.ended_at), (ConversationState::Open, None));
+    }
+
+    #[test]
+    fn item_pages_follow_their_cursor_to_the_end() {
+        let history = PiHistory::new(Memory(vec![conv("a", 1, 5)]));
+        let mut after = None;
+        let mut seen = Vec::new();
+        loop {
+            let page = history.items_page("a", after.as_ref(), 2).unwrap().unwrap();
+            seen.extend(page.items.into_iter().map(|i| i.id.into_string()));
+            match page.next {
+                Some(next) => after = Some(next),
+                None => break,
+            }
+        }
+        assert_eq!(seen, ["a-0", "a-1", "a-2", "a-3", "a-4"]);
+        assert!(history.items_page("nope", None, 2).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_cursor_this_history_did_not_give_is_an_error_that_names_it() {
+        let history = PiHistory::new(Memory(vec![conv("a", 1, 1)]));
+        for bad in ["x", "r1", "r1.zz", "rx.61", "r1.6"] {
+            let err = history.rows_page(Some(&Cursor::new(bad).unwrap()), 2).unwrap_err();
+            assert!(err.to_string().contains(bad), "{err}");
+        }
+        assert!(history.items_page("a", Some(&Cursor::new("r1.61").unwrap()), 2).is_err());
+    }
+
+    #[tokio::test]
+    async fn the_provider_serves_the_same_pages() {
+        let history = PiHistory::new(Memory(vec![conv("a", 1, 3)]));
+        let page = HistoryProvider::rows(&history, None, 10).await.unwrap();
+        assert_eq!(ids(&page), ["a"]);
+        let items = HistoryProvider::items(&history, "a", None, 2).await.unwrap().unwrap();
+        assert_eq!(items.items.len(), 2);
+        let err = HistoryProvider::rows(&history, Some(Cursor::new("x").unwrap()), 1).await.unwrap_err();
+        assert!(err.to_string().contains("cursor"), "{err}");
+    }
+}

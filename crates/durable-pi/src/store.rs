@@ -1,0 +1,130 @@
+//! The store behind the history: [`ConversationStore`], what any reader of
+//! an agent's saved conversations gives. A Pi sessions folder
+//! ([`SessionFolder`](crate::SessionFolder)) implements it; a reader of Pi
+//! Durable's storage (one `main.jsonl` of commits holding every conversation
+//! and entry) would implement it beside it, and the history
+//! ([`PiHistory`](crate::PiHistory)) serves either.
+
+use durable_types::{Item, Timestamp};
+
+use crate::Error;
+
+/// What a list of conversations shows of one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConversationInfo {
+    /// The conversation's id (a session id), stable across reads.
+    pub id: String,
+    /// The name the user gave it, if any.
+    pub name: Option<String>,
+    /// The text of its first user message, if any.
+    pub first_user_text: Option<String>,
+    /// When it started.
+    pub started_at: Timestamp,
+    /// Its latest activity (the list is ordered by it, newest first).
+    pub last_activity: Timestamp,
+    /// How many items its pane shows.
+    pub items: u64,
+}
+
+impl ConversationInfo {
+    /// A conversation that started (and was last active) at `started_at`,
+    /// with no name, no user text and no items yet.
+    pub fn new(id: impl Into<String>, started_at: Timestamp) -> Self {
+        ConversationInfo {
+            id: id.into(),
+            name: None,
+            first_user_text: None,
+            started_at,
+            last_activity: started_at,
+            items: 0,
+        }
+    }
+
+    /// With a name.
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// With the text of the first user message.
+    pub fn with_first_user_text(mut self, text: impl Into<String>) -> Self {
+        self.first_user_text = Some(text.into());
+        self
+    }
+
+    /// With the latest activity.
+    pub fn with_last_activity(mut self, at: Timestamp) -> Self {
+        self.last_activity = at;
+        self
+    }
+
+    /// With the number of items.
+    pub fn with_items(mut self, items: u64) -> Self {
+        self.items = items;
+        self
+    }
+
+    /// The title a list shows: the name, else the first user text on one
+    /// line, else `(no messages)` (as Pi's own session list does).
+    ///
+    /// ```
+    /// use durable_pi::ConversationInfo;
+    /// use durable_types::Timestamp;
+    /// let info = ConversationInfo::new("s1", Timestamp::EPOCH).with_first_user_text("fix\n  the build");
+    /// assert_eq!(info.title(), "fix the build");
+    /// assert_eq!(info.with_name("Build").title(), "Build");
+    /// ```
+    pub fn title(&self) -> String {
+        match (&self.name, &self.first_user_text) {
+            (Some(name), _) => name.clone(),
+            (None, Some(text)) => text.split_whitespace().collect::<Vec<_>>().join(" "),
+            (None, None) => "(no messages)".to_owned(),
+        }
+    }
+}
+
+/// One conversation: what the list shows of it, and its items in order.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Conversation {
+    /// What the list shows.
+    pub info: ConversationInfo,
+    /// The items of its pane, in order.
+    pub items: Vec<Item>,
+}
+
+impl Conversation {
+    /// A conversation.
+    pub fn new(info: ConversationInfo, items: Vec<Item>) -> Self {
+        Conversation { info, items }
+    }
+}
+
+/// An agent's saved conversations, read-only (the agent owns them).
+///
+/// ```
+/// use durable_pi::{Conversation, ConversationInfo, ConversationStore, Error};
+/// use durable_types::Timestamp;
+///
+/// /// A store of one conversation, as a test might use.
+/// struct One(ConversationInfo);
+/// impl ConversationStore for One {
+///     fn conversations(&self) -> Result<Vec<ConversationInfo>, Error> {
+///         Ok(vec![self.0.clone()])
+///     }
+///     fn conversation(&self, id: &str) -> Result<Option<Conversation>, Error> {
+///         Ok((id == self.0.id).then(|| Conversation::new(self.0.clone(), Vec::new())))
+///     }
+/// }
+/// let store = One(ConversationInfo::new("c1", Timestamp::EPOCH));
+/// assert_eq!(store.conversations()?.len(), 1);
+/// assert!(store.conversation("c2")?.is_none());
+/// # Ok::<(), Error>(())
+/// ```
+pub trait ConversationStore: Send + Sync + 'static {
+    /// Every conversation, one per id.
+    fn conversations(&self) -> Result<Vec<ConversationInfo>, Error>;
+    /// One conversation with its items; `None` for an unknown id.
+    fn conversation(&self, id: &str) -> Result<Option<Conversation>, Error>;
+}
