@@ -189,6 +189,11 @@ pub use durable_core::{
 };
 pub use durable_types::*;
 
+/// The README's code, compiled as doctests so that it cannot drift.
+#[cfg(all(doctest, feature = "socket", unix))]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;
+
 /// JSON, for `require_approval`'s arguments and `Answer` values: the
 /// `serde_json` the SDK is built with.
 pub use serde_json;

@@ -1,0 +1,94 @@
+//! Running an example as its own process and talking to it with `curl`,
+//! the way Collie would.
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{BufRead, BufReader, Lines};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// `target/<profile>/examples/<name>`, built by `cargo test` beside this test.
+pub fn example(name: &str) -> PathBuf {
+    let mut dir = std::env::current_exe().expect("test exe");
+    dir.pop(); // the test binary
+    dir.pop(); // deps
+    dir.join("examples").join(name)
+}
+
+/// `curl` over the socket: the status and the JSON body.
+pub fn curl(socket: &str, args: &[&str]) -> (u16, serde_json::Value) {
+    let out = Command::new("curl")
+        .args(["-sS", "--unix-socket", socket, "-w", "\n%{http_code}"])
+        .args(args)
+        .output()
+        .expect("curl runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (body, code) = text.rsplit_once('\n').expect("status line");
+    (code.trim().parse().expect("status"), serde_json::from_str(body).unwrap_or(serde_json::Value::Null))
+}
+
+/// A POST of a JSON body over the socket.
+pub fn post(socket: &str, path: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
+    let url = format!("http://collie{path}");
+    let body = body.to_string();
+    curl(socket, &["-H", "Content-Type: application/json", "-d", &body, &url])
+}
+
+/// Polls `check` every 50 ms for up to 10 s.
+pub fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// An example running in its own process, killed when dropped.
+pub struct Agent {
+    child: Child,
+    pub stdout: Lines<BufReader<ChildStdout>>,
+    pub socket: String,
+}
+
+impl Agent {
+    /// Starts `name` with its socket in a fresh folder; waits for `listening`.
+    pub fn start(name: &str) -> Agent {
+        let dir = std::env::temp_dir().join(format!("durable-{name}-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let socket = dir.join(name).join("app.sock");
+        let socket = socket.to_str().unwrap().to_owned();
+        let mut child = Command::new(example(name))
+            .env("COLLIE_DURABLE_SOCKET", &socket)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("the example was built by cargo test");
+        let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = stdout.next().expect("a line").expect("utf-8");
+        assert_eq!(first, format!("listening {socket}"));
+        Agent { child, stdout, socket }
+    }
+
+    /// The pane's item with this id in its view.
+    pub fn item(&self, pane: &str, id: &str) -> serde_json::Value {
+        let (_, events) = curl(&self.socket, &[&format!("http://collie/v1/panes/{pane}/events?after=0")]);
+        let items: Vec<_> = events["events"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| e["type"] == "item" && e["item"]["id"] == id)
+            .map(|e| e["item"].clone())
+            .collect();
+        items.last().cloned().unwrap_or(serde_json::Value::Null)
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

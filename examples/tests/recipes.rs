@@ -1,0 +1,62 @@
+//! The recipes driven the way Collie would, each in its own process: the
+//! echo chat (a streamed reply, a steer, a stop) and the approval button
+//! (a card answered from the phone, then history).
+mod agent;
+
+use agent::{Agent, curl, eventually, post};
+use serde_json::json;
+
+#[test]
+fn echo_streams_a_reply_a_steer_joins_it_and_a_stop_keeps_what_it_had() {
+    let a = Agent::start("echo");
+    let (_, hello) = curl(&a.socket, &["http://collie/hello"]);
+    assert_eq!((hello["caps"]["send"].clone(), hello["caps"]["rename"].clone()), (json!(true), json!(false)));
+    let send = json!({"requestId": "r-1", "text": "one two three four"});
+    let (status, r) = post(&a.socket, "/v1/panes/chat/send", send);
+    assert_eq!((status, r["result"].clone()), (200, json!("sent")), "{r}");
+    let (_, r) = post(&a.socket, "/v1/panes/chat/steer", json!({"requestId": "s-1", "text": "left"}));
+    assert_eq!(r["result"], "steered", "{r}");
+    let reply = eventually("the final reply", || {
+        let item = a.item("chat", "reply-r-1");
+        (item["text"].is_string() && item.get("partial").is_none()).then_some(item)
+    });
+    assert_eq!(reply["text"], "You said: one [steered: left] two three four");
+
+    let (_, r) =
+        post(&a.socket, "/v1/panes/chat/send", json!({"requestId": "r-2", "text": "a b c d e f g h"}));
+    assert_eq!(r["result"], "sent", "{r}");
+    eventually("a partial reply", || a.item("chat", "reply-r-2")["partial"].as_bool());
+    let (_, r) = post(&a.socket, "/v1/panes/chat/stop", json!({"requestId": "x-1"}));
+    assert_eq!(r["result"], "stopped", "{r}");
+    let stopped = eventually("the reply after the stop", || {
+        let item = a.item("chat", "reply-r-2");
+        item.get("partial").is_none().then_some(item)
+    });
+    let text = stopped["text"].as_str().unwrap();
+    assert!(text.starts_with("You said: a") && !text.ends_with(" h"), "{text}");
+    eventually("the pane idle", || {
+        let (_, s) = curl(&a.socket, &["http://collie/v1/state"]);
+        (s["panes"][0]["state"] == "idle").then_some(())
+    });
+}
+
+#[test]
+fn approval_raises_a_card_for_the_button_and_the_phones_allow_issues_the_refund() {
+    let a = Agent::start("approval");
+    let (_, r) = post(&a.socket, "/v1/panes/orders/actions/refund", json!({"requestId": "b-1"}));
+    assert_eq!(r["result"], "done", "{r}");
+    let (_, state) = curl(&a.socket, &["http://collie/v1/state"]);
+    let ask = state["asks"][0].clone();
+    assert_eq!(ask["title"], "refund wants to run");
+    assert_eq!(ask["tool"]["call"], "refund(order: \"5521\", amount: 40)");
+    let answer = json!({"requestId": "a-1", "answer": {"optionIds": ["allow"]}, "hash": ask["hash"]});
+    let (status, r) = post(&a.socket, &format!("/v1/asks/{}", ask["id"].as_str().unwrap()), answer);
+    assert_eq!((status, r["result"].clone()), (200, json!("answered")), "{r}");
+    let notice = eventually("the refund notice", || {
+        let item = a.item("orders", "notice-call-b-1");
+        item["text"].as_str().map(str::to_owned)
+    });
+    assert_eq!(notice, "Refund of 40 issued");
+    let (_, history) = curl(&a.socket, &["http://collie/v1/history/orders"]);
+    assert_eq!(history["items"][0]["text"], "Refund of 40 issued", "{history}");
+}
