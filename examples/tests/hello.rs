@@ -1,29 +1,14 @@
 //! The hello example driven the way Collie would: `curl --unix-socket`
 //! against the example running in its own process.
 
+mod agent;
+
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
-/// `target/<profile>/examples/<name>`, built by `cargo test` beside this test.
-fn example(name: &str) -> PathBuf {
-    let mut dir = std::env::current_exe().expect("test exe");
-    dir.pop(); // the test binary
-    dir.pop(); // deps
-    dir.join("examples").join(name)
-}
+use agent::{curl, example};
 
-fn curl(socket: &str, args: &[&str]) -> (u16, serde_json::Value) {
-    let out = Command::new("curl")
-        .args(["-sS", "--unix-socket", socket, "-w", "\n%{http_code}"])
-        .args(args)
-        .output()
-        .expect("curl runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let (body, code) = text.rsplit_once('\n').expect("status line");
-    (code.trim().parse().expect("status"), serde_json::from_str(body).unwrap_or(serde_json::Value::Null))
-}
-
+/// The hello process, killed if the test fails before it exits by itself.
 struct Agent(Child);
 
 impl Drop for Agent {
