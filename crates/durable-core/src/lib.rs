@@ -23,9 +23,9 @@
 //! - Deadlines: [`Core::next_deadline`] is the earliest time at which the core
 //!   wants [`Core::tick`] called (ask expiry, held answers, the 5 s `busy`
 //!   wait).
-//! - Jobs: [`Core::poll_job`] hands out work that belongs to no request (a
-//!   queued send delivered once the pane goes idle). The driver runs each to
-//!   completion on its executor.
+//! - Jobs: [`Core::poll_job`] hands out work that belongs to no request: the
+//!   turn of a send a [`ChatHandler`] took, a queued send delivered once the
+//!   pane goes idle. The driver runs each to completion on its executor.
 //! - Warn lines, through the sink given in [`CoreOptions`].
 //!
 //! **In what order a driver calls things**
