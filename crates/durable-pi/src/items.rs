@@ -143,38 +143,15 @@ fn map_branch(session: &Session) -> Vec<Mapped> {
                     push(&mut out, 0, ItemBody::User { text: Block::text_of(content), request_id: None })
                 }
                 Message::Assistant { content, stop_reason, error_message } => {
-                    for (n, block) in content.iter().enumerate() {
-                        match block {
-                            Block::Text(text) if !text.trim().is_empty() => {
-                                push(&mut out, n, ItemBody::Reply { text: text.clone(), partial: false })
-                            }
-                            Block::Thinking { text, redacted } if *redacted || !text.trim().is_empty() => {
-                                let text = if *redacted { "[redacted]".to_owned() } else { text.clone() };
-                                push(&mut out, n, ItemBody::Thinking { text, partial: false })
-                            }
-                            Block::ToolCall { id, name, arguments } => {
-                                calls.insert(id.as_str(), out.len());
-                                let call = call_summary(name, arguments);
-                                push(&mut out, n, tool(name, call, ToolStatus::Running, None));
-                            }
-                            _ => {}
+                    for part in assistant_items(content, stop_reason, error_message.as_deref()) {
+                        if let Some(call) = part.call_id {
+                            calls.insert(call, out.len());
                         }
-                    }
-                    let n = content.len();
-                    match stop_reason {
-                        StopReason::Error => {
-                            let text = error_message.clone().unwrap_or_else(|| FAILED.to_owned());
-                            push(&mut out, n, notice(text, NoticeTone::Error))
-                        }
-                        StopReason::Aborted => {
-                            push(&mut out, n, notice(STOPPED.to_owned(), NoticeTone::Info))
-                        }
-                        _ => {}
+                        push(&mut out, part.n, part.body);
                     }
                 }
                 Message::ToolResult { tool_call_id, tool_name, content, is_error } => {
-                    let status = if *is_error { ToolStatus::Error } else { ToolStatus::Ok };
-                    let output = Some(Block::text_of(content)).filter(|o| !o.is_empty());
+                    let (status, output) = tool_result(content, *is_error);
                     match calls.get(tool_call_id.as_str()).and_then(|&k| out.get_mut(k)) {
                         Some(mapped) => update_tool(mapped, status, output, index),
                         None => push(&mut out, 0, tool(tool_name, format!("{tool_name}()"), status, output)),
@@ -200,11 +177,65 @@ fn map_branch(session: &Session) -> Vec<Mapped> {
     out
 }
 
-fn tool(name: &str, call: String, status: ToolStatus, output: Option<String>) -> ItemBody {
+/// One item an assistant message gives.
+pub(crate) struct Part<'a> {
+    /// Its position: the block's index; a failure or stop notice takes the
+    /// position after the last block.
+    pub(crate) n: usize,
+    pub(crate) body: ItemBody,
+    /// The tool call's id, for a `tool` item.
+    pub(crate) call_id: Option<&'a str>,
+}
+
+/// What an assistant message shows: its text, thinking and tool call blocks
+/// (empty ones give nothing), then a notice when it failed or was stopped.
+pub(crate) fn assistant_items<'a>(
+    content: &'a [Block],
+    stop_reason: &StopReason,
+    error_message: Option<&str>,
+) -> Vec<Part<'a>> {
+    let mut out = Vec::new();
+    for (n, block) in content.iter().enumerate() {
+        let (body, call_id) = match block {
+            Block::Text(text) if !text.trim().is_empty() => {
+                (ItemBody::Reply { text: text.clone(), partial: false }, None)
+            }
+            Block::Thinking { text, redacted } if *redacted || !text.trim().is_empty() => {
+                let text = if *redacted { "[redacted]".to_owned() } else { text.clone() };
+                (ItemBody::Thinking { text, partial: false }, None)
+            }
+            Block::ToolCall { id, name, arguments } => {
+                (tool(name, call_summary(name, arguments), ToolStatus::Running, None), Some(id.as_str()))
+            }
+            _ => continue,
+        };
+        out.push(Part { n, body, call_id });
+    }
+    let n = content.len();
+    match stop_reason {
+        StopReason::Error => {
+            let text = error_message.map_or_else(|| FAILED.to_owned(), str::to_owned);
+            out.push(Part { n, body: notice(text, NoticeTone::Error), call_id: None })
+        }
+        StopReason::Aborted => {
+            out.push(Part { n, body: notice(STOPPED.to_owned(), NoticeTone::Info), call_id: None })
+        }
+        _ => {}
+    }
+    out
+}
+
+/// A tool item's status and output from a result.
+pub(crate) fn tool_result(content: &[Block], is_error: bool) -> (ToolStatus, Option<String>) {
+    let status = if is_error { ToolStatus::Error } else { ToolStatus::Ok };
+    (status, Some(Block::text_of(content)).filter(|o| !o.is_empty()))
+}
+
+pub(crate) fn tool(name: &str, call: String, status: ToolStatus, output: Option<String>) -> ItemBody {
     ItemBody::Tool { name: name.to_owned(), call, status, output, badge: None }
 }
 
-fn notice(text: String, tone: NoticeTone) -> ItemBody {
+pub(crate) fn notice(text: String, tone: NoticeTone) -> ItemBody {
     ItemBody::Notice { text, partial: false, tone: Some(tone) }
 }
 

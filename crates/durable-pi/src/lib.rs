@@ -1,9 +1,12 @@
-//! Pi's conversation store for Collie: Pi's session files read and followed,
-//! a conversation as a pane's items, a sessions folder as history.
+//! Pi on the phone through Collie: a live Pi behind a pane, a risky tool
+//! call as an approval card, Pi's session files read and followed, a
+//! sessions folder as history.
 //!
 //! [Pi](https://www.npmjs.com/package/@earendil-works/pi-coding-agent) (the
 //! coding agent, 1.6) keeps each session in one JSONL file (format version
 //! 3). This crate reads those files; it never writes them (Pi owns them).
+//! Live conversations run Pi itself as a child process in RPC mode; the
+//! program that starts Pi is the user's to give ([`PiCommand`]).
 //!
 //! | part | module | what |
 //! |---|---|---|
@@ -13,6 +16,7 @@
 //! | a sessions folder | [`folder`] | [`SessionFolder`]: the sessions listed newest first |
 //! | the store trait | [`store`] | [`ConversationStore`]: what the history reads; a sessions folder is one, a Pi Durable reader could be another |
 //! | store → history | [`history`] | [`PiHistory`]: a [`HistoryProvider`](durable_core::HistoryProvider) over a store |
+//! | a live Pi | [`live`] | [`PiConversation`]: `pi --mode rpc` behind a pane (send, steer, stop, rename), streaming as partial items, the gate that turns a risky call into a card ([`GateOptions`]) |
 //!
 //! What Pi writes, as read here:
 //! - The file `<session-dir>/<ISO time with - for : and .>_<session id>.jsonl`
@@ -45,6 +49,7 @@ pub mod folder;
 pub mod follow;
 pub mod history;
 pub mod items;
+pub mod live;
 pub mod session;
 pub mod store;
 
@@ -54,6 +59,7 @@ pub use folder::{SessionFolder, SessionSummary};
 pub use follow::{Follower, Progress};
 pub use history::PiHistory;
 pub use items::{PaneView, item_count, item_id, items_since, pane_view};
+pub use live::{GateOptions, PiCommand, PiConversation, PiOptions};
 pub use session::{Block, Entry, EntryKind, Header, Line, Message, Session, StopReason};
 pub use store::{Conversation, ConversationInfo, ConversationStore};
 
@@ -75,6 +81,42 @@ pub enum Error {
         /// The file.
         path: PathBuf,
     },
+    /// Pi's command line could not be split into words.
+    #[error("the command line {command_line:?} cannot start Pi: {why}")]
+    BadCommand {
+        /// The line.
+        command_line: String,
+        /// Why.
+        why: String,
+    },
+    /// An option breaks a rule.
+    #[error("{value:?} breaks the rule: {rule}")]
+    BadOption {
+        /// The rule.
+        rule: &'static str,
+        /// The value given.
+        value: String,
+    },
+    /// Pi could not be started.
+    #[error("cannot start Pi ({program}): {source}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Pi refused a command, exited, or did not start.
+    #[error("{why}")]
+    Pi {
+        /// What happened.
+        why: String,
+    },
+    /// The pane refused a write (it was closed).
+    #[error("the pane refused: {why}")]
+    Pane {
+        /// Why.
+        why: String,
+    },
     /// A history cursor that this history did not give.
     #[error("history cursor {cursor:?} is not one this history gave")]
     BadCursor {
@@ -90,7 +132,12 @@ impl Error {
         match self {
             Error::Io { source, .. } => format!("cannot read Pi's sessions: {}", source.kind()),
             Error::NotASession { .. } => "a Pi session file is not readable as one".to_owned(),
-            Error::BadCursor { .. } => self.to_string(),
+            Error::Spawn { .. } => "Pi could not be started".to_owned(),
+            Error::BadCursor { .. }
+            | Error::BadCommand { .. }
+            | Error::BadOption { .. }
+            | Error::Pi { .. }
+            | Error::Pane { .. } => self.to_string(),
         }
     }
 }

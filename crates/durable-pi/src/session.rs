@@ -214,6 +214,21 @@ pub enum Message {
     },
 }
 
+impl Message {
+    /// A message from its JSON object, as Pi writes it in a session file
+    /// and sends it in RPC events (`message_start`, `message_end`); a value
+    /// that is not an object is a message of no role.
+    ///
+    /// ```
+    /// use durable_pi::{Block, Message};
+    /// let m = Message::from_json(&serde_json::json!({"role": "user", "content": "hi"}));
+    /// assert_eq!(m, Message::User { content: vec![Block::Text("hi".into())] });
+    /// ```
+    pub fn from_json(value: &Value) -> Message {
+        value.as_object().map(message).unwrap_or(Message::Other { role: String::new() })
+    }
+}
+
 /// One content block of a message.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]

@@ -1,0 +1,47 @@
+//! A live Pi behind a pane: `pi --mode rpc` as a child process, one per
+//! open conversation.
+//!
+//! | the phone | Pi |
+//! |---|---|
+//! | send | `prompt` (a send during a turn waits in the pane's queue, as the contract says) |
+//! | steer | `steer`: Pi joins it to the run after the current model turn |
+//! | stop | `abort`; the stopped reply keeps its text, then `Stopped.` |
+//! | rename (through [`PiConversation::rename`]) | `set_session_name` |
+//!
+//! What Pi streams becomes items as it comes ([`crate::items`] tells what
+//! each message gives): text and thinking as `partial` items written no
+//! more often than every 250 ms, then final; tool calls as `tool` items,
+//! `running` until their result. The pane is `working` from the send to
+//! Pi's `agent_settled`. When Pi exits or crashes the turn ends with an
+//! error notice saying how, and the next send starts Pi again on the same
+//! session: a pane never hangs on a dead Pi.
+//!
+//! # The gate: a risky call becomes a card
+//! A small Pi extension shipped with this crate (loaded with `-e`) stops
+//! each call of a gated tool (by default `bash`, `write`, `edit`; see
+//! [`GateOptions`]) and asks the agent, with the call's id and arguments.
+//! The agent raises the card with ask id `ask_id_for(pane, <toolCallId>)`
+//! — the same after a restart of either side — and answers Pi: Allow runs
+//! the call; Deny blocks it with a reason the model reads. A card whose
+//! call ends without an answer, or whose turn is stopped or whose Pi exits,
+//! is closed by the agent (`aborted`). Other extensions' dialogs are
+//! answered `cancelled` (the phone has no place for them), and their
+//! notifications are notices.
+
+mod conversation;
+mod options;
+mod rpc;
+mod stream;
+
+pub use conversation::PiConversation;
+pub use options::{
+    CardFn, DEFAULT_DENIED_REASON, DEFAULT_UNANSWERED_REASON, GateOptions, PiCommand, PiOptions,
+    PiOptionsBuilder,
+};
+
+/// The gate extension Pi loads (`-e`): TypeScript, the crate's only
+/// non-Rust file.
+pub const GATE_EXTENSION: &str = include_str!("../../extension/gate.ts");
+
+/// The title of the gate's dialog, which tells it from other extensions'.
+pub(crate) const GATE_TITLE: &str = "durable-pi:approval";

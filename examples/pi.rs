@@ -1,0 +1,303 @@
+//! A Pi agent on the phone: each Pi conversation is a pane, a risky tool
+//! call (`bash`, `write`, `edit`) is an approval card, and Pi's sessions
+//! folder is the history.
+//!
+//! ```text
+//! cargo run --example pi -- [--pi "<command that starts Pi>"] [--sessions DIR]
+//!     [--data DIR] [--socket PATH | --listen ADDR --self-signed] [--no-pi]
+//! ```
+//!
+//! - `--pi`: Pi's command line (default `pi`); durable-pi adds `--mode rpc`,
+//!   the session flags and its gate extension. One Pi runs per open
+//!   conversation, from its first send.
+//! - `--sessions`: Pi's sessions folder (default `sessions` in the data
+//!   folder). Every session there is a pane, except those closed from the
+//!   phone; the starter `new-conversation` opens a new one.
+//! - `--no-pi`: start no Pi; the sessions are read-only panes that follow
+//!   their files, and the history.
+//! - `--data`: the agent's folder (default `~/.local/state/durable-pi`):
+//!   receipts and the list of closed conversations.
+//! - `--listen ADDR --self-signed`: HTTPS with the token in `COLLIE_TOKEN`,
+//!   instead of the private socket (`--socket` names its path).
+//!
+//! It prints `listening <address>` once it serves.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use durable_sdk::pi::{
+    Follower, PiCommand, PiConversation, PiHistory, PiOptions, SessionFolder, items_since,
+};
+use durable_sdk::socket::SocketOptions;
+use durable_sdk::tls::TlsOptions;
+use durable_sdk::{
+    CloseRequest, Core, CoreOptions, HandlerResult, Hooks, Pane, PaneOptions, Refusal, RenameRequest, Reopen,
+    ReopenRequest, SqliteReceiptStore, Started, StarterRequest, Tab, Target, create_core, serve,
+};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+const USAGE: &str = "usage: pi [--pi CMD] [--sessions DIR] [--data DIR] [--socket PATH | --listen ADDR --self-signed] [--no-pi]\n";
+
+#[derive(Default)]
+struct Args {
+    pi: Option<String>,
+    sessions: Option<PathBuf>,
+    data: Option<PathBuf>,
+    socket: Option<PathBuf>,
+    listen: Option<String>,
+    self_signed: bool,
+    no_pi: bool,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args::default();
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--pi" => args.pi = Some(value()?),
+            "--sessions" => args.sessions = Some(value()?.into()),
+            "--data" => args.data = Some(value()?.into()),
+            "--socket" => args.socket = Some(value()?.into()),
+            "--listen" => args.listen = Some(value()?),
+            "--self-signed" => args.self_signed = true,
+            "--no-pi" => args.no_pi = true,
+            "--help" | "-h" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    if args.listen.is_some() != args.self_signed {
+        return Err("--listen and --self-signed go together".into());
+    }
+    Ok(args)
+}
+
+/// The agent: a pane per conversation, Pi behind each (unless `--no-pi`).
+struct Agent {
+    tab: Tab,
+    folder: SessionFolder,
+    history: Arc<PiHistory>,
+    pi: Option<PiOptions>,
+    closed_file: PathBuf,
+    conversations: Mutex<HashMap<String, PiConversation>>,
+    /// Closed by the phone in this process: the SDK restores them itself.
+    closed_here: Mutex<HashSet<String>>,
+}
+
+impl Agent {
+    /// Opens the conversation `id` as a pane.
+    fn open(&self, id: &str, title: &str) -> Result<Pane, BoxError> {
+        let pane = self.tab.pane(id, PaneOptions::new(title).harness("pi").session_id(id))?;
+        match &self.pi {
+            Some(options) => {
+                let conversation = PiConversation::attach(&pane, id, options.clone())?;
+                self.conversations.lock().unwrap().insert(id.to_owned(), conversation);
+            }
+            None => follow(pane.clone(), self.folder.dir().to_owned(), id.to_owned()),
+        }
+        self.history.set_open(id, true);
+        self.set_closed(id, false)?;
+        Ok(pane)
+    }
+
+    fn closed(&self) -> HashSet<String> {
+        let text = std::fs::read_to_string(&self.closed_file).unwrap_or_default();
+        text.lines().map(str::to_owned).filter(|l| !l.is_empty()).collect()
+    }
+
+    fn set_closed(&self, id: &str, closed: bool) -> Result<(), BoxError> {
+        let mut ids = self.closed();
+        let changed = if closed { ids.insert(id.to_owned()) } else { ids.remove(id) };
+        if changed {
+            let text: String = ids.iter().map(|i| format!("{i}\n")).collect();
+            let tmp = self.closed_file.with_extension("tmp");
+            std::fs::write(&tmp, text)?;
+            std::fs::rename(&tmp, &self.closed_file)?;
+        }
+        Ok(())
+    }
+
+    fn conversation(&self, id: &str) -> Option<PiConversation> {
+        self.conversations.lock().unwrap().get(id).cloned()
+    }
+}
+
+/// A read-only pane that follows the session's file as Pi (run elsewhere) writes it.
+fn follow(pane: Pane, dir: PathBuf, id: String) {
+    tokio::spawn(async move {
+        let Ok(Some(summary)) = SessionFolder::new(dir).find(&id) else { return };
+        let mut follower = Follower::new(summary.path);
+        while pane.is_open() {
+            if let Ok(progress) = follower.poll() {
+                let first =
+                    if progress.reset || progress.branch_moved { 0 } else { progress.new_entries.start };
+                for item in items_since(follower.session(), first) {
+                    let _ = pane.write(item);
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    });
+}
+
+struct AgentHooks(Arc<Agent>);
+
+impl Hooks for AgentHooks {
+    async fn on_rename(&self, req: RenameRequest) -> HandlerResult {
+        if req.target != Target::Pane {
+            return Ok(());
+        }
+        match self.0.conversation(&req.id) {
+            Some(c) => c.rename(&req.title).await.map_err(|e| Refusal::new(e.to_string())),
+            None => Err(Refusal::new("this conversation is read-only")),
+        }
+    }
+
+    async fn on_close(&self, req: CloseRequest) -> HandlerResult {
+        if req.target == Target::Pane {
+            if let Some(c) = self.0.conversation(&req.id) {
+                c.shutdown().await;
+            }
+            self.0.set_closed(&req.id, true).map_err(|e| Refusal::new(e.to_string()))?;
+            self.0.history.set_open(&req.id, false);
+            self.0.closed_here.lock().unwrap().insert(req.id.clone());
+        }
+        Ok(())
+    }
+
+    async fn on_reopen(&self, req: ReopenRequest) -> HandlerResult<Reopen> {
+        let id = req.id.as_str();
+        if self.0.closed_here.lock().unwrap().remove(id) {
+            self.0.set_closed(id, false).map_err(|e| Refusal::new(e.to_string()))?;
+            self.0.history.set_open(id, true);
+            return Ok(Reopen::Restore);
+        }
+        let summary = self.0.folder.find(id).map_err(|e| Refusal::new(e.public_message()))?;
+        let Some(summary) = summary else { return Err(Refusal::new("no such conversation")) };
+        self.0.open(id, &summary.info().title()).map_err(|e| Refusal::new(e.to_string()))?;
+        Ok(Reopen::Reopened)
+    }
+
+    async fn on_starter(&self, req: StarterRequest) -> HandlerResult<Started> {
+        if req.starter.as_str() != "new-conversation" || self.0.pi.is_none() {
+            return Err(Refusal::not_supported());
+        }
+        let id = PiConversation::new_session_id();
+        let pane = self.0.open(&id, "New conversation").map_err(|e| Refusal::new(e.to_string()))?;
+        if let (Some(text), Some(c)) = (req.text, self.0.conversation(&id)) {
+            tokio::spawn(async move { c.prompt(&text).await });
+        }
+        Ok(Started::pane(&pane))
+    }
+}
+
+async fn run(args: Args) -> Result<(), BoxError> {
+    let data = match args.data {
+        Some(d) => d,
+        None => std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .ok_or("HOME is not set: give --data")?
+            .join(".local/state/durable-pi"),
+    };
+    std::fs::create_dir_all(&data)?;
+    let sessions = args.sessions.unwrap_or_else(|| data.join("sessions"));
+    std::fs::create_dir_all(&sessions)?;
+    let https = args.listen.is_some();
+    let receipts = SqliteReceiptStore::open(data.join("receipts.sqlite3"))?;
+    let core: Core =
+        create_core(CoreOptions::builder().host_name("pi").allow_always(!https).receipts(receipts))?;
+    let pi = match (args.no_pi, &args.pi) {
+        (true, _) => None,
+        (false, command) => Some(
+            PiOptions::builder(PiCommand::parse(command.as_deref().unwrap_or("pi"))?, &sessions).build()?,
+        ),
+    };
+    let folder = SessionFolder::new(&sessions);
+    let history = Arc::new(PiHistory::new(SessionFolder::new(&sessions)));
+    let agent = Arc::new(Agent {
+        tab: core.workspace("pi", "Pi")?.tab("chats", "Conversations")?,
+        folder,
+        history: history.clone(),
+        pi,
+        closed_file: data.join("closed"),
+        conversations: Mutex::default(),
+        closed_here: Mutex::default(),
+    });
+    let closed = agent.closed();
+    let mut opened = 0;
+    // Oldest first, so the newest conversation ends up last in the tab.
+    for summary in agent.folder.sessions()?.into_iter().rev() {
+        if !closed.contains(&summary.id) {
+            agent.open(&summary.id, &summary.info().title())?;
+            opened += 1;
+        }
+    }
+    if opened == 0 && agent.pi.is_some() {
+        agent.open(&PiConversation::new_session_id(), "New conversation")?;
+    }
+    if agent.pi.is_some() {
+        core.starter("new-conversation", "New conversation")?;
+    }
+    core.history(history);
+    core.set_hooks(AgentHooks(agent.clone()));
+    core.ready();
+
+    let server = match args.listen {
+        Some(addr) => {
+            serve(&core, TlsOptions::builder().listen(addr).tokens_from_env().self_signed().build()?).await?
+        }
+        None => {
+            let path = args.socket.unwrap_or_else(|| durable_sdk::socket_path_for("durable-pi"));
+            serve(&core, SocketOptions::builder().path(path)).await?
+        }
+    };
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "listening {}", server.address())?;
+        out.flush()?;
+    }
+    shutdown_signal().await?;
+    let running: Vec<PiConversation> = agent.conversations.lock().unwrap().drain().map(|(_, c)| c).collect();
+    for conversation in running {
+        conversation.shutdown().await;
+    }
+    server.close().await;
+    Ok(())
+}
+
+/// SIGINT or SIGTERM.
+async fn shutdown_signal() -> Result<(), BoxError> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    Ok(())
+}
+
+fn main() -> std::process::ExitCode {
+    let args = match parse_args() {
+        Ok(args) => args,
+        Err(why) => {
+            if !why.is_empty() {
+                eprintln!("pi: {why}");
+            }
+            eprint!("{USAGE}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
+    match runtime.map_err(BoxError::from).and_then(|rt| rt.block_on(run(args))) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("pi: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,353 @@
+//! `cargo run --example pi` driven the way Collie would (curl over the
+//! socket), against the real Pi with the scripted model of
+//! `crates/durable-pi/tests/pi/faux.ts`: streaming, cards for `bash`
+//! calls (Allow, Deny, a stop while one is open), steer and stop, Pi
+//! crashing, and a restart on the same data after `SIGKILL`.
+//!
+//! It needs node 22 and Pi in `<repo>/.tools` (`cargo xtask install-pi`);
+//! without them it fails and says so: it never skips.
+mod agent;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use agent::{curl, example, post};
+use durable_sdk::ask_id_for;
+use serde_json::{Value, json};
+
+const PI_CLI: &str = "node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js";
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("examples sits in the repository")
+}
+
+/// Pi's command line with the scripted model (`faux`, or `faux-slow`).
+fn pi_command(provider: &str) -> String {
+    let tools = repo().join(".tools");
+    let (node, cli) = (tools.join("bin/node"), tools.join(PI_CLI));
+    assert!(
+        node.exists() && cli.exists(),
+        "Pi is not installed: run `cargo xtask install-pi` (node 22 and Pi 1.6.0 into {}); \
+         the live tests need it and never skip",
+        tools.display()
+    );
+    let faux = repo().join("crates/durable-pi/tests/pi/faux.ts");
+    format!(
+        "'{}' '{}' --offline --no-extensions --no-skills --no-prompt-templates --no-themes \
+         --no-context-files --no-mcp --provider {provider} --model scripted -e '{}'",
+        node.display(),
+        cli.display(),
+        faux.display()
+    )
+}
+
+/// Waits up to 30 s (Pi starts in up to 1.5 s; a slow machine does worse).
+fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The example in a process of its own, on a data folder of the test's.
+struct PiAgent {
+    child: Child,
+    socket: String,
+}
+
+impl PiAgent {
+    fn start(dir: &Path, pi: &str) -> PiAgent {
+        std::fs::create_dir_all(dir.join("agent")).unwrap();
+        std::fs::create_dir_all(dir.join("project")).unwrap();
+        let socket = dir.join("sock").join("app.sock").to_str().unwrap().to_owned();
+        let mut child = Command::new(example("pi"))
+            .args(["--data", dir.join("data").to_str().unwrap(), "--socket", &socket, "--pi", pi])
+            .current_dir(dir.join("project"))
+            // Pi's own folder and settings stay in the test's folder.
+            .env("PI_CODING_AGENT_DIR", dir.join("agent"))
+            .env("PI_OFFLINE", "1")
+            .env("PI_SKIP_VERSION_CHECK", "1")
+            .env("PI_TELEMETRY", "0")
+            .env("FAUX_TOKENS_PER_SECOND", "150")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("the example was built by cargo test");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = lines.next().expect("a line").expect("utf-8");
+        assert_eq!(first, format!("listening {socket}"));
+        PiAgent { child, socket }
+    }
+
+    fn state(&self) -> Value {
+        curl(&self.socket, &["http://collie/v1/state"]).1
+    }
+
+    fn pane(&self) -> String {
+        self.state()["panes"][0]["id"].as_str().expect("a pane").to_owned()
+    }
+
+    fn items(&self, pane: &str) -> Vec<Value> {
+        let (_, events) = curl(&self.socket, &[&format!("http://collie/v1/panes/{pane}/events?after=0")]);
+        let mut latest: Vec<Value> = Vec::new();
+        for e in events["events"].as_array().into_iter().flatten().filter(|e| e["type"] == "item") {
+            match latest.iter_mut().find(|i| i["id"] == e["item"]["id"]) {
+                Some(i) => *i = e["item"].clone(),
+                None => latest.push(e["item"].clone()),
+            }
+        }
+        latest
+    }
+
+    fn item(&self, pane: &str, id: &str) -> Value {
+        self.items(pane).into_iter().find(|i| i["id"] == id).unwrap_or(Value::Null)
+    }
+
+    fn send(&self, pane: &str, request_id: &str, text: &str) {
+        let (status, r) = post(
+            &self.socket,
+            &format!("/v1/panes/{pane}/send"),
+            json!({"requestId": request_id, "text": text}),
+        );
+        assert_eq!((status, r["result"].clone()), (200, json!("sent")), "{r}");
+    }
+
+    fn idle(&self, pane: &str) {
+        eventually("the pane idle", || {
+            let s = self.state();
+            let p = s["panes"].as_array()?.iter().find(|p| p["id"] == pane)?.clone();
+            (p["state"] == "idle").then_some(())
+        });
+    }
+
+    /// The one open ask.
+    fn open_ask(&self) -> Value {
+        eventually("an open card", || self.state()["asks"].as_array()?.first().cloned())
+    }
+
+    fn answer(&self, ask: &Value, request_id: &str, option: &str) -> (u16, Value) {
+        let body = json!({"requestId": request_id, "answer": {"optionIds": [option]}, "hash": ask["hash"]});
+        post(&self.socket, &format!("/v1/asks/{}", ask["id"].as_str().unwrap()), body)
+    }
+
+    fn kill(mut self) {
+        // SIGKILL: nothing is flushed or closed on the way out.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for PiAgent {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg(self.child.id().to_string()).status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The processes whose parent is `pid` (from `/proc`).
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // `pid (comm) state ppid …`: the name may hold spaces, so read after its `)`.
+        let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1));
+        if ppid == Some(pid.to_string().as_str()) {
+            out.push(child);
+        }
+    }
+    out
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("durable-pi-live-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn tool_of(agent: &PiAgent, pane: &str, ask: &Value) -> Value {
+    let id = ask["itemId"].as_str().expect("the card names its tool item");
+    eventually("the tool item's result", || {
+        let item = agent.item(pane, id);
+        (item["status"] != "running" && !item.is_null()).then_some(item)
+    })
+}
+
+#[test]
+fn a_send_streams_a_bash_call_waits_for_its_card_and_a_restart_brings_it_all_back() {
+    let dir = scratch("cards");
+    let pi = pi_command("faux");
+    let agent = PiAgent::start(&dir, &pi);
+    let pane = agent.pane();
+    let (_, hello) = curl(&agent.socket, &["http://collie/hello"]);
+    for cap in ["send", "steer", "abort", "rename", "close", "reopen", "starters", "history"] {
+        assert_eq!(hello["caps"][cap], true, "{cap}: {hello}");
+    }
+
+    agent.send(&pane, "r-1", "hello pi");
+    let reply = eventually("the reply", || {
+        let item = agent.item(&pane, "pi-r-1-0-0");
+        (item["text"] == "You said: hello pi" && item.get("partial").is_none()).then_some(item)
+    });
+    assert_eq!(reply["kind"], "reply");
+    agent.idle(&pane);
+
+    // Allow: the call runs.
+    agent.send(&pane, "r-2", "use bash: echo allowed");
+    let ask = agent.open_ask();
+    let call_id = ask["toolCallId"].as_str().unwrap();
+    assert_eq!(ask["id"], ask_id_for(&pane, call_id), "the card's id comes from Pi's tool call id");
+    assert_eq!(ask["title"], "bash wants to run");
+    assert_eq!(ask["tool"]["call"], r#"bash(command: "echo allowed")"#);
+    assert_eq!(agent.item(&pane, ask["itemId"].as_str().unwrap())["status"], "running");
+    let (status, r) = agent.answer(&ask, "a-1", "allow");
+    assert_eq!((status, r["result"].clone()), (200, json!("answered")), "{r}");
+    let tool = tool_of(&agent, &pane, &ask);
+    assert_eq!((tool["status"].clone(), tool["output"].clone()), (json!("ok"), json!("allowed\n")));
+    eventually("the reply after the tool", || {
+        agent.items(&pane).iter().any(|i| i["text"] == "The tool said: allowed").then_some(())
+    });
+    agent.idle(&pane);
+
+    // Deny: the call is blocked with the reason, and the model reads it.
+    agent.send(&pane, "r-3", "use bash: echo denied");
+    let ask = agent.open_ask();
+    agent.answer(&ask, "a-2", "deny");
+    let tool = tool_of(&agent, &pane, &ask);
+    assert_eq!(tool["status"], "error");
+    let output = tool["output"].as_str().unwrap_or("");
+    assert!(output.contains(durable_sdk::pi::live::DEFAULT_DENIED_REASON), "{output}");
+    eventually("the model's answer to the refusal", || {
+        agent
+            .items(&pane)
+            .iter()
+            .any(|i| i["text"].as_str().is_some_and(|t| t.starts_with("The tool failed")))
+            .then_some(())
+    });
+    agent.idle(&pane);
+
+    // The history lists the session, titled by its first text.
+    let (_, rows) = curl(&agent.socket, &["http://collie/v1/history"]);
+    assert_eq!(rows["rows"][0]["id"], pane.as_str(), "{rows}");
+    assert_eq!(rows["rows"][0]["title"], "hello pi", "{rows}");
+
+    // SIGKILL, then the same data: the conversation is back from Pi's file.
+    agent.kill();
+    let agent = PiAgent::start(&dir, &pi);
+    assert_eq!(agent.pane(), pane, "the same conversation, the same pane");
+    let texts: Vec<String> =
+        agent.items(&pane).iter().filter_map(|i| i["text"].as_str().map(str::to_owned)).collect();
+    for want in ["hello pi", "You said: hello pi", "use bash: echo allowed", "The tool said: allowed"] {
+        assert!(texts.iter().any(|t| t == want), "{want:?} not in {texts:?}");
+    }
+    // And Pi goes on with the same session.
+    agent.send(&pane, "r-4", "again");
+    eventually("a reply after the restart", || {
+        agent.items(&pane).iter().any(|i| i["text"] == "You said: again").then_some(())
+    });
+    let (_, rows) = curl(&agent.socket, &["http://collie/v1/history"]);
+    assert_eq!(rows["rows"].as_array().map(Vec::len), Some(1), "{rows}");
+}
+
+#[test]
+fn stop_keeps_the_partial_text_steer_joins_the_run_and_a_stopped_card_closes() {
+    let dir = scratch("stop");
+    let agent = PiAgent::start(&dir, &pi_command("faux-slow"));
+    let pane = agent.pane();
+
+    agent.send(&pane, "r-1", "long");
+    eventually("a partial reply", || agent.item(&pane, "pi-r-1-0-0")["partial"].as_bool());
+    let (_, r) = post(&agent.socket, &format!("/v1/panes/{pane}/stop"), json!({"requestId": "x-1"}));
+    assert_eq!(r["result"], "stopped", "{r}");
+    let reply = eventually("the stopped reply", || {
+        let item = agent.item(&pane, "pi-r-1-0-0");
+        item.get("partial").is_none().then_some(item)
+    });
+    let text = reply["text"].as_str().unwrap();
+    assert!(text.starts_with("word1 ") && !text.ends_with("word300"), "{text}");
+    assert_eq!(agent.item(&pane, "pi-r-1-0-1")["text"], "Stopped.");
+    agent.idle(&pane);
+
+    agent.send(&pane, "r-2", "long again");
+    eventually("a partial reply", || agent.item(&pane, "pi-r-2-0-0")["partial"].as_bool());
+    let (_, r) = post(
+        &agent.socket,
+        &format!("/v1/panes/{pane}/steer"),
+        json!({"requestId": "s-1", "text": "and then"}),
+    );
+    assert_eq!(r["result"], "steered", "{r}");
+    let steer = eventually("the steer in the chat", || {
+        let item = agent.item(&pane, "pi-r-2-u1-0");
+        (!item.is_null()).then_some(item)
+    });
+    assert_eq!((steer["kind"].clone(), steer["text"].clone()), (json!("user"), json!("and then")));
+    eventually("the answer to the steer, in the same run", || {
+        (agent.item(&pane, "pi-r-2-1-0")["text"] == "You said: and then").then_some(())
+    });
+    let long = agent.item(&pane, "pi-r-2-0-0");
+    assert!(long["text"].as_str().unwrap().ends_with("word300"), "the steer did not cut the reply");
+    agent.idle(&pane);
+
+    // A card open when the turn stops is closed, and Pi is told no.
+    agent.send(&pane, "r-3", "use bash: echo never");
+    let ask = agent.open_ask();
+    post(&agent.socket, &format!("/v1/panes/{pane}/stop"), json!({"requestId": "x-2"}));
+    agent.idle(&pane);
+    assert_eq!(agent.state()["asks"], json!([]));
+    let (status, r) = agent.answer(&ask, "a-1", "allow");
+    assert_eq!((status, r["code"].clone()), (409, json!("ask-closed")), "{r}");
+    let tool = agent.item(&pane, ask["itemId"].as_str().unwrap());
+    assert_eq!(tool["status"], "error", "{tool}");
+}
+
+#[test]
+fn a_pi_that_fails_or_dies_leaves_a_notice_and_an_idle_pane() {
+    let dir = scratch("crash");
+    // A "Pi" that exits at once.
+    let agent = PiAgent::start(&dir, "sh -c 'echo cannot find the model >&2; exit 3'");
+    let pane = agent.pane();
+    agent.send(&pane, "r-1", "hello");
+    agent.idle(&pane);
+    let notice = eventually("a notice", || agent.items(&pane).into_iter().find(|i| i["kind"] == "notice"));
+    let text = notice["text"].as_str().unwrap();
+    assert!(text.contains("exit code 3") && text.contains("cannot find the model"), "{text}");
+    assert_eq!(notice["tone"], "error");
+    drop(agent);
+
+    // The real Pi, killed mid-reply.
+    let dir = scratch("killed");
+    let agent = PiAgent::start(&dir, &pi_command("faux-slow"));
+    let pane = agent.pane();
+    agent.send(&pane, "r-1", "long");
+    eventually("a partial reply", || agent.item(&pane, "pi-r-1-0-0")["partial"].as_bool());
+    let pis = children_of(agent.child.id());
+    assert_eq!(pis.len(), 1, "one Pi runs for the one conversation: {pis:?}");
+    let killed = Command::new("kill").args(["-KILL", &pis[0].to_string()]).status().unwrap();
+    assert!(killed.success());
+    agent.idle(&pane);
+    let items = agent.items(&pane);
+    let reply = items.iter().find(|i| i["id"] == "pi-r-1-0-0").unwrap();
+    assert!(reply.get("partial").is_none(), "the text so far stays, final: {reply}");
+    let notice = items.iter().find(|i| i["kind"] == "notice").expect("a notice");
+    assert!(notice["text"].as_str().unwrap().contains("signal 9"), "{notice}");
+    // The next send starts Pi again, on the same session.
+    agent.send(&pane, "r-2", "still there?");
+    eventually("a reply from the new Pi", || {
+        agent.items(&pane).iter().any(|i| i["text"] == "You said: still there?").then_some(())
+    });
+}
