@@ -203,9 +203,10 @@ async fn run(args: Args) -> Result<(), BoxError> {
             .ok_or("HOME is not set: give --data")?
             .join(".local/state/durable-pi"),
     };
-    std::fs::create_dir_all(&data)?;
+    // What the phone sent and Pi answered is the user's alone.
+    private_folder(&data)?;
     let sessions = args.sessions.unwrap_or_else(|| data.join("sessions"));
-    std::fs::create_dir_all(&sessions)?;
+    private_folder(&sessions)?;
     let https = args.listen.is_some();
     let receipts = SqliteReceiptStore::open(data.join("receipts.sqlite3"))?;
     let core: Core =
@@ -267,6 +268,16 @@ async fn run(args: Args) -> Result<(), BoxError> {
     }
     server.close().await;
     Ok(())
+}
+
+/// Creates a folder only its user can open (an existing one is left as it is).
+fn private_folder(dir: &std::path::Path) -> Result<(), BoxError> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("cannot create {}: {e}", dir.display()).into())
 }
 
 /// SIGINT or SIGTERM.

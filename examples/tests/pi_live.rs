@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agent::{curl, example, post};
+use agent::example;
 use durable_sdk::ask_id_for;
 use serde_json::{Value, json};
 
@@ -59,15 +59,32 @@ fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
 struct PiAgent {
     child: Child,
     socket: String,
+    /// Runs as this user (the example and its callers), when not us.
+    user: Option<u32>,
 }
 
 impl PiAgent {
     fn start(dir: &Path, pi: &str) -> PiAgent {
+        PiAgent::start_with(dir, &["--pi", pi])
+    }
+
+    fn start_with(dir: &Path, args: &[&str]) -> PiAgent {
+        PiAgent::start_as(dir, args, None)
+    }
+
+    /// Starts the example as `user` (through `setpriv`), its folders theirs.
+    fn start_as(dir: &Path, args: &[&str], user: Option<u32>) -> PiAgent {
         std::fs::create_dir_all(dir.join("agent")).unwrap();
         std::fs::create_dir_all(dir.join("project")).unwrap();
+        if let Some(uid) = user {
+            for sub in ["", "agent", "project"] {
+                std::os::unix::fs::chown(dir.join(sub), Some(uid), Some(uid)).unwrap();
+            }
+        }
         let socket = dir.join("sock").join("app.sock").to_str().unwrap().to_owned();
-        let mut child = Command::new(example("pi"))
-            .args(["--data", dir.join("data").to_str().unwrap(), "--socket", &socket, "--pi", pi])
+        let mut child = as_user(user, &example("pi"))
+            .args(["--data", dir.join("data").to_str().unwrap(), "--socket", &socket])
+            .args(args)
             .current_dir(dir.join("project"))
             // Pi's own folder and settings stay in the test's folder.
             .env("PI_CODING_AGENT_DIR", dir.join("agent"))
@@ -82,11 +99,59 @@ impl PiAgent {
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let first = lines.next().expect("a line").expect("utf-8");
         assert_eq!(first, format!("listening {socket}"));
-        PiAgent { child, socket }
+        PiAgent { child, socket, user }
+    }
+
+    /// `curl` over the socket, as the agent's user: the status and the JSON body.
+    fn curl(&self, args: &[&str]) -> (u16, Value) {
+        let out = as_user(self.user, Path::new("curl"))
+            .args(["-sS", "--unix-socket", &self.socket, "-w", "\n%{http_code}"])
+            .args(args)
+            .output()
+            .expect("curl runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let (body, code) = text.rsplit_once('\n').expect("status line");
+        (code.trim().parse().expect("status"), serde_json::from_str(body).unwrap_or(Value::Null))
+    }
+
+    fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let url = format!("http://collie{path}");
+        self.curl(&["-H", "Content-Type: application/json", "-d", &body.to_string(), &url])
     }
 
     fn state(&self) -> Value {
-        curl(&self.socket, &["http://collie/v1/state"]).1
+        self.curl(&["http://collie/v1/state"]).1
+    }
+
+    fn panes(&self) -> Vec<String> {
+        let s = self.state();
+        s["panes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["id"].as_str().map(str::to_owned))
+            .collect()
+    }
+
+    fn title(&self, pane: &str) -> Value {
+        let s = self.state();
+        s["panes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|p| p["id"] == pane)
+            .map_or(Value::Null, |p| p["title"].clone())
+    }
+
+    fn history_row(&self, id: &str) -> Value {
+        let (_, rows) = self.curl(&["http://collie/v1/history"]);
+        rows["rows"].as_array().into_iter().flatten().find(|r| r["id"] == id).cloned().unwrap_or(Value::Null)
+    }
+
+    fn write(&self, path: &str, body: Value) -> Value {
+        let (status, r) = self.post(path, body);
+        assert_eq!(status, 200, "{path}: {r}");
+        r
     }
 
     fn pane(&self) -> String {
@@ -94,7 +159,7 @@ impl PiAgent {
     }
 
     fn items(&self, pane: &str) -> Vec<Value> {
-        let (_, events) = curl(&self.socket, &[&format!("http://collie/v1/panes/{pane}/events?after=0")]);
+        let (_, events) = self.curl(&[&format!("http://collie/v1/panes/{pane}/events?after=0")]);
         let mut latest: Vec<Value> = Vec::new();
         for e in events["events"].as_array().into_iter().flatten().filter(|e| e["type"] == "item") {
             match latest.iter_mut().find(|i| i["id"] == e["item"]["id"]) {
@@ -110,11 +175,8 @@ impl PiAgent {
     }
 
     fn send(&self, pane: &str, request_id: &str, text: &str) {
-        let (status, r) = post(
-            &self.socket,
-            &format!("/v1/panes/{pane}/send"),
-            json!({"requestId": request_id, "text": text}),
-        );
+        let (status, r) =
+            self.post(&format!("/v1/panes/{pane}/send"), json!({"requestId": request_id, "text": text}));
         assert_eq!((status, r["result"].clone()), (200, json!("sent")), "{r}");
     }
 
@@ -133,7 +195,7 @@ impl PiAgent {
 
     fn answer(&self, ask: &Value, request_id: &str, option: &str) -> (u16, Value) {
         let body = json!({"requestId": request_id, "answer": {"optionIds": [option]}, "hash": ask["hash"]});
-        post(&self.socket, &format!("/v1/asks/{}", ask["id"].as_str().unwrap()), body)
+        self.post(&format!("/v1/asks/{}", ask["id"].as_str().unwrap()), body)
     }
 
     fn kill(mut self) {
@@ -145,6 +207,10 @@ impl PiAgent {
 
 impl Drop for PiAgent {
     fn drop(&mut self) {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
+        // SIGTERM first: the example ends its Pis on the way out.
         let _ = Command::new("kill").arg(self.child.id().to_string()).status();
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline {
@@ -173,6 +239,19 @@ fn children_of(pid: u32) -> Vec<u32> {
     out
 }
 
+/// A command run as `user` (through `setpriv`), or as this process.
+fn as_user(user: Option<u32>, program: &Path) -> Command {
+    match user {
+        None => Command::new(program),
+        Some(uid) => {
+            let mut c = Command::new("setpriv");
+            c.arg(format!("--reuid={uid}")).arg(format!("--regid={uid}")).arg("--clear-groups").arg("--");
+            c.arg(program);
+            c
+        }
+    }
+}
+
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("durable-pi-live-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -194,7 +273,7 @@ fn a_send_streams_a_bash_call_waits_for_its_card_and_a_restart_brings_it_all_bac
     let pi = pi_command("faux");
     let agent = PiAgent::start(&dir, &pi);
     let pane = agent.pane();
-    let (_, hello) = curl(&agent.socket, &["http://collie/hello"]);
+    let (_, hello) = agent.curl(&["http://collie/hello"]);
     for cap in ["send", "steer", "abort", "rename", "close", "reopen", "starters", "history"] {
         assert_eq!(hello["caps"][cap], true, "{cap}: {hello}");
     }
@@ -242,7 +321,7 @@ fn a_send_streams_a_bash_call_waits_for_its_card_and_a_restart_brings_it_all_bac
     agent.idle(&pane);
 
     // The history lists the session, titled by its first text.
-    let (_, rows) = curl(&agent.socket, &["http://collie/v1/history"]);
+    let (_, rows) = agent.curl(&["http://collie/v1/history"]);
     assert_eq!(rows["rows"][0]["id"], pane.as_str(), "{rows}");
     assert_eq!(rows["rows"][0]["title"], "hello pi", "{rows}");
 
@@ -260,7 +339,7 @@ fn a_send_streams_a_bash_call_waits_for_its_card_and_a_restart_brings_it_all_bac
     eventually("a reply after the restart", || {
         agent.items(&pane).iter().any(|i| i["text"] == "You said: again").then_some(())
     });
-    let (_, rows) = curl(&agent.socket, &["http://collie/v1/history"]);
+    let (_, rows) = agent.curl(&["http://collie/v1/history"]);
     assert_eq!(rows["rows"].as_array().map(Vec::len), Some(1), "{rows}");
 }
 
@@ -272,7 +351,7 @@ fn stop_keeps_the_partial_text_steer_joins_the_run_and_a_stopped_card_closes() {
 
     agent.send(&pane, "r-1", "long");
     eventually("a partial reply", || agent.item(&pane, "pi-r-1-0-0")["partial"].as_bool());
-    let (_, r) = post(&agent.socket, &format!("/v1/panes/{pane}/stop"), json!({"requestId": "x-1"}));
+    let (_, r) = agent.post(&format!("/v1/panes/{pane}/stop"), json!({"requestId": "x-1"}));
     assert_eq!(r["result"], "stopped", "{r}");
     let reply = eventually("the stopped reply", || {
         let item = agent.item(&pane, "pi-r-1-0-0");
@@ -285,11 +364,8 @@ fn stop_keeps_the_partial_text_steer_joins_the_run_and_a_stopped_card_closes() {
 
     agent.send(&pane, "r-2", "long again");
     eventually("a partial reply", || agent.item(&pane, "pi-r-2-0-0")["partial"].as_bool());
-    let (_, r) = post(
-        &agent.socket,
-        &format!("/v1/panes/{pane}/steer"),
-        json!({"requestId": "s-1", "text": "and then"}),
-    );
+    let (_, r) =
+        agent.post(&format!("/v1/panes/{pane}/steer"), json!({"requestId": "s-1", "text": "and then"}));
     assert_eq!(r["result"], "steered", "{r}");
     let steer = eventually("the steer in the chat", || {
         let item = agent.item(&pane, "pi-r-2-u1-0");
@@ -306,7 +382,7 @@ fn stop_keeps_the_partial_text_steer_joins_the_run_and_a_stopped_card_closes() {
     // A card open when the turn stops is closed, and Pi is told no.
     agent.send(&pane, "r-3", "use bash: echo never");
     let ask = agent.open_ask();
-    post(&agent.socket, &format!("/v1/panes/{pane}/stop"), json!({"requestId": "x-2"}));
+    agent.post(&format!("/v1/panes/{pane}/stop"), json!({"requestId": "x-2"}));
     agent.idle(&pane);
     assert_eq!(agent.state()["asks"], json!([]));
     let (status, r) = agent.answer(&ask, "a-1", "allow");
@@ -350,4 +426,105 @@ fn a_pi_that_fails_or_dies_leaves_a_notice_and_an_idle_pane() {
     eventually("a reply from the new Pi", || {
         agent.items(&pane).iter().any(|i| i["text"] == "You said: still there?").then_some(())
     });
+}
+
+#[test]
+fn rename_starter_close_and_reopen_reach_pi_and_no_pi_serves_the_sessions_read_only() {
+    let dir = scratch("layout");
+    let pi = pi_command("faux");
+    let agent = PiAgent::start(&dir, &pi);
+    let first = agent.pane();
+    agent.send(&first, "r-1", "first words");
+    eventually("the reply", || {
+        (agent.item(&first, "pi-r-1-0-0")["text"] == "You said: first words").then_some(())
+    });
+    agent.idle(&first);
+
+    // Rename: the pane's title, and Pi's session name (the history's title).
+    let r = agent
+        .write("/v1/rename", json!({"requestId": "n-1", "target": "pane", "id": first, "title": "Deploy"}));
+    assert_eq!(r["result"], "renamed");
+    assert_eq!(agent.title(&first), "Deploy");
+    eventually("the session named in Pi's file", || {
+        (agent.history_row(&first)["title"] == "Deploy").then_some(())
+    });
+
+    // The starter opens a new conversation and sends its first text.
+    let r = agent
+        .write("/v1/starters/new-conversation", json!({"requestId": "st-1", "text": "from the starter"}));
+    assert_eq!(r["result"], "started", "{r}");
+    let second = r["pane"].as_str().expect("the new pane").to_owned();
+    assert_ne!(second, first);
+    eventually("the starter's text answered", || {
+        agent.items(&second).iter().any(|i| i["text"] == "You said: from the starter").then_some(())
+    });
+    agent.idle(&second);
+
+    // Close, then reopen in the same process: the SDK restores the pane.
+    agent.write("/v1/close", json!({"requestId": "c-1", "target": "pane", "id": first}));
+    assert!(!agent.panes().contains(&first));
+    agent.write("/v1/reopen", json!({"requestId": "o-1", "id": first}));
+    assert!(agent.panes().contains(&first));
+    agent.send(&first, "r-2", "back again");
+    eventually("a reply after the reopen", || {
+        agent.items(&first).iter().any(|i| i["text"] == "You said: back again").then_some(())
+    });
+    agent.idle(&first);
+
+    // A conversation closed stays closed across a restart, and still is history.
+    agent.write("/v1/close", json!({"requestId": "c-2", "target": "pane", "id": second}));
+    agent.kill();
+    let agent = PiAgent::start(&dir, &pi);
+    assert_eq!(agent.panes(), [first.clone()]);
+    assert_eq!(agent.title(&first), "Deploy");
+    assert!(!agent.history_row(&second).is_null(), "the closed conversation is history");
+    // Reopened after the restart, it comes back from Pi's file.
+    agent.write("/v1/reopen", json!({"requestId": "o-2", "id": second}));
+    assert!(agent.panes().contains(&second));
+    assert!(agent.items(&second).iter().any(|i| i["text"] == "You said: from the starter"));
+    agent.kill();
+
+    // --no-pi: the same sessions, read-only.
+    let agent = PiAgent::start_with(&dir, &["--no-pi"]);
+    let (_, hello) = agent.curl(&["http://collie/hello"]);
+    assert_eq!(
+        (hello["caps"]["send"].clone(), hello["caps"]["history"].clone()),
+        (json!(false), json!(true))
+    );
+    let mut panes = agent.panes();
+    panes.sort();
+    let mut want = vec![first.clone(), second.clone()];
+    want.sort();
+    assert_eq!(panes, want);
+    eventually("the conversation read from its file", || {
+        agent.items(&first).iter().any(|i| i["text"] == "You said: back again").then_some(())
+    });
+    let (status, _) =
+        agent.post(&format!("/v1/panes/{first}/send"), json!({"requestId": "r-9", "text": "x"}));
+    assert_ne!(status, 200, "no Pi, no send");
+}
+
+#[test]
+fn the_agent_and_its_pi_run_as_an_unprivileged_user() {
+    // As root (CI), the example runs as `nobody`; otherwise as this user,
+    // who is unprivileged already.
+    let euid = nix::unistd::geteuid().as_raw();
+    let user = (euid == 0).then_some(65534);
+    let dir = scratch("nobody");
+    let pi = pi_command("faux");
+    let agent = PiAgent::start_as(&dir, &["--pi", &pi], user);
+    let pane = agent.pane();
+    agent.send(&pane, "r-1", "use bash: id -u");
+    let ask = agent.open_ask();
+    agent.answer(&ask, "a-1", "allow");
+    let tool = tool_of(&agent, &pane, &ask);
+    let uid = user.unwrap_or(euid);
+    assert_eq!((tool["status"].clone(), tool["output"].clone()), (json!("ok"), json!(format!("{uid}\n"))));
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let data = std::fs::metadata(dir.join("data")).unwrap();
+    assert_eq!(
+        (data.uid(), data.permissions().mode() & 0o777),
+        (uid, 0o700),
+        "the data folder is the user's alone"
+    );
 }
