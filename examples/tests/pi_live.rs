@@ -475,7 +475,7 @@ fn rename_starter_close_and_reopen_reach_pi_and_no_pi_serves_the_sessions_read_o
     agent.write("/v1/close", json!({"requestId": "c-2", "target": "pane", "id": second}));
     agent.kill();
     let agent = PiAgent::start(&dir, &pi);
-    assert_eq!(agent.panes(), [first.clone()]);
+    assert_eq!(agent.panes(), vec![first.clone()]);
     assert_eq!(agent.title(&first), "Deploy");
     assert!(!agent.history_row(&second).is_null(), "the closed conversation is history");
     // Reopened after the restart, it comes back from Pi's file.
