@@ -16,6 +16,7 @@
 //! | a sessions folder | [`folder`] | [`SessionFolder`]: the sessions listed newest first |
 //! | the store trait | [`store`] | [`ConversationStore`]: what the history reads; a sessions folder is one, a Pi Durable reader could be another |
 //! | store → history | [`history`] | [`PiHistory`]: a [`HistoryProvider`](durable_core::HistoryProvider) over a store |
+//! | Pi Durable's store | [`durable`] | [`DurableFolder`]: the JSONL storage (format 1) read as it grows, a second [`ConversationStore`] |
 //! | a live Pi | [`live`] | [`PiConversation`]: `pi --mode rpc` behind a pane (send, steer, stop, rename), streaming as partial items, the gate that turns a risky call into a card ([`GateOptions`]) |
 //!
 //! What Pi writes, as read here:
@@ -45,6 +46,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod durable;
 pub mod folder;
 pub mod follow;
 pub mod history;
@@ -55,6 +57,7 @@ pub mod store;
 
 use std::path::PathBuf;
 
+pub use durable::DurableFolder;
 pub use folder::{SessionFolder, SessionSummary};
 pub use follow::{Follower, Progress};
 pub use history::PiHistory;
