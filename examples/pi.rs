@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --example pi -- [--pi "<command that starts Pi>"] [--sessions DIR]
-//!     [--data DIR] [--socket PATH | --listen ADDR --self-signed] [--no-pi]
+//!     [--gate TOOLS] [--data DIR] [--socket PATH | --listen ADDR --self-signed] [--no-pi]
 //! ```
 //!
 //! - `--pi`: Pi's command line (default `pi`); durable-pi adds `--mode rpc`,
@@ -13,6 +13,8 @@
 //! - `--sessions`: Pi's sessions folder (default `sessions` in the data
 //!   folder). Every session there is a pane, except those closed from the
 //!   phone; the starter `new-conversation` opens a new one.
+//! - `--gate TOOLS`: the tools whose calls wait for a card, comma-separated
+//!   (default `bash,write,edit`; `*` for every tool, `none` for none).
 //! - `--no-pi`: start no Pi; the sessions are read-only panes that follow
 //!   their files, and the history.
 //! - `--data`: the agent's folder (default `~/.local/state/durable-pi`):
@@ -40,12 +42,13 @@ use durable_sdk::{
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-const USAGE: &str = "usage: pi [--pi CMD] [--sessions DIR] [--data DIR] [--socket PATH | --listen ADDR --self-signed] [--no-pi]\n";
+const USAGE: &str = "usage: pi [--pi CMD] [--sessions DIR] [--gate TOOLS] [--data DIR] [--socket PATH | --listen ADDR --self-signed] [--no-pi]\n";
 
 #[derive(Default)]
 struct Args {
     pi: Option<String>,
     sessions: Option<PathBuf>,
+    gate: Option<String>,
     data: Option<PathBuf>,
     socket: Option<PathBuf>,
     listen: Option<String>,
@@ -61,6 +64,7 @@ fn parse_args() -> Result<Args, String> {
         match flag.as_str() {
             "--pi" => args.pi = Some(value()?),
             "--sessions" => args.sessions = Some(value()?.into()),
+            "--gate" => args.gate = Some(value()?),
             "--data" => args.data = Some(value()?.into()),
             "--socket" => args.socket = Some(value()?.into()),
             "--listen" => args.listen = Some(value()?),

@@ -528,3 +528,17 @@ fn the_agent_and_its_pi_run_as_an_unprivileged_user() {
         "the data folder is the user's alone"
     );
 }
+
+#[test]
+fn a_tool_the_gate_does_not_name_runs_without_a_card() {
+    let dir = scratch("gate");
+    let agent = PiAgent::start_with(&dir, &["--pi", &pi_command("faux"), "--gate", "write,edit"]);
+    let pane = agent.pane();
+    agent.send(&pane, "r-1", "use bash: echo free");
+    eventually("the tool's result", || {
+        agent.items(&pane).into_iter().find(|i| i["kind"] == "tool" && i["status"] == "ok" && i["output"] == "free\n")
+    });
+    agent.idle(&pane);
+    let (_, events) = agent.curl(&[&format!("http://collie/v1/panes/{pane}/events?after=0")]);
+    assert!(events["events"].as_array().unwrap().iter().all(|e| e["type"] != "ask"), "no card was raised");
+}
