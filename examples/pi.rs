@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use durable_sdk::pi::{
-    Follower, PiCommand, PiConversation, PiHistory, PiOptions, SessionFolder, items_since,
+    Follower, GateOptions, PiCommand, PiConversation, PiHistory, PiOptions, SessionFolder, items_since,
 };
 use durable_sdk::socket::SocketOptions;
 use durable_sdk::tls::TlsOptions;
@@ -217,9 +217,15 @@ async fn run(args: Args) -> Result<(), BoxError> {
         create_core(CoreOptions::builder().host_name("pi").allow_always(!https).receipts(receipts))?;
     let pi = match (args.no_pi, &args.pi) {
         (true, _) => None,
-        (false, command) => Some(
-            PiOptions::builder(PiCommand::parse(command.as_deref().unwrap_or("pi"))?, &sessions).build()?,
-        ),
+        (false, command) => {
+            let gate = match args.gate.as_deref() {
+                None => GateOptions::default(),
+                Some("none") => GateOptions::none(),
+                Some(list) => GateOptions::default().tools(list.split(',').map(str::trim)),
+            };
+            let command = PiCommand::parse(command.as_deref().unwrap_or("pi"))?;
+            Some(PiOptions::builder(command, &sessions).gate(gate).build()?)
+        }
     };
     let folder = SessionFolder::new(&sessions);
     let history = Arc::new(PiHistory::new(SessionFolder::new(&sessions)));

@@ -536,7 +536,10 @@ fn a_tool_the_gate_does_not_name_runs_without_a_card() {
     let pane = agent.pane();
     agent.send(&pane, "r-1", "use bash: echo free");
     eventually("the tool's result", || {
-        agent.items(&pane).into_iter().find(|i| i["kind"] == "tool" && i["status"] == "ok" && i["output"] == "free\n")
+        agent
+            .items(&pane)
+            .into_iter()
+            .find(|i| i["kind"] == "tool" && i["status"] == "ok" && i["output"] == "free\n")
     });
     agent.idle(&pane);
     let (_, events) = agent.curl(&[&format!("http://collie/v1/panes/{pane}/events?after=0")]);
