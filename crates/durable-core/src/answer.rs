@@ -15,8 +15,8 @@ use serde_json::json;
 use crate::asks::answered_body;
 use crate::core::Core;
 use crate::once::Ran;
+use crate::request::{RequestError, body_bytes, path_id};
 use crate::respond;
-use crate::routes::{body_bytes, path_id};
 use crate::state::Hold;
 use crate::timers::Timer;
 
@@ -50,7 +50,7 @@ pub(crate) fn check_fit(ask: &Ask, body: &AnswerBody, confirm_always: bool) -> R
 pub(crate) async fn answer(core: &Core, req: &Request, ask_segment: &str) -> Result<Response, Response> {
     let ask_id = path_id(ask_segment, "ask id")?;
     let body = body_bytes(req)?;
-    let parsed = AnswerRequest::parse(body).map_err(|why| respond::bad_request(format!("answer: {why}")))?;
+    let parsed = AnswerRequest::parse(body).map_err(|why| RequestError::Body(format!("answer: {why}")))?;
     let request_id = parsed.request_id.clone();
     let held_again = |core: &Core| -> Option<Response> {
         let st = core.lock();

@@ -15,8 +15,8 @@ use durable_types::{
 };
 
 use crate::core::Core;
+use crate::request::{Query, RequestError, path_id};
 use crate::respond;
-use crate::routes::{Query, path_id};
 
 /// One page of conversation rows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,17 +156,22 @@ fn clean_row(core: &Core, mut row: HistoryRow) -> Option<HistoryRow> {
     Some(row)
 }
 
-fn paging(req: &Request) -> Result<(Option<Cursor>, usize), Response> {
-    let q = Query::parse(req.query.as_deref());
+fn paging(req: &Request) -> Result<(Option<Cursor>, usize), RequestError> {
+    let q = Query::of(req);
     let after = match q.get("after") {
         None => None,
-        Some(a) => Some(Cursor::new(a).map_err(|e| respond::bad_request(format!("after: {e}")))?),
+        Some(a) => Some(Cursor::new(a).map_err(|source| RequestError::Cursor { key: "after", source })?),
     };
     let limit = match q.u64("limit")? {
         None => HISTORY_LIMIT_DEFAULT,
         Some(n) if (1..=HISTORY_LIMIT_MAX as u64).contains(&n) => n as usize,
-        Some(n) => {
-            return Err(respond::bad_request(format!("limit is 1 to {HISTORY_LIMIT_MAX}, not {n}")));
+        Some(value) => {
+            return Err(RequestError::OutOfBounds {
+                key: "limit",
+                min: 1,
+                max: HISTORY_LIMIT_MAX as u64,
+                value,
+            });
         }
     };
     Ok((after, limit))

@@ -10,8 +10,8 @@ use durable_types::{
 };
 
 use crate::core::Core;
+use crate::request::{Query, RequestError, body_bytes, path_id};
 use crate::respond;
-use crate::routes::{Query, body_bytes, path_id};
 
 pub(crate) fn hello(core: &Core, req: &Request) -> Response {
     // A core served on a socket and over HTTPS at once: each transport says
@@ -44,7 +44,7 @@ pub(crate) fn hello(core: &Core, req: &Request) -> Response {
 pub(crate) fn hello_post(core: &Core, req: &Request) -> Result<Response, Response> {
     let body = body_bytes(req)?;
     let hello: HelloRequest = serde_json::from_slice(body).map_err(|e| {
-        respond::bad_request(format!("POST /hello needs {{\"wire\": {{\"min\", \"max\"}}}}: {e}"))
+        RequestError::Body(format!("POST /hello needs {{\"wire\": {{\"min\", \"max\"}}}}: {e}"))
     })?;
     let compatible = WireRange::SDK.overlaps(hello.wire);
     if !compatible {
@@ -67,7 +67,7 @@ pub(crate) fn hello_post(core: &Core, req: &Request) -> Result<Response, Respons
 
 /// `GET /v1/state[?since=N]`, with the `ETag` and `304`.
 pub(crate) fn state(core: &Core, req: &Request) -> Result<Response, Response> {
-    let since = Query::parse(req.query.as_deref()).u64("since")?;
+    let since = Query::of(req).u64("since")?;
     let st = core.lock();
     let etag = format!("\"{}-{}\"", core.options().epoch, st.seq);
     if req.if_none_match.as_deref().is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"))
@@ -161,7 +161,7 @@ struct EventsPageRef<'a> {
 /// pane's view when the reader fell behind (or is ahead: an earlier epoch).
 pub(crate) fn events(core: &Core, req: &Request, pane: &str) -> Result<Response, Response> {
     let pane = path_id(pane, "pane")?;
-    let after = Query::parse(req.query.as_deref()).u64("after")?.unwrap_or(0);
+    let after = Query::of(req).u64("after")?.unwrap_or(0);
     let st = core.lock();
     let Some(p) = st.panes.get(&pane) else {
         return Err(respond::error(ErrorCode::NotFound, format!("no open pane {pane}")));

@@ -1,8 +1,8 @@
 //! Routing: from a request value to the route that answers it, with the
 //! checks every route shares (method, caller).
 
-use durable_types::exchange::{Body, Caller, Method, Request, Response};
-use durable_types::{Cap, ErrorCode, Id};
+use durable_types::exchange::{Caller, Method, Request, Response};
+use durable_types::{Cap, ErrorCode};
 
 use crate::core::Core;
 use crate::respond;
@@ -59,54 +59,6 @@ fn parse_route(path: &str) -> Option<Route<'_>> {
         ["v1", "history", s] => Route::Conversation(s),
         _ => return None,
     })
-}
-
-/// A request's query parameters, percent-decoded. Unknown ones are ignored.
-pub(crate) struct Query(Vec<(String, String)>);
-
-impl Query {
-    pub(crate) fn parse(query: Option<&str>) -> Query {
-        let pairs = query
-            .unwrap_or("")
-            .split('&')
-            .filter(|p| !p.is_empty())
-            .map(|p| {
-                let (k, v) = p.split_once('=').unwrap_or((p, ""));
-                // `+` stays `+`: cursors may hold it, and Collie percent-encodes.
-                let dec = |s: &str| durable_types::decode_path_segment(s).unwrap_or_else(|_| s.to_owned());
-                (dec(k), dec(v))
-            })
-            .collect();
-        Query(pairs)
-    }
-
-    pub(crate) fn get(&self, key: &str) -> Option<&str> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
-    }
-
-    /// A non-negative integer parameter; `Err` names the parameter.
-    pub(crate) fn u64(&self, key: &str) -> Result<Option<u64>, Response> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(v) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => {
-                v.parse().map(Some).map_err(|_| respond::bad_request(format!("{key} is out of range")))
-            }
-            Some(_) => Err(respond::bad_request(format!("{key} must be a non-negative integer"))),
-        }
-    }
-}
-
-/// A path segment percent-decoded and checked against the ID rule.
-pub(crate) fn path_id(segment: &str, what: &str) -> Result<Id, Response> {
-    Id::from_path_segment(segment).map_err(|e| respond::bad_request(format!("{what}: {e}")))
-}
-
-/// The body bytes, or `413` when it went over the limit while streaming.
-pub(crate) fn body_bytes(req: &Request) -> Result<&[u8], Response> {
-    match &req.body {
-        Body::Complete(b) => Ok(b),
-        _ => Err(respond::error(ErrorCode::TooLarge, "the request body is over 1 MiB")),
-    }
 }
 
 /// Checks shared by every write, in the contract's order after the route:

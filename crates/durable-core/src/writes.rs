@@ -21,8 +21,8 @@ use crate::handlers::{
 };
 use crate::layout::Pane;
 use crate::once::Ran;
+use crate::request::{body_bytes, path_id};
 use crate::respond;
-use crate::routes::{body_bytes, path_id};
 use crate::select::{Either, select};
 use crate::signal::AbortController;
 use crate::state::{QueuedSend, TabKey};
