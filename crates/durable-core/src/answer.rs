@@ -8,14 +8,13 @@
 //! 6. the answer does not fit → `400`;
 //! 7. an allow-always pick without `confirmAlways` → `409 confirm-required`.
 
-use durable_types::exchange::{Request, Response};
+use durable_types::exchange::Response;
 use durable_types::{Answer, AnswerBody, AnswerRequest, Ask, DecidedBy, ErrorBody, ErrorCode, Id, Outcome};
 use serde_json::json;
 
 use crate::asks::answered_body;
 use crate::core::Core;
 use crate::once::Ran;
-use crate::request::{RequestError, body_bytes, path_id};
 use crate::respond;
 use crate::state::Hold;
 use crate::timers::Timer;
@@ -47,10 +46,7 @@ pub(crate) fn check_fit(ask: &Ask, body: &AnswerBody, confirm_always: bool) -> R
     Ok(answer)
 }
 
-pub(crate) async fn answer(core: &Core, req: &Request, ask_segment: &str) -> Result<Response, Response> {
-    let ask_id = path_id(ask_segment, "ask id")?;
-    let body = body_bytes(req)?;
-    let parsed = AnswerRequest::parse(body).map_err(|why| RequestError::Body(format!("answer: {why}")))?;
+pub(crate) async fn answer(core: &Core, ask_id: Id, parsed: AnswerRequest) -> Response {
     let request_id = parsed.request_id.clone();
     let held_again = |core: &Core| -> Option<Response> {
         let st = core.lock();
@@ -58,7 +54,7 @@ pub(crate) async fn answer(core: &Core, req: &Request, ask_segment: &str) -> Res
         Some(held_response(ask, &request_id))
     };
     let run = || async { decide(core, &ask_id, parsed) };
-    Ok(core.once(&request_id, held_again, run).await)
+    core.once(&request_id, held_again, run).await
 }
 
 fn held_response(ask_id: &str, request_id: &Id) -> Response {

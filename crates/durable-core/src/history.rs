@@ -11,11 +11,11 @@ use durable_types::exchange::{Request, Response};
 use durable_types::text::clean_line;
 use durable_types::{
     ConversationPage, Cursor, ErrorCode, HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX, HistoryPage, HistoryRow,
-    Item,
+    Id, Item,
 };
 
 use crate::core::Core;
-use crate::request::{Query, RequestError, path_id};
+use crate::request::{Query, RequestError};
 use crate::respond;
 
 /// One page of conversation rows.
@@ -194,8 +194,7 @@ pub(crate) async fn list(core: &Core, req: &Request) -> Result<Response, Respons
     ))
 }
 
-pub(crate) async fn conversation(core: &Core, req: &Request, session: &str) -> Result<Response, Response> {
-    let session = path_id(session, "session id")?;
+pub(crate) async fn conversation(core: &Core, req: &Request, session: Id) -> Result<Response, Response> {
     let (after, limit) = paging(req)?;
     let Some(provider) = core.provider() else {
         return Err(respond::error(ErrorCode::NotSupported, "this agent has no history provider"));

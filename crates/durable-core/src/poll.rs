@@ -10,7 +10,7 @@ use durable_types::{
 };
 
 use crate::core::Core;
-use crate::request::{Query, RequestError, body_bytes, path_id};
+use crate::request::Query;
 use crate::respond;
 
 pub(crate) fn hello(core: &Core, req: &Request) -> Response {
@@ -41,11 +41,7 @@ pub(crate) fn hello(core: &Core, req: &Request) -> Response {
 
 /// Collie announces itself; a version range that does not overlap ours is
 /// written through the warn sink once per Collie version.
-pub(crate) fn hello_post(core: &Core, req: &Request) -> Result<Response, Response> {
-    let body = body_bytes(req)?;
-    let hello: HelloRequest = serde_json::from_slice(body).map_err(|e| {
-        RequestError::Body(format!("POST /hello needs {{\"wire\": {{\"min\", \"max\"}}}}: {e}"))
-    })?;
+pub(crate) fn hello_post(core: &Core, hello: HelloRequest) -> Response {
     let compatible = WireRange::SDK.overlaps(hello.wire);
     if !compatible {
         let version = hello.collie.as_ref().map_or_else(|| "unknown".to_owned(), |c| c.version.clone());
@@ -62,7 +58,7 @@ pub(crate) fn hello_post(core: &Core, req: &Request) -> Result<Response, Respons
             ));
         }
     }
-    Ok(respond::json(200, &HelloPostResponse { ok: true, wire: WireRange::SDK, compatible }))
+    respond::json(200, &HelloPostResponse { ok: true, wire: WireRange::SDK, compatible })
 }
 
 /// `GET /v1/state[?since=N]`, with the `ETag` and `304`.
@@ -159,8 +155,7 @@ struct EventsPageRef<'a> {
 
 /// `GET /v1/panes/{pane}/events?after=N`: the tail after `N`, or the
 /// pane's view when the reader fell behind (or is ahead: an earlier epoch).
-pub(crate) fn events(core: &Core, req: &Request, pane: &str) -> Result<Response, Response> {
-    let pane = path_id(pane, "pane")?;
+pub(crate) fn events(core: &Core, req: &Request, pane: Id) -> Result<Response, Response> {
     let after = Query::of(req).u64("after")?.unwrap_or(0);
     let st = core.lock();
     let Some(p) = st.panes.get(&pane) else {

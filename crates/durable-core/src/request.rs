@@ -3,7 +3,10 @@
 //! a handler reads its request without the router.
 
 use durable_types::exchange::{Body, Request};
-use durable_types::{ErrorCode, Id, RuleError};
+use durable_types::{
+    AnswerRequest, CloseBody, ErrorCode, HelloRequest, Id, PlainBody, RenameBody, ReopenBody, RuleError,
+    SendBody, StarterBody, SteerBody,
+};
 
 /// Why a request is malformed in itself (`400`, or `413` for the body's
 /// size), before any handler looks at it. Its `Display` is the message the
@@ -90,9 +93,46 @@ pub(crate) fn path_id(segment: &str, what: &'static str) -> Result<Id, RequestEr
 
 /// The body bytes, or [`RequestError::TooLarge`] when it went over the limit
 /// while streaming.
-pub(crate) fn body_bytes(req: &Request) -> Result<&[u8], RequestError> {
+fn body_bytes(req: &Request) -> Result<&[u8], RequestError> {
     match &req.body {
         Body::Complete(b) => Ok(b),
         _ => Err(RequestError::TooLarge),
+    }
+}
+
+/// A route's body, parsed by its rules before the handler runs: the
+/// handler gets it typed.
+pub(crate) trait FromBody: Sized {
+    fn from_body(bytes: &[u8]) -> Result<Self, RequestError>;
+}
+
+/// The request's body, as the route's type.
+pub(crate) fn body<T: FromBody>(req: &Request) -> Result<T, RequestError> {
+    T::from_body(body_bytes(req)?)
+}
+
+macro_rules! write_bodies {
+    ($($body:ty),*) => {$(
+        impl FromBody for $body {
+            fn from_body(bytes: &[u8]) -> Result<Self, RequestError> {
+                <$body>::parse(bytes).map_err(RequestError::Body)
+            }
+        }
+    )*};
+}
+
+write_bodies!(SendBody, SteerBody, PlainBody, RenameBody, CloseBody, ReopenBody, StarterBody);
+
+impl FromBody for AnswerRequest {
+    fn from_body(bytes: &[u8]) -> Result<Self, RequestError> {
+        AnswerRequest::parse(bytes).map_err(|why| RequestError::Body(format!("answer: {why}")))
+    }
+}
+
+impl FromBody for HelloRequest {
+    fn from_body(bytes: &[u8]) -> Result<Self, RequestError> {
+        serde_json::from_slice(bytes).map_err(|e| {
+            RequestError::Body(format!("POST /hello needs {{\"wire\": {{\"min\", \"max\"}}}}: {e}"))
+        })
     }
 }

@@ -2,9 +2,10 @@
 //! checks every route shares (method, caller).
 
 use durable_types::exchange::{Caller, Method, Request, Response};
-use durable_types::{Cap, ErrorCode};
+use durable_types::{Cap, ErrorCode, Timestamp};
 
 use crate::core::Core;
+use crate::request::{body, path_id};
 use crate::respond;
 
 /// The routes of wire v1.
@@ -119,40 +120,68 @@ pub(crate) async fn route(core: &Core, req: Request) -> Response {
             return resp;
         }
     }
-    let result = match route {
+    dispatch(core, route, &req, arrival).await.unwrap_or_else(|resp| resp)
+}
+
+/// Hands the request to its route's handler, with the path ids and the body
+/// parsed to the route's types (path ids first, then the body).
+async fn dispatch(
+    core: &Core,
+    route: Route<'_>,
+    req: &Request,
+    arrival: Timestamp,
+) -> Result<Response, Response> {
+    Ok(match route {
         Route::Hello => match req.method {
-            Method::Get => Ok(crate::poll::hello(core, &req)),
-            _ => crate::poll::hello_post(core, &req),
+            Method::Get => crate::poll::hello(core, req),
+            _ => crate::poll::hello_post(core, body(req)?),
         },
-        Route::State => crate::poll::state(core, &req),
-        Route::Events(p) => crate::poll::events(core, &req, p),
+        Route::State => crate::poll::state(core, req)?,
+        Route::Events(p) => crate::poll::events(core, req, path_id(p, "pane")?)?,
         Route::History => {
-            if !core.caps().has(Cap::History) {
-                return respond::error(
-                    ErrorCode::NotSupported,
-                    "this agent does not declare the history capability",
-                );
-            }
-            crate::history::list(core, &req).await
+            history_gate(core)?;
+            crate::history::list(core, req).await?
         }
         Route::Conversation(s) => {
-            if !core.caps().has(Cap::History) {
-                return respond::error(
-                    ErrorCode::NotSupported,
-                    "this agent does not declare the history capability",
-                );
-            }
-            crate::history::conversation(core, &req, s).await
+            history_gate(core)?;
+            crate::history::conversation(core, req, path_id(s, "session id")?).await?
         }
-        Route::Answer(a) => crate::answer::answer(core, &req, a).await,
-        Route::Send(p) => crate::writes::send(core, &req, p, arrival).await,
-        Route::Steer(p) => crate::writes::steer(core, &req, p, arrival).await,
-        Route::Stop(p) => crate::writes::stop(core, &req, p).await,
-        Route::Action(p, a) => crate::writes::action(core, &req, p, a, arrival).await,
-        Route::Rename => crate::writes::rename(core, &req, arrival).await,
-        Route::Close => crate::writes::close(core, &req, arrival).await,
-        Route::Reopen => crate::writes::reopen(core, &req).await,
-        Route::Starter(s) => crate::writes::starter(core, &req, s).await,
-    };
-    result.unwrap_or_else(|resp| resp)
+        Route::Answer(a) => {
+            let ask_id = path_id(a, "ask id")?;
+            crate::answer::answer(core, ask_id, body(req)?).await
+        }
+        Route::Send(p) => {
+            let pane = path_id(p, "pane")?;
+            crate::writes::send(core, pane, body(req)?, arrival).await
+        }
+        Route::Steer(p) => {
+            let pane = path_id(p, "pane")?;
+            crate::writes::steer(core, pane, body(req)?, arrival).await
+        }
+        Route::Stop(p) => {
+            let pane = path_id(p, "pane")?;
+            crate::writes::stop(core, pane, body(req)?).await
+        }
+        Route::Action(p, a) => {
+            let pane = path_id(p, "pane")?;
+            let action = path_id(a, "action")?;
+            crate::writes::action(core, pane, action, body(req)?, arrival).await
+        }
+        Route::Rename => crate::writes::rename(core, body(req)?, arrival).await,
+        Route::Close => crate::writes::close(core, body(req)?, arrival).await,
+        Route::Reopen => crate::writes::reopen(core, body(req)?).await,
+        Route::Starter(s) => {
+            let starter = path_id(s, "starter")?;
+            crate::writes::starter(core, starter, body(req)?).await
+        }
+    })
+}
+
+/// History routes answer only when the agent declares the capability.
+fn history_gate(core: &Core) -> Result<(), Response> {
+    if core.caps().has(Cap::History) {
+        Ok(())
+    } else {
+        Err(respond::error(ErrorCode::NotSupported, "this agent does not declare the history capability"))
+    }
 }

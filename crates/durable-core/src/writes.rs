@@ -6,10 +6,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use durable_types::exchange::{Request, Response};
+use durable_types::exchange::Response;
 use durable_types::{
-    BUSY_MS, ErrorBody, ErrorCode, Id, Item, ItemBody, NoticeTone, ScopeId, Target, Timestamp, WriteBody,
-    WriteResponse,
+    BUSY_MS, CloseBody, ErrorBody, ErrorCode, Id, Item, ItemBody, NoticeTone, PlainBody, RenameBody,
+    ReopenBody, ScopeId, SendBody, StarterBody, SteerBody, Target, Timestamp, WriteResponse,
 };
 use serde_json::Value;
 use tokio::sync::{OwnedMutexGuard, oneshot};
@@ -21,7 +21,6 @@ use crate::handlers::{
 };
 use crate::layout::Pane;
 use crate::once::Ran;
-use crate::request::{body_bytes, path_id};
 use crate::respond;
 use crate::select::{Either, select};
 use crate::signal::AbortController;
@@ -80,13 +79,6 @@ const QUEUE_MAX: usize = 64;
 
 /// Who may take a pane's write: its own handlers, then the agent-wide ones.
 pub(crate) type Takers = (PaneTakers, PaneTakers);
-
-type Parse = fn(&[u8]) -> Result<WriteBody, String>;
-
-fn parse(req: &Request, parse: Parse) -> Result<WriteBody, Response> {
-    let body = body_bytes(req)?;
-    parse(body).map_err(respond::bad_request)
-}
 
 fn ok(resp: WriteResponse, group: String) -> Ran {
     Ran { response: respond::json(200, &resp), group: Some(group) }
@@ -289,16 +281,8 @@ pub(crate) fn derived_item_id(prefix: &str, id: &str) -> Id {
         .unwrap_or_else(|_| Id::new(prefix).unwrap_or_else(|_| unreachable!("a short prefix is an id")))
 }
 
-pub(crate) async fn send(
-    core: &Core,
-    req: &Request,
-    pane: &str,
-    arrival: Timestamp,
-) -> Result<Response, Response> {
-    let pane = path_id(pane, "pane")?;
-    let WriteBody::Send { request_id, text, turn_id } = parse(req, WriteBody::parse_send)? else {
-        return Err(respond::error(ErrorCode::Internal, "send body"));
-    };
+pub(crate) async fn send(core: &Core, pane: Id, body: SendBody, arrival: Timestamp) -> Response {
+    let SendBody { request_id, text, turn_id, .. } = body;
     let run = || async {
         let (_guard, takers) = match core.locked_takers(&pane, arrival, "send").await {
             Ok(found) => found,
@@ -358,19 +342,11 @@ pub(crate) async fn send(
             Taken::NotSupported => not_supported("send"),
         }
     };
-    Ok(core.once(&request_id, |_| None, run).await)
+    core.once(&request_id, |_| None, run).await
 }
 
-pub(crate) async fn steer(
-    core: &Core,
-    req: &Request,
-    pane: &str,
-    arrival: Timestamp,
-) -> Result<Response, Response> {
-    let pane = path_id(pane, "pane")?;
-    let WriteBody::Steer { request_id, text } = parse(req, WriteBody::parse_steer)? else {
-        return Err(respond::error(ErrorCode::Internal, "steer body"));
-    };
+pub(crate) async fn steer(core: &Core, pane: Id, body: SteerBody, arrival: Timestamp) -> Response {
+    let SteerBody { request_id, text, .. } = body;
     let run = || async {
         let (_guard, (own, wide)) = match core.locked_takers(&pane, arrival, "steer").await {
             Ok(found) => found,
@@ -407,15 +383,13 @@ pub(crate) async fn steer(
             Taken::NotSupported => not_supported("steer"),
         }
     };
-    Ok(core.once(&request_id, |_| None, run).await)
+    core.once(&request_id, |_| None, run).await
 }
 
 /// Stop never waits behind the pane's lock: a stuck send cannot keep it
 /// from acting.
-pub(crate) async fn stop(core: &Core, req: &Request, pane: &str) -> Result<Response, Response> {
-    let pane = path_id(pane, "pane")?;
-    let body = parse(req, WriteBody::parse_plain)?;
-    let request_id = body.request_id().clone();
+pub(crate) async fn stop(core: &Core, pane: Id, body: PlainBody) -> Response {
+    let request_id = body.request_id;
     let run = || async {
         let (own, wide) = match core.takers(&pane, "stop") {
             Ok(found) => found,
@@ -439,20 +413,17 @@ pub(crate) async fn stop(core: &Core, req: &Request, pane: &str) -> Result<Respo
         drop(st);
         ok(WriteResponse::new("stopped", request_id.clone()), format!("pane:{pane}"))
     };
-    Ok(core.once(&request_id, |_| None, run).await)
+    core.once(&request_id, |_| None, run).await
 }
 
 pub(crate) async fn action(
     core: &Core,
-    req: &Request,
-    pane: &str,
-    action: &str,
+    pane: Id,
+    action: Id,
+    body: PlainBody,
     arrival: Timestamp,
-) -> Result<Response, Response> {
-    let pane = path_id(pane, "pane")?;
-    let action = path_id(action, "action")?;
-    let body = parse(req, WriteBody::parse_plain)?;
-    let request_id = body.request_id().clone();
+) -> Response {
+    let request_id = body.request_id;
     let run = || async {
         let (_guard, (own, wide)) = match core.locked_takers(&pane, arrival, "actions").await {
             Ok(found) => found,
@@ -478,7 +449,7 @@ pub(crate) async fn action(
             Taken::NotSupported => not_supported("this action"),
         }
     };
-    Ok(core.once(&request_id, |_| None, run).await)
+    core.once(&request_id, |_| None, run).await
 }
 
 /// A rename or close target, resolved against the layout.
@@ -534,10 +505,8 @@ async fn resolve_and_lock(
     Ok((resolved, guard))
 }
 
-pub(crate) async fn rename(core: &Core, req: &Request, arrival: Timestamp) -> Result<Response, Response> {
-    let WriteBody::Rename { request_id, target, id, title } = parse(req, WriteBody::parse_rename)? else {
-        return Err(respond::error(ErrorCode::Internal, "rename body"));
-    };
+pub(crate) async fn rename(core: &Core, body: RenameBody, arrival: Timestamp) -> Response {
+    let RenameBody { request_id, target, id, title, .. } = body;
     let run = || async {
         let (resolved, _guard) = match resolve_and_lock(core, target, &id, arrival, "rename").await {
             Ok(found) => found,
@@ -565,13 +534,11 @@ pub(crate) async fn rename(core: &Core, req: &Request, arrival: Timestamp) -> Re
         }
         ok(WriteResponse::new("renamed", request_id.clone()), "renames".into())
     };
-    Ok(core.once(&request_id, |_| None, run).await)
+    core.once(&request_id, |_| None, run).await
 }
 
-pub(crate) async fn close(core: &Core, req: &Request, arrival: Timestamp) -> Result<Response, Response> {
-    let WriteBody::Close { request_id, target, id } = parse(req, WriteBody::parse_close)? else {
-        return Err(respond::error(ErrorCode::Internal, "close body"));
-    };
+pub(crate) async fn close(core: &Core, body: CloseBody, arrival: Timestamp) -> Response {
+    let CloseBody { request_id, target, id, .. } = body;
     let run = || async {
         let (resolved, _guard) = match resolve_and_lock(core, target, &id, arrival, "close").await {
             Ok(found) => found,
@@ -592,13 +559,11 @@ pub(crate) async fn close(core: &Core, req: &Request, arrival: Timestamp) -> Res
         drop(st);
         ok(WriteResponse::new("closed", request_id.clone()), "closes".into())
     };
-    Ok(core.once(&request_id, |_| None, run).await)
+    core.once(&request_id, |_| None, run).await
 }
 
-pub(crate) async fn reopen(core: &Core, req: &Request) -> Result<Response, Response> {
-    let WriteBody::Reopen { request_id, id } = parse(req, WriteBody::parse_reopen)? else {
-        return Err(respond::error(ErrorCode::Internal, "reopen body"));
-    };
+pub(crate) async fn reopen(core: &Core, body: ReopenBody) -> Response {
+    let ReopenBody { request_id, id, .. } = body;
     let run = || async {
         if let Some(h) = core.hooks() {
             match h.reopen_dyn(ReopenRequest { request_id: request_id.clone(), id: id.clone() }).await {
@@ -623,14 +588,11 @@ pub(crate) async fn reopen(core: &Core, req: &Request) -> Result<Response, Respo
             )))
         }
     };
-    Ok(core.once(&request_id, |_| None, run).await)
+    core.once(&request_id, |_| None, run).await
 }
 
-pub(crate) async fn starter(core: &Core, req: &Request, starter: &str) -> Result<Response, Response> {
-    let starter = path_id(starter, "starter")?;
-    let WriteBody::Starter { request_id, text } = parse(req, WriteBody::parse_starter)? else {
-        return Err(respond::error(ErrorCode::Internal, "starter body"));
-    };
+pub(crate) async fn starter(core: &Core, starter: Id, body: StarterBody) -> Response {
+    let StarterBody { request_id, text, .. } = body;
     let run = || async {
         let known = core.lock().starters.iter().any(|s| s.id == starter);
         if !known {
@@ -647,5 +609,5 @@ pub(crate) async fn starter(core: &Core, req: &Request, starter: &str) -> Result
             Err(r) => refusal(r, "starters"),
         }
     };
-    Ok(core.once(&request_id, |_| None, run).await)
+    core.once(&request_id, |_| None, run).await
 }
