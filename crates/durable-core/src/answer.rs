@@ -19,9 +19,6 @@ use crate::respond;
 use crate::state::Hold;
 use crate::timers::Timer;
 
-/// Answers held at once, at most: each may carry up to 1 MiB.
-const HOLDS_MAX: usize = 1000;
-
 /// Why an answer does not go through, after it met its ask (steps 6–7).
 pub(crate) enum Misfit {
     Shape(String),
@@ -50,7 +47,7 @@ pub(crate) async fn answer(core: &Core, ask_id: Id, parsed: AnswerRequest) -> Re
     let request_id = parsed.request_id.clone();
     let held_again = |core: &Core| -> Option<Response> {
         let st = core.lock();
-        let ask = st.hold_by_request.get(&request_id)?;
+        let ask = st.held_ask_of(&request_id)?;
         Some(held_response(ask, &request_id))
     };
     let run = || async { decide(core, &ask_id, parsed) };
@@ -70,8 +67,8 @@ fn decide(core: &Core, ask_id: &Id, req: AnswerRequest) -> Ran {
     let hold_ms = core.options().hold_ms;
     let mut st = core.lock();
     core.close_if_expired_locked(&mut st, ask_id.as_str(), now);
-    let Some(open) = st.asks.get(ask_id.as_str()) else {
-        if let Some((by, at, _)) = st.decided.get(ask_id.as_str()) {
+    let Some(open) = st.ask(ask_id.as_str()) else {
+        if let Some((by, at)) = st.decided(ask_id.as_str()) {
             return Ran::unstored(respond::failure(
                 ErrorBody::new(ErrorCode::AskClosed, format!("ask {ask_id} was already decided"))
                     .with("decidedBy", by.as_str())
@@ -85,19 +82,9 @@ fn decide(core: &Core, ask_id: &Id, req: AnswerRequest) -> Ran {
                 "no ask {ask_id}; an answer with the ask's hash would be held until the agent raises it"
             )));
         };
-        // Step 3: held for hold_ms. A newer hold for the same ask replaces
-        // the older one, whose request id is free again.
-        st.take_hold(ask_id.as_str());
-        if st.holds.len() >= HOLDS_MAX {
-            // The oldest hold goes; its request id is free again.
-            let oldest = st.holds.iter().min_by_key(|(_, h)| h.arrived_at).map(|(id, _)| id.clone());
-            if let Some(id) = oldest {
-                st.take_hold(&id);
-            }
-        }
+        // Step 3: held for hold_ms.
         let expires_at = now.plus_millis(hold_ms);
-        st.hold_by_request.insert(req.request_id.clone(), ask_id.to_string());
-        st.holds.insert(
+        st.hold_answer(
             ask_id.to_string(),
             Hold {
                 request_id: req.request_id.clone(),
@@ -112,8 +99,8 @@ fn decide(core: &Core, ask_id: &Id, req: AnswerRequest) -> Ran {
         return Ran::unstored(held_response(ask_id.as_str(), &req.request_id));
     };
     if let Some(hash) = &req.hash {
-        if *hash != open.ask.hash {
-            let ask = serde_json::to_value(&open.ask).unwrap_or_default();
+        if *hash != open.hash {
+            let ask = serde_json::to_value(open).unwrap_or_default();
             return Ran::unstored(respond::failure(
                 ErrorBody::new(
                     ErrorCode::HashMismatch,
@@ -123,7 +110,7 @@ fn decide(core: &Core, ask_id: &Id, req: AnswerRequest) -> Ran {
             ));
         }
     }
-    let answer = match check_fit(&open.ask, &req.answer, req.confirm_always) {
+    let answer = match check_fit(open, &req.answer, req.confirm_always) {
         Ok(a) => a,
         Err(Misfit::Shape(why)) => return Ran::unstored(respond::bad_request(format!("answer: {why}"))),
         Err(Misfit::ConfirmRequired) => {
@@ -133,7 +120,7 @@ fn decide(core: &Core, ask_id: &Id, req: AnswerRequest) -> Ran {
             ));
         }
     };
-    let pane = open.ask.pane.clone();
+    let pane = open.pane.clone();
     core.close_ask_locked(&mut st, ask_id.as_str(), DecidedBy::Phone, Outcome::Answered, Some(answer), now);
     Ran {
         response: respond::json(200, &answered_body(ask_id.as_str(), now, &req.request_id)),

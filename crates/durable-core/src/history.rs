@@ -126,17 +126,7 @@ impl Core {
     /// session id becomes its pane id unless `tab.pane()` named another.
     pub fn history(&self, provider: impl HistoryProvider) {
         *self.shared.history.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(provider));
-        let mut st = self.lock();
-        st.has_history = true;
-        let ids: Vec<_> = st.panes.keys().cloned().collect();
-        for id in ids {
-            st.touch_pane(&id);
-        }
-        // Panes closed before the provider was set get their session id too.
-        for closed in &mut st.closed {
-            closed.view.session_id = closed.data.session_id(true);
-        }
-        st.bump_layout();
+        self.lock().enable_history();
     }
 
     fn provider(&self) -> Option<Arc<dyn DynHistory>> {
