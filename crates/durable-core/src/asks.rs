@@ -143,7 +143,9 @@ impl Core {
         let (tx, rx) = oneshot::channel();
         let (closed_tx, closed_rx) = oneshot::channel();
         let expires_at = ask.expires_at;
+        let kind = ask.kind.name();
         st.open_ask(ask, now, tx, closed_tx);
+        tracing::info!(target: "durable", ask_id = %id, kind, pane = %pane, "ask raised");
 
         // Past its expiry already (raised again after a restart): it times
         // out at once, and an answer held meanwhile does not win.
@@ -223,6 +225,7 @@ impl Core {
     ) {
         let Some(mut open) = st.close_ask(id, by, outcome, now) else { return };
         let pane = open.ask.pane.clone();
+        tracing::info!(target: "durable", ask_id = %id, outcome = %outcome, decided_by = %by, pane = %pane, "ask decided");
         if let Some(tx) = open.sender.take() {
             let result = match answer {
                 Some(answer) => Ok(Decided { answer, decided_by: by, decided_at: now }),

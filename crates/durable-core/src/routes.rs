@@ -62,10 +62,17 @@ fn parse_route(path: &str) -> Option<Route<'_>> {
     })
 }
 
+/// A `tracing` warning naming the check that refused a caller. The path is
+/// written escaped (it comes from the network).
+fn refused_caller(check: &'static str, req: &Request) {
+    tracing::warn!(target: "durable", check, method = ?req.method, path = ?req.path, "caller refused");
+}
+
 /// Checks shared by every write, in the contract's order after the route:
 /// caller (403), then capability (409).
 fn write_gate(core: &Core, req: &Request, cap: Cap) -> Result<(), Response> {
     if req.caller == Caller::SelfOrDescendant {
+        refused_caller("self-or-descendant", req);
         return Err(respond::error(
             ErrorCode::CallerRefused,
             "a write from the agent itself or a process it launched is refused",
@@ -86,6 +93,7 @@ pub(crate) async fn route(core: &Core, req: Request) -> Response {
     // Another user id is refused outright (§1.1), before anything about the
     // agent's routes is told.
     if req.caller == Caller::OtherUser {
+        refused_caller("other-user", &req);
         return respond::error(ErrorCode::CallerRefused, "a connection from another user is refused");
     }
     let Some(route) = parse_route(&req.path) else {
