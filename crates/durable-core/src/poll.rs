@@ -92,7 +92,6 @@ pub(crate) fn state(core: &Core, req: &Request) -> Result<Response, Response> {
         })
         .collect();
     let layout = full || st.layout_seq() > n;
-    // A pane closed, brought back and closed again is listed once.
     let removed = if full { Vec::new() } else { st.removed_since(n) };
     let body = StateResponse {
         ok: true,

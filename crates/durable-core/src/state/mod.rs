@@ -19,12 +19,13 @@ use durable_types::{DecidedBy, Id, STATE_SEQ_MEMORY, StarterView, Timestamp};
 use crate::receipts::Receipt;
 use crate::timers::{Timer, Timers};
 
-pub(crate) use asks::{Hold, OpenAsk};
+pub(crate) use asks::Hold;
 pub(crate) use layout::TabKey;
-pub(crate) use panes::{PaneData, PaneFields, QueuedSend, SessionId};
+pub(crate) use panes::{PaneFields, QueuedSend, SessionId};
 
+use asks::OpenAsk;
 use layout::WorkspaceData;
-use panes::ClosedPane;
+use panes::{ClosedPane, PaneData};
 
 /// Collie versions warned about at most (the version comes from the network).
 const WARNED_VERSIONS_MAX: usize = 64;
@@ -209,7 +210,8 @@ impl State {
         }
     }
 
-    /// Pane ids removed after `seq` and not open again, each once.
+    /// Pane ids removed after `seq` and not open again, each once (a pane
+    /// closed, brought back and closed again is listed once).
     pub(crate) fn removed_since(&self, seq: u64) -> Vec<String> {
         let mut seen = HashSet::new();
         self.removed
