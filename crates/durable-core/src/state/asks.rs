@@ -52,7 +52,9 @@ impl State {
 
     /// The ids of a pane's open asks, oldest first.
     pub(crate) fn open_asks_of(&self, pane: &Id) -> Vec<String> {
-        self.asks_in_order().into_iter().filter(|a| &a.pane == pane).map(|a| a.id.clone()).collect()
+        let mut v: Vec<&OpenAsk> = self.asks.values().filter(|a| &a.ask.pane == pane).collect();
+        v.sort_by_key(|a| a.order);
+        v.into_iter().map(|a| a.ask.id.clone()).collect()
     }
 
     /// Who decided an ask that is no longer open, and when.
