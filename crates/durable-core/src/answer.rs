@@ -8,7 +8,7 @@
 //! 6. the answer does not fit → `400`;
 //! 7. an allow-always pick without `confirmAlways` → `409 confirm-required`.
 
-use durable_types::exchange::{Request, Response};
+use durable_types::exchange::Response;
 use durable_types::{Answer, AnswerBody, AnswerRequest, Ask, DecidedBy, ErrorBody, ErrorCode, Id, Outcome};
 use serde_json::json;
 
@@ -16,12 +16,8 @@ use crate::asks::answered_body;
 use crate::core::Core;
 use crate::once::Ran;
 use crate::respond;
-use crate::routes::{body_bytes, path_id};
 use crate::state::Hold;
 use crate::timers::Timer;
-
-/// Answers held at once, at most: each may carry up to 1 MiB.
-const HOLDS_MAX: usize = 1000;
 
 /// Why an answer does not go through, after it met its ask (steps 6–7).
 pub(crate) enum Misfit {
@@ -47,18 +43,15 @@ pub(crate) fn check_fit(ask: &Ask, body: &AnswerBody, confirm_always: bool) -> R
     Ok(answer)
 }
 
-pub(crate) async fn answer(core: &Core, req: &Request, ask_segment: &str) -> Result<Response, Response> {
-    let ask_id = path_id(ask_segment, "ask id")?;
-    let body = body_bytes(req)?;
-    let parsed = AnswerRequest::parse(body).map_err(|why| respond::bad_request(format!("answer: {why}")))?;
+pub(crate) async fn answer(core: &Core, ask_id: Id, parsed: AnswerRequest) -> Response {
     let request_id = parsed.request_id.clone();
     let held_again = |core: &Core| -> Option<Response> {
         let st = core.lock();
-        let ask = st.hold_by_request.get(&request_id)?;
+        let ask = st.held_ask_of(&request_id)?;
         Some(held_response(ask, &request_id))
     };
     let run = || async { decide(core, &ask_id, parsed) };
-    Ok(core.once(&request_id, held_again, run).await)
+    core.once(&request_id, held_again, run).await
 }
 
 fn held_response(ask_id: &str, request_id: &Id) -> Response {
@@ -74,8 +67,8 @@ fn decide(core: &Core, ask_id: &Id, req: AnswerRequest) -> Ran {
     let hold_ms = core.options().hold_ms;
     let mut st = core.lock();
     core.close_if_expired_locked(&mut st, ask_id.as_str(), now);
-    let Some(open) = st.asks.get(ask_id.as_str()) else {
-        if let Some((by, at, _)) = st.decided.get(ask_id.as_str()) {
+    let Some(open) = st.ask(ask_id.as_str()) else {
+        if let Some((by, at)) = st.decided(ask_id.as_str()) {
             return Ran::unstored(respond::failure(
                 ErrorBody::new(ErrorCode::AskClosed, format!("ask {ask_id} was already decided"))
                     .with("decidedBy", by.as_str())
@@ -89,19 +82,9 @@ fn decide(core: &Core, ask_id: &Id, req: AnswerRequest) -> Ran {
                 "no ask {ask_id}; an answer with the ask's hash would be held until the agent raises it"
             )));
         };
-        // Step 3: held for hold_ms. A newer hold for the same ask replaces
-        // the older one, whose request id is free again.
-        st.take_hold(ask_id.as_str());
-        if st.holds.len() >= HOLDS_MAX {
-            // The oldest hold goes; its request id is free again.
-            let oldest = st.holds.iter().min_by_key(|(_, h)| h.arrived_at).map(|(id, _)| id.clone());
-            if let Some(id) = oldest {
-                st.take_hold(&id);
-            }
-        }
+        // Step 3: held for hold_ms.
         let expires_at = now.plus_millis(hold_ms);
-        st.hold_by_request.insert(req.request_id.clone(), ask_id.to_string());
-        st.holds.insert(
+        st.hold_answer(
             ask_id.to_string(),
             Hold {
                 request_id: req.request_id.clone(),
@@ -116,8 +99,8 @@ fn decide(core: &Core, ask_id: &Id, req: AnswerRequest) -> Ran {
         return Ran::unstored(held_response(ask_id.as_str(), &req.request_id));
     };
     if let Some(hash) = &req.hash {
-        if *hash != open.ask.hash {
-            let ask = serde_json::to_value(&open.ask).unwrap_or_default();
+        if *hash != open.hash {
+            let ask = serde_json::to_value(open).unwrap_or_default();
             return Ran::unstored(respond::failure(
                 ErrorBody::new(
                     ErrorCode::HashMismatch,
@@ -127,7 +110,7 @@ fn decide(core: &Core, ask_id: &Id, req: AnswerRequest) -> Ran {
             ));
         }
     }
-    let answer = match check_fit(&open.ask, &req.answer, req.confirm_always) {
+    let answer = match check_fit(open, &req.answer, req.confirm_always) {
         Ok(a) => a,
         Err(Misfit::Shape(why)) => return Ran::unstored(respond::bad_request(format!("answer: {why}"))),
         Err(Misfit::ConfirmRequired) => {
@@ -137,7 +120,7 @@ fn decide(core: &Core, ask_id: &Id, req: AnswerRequest) -> Ran {
             ));
         }
     };
-    let pane = open.ask.pane.clone();
+    let pane = open.pane.clone();
     core.close_ask_locked(&mut st, ask_id.as_str(), DecidedBy::Phone, Outcome::Answered, Some(answer), now);
     Ran {
         response: respond::json(200, &answered_body(ask_id.as_str(), now, &req.request_id)),

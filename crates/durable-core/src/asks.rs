@@ -7,8 +7,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use durable_types::{
-    Answer, AnswerBody, AskOption, AskSpec, DecidedBy, EventBody, Id, Item, ItemBody, NoticeTone, Outcome,
-    RuleError, Timestamp, ToolInfo,
+    Answer, AnswerBody, AskOption, AskSpec, DecidedBy, Id, Outcome, RuleError, Timestamp, ToolInfo,
 };
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -18,7 +17,7 @@ use crate::layout::Pane;
 use crate::receipts::Receipt;
 use crate::select::{Either, select};
 use crate::signal::AbortSignal;
-use crate::state::{OpenAsk, State};
+use crate::state::State;
 use crate::timers::Timer;
 
 /// An ask closed without an answer: it timed out, or was aborted (signal,
@@ -126,16 +125,15 @@ impl Core {
     ) -> Result<AskHandle, RuleError> {
         let now = self.now();
         let allow_always = self.shared.options.allow_always;
-        let tail = self.shared.options.tail_limit;
         let mut st = self.lock();
-        if !st.panes.contains_key(pane) {
+        if !st.is_open(pane) {
             return Err(RuleError::invalid_state(
                 "pane",
                 format!("pane {pane} is closed: an ask needs an open pane"),
             ));
         }
         let ask = spec.build(pane, now, allow_always)?;
-        if st.asks.contains_key(&ask.id) {
+        if st.is_ask_open(&ask.id) {
             return Err(RuleError::invalid(
                 "ask-open",
                 format!("ask {} (pane {pane}, tool call {}) is already open", ask.id, ask.tool_call_id),
@@ -144,15 +142,10 @@ impl Core {
         let id = ask.id.clone();
         let (tx, rx) = oneshot::channel();
         let (closed_tx, closed_rx) = oneshot::channel();
-        st.decided.remove(&id);
-        st.next_ask_order += 1;
-        let order = st.next_ask_order;
         let expires_at = ask.expires_at;
-        st.asks.insert(
-            id.clone(),
-            OpenAsk { ask: ask.clone(), order, sender: Some(tx), closed_tx: Some(closed_tx) },
-        );
-        st.pane_event(pane, now, EventBody::Ask { ask: Box::new(ask) }, tail);
+        let kind = ask.kind.name();
+        st.open_ask(ask, now, tx, closed_tx);
+        tracing::info!(target: "durable", ask_id = %id, kind, pane = %pane, "ask raised");
 
         // Past its expiry already (raised again after a restart): it times
         // out at once, and an answer held meanwhile does not win.
@@ -163,13 +156,13 @@ impl Core {
             }
             Some(at) => {
                 self.apply_hold(&mut st, &id, now);
-                if st.asks.contains_key(&id) {
+                if st.is_ask_open(&id) {
                     self.add_timer(&mut st, at, Timer::AskExpiry(id.clone()));
                 }
             }
             None => self.apply_hold(&mut st, &id, now),
         }
-        let still_open = st.asks.contains_key(&id);
+        let still_open = st.is_ask_open(&id);
         drop(st);
         if let (Some(signal), true) = (signal, still_open) {
             let core = self.clone();
@@ -187,21 +180,20 @@ impl Core {
     /// matches and it fits, else discarded (its request id is free again).
     fn apply_hold(&self, st: &mut State, id: &str, now: Timestamp) {
         let Some(hold) = st.take_hold(id) else { return };
-        let Some(open) = st.asks.get(id) else { return };
-        if open.ask.hash != hold.hash {
+        let Some(ask) = st.ask(id) else { return };
+        if ask.hash != hold.hash {
             return;
         }
         // An answer that arrived after the ask's expiry came too late.
-        if open.ask.expires_at.is_some_and(|at| at <= hold.arrived_at) {
+        if ask.expires_at.is_some_and(|at| at <= hold.arrived_at) {
             return;
         }
-        let ask = &open.ask;
         let fits = crate::answer::check_fit(ask, &hold.answer, hold.confirm_always);
         let Ok(answer) = fits else { return };
         let pane = ask.pane.clone();
         let body = answered_body(id, now, &hold.request_id);
         let receipt = Receipt { status: 200, body };
-        st.memory_receipts.insert(hold.request_id.clone(), receipt.clone());
+        st.keep_receipt(hold.request_id.clone(), receipt.clone());
         self.close_ask_locked(st, id, DecidedBy::Phone, Outcome::Answered, Some(answer), now);
         let core = self.clone();
         let request_id = hold.request_id;
@@ -209,7 +201,7 @@ impl Core {
             let group = format!("pane:{pane}");
             match core.shared.options.receipts.put_dyn(request_id.as_str(), receipt, &group).await {
                 Ok(()) => {
-                    core.lock().memory_receipts.remove(&request_id);
+                    core.lock().forget_receipt(&request_id);
                 }
                 // Kept in memory: a repeat in this process still replays it.
                 Err(e) => core.warn(&format!(
@@ -219,9 +211,9 @@ impl Core {
         });
     }
 
-    /// Closes an open ask. `answer` is `Some` for an answer (phone or
-    /// program), `None` for a timeout or an abort. Writes the `ask-closed`
-    /// event and, unless the phone decided, one chat notice.
+    /// Closes an open ask (the state writes its `ask-closed` event and
+    /// notice) and resolves its awaitable. `answer` is `Some` for an answer
+    /// (phone or program), `None` for a timeout or an abort.
     pub(crate) fn close_ask_locked(
         &self,
         st: &mut State,
@@ -231,36 +223,9 @@ impl Core {
         answer: Option<Answer>,
         now: Timestamp,
     ) {
-        let Some(mut open) = st.asks.remove(id) else { return };
-        let tail = self.shared.options.tail_limit;
-        st.remember_decided(id.to_owned(), by, now);
+        let Some(mut open) = st.close_ask(id, by, outcome, now) else { return };
         let pane = open.ask.pane.clone();
-        st.pane_event(
-            &pane,
-            now,
-            EventBody::AskClosed { ask_id: id.to_owned(), decided_by: by, decided_at: now, outcome },
-            tail,
-        );
-        let notice = match (by, outcome) {
-            (DecidedBy::Timeout, _) => {
-                Some((format!("Timed out before an answer: {}", open.ask.title), NoticeTone::Warn))
-            }
-            (DecidedBy::Program, Outcome::Answered) => {
-                Some((format!("Answered in the agent: {}", open.ask.title), NoticeTone::Info))
-            }
-            (DecidedBy::Program, _) => {
-                Some((format!("Stopped before an answer: {}", open.ask.title), NoticeTone::Info))
-            }
-            _ => None,
-        };
-        if let Some((text, tone)) = notice {
-            if let Ok(item_id) = Id::new(format!("ask-closed-{id}")) {
-                let item = Item::new(item_id, ItemBody::Notice { text, partial: false, tone: Some(tone) });
-                if let Ok((item, _)) = item.sanitized() {
-                    st.pane_event(&pane, now, EventBody::Item { item: item.into() }, tail);
-                }
-            }
-        }
+        tracing::info!(target: "durable", ask_id = %id, outcome = %outcome, decided_by = %by, pane = %pane, "ask decided");
         if let Some(tx) = open.sender.take() {
             let result = match answer {
                 Some(answer) => Ok(Decided { answer, decided_by: by, decided_at: now }),
@@ -271,7 +236,7 @@ impl Core {
         if let Some(tx) = open.closed_tx.take() {
             let _ = tx.send(());
         }
-        let waiting = st.panes.get(&pane).is_some_and(|p| !p.queued.is_empty());
+        let waiting = st.pane(&pane).is_some_and(|p| p.has_queued());
         if waiting && st.open_asks_of(&pane).is_empty() {
             let core = self.clone();
             self.push_job(async move { core.deliver_queued(&pane) });
@@ -299,16 +264,13 @@ impl Core {
     /// An open ask past its `expiresAt` closes by timeout now, whether or not
     /// the driver has ticked: an answer that arrives late must not win.
     pub(crate) fn close_if_expired_locked(&self, st: &mut State, id: &str, now: Timestamp) {
-        if st.asks.get(id).and_then(|a| a.ask.expires_at).is_some_and(|at| at <= now) {
+        if st.ask(id).and_then(|a| a.expires_at).is_some_and(|at| at <= now) {
             self.close_ask_locked(st, id, DecidedBy::Timeout, Outcome::Timeout, None, now);
         }
     }
 
     pub(crate) fn expire_hold(&self, id: &str, now: Timestamp) {
-        let mut st = self.lock();
-        if st.holds.get(id).is_some_and(|h| h.expires_at <= now) {
-            st.take_hold(id);
-        }
+        self.lock().expire_hold(id, now);
     }
 
     /// The program answers an ask itself (another channel answered).
@@ -316,11 +278,11 @@ impl Core {
         let now = self.now();
         let mut st = self.lock();
         self.close_if_expired_locked(&mut st, ask_id, now);
-        let open = st.asks.get(ask_id).filter(|a| &a.ask.pane == pane).ok_or_else(|| {
+        let open = st.ask(ask_id).filter(|a| &a.pane == pane).ok_or_else(|| {
             RuleError::invalid_state("ask", format!("ask {ask_id} is not open on pane {pane}"))
         })?;
         let answer = answer_body(&answer)
-            .fit(&open.ask.kind)
+            .fit(&open.kind)
             .map_err(|why| RuleError::invalid("answer", format!("answer rule: {why}")))?;
         self.close_ask_locked(&mut st, ask_id, DecidedBy::Program, Outcome::Answered, Some(answer), now);
         Ok(())

@@ -87,10 +87,11 @@ pub fn create_core(options: CoreOptions) -> Core {
 impl Core {
     /// Builds a core from its options.
     pub fn new(options: CoreOptions) -> Core {
+        let state = State::new(options.tail_limit);
         Core {
             shared: Arc::new(Shared {
                 options,
-                state: Mutex::new(State::new()),
+                state: Mutex::new(state),
                 driver: Mutex::new(DriverState {
                     jobs: VecDeque::new(),
                     wakeups: Vec::new(),
@@ -115,13 +116,13 @@ impl Core {
 
     /// The earliest time at which the driver must call [`Core::tick`].
     pub fn next_deadline(&self) -> Option<Timestamp> {
-        self.lock().timers.next_deadline()
+        self.lock().next_deadline()
     }
 
     /// Fires every deadline at or before `now`: ask expiry, held answers,
     /// the `busy` wait.
     pub fn tick(&self, now: Timestamp) {
-        let due = self.lock().timers.due(now);
+        let due = self.lock().take_due(now);
         for timer in due {
             match timer {
                 Timer::AskExpiry(id) => self.expire_ask(&id, now),
@@ -176,11 +177,7 @@ impl Core {
     /// Marks the agent ready: `GET /hello` and the state say `ready: true`
     /// (until then Collie shows "starting").
     pub fn ready(&self) {
-        let mut st = self.lock();
-        if !st.ready {
-            st.ready = true;
-            st.bump();
-        }
+        self.lock().mark_ready();
     }
 
     /// The capabilities in force: the ones given, or what this agent can
@@ -195,19 +192,19 @@ impl Core {
         }
         let st = self.lock();
         let mut caps = Caps::none().with(Cap::Asks);
-        if st.has_chat {
+        if st.has_chat() {
             caps = caps.with(Cap::Send).with(Cap::Steer).with(Cap::Abort);
         }
-        if st.has_actions {
+        if st.has_actions() {
             caps = caps.with(Cap::Actions).with(Cap::Abort);
         }
-        if st.has_hooks {
+        if st.has_hooks() {
             caps = caps.with(Cap::Rename).with(Cap::Close).with(Cap::Reopen);
-            if !st.starters.is_empty() {
+            if !st.starters().is_empty() {
                 caps = caps.with(Cap::Starters);
             }
         }
-        if st.has_history {
+        if st.has_history() {
             caps = caps.with(Cap::History);
         }
         caps
@@ -217,21 +214,21 @@ impl Core {
     /// starters (replacing earlier ones).
     pub fn set_hooks(&self, hooks: impl Hooks) {
         *self.shared.hooks.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(hooks));
-        self.lock().has_hooks = true;
+        self.lock().note_hooks();
     }
 
     /// Sets what runs when the phone sends text to a pane that has no chat
     /// handler of its own ([`Pane::on_send`](crate::Pane::on_send)).
     pub fn on_send(&self, handler: impl ChatHandler) {
         self.shared.handlers.write().unwrap_or_else(|e| e.into_inner()).chat = Some(Arc::new(handler));
-        self.lock().has_chat = true;
+        self.lock().note_chat_handler();
     }
 
     /// Sets what runs when the phone presses an action button on a pane
     /// that has no action handler of its own ([`Pane::on_action`](crate::Pane::on_action)).
     pub fn on_action(&self, handler: impl ActionHandler) {
         self.shared.handlers.write().unwrap_or_else(|e| e.into_inner()).actions = Some(Arc::new(handler));
-        self.lock().has_actions = true;
+        self.lock().note_action_handler();
     }
 
     pub(crate) fn default_handlers(&self) -> PaneTakers {
@@ -250,28 +247,14 @@ impl Core {
         controller: AbortController,
         inbox: tokio::sync::mpsc::UnboundedSender<String>,
     ) -> Result<u64, durable_types::RuleError> {
-        let mut st = self.lock();
-        st.turn_tokens += 1;
-        let token = st.turn_tokens;
-        let p = st
-            .panes
-            .get_mut(pane)
-            .ok_or_else(|| durable_types::RuleError::closed("pane", format!("pane {pane} is closed")))?;
-        p.turn_cancel = Some(controller);
-        p.turn_inbox = Some((token, inbox));
-        Ok(token)
+        self.lock()
+            .install_turn(pane, controller, inbox)
+            .ok_or_else(|| durable_types::RuleError::closed("pane", format!("pane {pane} is closed")))
     }
 
     /// Forgets the pane's current turn if it is this one; says whether it was.
     pub(crate) fn uninstall_turn(&self, pane: &durable_types::Id, token: u64) -> bool {
-        let mut st = self.lock();
-        let Some(p) = st.panes.get_mut(pane) else { return false };
-        if p.turn_inbox.as_ref().is_some_and(|(t, _)| *t == token) {
-            p.turn_inbox = None;
-            true
-        } else {
-            false
-        }
+        self.lock().uninstall_turn(pane, token)
     }
 
     pub(crate) fn lock(&self) -> StateGuard<'_> {
@@ -291,7 +274,7 @@ impl Core {
 
     /// Adds a deadline and wakes the driver when it is the earliest.
     pub(crate) fn add_timer(&self, st: &mut State, at: Timestamp, timer: Timer) {
-        if st.timers.add(at, timer) {
+        if st.add_timer(at, timer) {
             self.wake_soon();
         }
     }

@@ -11,12 +11,12 @@ use durable_types::exchange::{Request, Response};
 use durable_types::text::clean_line;
 use durable_types::{
     ConversationPage, Cursor, ErrorCode, HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX, HistoryPage, HistoryRow,
-    Item,
+    Id, Item,
 };
 
 use crate::core::Core;
+use crate::request::{Query, RequestError};
 use crate::respond;
-use crate::routes::{Query, path_id};
 
 /// One page of conversation rows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,17 +126,7 @@ impl Core {
     /// session id becomes its pane id unless `tab.pane()` named another.
     pub fn history(&self, provider: impl HistoryProvider) {
         *self.shared.history.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(provider));
-        let mut st = self.lock();
-        st.has_history = true;
-        let ids: Vec<_> = st.panes.keys().cloned().collect();
-        for id in ids {
-            st.touch_pane(&id);
-        }
-        // Panes closed before the provider was set get their session id too.
-        for closed in &mut st.closed {
-            closed.view.session_id = closed.data.session_id(true);
-        }
-        st.bump_layout();
+        self.lock().enable_history();
     }
 
     fn provider(&self) -> Option<Arc<dyn DynHistory>> {
@@ -156,17 +146,22 @@ fn clean_row(core: &Core, mut row: HistoryRow) -> Option<HistoryRow> {
     Some(row)
 }
 
-fn paging(req: &Request) -> Result<(Option<Cursor>, usize), Response> {
-    let q = Query::parse(req.query.as_deref());
+fn paging(req: &Request) -> Result<(Option<Cursor>, usize), RequestError> {
+    let q = Query::of(req);
     let after = match q.get("after") {
         None => None,
-        Some(a) => Some(Cursor::new(a).map_err(|e| respond::bad_request(format!("after: {e}")))?),
+        Some(a) => Some(Cursor::new(a).map_err(|source| RequestError::Cursor { key: "after", source })?),
     };
     let limit = match q.u64("limit")? {
         None => HISTORY_LIMIT_DEFAULT,
         Some(n) if (1..=HISTORY_LIMIT_MAX as u64).contains(&n) => n as usize,
-        Some(n) => {
-            return Err(respond::bad_request(format!("limit is 1 to {HISTORY_LIMIT_MAX}, not {n}")));
+        Some(value) => {
+            return Err(RequestError::OutOfBounds {
+                key: "limit",
+                min: 1,
+                max: HISTORY_LIMIT_MAX as u64,
+                value,
+            });
         }
     };
     Ok((after, limit))
@@ -189,8 +184,7 @@ pub(crate) async fn list(core: &Core, req: &Request) -> Result<Response, Respons
     ))
 }
 
-pub(crate) async fn conversation(core: &Core, req: &Request, session: &str) -> Result<Response, Response> {
-    let session = path_id(session, "session id")?;
+pub(crate) async fn conversation(core: &Core, req: &Request, session: Id) -> Result<Response, Response> {
     let (after, limit) = paging(req)?;
     let Some(provider) = core.provider() else {
         return Err(respond::error(ErrorCode::NotSupported, "this agent has no history provider"));

@@ -1,25 +1,20 @@
 //! The program's side of the layout: [`Workspace`], [`Tab`] and [`Pane`]
 //! handles, and what a pane shows (items, state, actions, title).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
 use durable_types::text::clean_line;
 use durable_types::{
-    ActionView, Answer, AskSpec, ClosedView, EventBody, HARNESS_MAX, Id, Item, PaneState, RuleError, ScopeId,
-    TITLE_MAX,
+    ActionView, Answer, AskSpec, EventBody, HARNESS_MAX, Id, Item, PaneState, RuleError, ScopeId, TITLE_MAX,
 };
 
 use crate::asks::AskHandle;
 use crate::core::Core;
 use crate::handlers::{ActionHandler, ChatHandler};
 use crate::signal::AbortSignal;
-use crate::state::{ClosedPane, PaneData, SessionId, State, TabData, TabKey, WorkspaceData};
-
-/// Closed panes kept for reopen (and listed in the state's `closed`).
-const CLOSED_MEMORY: usize = 500;
+use crate::state::{PaneFields, SessionId, State, TabKey};
 
 fn title(s: &str) -> String {
     clean_line(s, TITLE_MAX).text
@@ -110,18 +105,14 @@ impl Core {
     /// An id breaking the ID rule (or holding `:`) is an `Err`.
     pub fn workspace(&self, id: &str, title_text: &str) -> Result<Workspace, RuleError> {
         let id = ScopeId::new(id)?;
-        let mut st = self.lock();
-        if !st.workspaces.iter().any(|w| w.id == id) {
-            st.workspaces.push(WorkspaceData { id: id.clone(), title: title(title_text), tabs: Vec::new() });
-            st.bump_layout();
-        }
+        self.lock().add_workspace(id.clone(), title(title_text));
         Ok(Workspace { core: self.clone(), id })
     }
 
     /// A handle to an open pane, if there is one with this id.
     pub fn pane(&self, id: &str) -> Option<Pane> {
         let id = Id::new(id).ok()?;
-        self.lock().panes.contains_key(&id).then(|| Pane { core: self.clone(), id })
+        self.lock().is_open(&id).then(|| Pane { core: self.clone(), id })
     }
 
     /// Adds (or relabels) a starter: a button on the phone that starts a new
@@ -129,23 +120,13 @@ impl Core {
     pub fn starter(&self, id: &str, label: &str) -> Result<(), RuleError> {
         let id = Id::new(id)?;
         let label = title(label);
-        let mut st = self.lock();
-        match st.starters.iter_mut().find(|s| s.id == id) {
-            Some(s) => s.label = label,
-            None => st.starters.push(durable_types::StarterView { id, label }),
-        }
-        st.bump_layout();
+        self.lock().set_starter(id, label);
         Ok(())
     }
 
     /// Removes a starter.
     pub fn remove_starter(&self, id: &str) {
-        let mut st = self.lock();
-        let before = st.starters.len();
-        st.starters.retain(|s| s.id != id);
-        if st.starters.len() != before {
-            st.bump_layout();
-        }
+        self.lock().remove_starter(id);
     }
 
     /// Removes a pane from the layout (closing its asks as aborted) and keeps
@@ -153,68 +134,16 @@ impl Core {
     pub(crate) fn close_pane_locked(&self, st: &mut State, pane: &Id) -> bool {
         let now = self.now();
         self.abort_asks_of(st, pane, now);
-        let Some(mut data) = st.panes.remove(pane) else { return false };
+        if !st.close_pane(pane) {
+            return false;
+        }
         self.shared.writes.remove(pane);
-        if let Some(c) = data.turn_cancel.take() {
-            c.abort();
-        }
-        if let Some(tab) = st.find_tab_mut(&data.tab) {
-            tab.panes.retain(|p| p != pane);
-        }
-        let view = ClosedView {
-            id: pane.to_string(),
-            title: data.title.clone(),
-            session_id: data.session_id(st.has_history),
-        };
-        st.seq_floor.insert(pane.clone(), data.last_seq);
-        st.closed.retain(|c| c.view.id != pane.as_str());
-        st.closed.push(ClosedPane { view, data });
-        if st.closed.len() > CLOSED_MEMORY {
-            // The oldest is forgotten: reopening it needs the on_reopen hook.
-            st.closed.remove(0);
-        }
-        st.bump_layout();
-        st.record_removed(pane.clone());
         true
     }
 
     /// Puts back a pane this process closed. Returns whether it could.
     pub(crate) fn restore_pane_locked(&self, st: &mut State, pane: &Id) -> bool {
-        let Some(pos) = st.closed.iter().position(|c| c.view.id == pane.as_str()) else { return false };
-        if st.panes.contains_key(pane) {
-            return false;
-        }
-        let key = st.closed[pos].data.tab.clone();
-        if st.find_tab_mut(&key).is_none() {
-            // Its tab is gone too: bring the tab (and workspace) back.
-            if !st.workspaces.iter().any(|w| w.id == key.ws) {
-                st.workspaces.push(WorkspaceData {
-                    id: key.ws.clone(),
-                    title: key.ws.to_string(),
-                    tabs: Vec::new(),
-                });
-            }
-            if let Some(w) = st.workspaces.iter_mut().find(|w| w.id == key.ws) {
-                w.tabs.push(TabData { id: key.tab.clone(), title: key.tab.to_string(), panes: Vec::new() });
-            }
-        }
-        let closed = st.closed.remove(pos);
-        let mut data = closed.data;
-        let was_working = data.state == PaneState::Working;
-        data.state = PaneState::Idle;
-        let turn_id = data.turn_id.clone();
-        if let Some(tab) = st.find_tab_mut(&key) {
-            tab.panes.push(pane.clone());
-        }
-        st.panes.insert(pane.clone(), data);
-        st.bump_layout();
-        st.touch_pane(pane);
-        if was_working {
-            // Its turn ended with the close: the tail says so too.
-            let (now, tail) = (self.now(), self.shared.options.tail_limit);
-            st.pane_event(pane, now, EventBody::State { state: PaneState::Idle, turn_id }, tail);
-        }
-        true
+        st.restore_pane(pane, self.now())
     }
 }
 
@@ -227,26 +156,16 @@ impl Workspace {
     /// The tab with this id, created with `title` if it does not exist.
     pub fn tab(&self, id: &str, title_text: &str) -> Result<Tab, RuleError> {
         let tab = ScopeId::new(id)?;
-        let mut st = self.core.lock();
-        let ws = st
-            .workspaces
-            .iter_mut()
-            .find(|w| w.id == self.id)
-            .ok_or_else(|| RuleError::closed("workspace", format!("workspace {} is closed", self.id)))?;
-        if !ws.tabs.iter().any(|t| t.id == tab) {
-            ws.tabs.push(TabData { id: tab.clone(), title: title(title_text), panes: Vec::new() });
-            st.bump_layout();
+        let key = TabKey { ws: self.id.clone(), tab };
+        if !self.core.lock().add_tab(&key, title(title_text)) {
+            return Err(RuleError::closed("workspace", format!("workspace {} is closed", self.id)));
         }
-        Ok(Tab { core: self.core.clone(), key: TabKey { ws: self.id.clone(), tab } })
+        Ok(Tab { core: self.core.clone(), key })
     }
 
     /// Renames the workspace.
     pub fn rename(&self, title_text: &str) {
-        let mut st = self.core.lock();
-        if let Some(w) = st.workspaces.iter_mut().find(|w| w.id == self.id) {
-            w.title = title(title_text);
-            st.bump_layout();
-        }
+        self.core.lock().rename_workspace(&self.id, title(title_text));
     }
 
     /// Closes the workspace and everything in it.
@@ -271,51 +190,24 @@ impl Tab {
             Id::new(s.as_str()).map_err(|e| e.with_context("sessionId"))?;
         }
         let mut st = self.core.lock();
-        if st.panes.contains_key(&id) {
+        if st.is_open(&id) {
             return Ok(Pane { core: self.core.clone(), id });
         }
-        let tab = st
-            .find_tab_mut(&self.key)
-            .ok_or_else(|| RuleError::closed("tab", format!("tab {} is closed", self.key.wire())))?;
-        tab.panes.push(id.clone());
-        let cwd = options.cwd.filter(|c| Path::new(c).is_absolute() || c.starts_with('/'));
-        let data = PaneData {
-            id: id.clone(),
-            tab: self.key.clone(),
+        let fields = PaneFields {
             title: title(&options.title),
             harness: clean_line(&options.harness, HARNESS_MAX).text,
-            cwd,
+            cwd: options.cwd.filter(|c| Path::new(c).is_absolute() || c.starts_with('/')),
             session_id: options.session_id,
-            state: PaneState::Idle,
-            turn_id: None,
-            last_seq: st.seq_floor.get(&id).copied().unwrap_or(0),
-            events: VecDeque::new(),
-            view: BTreeMap::new(),
-            view_index: HashMap::new(),
-            next_order: 0,
-            dropped: false,
-            actions: Vec::new(),
-            changed_at: 0,
-            warned_partial: false,
-            takers: Default::default(),
-            turn_inbox: None,
-            turn_cancel: None,
-            queued: VecDeque::new(),
         };
-        st.closed.retain(|c| c.view.id != id.as_str());
-        st.panes.insert(id.clone(), data);
-        st.bump_layout();
-        st.touch_pane(&id);
+        if !st.add_pane(&self.key, id.clone(), fields) {
+            return Err(RuleError::closed("tab", format!("tab {} is closed", self.key.wire())));
+        }
         Ok(Pane { core: self.core.clone(), id })
     }
 
     /// Renames the tab.
     pub fn rename(&self, title_text: &str) {
-        let mut st = self.core.lock();
-        if let Some(t) = st.find_tab_mut(&self.key) {
-            t.title = title(title_text);
-            st.bump_layout();
-        }
+        self.core.lock().rename_tab(&self.key, title(title_text));
     }
 
     /// Closes the tab and its panes.
@@ -327,31 +219,20 @@ impl Tab {
 
 impl Core {
     pub(crate) fn close_tab_locked(&self, st: &mut State, key: &TabKey) -> bool {
-        let Some(panes) = st.find_tab_mut(key).map(|t| t.panes.clone()) else { return false };
+        let Some(panes) = st.tab_panes(key) else { return false };
         for p in panes {
             self.close_pane_locked(st, &p);
         }
-        if let Some(w) = st.workspaces.iter_mut().find(|w| w.id == key.ws) {
-            w.tabs.retain(|t| t.id != key.tab);
-        }
-        st.bump_layout();
+        st.remove_tab(key);
         true
     }
 
     pub(crate) fn close_workspace_locked(&self, st: &mut State, ws: &ScopeId) -> bool {
-        let Some(tabs) = st
-            .workspaces
-            .iter()
-            .find(|w| &w.id == ws)
-            .map(|w| w.tabs.iter().map(|t| t.id.clone()).collect::<Vec<_>>())
-        else {
-            return false;
-        };
+        let Some(tabs) = st.workspace_tabs(ws) else { return false };
         for tab in tabs {
             self.close_tab_locked(st, &TabKey { ws: ws.clone(), tab });
         }
-        st.workspaces.retain(|w| &w.id != ws);
-        st.bump_layout();
+        st.remove_workspace(ws);
         true
     }
 }
@@ -370,17 +251,17 @@ impl Pane {
     /// The session id history serves this pane under (`None`: null).
     pub fn session_id(&self) -> Option<String> {
         let st = self.core.lock();
-        st.panes.get(&self.id).map(|p| p.session_id(st.has_history)).unwrap_or(None)
+        st.pane(&self.id).and_then(|p| p.session_id(st.has_history()))
     }
 
     /// The running turn, or the last one.
     pub fn turn_id(&self) -> Option<String> {
-        self.core.lock().panes.get(&self.id).and_then(|p| p.turn_id.clone())
+        self.core.lock().pane(&self.id).and_then(|p| p.turn_id().map(str::to_owned))
     }
 
     /// The pane's state.
     pub fn current_state(&self) -> PaneState {
-        self.core.lock().panes.get(&self.id).map(|p| p.state).unwrap_or_default()
+        self.core.lock().pane(&self.id).map(|p| p.state()).unwrap_or_default()
     }
 
     /// The ids of the pane's open asks, oldest first.
@@ -390,7 +271,7 @@ impl Pane {
 
     /// Whether the pane is still open.
     pub fn is_open(&self) -> bool {
-        self.core.lock().panes.contains_key(&self.id)
+        self.core.lock().is_open(&self.id)
     }
 
     fn closed_err(&self) -> RuleError {
@@ -403,12 +284,11 @@ impl Pane {
     pub fn write(&self, item: Item) -> Result<(), RuleError> {
         let (item, _) = item.sanitized()?;
         let now = self.core.now();
-        let tail = self.core.options().tail_limit;
         let mut st = self.core.lock();
-        if !st.panes.contains_key(&self.id) {
+        if !st.is_open(&self.id) {
             return Err(self.closed_err());
         }
-        st.pane_event(&self.id, now, EventBody::Item { item: item.into() }, tail);
+        st.pane_event(&self.id, now, EventBody::Item { item: item.into() });
         Ok(())
     }
 
@@ -417,45 +297,14 @@ impl Pane {
     pub fn state(&self, state: PaneState, turn_id: Option<&str>) -> Result<(), RuleError> {
         let turn = turn_id.map(Id::new).transpose()?.map(Id::into_string);
         let now = self.core.now();
-        let tail = self.core.options().tail_limit;
-        let mut warn = None;
-        {
-            let mut st = self.core.lock();
-            let pane = st.panes.get_mut(&self.id).ok_or_else(|| self.closed_err())?;
-            if state == PaneState::Idle {
-                let partial: Vec<Item> = pane
-                    .view
-                    .values()
-                    .filter(|i| i.body.is_partial())
-                    .map(|i| Item::clone(i))
-                    .map(|mut i| {
-                        i.body.finalize();
-                        i
-                    })
-                    .collect();
-                if !partial.is_empty() && !pane.warned_partial {
-                    pane.warned_partial = true;
-                    let ids: Vec<String> = partial.iter().map(|i| i.id.to_string()).collect();
-                    warn = Some(format!(
-                        "collie: pane {} went idle with partial items ({}); the SDK finalized them. Write each once more without partial before the turn ends.",
-                        self.id,
-                        ids.join(", ")
-                    ));
-                }
-                for item in partial {
-                    st.pane_event(&self.id, now, EventBody::Item { item: item.into() }, tail);
-                }
-            }
-            let pane = st.panes.get_mut(&self.id).ok_or_else(|| self.closed_err())?;
-            pane.state = state;
-            if turn.is_some() {
-                pane.turn_id = turn;
-            }
-            let turn_id = pane.turn_id.clone();
-            st.pane_event(&self.id, now, EventBody::State { state, turn_id }, tail);
-        }
-        if let Some(w) = warn {
-            self.core.warn(&w);
+        let finalized =
+            self.core.lock().set_pane_state(&self.id, state, turn, now).ok_or_else(|| self.closed_err())?;
+        if !finalized.is_empty() {
+            self.core.warn(&format!(
+                "collie: pane {} went idle with partial items ({}); the SDK finalized them. Write each once more without partial before the turn ends.",
+                self.id,
+                finalized.join(", ")
+            ));
         }
         if state == PaneState::Idle {
             self.core.deliver_queued(&self.id);
@@ -477,25 +326,13 @@ impl Pane {
     /// [`ICON_NAMES`](durable_types::ICON_NAMES); any other name is sent
     /// but draws no icon.
     pub fn action(&self, id: &str, label: &str, icon: Option<&str>) -> Result<(), RuleError> {
-        let id = Id::new(id)?;
-        let view = ActionView { id: id.clone(), label: title(label), icon: icon.map(str::to_owned) };
-        let mut st = self.core.lock();
-        let pane = st.panes.get_mut(&self.id).ok_or_else(|| self.closed_err())?;
-        match pane.actions.iter_mut().find(|a| a.id == id) {
-            Some(a) => *a = view,
-            None => pane.actions.push(view),
-        }
-        st.touch_pane(&self.id);
-        Ok(())
+        let view = ActionView { id: Id::new(id)?, label: title(label), icon: icon.map(str::to_owned) };
+        self.core.lock().set_action(&self.id, view).then_some(()).ok_or_else(|| self.closed_err())
     }
 
     /// Removes an action button.
     pub fn remove_action(&self, id: &str) {
-        let mut st = self.core.lock();
-        if let Some(p) = st.panes.get_mut(&self.id) {
-            p.actions.retain(|a| a.id != id);
-            st.touch_pane(&self.id);
-        }
+        self.core.lock().remove_action(&self.id, id);
     }
 
     /// Renames the pane (a `title` event).
@@ -520,22 +357,22 @@ impl Pane {
     /// ([`Core::on_send`]). Turns on the `send`, `steer` and `abort` caps when
     /// caps are not given.
     pub fn on_send(&self, handler: impl ChatHandler) -> Result<(), RuleError> {
-        let mut st = self.core.lock();
-        let pane = st.panes.get_mut(&self.id).ok_or_else(|| self.closed_err())?;
-        pane.takers.chat = Some(Arc::new(handler));
-        st.has_chat = true;
-        Ok(())
+        self.core
+            .lock()
+            .set_pane_chat(&self.id, Arc::new(handler))
+            .then_some(())
+            .ok_or_else(|| self.closed_err())
     }
 
     /// Sets what runs when the phone presses one of this pane's action
     /// buttons; it wins over the agent-wide one ([`Core::on_action`]). Turns
     /// on the `actions` and `abort` caps when caps are not given.
     pub fn on_action(&self, handler: impl ActionHandler) -> Result<(), RuleError> {
-        let mut st = self.core.lock();
-        let pane = st.panes.get_mut(&self.id).ok_or_else(|| self.closed_err())?;
-        pane.takers.actions = Some(Arc::new(handler));
-        st.has_actions = true;
-        Ok(())
+        self.core
+            .lock()
+            .set_pane_actions(&self.id, Arc::new(handler))
+            .then_some(())
+            .ok_or_else(|| self.closed_err())
     }
 
     /// Raises an ask at once and returns its awaitable. The id is
@@ -566,12 +403,7 @@ impl Core {
         title_text: &str,
         now: durable_types::Timestamp,
     ) -> bool {
-        let tail = self.shared.options.tail_limit;
-        let t = title(title_text);
-        let Some(p) = st.panes.get_mut(pane) else { return false };
-        p.title = t.clone();
-        st.pane_event(pane, now, EventBody::Title { title: t }, tail);
-        true
+        st.rename_pane(pane, title(title_text), now)
     }
 }
 

@@ -53,6 +53,7 @@ mod once;
 mod options;
 mod poll;
 mod receipts;
+mod request;
 mod respond;
 mod routes;
 mod select;

@@ -108,7 +108,7 @@ impl Core {
             claim.settle(None);
             return resp;
         }
-        let applied = self.lock().memory_receipts.get(request_id).cloned();
+        let applied = self.lock().memory_receipt(request_id).cloned();
         if let Some(receipt) = applied {
             claim.settle(Some(receipt.clone()));
             return replay(&receipt);
@@ -144,7 +144,7 @@ impl Core {
                 {
                     // Applied but not durable: keep the receipt in memory so
                     // that a retry in this process replays it, never runs twice.
-                    self.lock().memory_receipts.insert(request_id.clone(), receipt.clone());
+                    self.lock().keep_receipt(request_id.clone(), receipt.clone());
                     claim.settle(Some(receipt));
                     return respond::error(
                         ErrorCode::Internal,

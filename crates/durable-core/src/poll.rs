@@ -6,12 +6,12 @@ use std::collections::HashMap;
 use durable_types::exchange::{Request, Response};
 use durable_types::{
     CapsView, ErrorCode, Event, HelloPostResponse, HelloRequest, HelloResponse, Id, SDK_NAME, SDK_VERSION,
-    STATE_SEQ_MEMORY, SdkInfo, StateResponse, VIEW_LIMIT, WireRange,
+    STATE_SEQ_MEMORY, SdkInfo, StateResponse, WireRange,
 };
 
 use crate::core::Core;
+use crate::request::Query;
 use crate::respond;
-use crate::routes::{Query, body_bytes, path_id};
 
 pub(crate) fn hello(core: &Core, req: &Request) -> Response {
     // A core served on a socket and over HTTPS at once: each transport says
@@ -21,7 +21,7 @@ pub(crate) fn hello(core: &Core, req: &Request) -> Response {
     } else {
         core.caller_check()
     };
-    let ready = core.lock().ready;
+    let ready = core.lock().is_ready();
     let opts = core.options();
     respond::json(
         200,
@@ -41,19 +41,13 @@ pub(crate) fn hello(core: &Core, req: &Request) -> Response {
 
 /// Collie announces itself; a version range that does not overlap ours is
 /// written through the warn sink once per Collie version.
-pub(crate) fn hello_post(core: &Core, req: &Request) -> Result<Response, Response> {
-    let body = body_bytes(req)?;
-    let hello: HelloRequest = serde_json::from_slice(body).map_err(|e| {
-        respond::bad_request(format!("POST /hello needs {{\"wire\": {{\"min\", \"max\"}}}}: {e}"))
-    })?;
+pub(crate) fn hello_post(core: &Core, hello: HelloRequest) -> Response {
     let compatible = WireRange::SDK.overlaps(hello.wire);
     if !compatible {
         let version = hello.collie.as_ref().map_or_else(|| "unknown".to_owned(), |c| c.version.clone());
         // Bounded: the version string comes from the network.
         let version: String = version.chars().take(64).collect();
-        let mut st = core.lock();
-        let first = st.warned_versions.len() < 64 && st.warned_versions.insert(version);
-        drop(st);
+        let first = core.lock().first_warning_for(version);
         if first {
             core.warn(&format!(
                 "collie: Collie speaks wire {}, this durable agent speaks {}. Update the agent's SDK, or Collie.",
@@ -62,14 +56,15 @@ pub(crate) fn hello_post(core: &Core, req: &Request) -> Result<Response, Respons
             ));
         }
     }
-    Ok(respond::json(200, &HelloPostResponse { ok: true, wire: WireRange::SDK, compatible }))
+    respond::json(200, &HelloPostResponse { ok: true, wire: WireRange::SDK, compatible })
 }
 
 /// `GET /v1/state[?since=N]`, with the `ETag` and `304`.
 pub(crate) fn state(core: &Core, req: &Request) -> Result<Response, Response> {
-    let since = Query::parse(req.query.as_deref()).u64("since")?;
+    let since = Query::of(req).u64("since")?;
     let st = core.lock();
-    let etag = format!("\"{}-{}\"", core.options().epoch, st.seq);
+    let seq = st.seq();
+    let etag = format!("\"{}-{}\"", core.options().epoch, seq);
     if req.if_none_match.as_deref().is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"))
     {
         let mut resp = Response::json(304, Vec::new());
@@ -78,53 +73,38 @@ pub(crate) fn state(core: &Core, req: &Request) -> Result<Response, Response> {
     }
     let full = match since {
         None | Some(0) => true,
-        Some(n) => n > st.seq || st.seq - n > STATE_SEQ_MEMORY,
+        Some(n) => n > seq || seq - n > STATE_SEQ_MEMORY,
     };
     let n = since.unwrap_or(0);
     // Open asks by pane, oldest first, gathered once (not once per pane).
     let mut open_asks: HashMap<&Id, Vec<String>> = HashMap::new();
-    let mut asks: Vec<_> = st.asks.values().collect();
-    asks.sort_by_key(|a| a.order);
+    let asks = st.asks_in_order();
     for a in &asks {
-        open_asks.entry(&a.ask.pane).or_default().push(a.ask.id.clone());
+        open_asks.entry(&a.pane).or_default().push(a.id.clone());
     }
-    // Panes in the layout's order: workspaces, tabs, then panes in their tab.
     let panes: Vec<_> = st
-        .workspaces
-        .iter()
-        .flat_map(|w| w.tabs.iter().flat_map(|t| t.panes.iter()))
-        .filter_map(|id| st.panes.get(id))
-        .filter(|p| full || p.changed_at > n)
+        .panes_in_layout_order()
+        .filter(|p| full || p.changed_at() > n)
         .map(|p| {
-            let mut view = p.view_item(st.has_history);
-            view.open_asks = open_asks.remove(&p.id).unwrap_or_default();
+            let mut view = p.view_item(st.has_history());
+            view.open_asks = open_asks.remove(p.id()).unwrap_or_default();
             view
         })
         .collect();
-    let layout = full || st.layout_seq > n;
-    let removed = if full {
-        Vec::new()
-    } else {
-        // A pane closed, brought back and closed again is listed once.
-        let mut seen = std::collections::HashSet::new();
-        st.removed
-            .iter()
-            .filter(|(id, s)| *s > n && !st.panes.contains_key(id) && seen.insert(id))
-            .map(|(id, _)| id.to_string())
-            .collect()
-    };
+    let layout = full || st.layout_seq() > n;
+    let removed = if full { Vec::new() } else { st.removed_since(n) };
     let body = StateResponse {
         ok: true,
         epoch: core.options().epoch.clone(),
-        seq: st.seq,
-        ready: st.ready,
+        seq,
+        ready: st.is_ready(),
         full,
         workspaces: layout.then(|| st.workspaces_view()),
         panes,
         removed,
-        closed: layout.then(|| st.closed.iter().map(|c| c.view.clone()).collect()),
-        starters: layout.then(|| st.starters.clone()),
-        asks: asks.into_iter().map(|a| a.ask.clone()).collect(),
+        closed: layout.then(|| st.closed_views()),
+        starters: layout.then(|| st.starters().to_vec()),
+        asks: asks.into_iter().cloned().collect(),
     };
     drop(st);
     let mut resp = respond::json(200, &body);
@@ -159,35 +139,34 @@ struct EventsPageRef<'a> {
 
 /// `GET /v1/panes/{pane}/events?after=N`: the tail after `N`, or the
 /// pane's view when the reader fell behind (or is ahead: an earlier epoch).
-pub(crate) fn events(core: &Core, req: &Request, pane: &str) -> Result<Response, Response> {
-    let pane = path_id(pane, "pane")?;
-    let after = Query::parse(req.query.as_deref()).u64("after")?.unwrap_or(0);
+pub(crate) fn events(core: &Core, req: &Request, pane: Id) -> Result<Response, Response> {
+    let after = Query::of(req).u64("after")?.unwrap_or(0);
     let st = core.lock();
-    let Some(p) = st.panes.get(&pane) else {
+    let Some(p) = st.pane(&pane) else {
         return Err(respond::error(ErrorCode::NotFound, format!("no open pane {pane}")));
     };
     let behind = after.saturating_add(1) < p.first_retained();
-    let ahead = after > p.last_seq;
+    let ahead = after > p.last_seq();
     if !behind && !ahead {
         // Written from the tail under the lock: no event is copied.
-        let events: Vec<&Event> = p.events.iter().filter(|e| e.seq > after).collect();
+        let events = p.events_after(after);
         let next = events.last().map_or(after, |e| e.seq);
         return Ok(respond::json(
             200,
             &EventsPageRef { ok: true, pane: &pane, snapshot: false, next, events },
         ));
     }
-    let skip = p.view.len().saturating_sub(VIEW_LIMIT);
+    let (items, dropped) = p.view_items();
     let snapshot = PaneSnapshotRef {
         ok: true,
         pane: &pane,
         snapshot: true,
-        items: p.view.values().skip(skip).map(|i| &**i).collect(),
-        state: p.state,
-        turn_id: p.turn_id.as_deref(),
-        asks: st.open_asks_sorted().into_iter().filter(|a| a.pane == pane).collect(),
-        next: p.last_seq,
-        dropped: p.dropped || skip > 0,
+        items,
+        state: p.state(),
+        turn_id: p.turn_id(),
+        asks: st.asks_in_order().into_iter().filter(|a| a.pane == pane).cloned().collect(),
+        next: p.last_seq(),
+        dropped,
     };
     Ok(respond::json(200, &snapshot))
 }

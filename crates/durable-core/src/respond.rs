@@ -4,6 +4,8 @@ use durable_types::exchange::Response;
 use durable_types::{ErrorBody, ErrorCode};
 use serde::Serialize;
 
+use crate::request::RequestError;
+
 /// A JSON success (or any serializable body) with a status.
 pub(crate) fn json<T: Serialize>(status: u16, body: &T) -> Response {
     match serde_json::to_vec(body) {
@@ -34,4 +36,12 @@ pub(crate) fn bad_request(message: impl Into<String>) -> Response {
 /// `404 not-found`.
 pub(crate) fn not_found(message: impl Into<String>) -> Response {
     error(ErrorCode::NotFound, message)
+}
+
+/// A malformed request: `400 bad-request` (or `413 too-large`) with its
+/// sentence.
+impl From<RequestError> for Response {
+    fn from(e: RequestError) -> Response {
+        error(e.code(), e.to_string())
+    }
 }

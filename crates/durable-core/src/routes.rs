@@ -1,10 +1,11 @@
 //! Routing: from a request value to the route that answers it, with the
 //! checks every route shares (method, caller).
 
-use durable_types::exchange::{Body, Caller, Method, Request, Response};
-use durable_types::{Cap, ErrorCode, Id};
+use durable_types::exchange::{Caller, Method, Request, Response};
+use durable_types::{Cap, ErrorCode, Timestamp};
 
 use crate::core::Core;
+use crate::request::{body, path_id};
 use crate::respond;
 
 /// The routes of wire v1.
@@ -61,58 +62,17 @@ fn parse_route(path: &str) -> Option<Route<'_>> {
     })
 }
 
-/// A request's query parameters, percent-decoded. Unknown ones are ignored.
-pub(crate) struct Query(Vec<(String, String)>);
-
-impl Query {
-    pub(crate) fn parse(query: Option<&str>) -> Query {
-        let pairs = query
-            .unwrap_or("")
-            .split('&')
-            .filter(|p| !p.is_empty())
-            .map(|p| {
-                let (k, v) = p.split_once('=').unwrap_or((p, ""));
-                // `+` stays `+`: cursors may hold it, and Collie percent-encodes.
-                let dec = |s: &str| durable_types::decode_path_segment(s).unwrap_or_else(|_| s.to_owned());
-                (dec(k), dec(v))
-            })
-            .collect();
-        Query(pairs)
-    }
-
-    pub(crate) fn get(&self, key: &str) -> Option<&str> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
-    }
-
-    /// A non-negative integer parameter; `Err` names the parameter.
-    pub(crate) fn u64(&self, key: &str) -> Result<Option<u64>, Response> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(v) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => {
-                v.parse().map(Some).map_err(|_| respond::bad_request(format!("{key} is out of range")))
-            }
-            Some(_) => Err(respond::bad_request(format!("{key} must be a non-negative integer"))),
-        }
-    }
-}
-
-/// A path segment percent-decoded and checked against the ID rule.
-pub(crate) fn path_id(segment: &str, what: &str) -> Result<Id, Response> {
-    Id::from_path_segment(segment).map_err(|e| respond::bad_request(format!("{what}: {e}")))
-}
-
-/// The body bytes, or `413` when it went over the limit while streaming.
-pub(crate) fn body_bytes(req: &Request) -> Result<&[u8], Response> {
-    match &req.body {
-        Body::Complete(b) => Ok(b),
-        _ => Err(respond::error(ErrorCode::TooLarge, "the request body is over 1 MiB")),
-    }
+/// A `tracing` warning naming the check that refused a caller. The path is
+/// written escaped (it comes from the network).
+fn refused_caller(check: &'static str, req: &Request) {
+    tracing::warn!(target: "durable", check, method = ?req.method, path = ?req.path, "caller refused");
 }
 
 /// Checks shared by every write, in the contract's order after the route:
 /// caller (403), then capability (409).
 fn write_gate(core: &Core, req: &Request, cap: Cap) -> Result<(), Response> {
     if req.caller == Caller::SelfOrDescendant {
+        refused_caller("self-or-descendant", req);
         return Err(respond::error(
             ErrorCode::CallerRefused,
             "a write from the agent itself or a process it launched is refused",
@@ -133,6 +93,7 @@ pub(crate) async fn route(core: &Core, req: Request) -> Response {
     // Another user id is refused outright (§1.1), before anything about the
     // agent's routes is told.
     if req.caller == Caller::OtherUser {
+        refused_caller("other-user", &req);
         return respond::error(ErrorCode::CallerRefused, "a connection from another user is refused");
     }
     let Some(route) = parse_route(&req.path) else {
@@ -167,40 +128,68 @@ pub(crate) async fn route(core: &Core, req: Request) -> Response {
             return resp;
         }
     }
-    let result = match route {
+    dispatch(core, route, &req, arrival).await.unwrap_or_else(|resp| resp)
+}
+
+/// Hands the request to its route's handler, with the path ids and the body
+/// parsed to the route's types (path ids first, then the body).
+async fn dispatch(
+    core: &Core,
+    route: Route<'_>,
+    req: &Request,
+    arrival: Timestamp,
+) -> Result<Response, Response> {
+    Ok(match route {
         Route::Hello => match req.method {
-            Method::Get => Ok(crate::poll::hello(core, &req)),
-            _ => crate::poll::hello_post(core, &req),
+            Method::Get => crate::poll::hello(core, req),
+            _ => crate::poll::hello_post(core, body(req)?),
         },
-        Route::State => crate::poll::state(core, &req),
-        Route::Events(p) => crate::poll::events(core, &req, p),
+        Route::State => crate::poll::state(core, req)?,
+        Route::Events(p) => crate::poll::events(core, req, path_id(p, "pane")?)?,
         Route::History => {
-            if !core.caps().has(Cap::History) {
-                return respond::error(
-                    ErrorCode::NotSupported,
-                    "this agent does not declare the history capability",
-                );
-            }
-            crate::history::list(core, &req).await
+            history_gate(core)?;
+            crate::history::list(core, req).await?
         }
         Route::Conversation(s) => {
-            if !core.caps().has(Cap::History) {
-                return respond::error(
-                    ErrorCode::NotSupported,
-                    "this agent does not declare the history capability",
-                );
-            }
-            crate::history::conversation(core, &req, s).await
+            history_gate(core)?;
+            crate::history::conversation(core, req, path_id(s, "session id")?).await?
         }
-        Route::Answer(a) => crate::answer::answer(core, &req, a).await,
-        Route::Send(p) => crate::writes::send(core, &req, p, arrival).await,
-        Route::Steer(p) => crate::writes::steer(core, &req, p, arrival).await,
-        Route::Stop(p) => crate::writes::stop(core, &req, p).await,
-        Route::Action(p, a) => crate::writes::action(core, &req, p, a, arrival).await,
-        Route::Rename => crate::writes::rename(core, &req, arrival).await,
-        Route::Close => crate::writes::close(core, &req, arrival).await,
-        Route::Reopen => crate::writes::reopen(core, &req).await,
-        Route::Starter(s) => crate::writes::starter(core, &req, s).await,
-    };
-    result.unwrap_or_else(|resp| resp)
+        Route::Answer(a) => {
+            let ask_id = path_id(a, "ask id")?;
+            crate::answer::answer(core, ask_id, body(req)?).await
+        }
+        Route::Send(p) => {
+            let pane = path_id(p, "pane")?;
+            crate::writes::send(core, pane, body(req)?, arrival).await
+        }
+        Route::Steer(p) => {
+            let pane = path_id(p, "pane")?;
+            crate::writes::steer(core, pane, body(req)?, arrival).await
+        }
+        Route::Stop(p) => {
+            let pane = path_id(p, "pane")?;
+            crate::writes::stop(core, pane, body(req)?).await
+        }
+        Route::Action(p, a) => {
+            let pane = path_id(p, "pane")?;
+            let action = path_id(a, "action")?;
+            crate::writes::action(core, pane, action, body(req)?, arrival).await
+        }
+        Route::Rename => crate::writes::rename(core, body(req)?, arrival).await,
+        Route::Close => crate::writes::close(core, body(req)?, arrival).await,
+        Route::Reopen => crate::writes::reopen(core, body(req)?).await,
+        Route::Starter(s) => {
+            let starter = path_id(s, "starter")?;
+            crate::writes::starter(core, starter, body(req)?).await
+        }
+    })
+}
+
+/// History routes answer only when the agent declares the capability.
+fn history_gate(core: &Core) -> Result<(), Response> {
+    if core.caps().has(Cap::History) {
+        Ok(())
+    } else {
+        Err(respond::error(ErrorCode::NotSupported, "this agent does not declare the history capability"))
+    }
 }

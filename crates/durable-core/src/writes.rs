@@ -6,10 +6,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use durable_types::exchange::{Request, Response};
+use durable_types::exchange::Response;
 use durable_types::{
-    BUSY_MS, ErrorBody, ErrorCode, Id, Item, ItemBody, NoticeTone, ScopeId, Target, Timestamp, WriteBody,
-    WriteResponse,
+    BUSY_MS, CloseBody, ErrorBody, ErrorCode, Id, Item, ItemBody, NoticeTone, PlainBody, RenameBody,
+    ReopenBody, ScopeId, SendBody, StarterBody, SteerBody, Target, Timestamp, WriteResponse,
 };
 use serde_json::Value;
 use tokio::sync::{OwnedMutexGuard, oneshot};
@@ -22,7 +22,6 @@ use crate::handlers::{
 use crate::layout::Pane;
 use crate::once::Ran;
 use crate::respond;
-use crate::routes::{body_bytes, path_id};
 use crate::select::{Either, select};
 use crate::signal::AbortController;
 use crate::state::{QueuedSend, TabKey};
@@ -81,13 +80,6 @@ const QUEUE_MAX: usize = 64;
 /// Who may take a pane's write: its own handlers, then the agent-wide ones.
 pub(crate) type Takers = (PaneTakers, PaneTakers);
 
-type Parse = fn(&[u8]) -> Result<WriteBody, String>;
-
-fn parse(req: &Request, parse: Parse) -> Result<WriteBody, Response> {
-    let body = body_bytes(req)?;
-    parse(body).map_err(respond::bad_request)
-}
-
 fn ok(resp: WriteResponse, group: String) -> Ran {
     Ran { response: respond::json(200, &resp), group: Some(group) }
 }
@@ -121,7 +113,7 @@ impl Core {
     /// Waits for the pane's write lock, at most until `arrival + 5 s`.
     async fn lock_pane(&self, pane: &Id, arrival: Timestamp) -> Result<OwnedMutexGuard<()>, Ran> {
         // No lock is made for a pane that is not open (the route answers 404).
-        if !self.lock().panes.contains_key(pane) {
+        if !self.lock().is_open(pane) {
             return Err(no_pane(pane));
         }
         let lock = self.shared.writes.get(pane);
@@ -144,7 +136,7 @@ impl Core {
 
     /// The pane's handlers and the agent-wide ones; `None` when the pane is closed.
     fn handlers_of(&self, pane: &Id) -> Option<Takers> {
-        let own = self.lock().panes.get(pane)?.takers.clone();
+        let own = self.lock().pane(pane)?.takers().clone();
         Some((own, self.default_handlers()))
     }
 
@@ -181,9 +173,7 @@ impl Core {
         // The turn's signal is armed before the handler decides: a stop that
         // arrives while it is still deciding (or stuck) fires it.
         let controller = AbortController::new();
-        if let Some(p) = self.lock().panes.get_mut(pane) {
-            p.turn_cancel = Some(controller.clone());
-        }
+        self.lock().arm_turn_stop(pane, controller.clone());
         let req = SendRequest {
             pane: self.pane_handle(pane),
             request_id: request_id.clone(),
@@ -208,14 +198,13 @@ impl Core {
         };
         {
             let now = self.now();
-            let tail = self.options().tail_limit;
             let mut st = self.lock();
             let item = Item::new(
                 user_item_id(request_id),
                 ItemBody::User { text: text.to_owned(), request_id: Some(request_id.clone()) },
             );
             if let Ok((item, _)) = item.sanitized() {
-                st.pane_event(pane, now, durable_types::EventBody::Item { item: item.into() }, tail);
+                st.pane_event(pane, now, durable_types::EventBody::Item { item: item.into() });
             }
         }
         // The turn runs on the driver; it ends (the pane goes idle) when the
@@ -226,7 +215,7 @@ impl Core {
 
     /// A pane went idle: deliver its oldest queued send, as a job.
     pub(crate) fn deliver_queued(&self, pane: &Id) {
-        let has_queued = self.lock().panes.get(pane).is_some_and(|p| !p.queued.is_empty());
+        let has_queued = self.lock().pane(pane).is_some_and(|p| p.has_queued());
         if !has_queued {
             return;
         }
@@ -238,18 +227,8 @@ impl Core {
             // starts a turn stops the loop (the rest waits for that turn);
             // one that accepts and stays idle lets the next one through.
             loop {
-                let next = {
-                    let mut st = core.lock();
-                    // Not over an open ask: a send is never delivered while
-                    // a question waits (it goes once the ask closes).
-                    let asking = !st.open_asks_of(&pane).is_empty();
-                    match st.panes.get_mut(&pane) {
-                        Some(p) if p.state == durable_types::PaneState::Idle && !asking => {
-                            p.queued.pop_front()
-                        }
-                        _ => None,
-                    }
-                };
+                // Not over an open ask: it goes once the ask closes.
+                let next = core.lock().next_queued_send(&pane);
                 let Some(send) = next else { return };
                 let Some(takers) = core.handlers_of(&pane) else { return };
                 let why = match core.deliver(&pane, &takers, &send.request_id, &send.text).await {
@@ -289,16 +268,8 @@ pub(crate) fn derived_item_id(prefix: &str, id: &str) -> Id {
         .unwrap_or_else(|_| Id::new(prefix).unwrap_or_else(|_| unreachable!("a short prefix is an id")))
 }
 
-pub(crate) async fn send(
-    core: &Core,
-    req: &Request,
-    pane: &str,
-    arrival: Timestamp,
-) -> Result<Response, Response> {
-    let pane = path_id(pane, "pane")?;
-    let WriteBody::Send { request_id, text, turn_id } = parse(req, WriteBody::parse_send)? else {
-        return Err(respond::error(ErrorCode::Internal, "send body"));
-    };
+pub(crate) async fn send(core: &Core, pane: Id, body: SendBody, arrival: Timestamp) -> Response {
+    let SendBody { request_id, text, turn_id, .. } = body;
     let run = || async {
         let (_guard, takers) = match core.locked_takers(&pane, arrival, "send").await {
             Ok(found) => found,
@@ -315,8 +286,8 @@ pub(crate) async fn send(
                     .with("askId", ask),
                 ));
             }
-            let Some(p) = st.panes.get_mut(&pane) else { return no_pane(&pane) };
-            let current = p.turn_id.clone();
+            let Some(p) = st.pane(&pane) else { return no_pane(&pane) };
+            let current = p.turn_id().map(str::to_owned);
             // `turnId: null` says the phone saw no turn yet: any turn since moved it.
             if let Some(seen) = &turn_id {
                 if seen.as_ref() != current.as_ref() {
@@ -329,18 +300,18 @@ pub(crate) async fn send(
                     ));
                 }
             }
-            let working = p.state == durable_types::PaneState::Working;
+            let working = p.state() == durable_types::PaneState::Working;
             // Sends still queued from the last turn go first: this one
             // waits behind them.
-            let behind = !p.queued.is_empty();
-            if (working || behind) && p.queued.len() >= QUEUE_MAX {
+            let behind = p.has_queued();
+            if (working || behind) && p.queued_len() >= QUEUE_MAX {
                 return Ran::unstored(respond::error(
                     ErrorCode::Busy,
                     format!("pane {pane} already has {QUEUE_MAX} sends queued; try again after the turn"),
                 ));
             }
             if working || behind {
-                p.queued.push_back(QueuedSend { request_id: request_id.clone(), text: text.clone() });
+                st.queue_send(&pane, QueuedSend { request_id: request_id.clone(), text: text.clone() });
             }
             ((working, behind), current)
         };
@@ -358,19 +329,11 @@ pub(crate) async fn send(
             Taken::NotSupported => not_supported("send"),
         }
     };
-    Ok(core.once(&request_id, |_| None, run).await)
+    core.once(&request_id, |_| None, run).await
 }
 
-pub(crate) async fn steer(
-    core: &Core,
-    req: &Request,
-    pane: &str,
-    arrival: Timestamp,
-) -> Result<Response, Response> {
-    let pane = path_id(pane, "pane")?;
-    let WriteBody::Steer { request_id, text } = parse(req, WriteBody::parse_steer)? else {
-        return Err(respond::error(ErrorCode::Internal, "steer body"));
-    };
+pub(crate) async fn steer(core: &Core, pane: Id, body: SteerBody, arrival: Timestamp) -> Response {
+    let SteerBody { request_id, text, .. } = body;
     let run = || async {
         let (_guard, (own, wide)) = match core.locked_takers(&pane, arrival, "steer").await {
             Ok(found) => found,
@@ -379,8 +342,7 @@ pub(crate) async fn steer(
         if own.chat.is_none() && wide.chat.is_none() {
             return not_supported("steer");
         }
-        let working =
-            core.lock().panes.get(&pane).is_some_and(|p| p.state == durable_types::PaneState::Working);
+        let working = core.lock().pane(&pane).is_some_and(|p| p.state() == durable_types::PaneState::Working);
         if !working {
             return refused("not-working".into());
         }
@@ -396,26 +358,21 @@ pub(crate) async fn steer(
         .await;
         match verdict {
             Taken::Yes(()) => {
-                // The running turn hears it (a program that set `working`
-                // by hand has no inbox: its handler had the text).
-                if let Some((_, inbox)) = core.lock().panes.get(&pane).and_then(|p| p.turn_inbox.as_ref()) {
-                    let _ = inbox.send(text);
-                }
+                // The running turn hears it.
+                core.lock().steer_turn(&pane, text);
                 ok(WriteResponse::new("steered", request_id.clone()), format!("pane:{pane}"))
             }
             Taken::Refused(reason) => refused(reason),
             Taken::NotSupported => not_supported("steer"),
         }
     };
-    Ok(core.once(&request_id, |_| None, run).await)
+    core.once(&request_id, |_| None, run).await
 }
 
 /// Stop never waits behind the pane's lock: a stuck send cannot keep it
 /// from acting.
-pub(crate) async fn stop(core: &Core, req: &Request, pane: &str) -> Result<Response, Response> {
-    let pane = path_id(pane, "pane")?;
-    let body = parse(req, WriteBody::parse_plain)?;
-    let request_id = body.request_id().clone();
+pub(crate) async fn stop(core: &Core, pane: Id, body: PlainBody) -> Response {
+    let request_id = body.request_id;
     let run = || async {
         let (own, wide) = match core.takers(&pane, "stop") {
             Ok(found) => found,
@@ -432,33 +389,28 @@ pub(crate) async fn stop(core: &Core, req: &Request, pane: &str) -> Result<Respo
         }
         let now = core.now();
         let mut st = core.lock();
-        if let Some(c) = st.panes.get_mut(&pane).and_then(|p| p.turn_cancel.take()) {
-            c.abort();
-        }
+        st.stop_turn(&pane);
         core.abort_asks_of(&mut st, &pane, now);
         drop(st);
         ok(WriteResponse::new("stopped", request_id.clone()), format!("pane:{pane}"))
     };
-    Ok(core.once(&request_id, |_| None, run).await)
+    core.once(&request_id, |_| None, run).await
 }
 
 pub(crate) async fn action(
     core: &Core,
-    req: &Request,
-    pane: &str,
-    action: &str,
+    pane: Id,
+    action: Id,
+    body: PlainBody,
     arrival: Timestamp,
-) -> Result<Response, Response> {
-    let pane = path_id(pane, "pane")?;
-    let action = path_id(action, "action")?;
-    let body = parse(req, WriteBody::parse_plain)?;
-    let request_id = body.request_id().clone();
+) -> Response {
+    let request_id = body.request_id;
     let run = || async {
         let (_guard, (own, wide)) = match core.locked_takers(&pane, arrival, "actions").await {
             Ok(found) => found,
             Err(ran) => return ran,
         };
-        let known = core.lock().panes.get(&pane).is_some_and(|p| p.actions.iter().any(|a| a.id == action));
+        let known = core.lock().pane(&pane).is_some_and(|p| p.has_action(&action));
         if !known {
             return Ran::unstored(respond::not_found(format!("pane {pane} has no action {action}")));
         }
@@ -478,7 +430,7 @@ pub(crate) async fn action(
             Taken::NotSupported => not_supported("this action"),
         }
     };
-    Ok(core.once(&request_id, |_| None, run).await)
+    core.once(&request_id, |_| None, run).await
 }
 
 /// A rename or close target, resolved against the layout.
@@ -493,22 +445,16 @@ fn resolve(core: &Core, target: Target, id: &str) -> Option<Resolved> {
     match target {
         Target::Workspace => {
             let ws = ScopeId::new(id).ok()?;
-            st.workspaces.iter().any(|w| w.id == ws).then_some(Resolved::Workspace(ws))
+            st.has_workspace(&ws).then_some(Resolved::Workspace(ws))
         }
         Target::Tab => {
             let (w, t) = id.split_once(':')?;
             let key = TabKey { ws: ScopeId::new(w).ok()?, tab: ScopeId::new(t).ok()? };
-            st.workspaces
-                .iter()
-                .find(|x| x.id == key.ws)?
-                .tabs
-                .iter()
-                .any(|x| x.id == key.tab)
-                .then_some(Resolved::Tab(key))
+            st.has_tab(&key).then_some(Resolved::Tab(key))
         }
         Target::Pane => {
             let pane = Id::new(id).ok()?;
-            st.panes.contains_key(&pane).then_some(Resolved::Pane(pane))
+            st.is_open(&pane).then_some(Resolved::Pane(pane))
         }
         #[allow(unreachable_patterns)]
         _ => None,
@@ -534,10 +480,8 @@ async fn resolve_and_lock(
     Ok((resolved, guard))
 }
 
-pub(crate) async fn rename(core: &Core, req: &Request, arrival: Timestamp) -> Result<Response, Response> {
-    let WriteBody::Rename { request_id, target, id, title } = parse(req, WriteBody::parse_rename)? else {
-        return Err(respond::error(ErrorCode::Internal, "rename body"));
-    };
+pub(crate) async fn rename(core: &Core, body: RenameBody, arrival: Timestamp) -> Response {
+    let RenameBody { request_id, target, id, title, .. } = body;
     let run = || async {
         let (resolved, _guard) = match resolve_and_lock(core, target, &id, arrival, "rename").await {
             Ok(found) => found,
@@ -565,13 +509,11 @@ pub(crate) async fn rename(core: &Core, req: &Request, arrival: Timestamp) -> Re
         }
         ok(WriteResponse::new("renamed", request_id.clone()), "renames".into())
     };
-    Ok(core.once(&request_id, |_| None, run).await)
+    core.once(&request_id, |_| None, run).await
 }
 
-pub(crate) async fn close(core: &Core, req: &Request, arrival: Timestamp) -> Result<Response, Response> {
-    let WriteBody::Close { request_id, target, id } = parse(req, WriteBody::parse_close)? else {
-        return Err(respond::error(ErrorCode::Internal, "close body"));
-    };
+pub(crate) async fn close(core: &Core, body: CloseBody, arrival: Timestamp) -> Response {
+    let CloseBody { request_id, target, id, .. } = body;
     let run = || async {
         let (resolved, _guard) = match resolve_and_lock(core, target, &id, arrival, "close").await {
             Ok(found) => found,
@@ -592,13 +534,11 @@ pub(crate) async fn close(core: &Core, req: &Request, arrival: Timestamp) -> Res
         drop(st);
         ok(WriteResponse::new("closed", request_id.clone()), "closes".into())
     };
-    Ok(core.once(&request_id, |_| None, run).await)
+    core.once(&request_id, |_| None, run).await
 }
 
-pub(crate) async fn reopen(core: &Core, req: &Request) -> Result<Response, Response> {
-    let WriteBody::Reopen { request_id, id } = parse(req, WriteBody::parse_reopen)? else {
-        return Err(respond::error(ErrorCode::Internal, "reopen body"));
-    };
+pub(crate) async fn reopen(core: &Core, body: ReopenBody) -> Response {
+    let ReopenBody { request_id, id, .. } = body;
     let run = || async {
         if let Some(h) = core.hooks() {
             match h.reopen_dyn(ReopenRequest { request_id: request_id.clone(), id: id.clone() }).await {
@@ -623,16 +563,13 @@ pub(crate) async fn reopen(core: &Core, req: &Request) -> Result<Response, Respo
             )))
         }
     };
-    Ok(core.once(&request_id, |_| None, run).await)
+    core.once(&request_id, |_| None, run).await
 }
 
-pub(crate) async fn starter(core: &Core, req: &Request, starter: &str) -> Result<Response, Response> {
-    let starter = path_id(starter, "starter")?;
-    let WriteBody::Starter { request_id, text } = parse(req, WriteBody::parse_starter)? else {
-        return Err(respond::error(ErrorCode::Internal, "starter body"));
-    };
+pub(crate) async fn starter(core: &Core, starter: Id, body: StarterBody) -> Response {
+    let StarterBody { request_id, text, .. } = body;
     let run = || async {
-        let known = core.lock().starters.iter().any(|s| s.id == starter);
+        let known = core.lock().has_starter(&starter);
         if !known {
             return Ran::unstored(respond::not_found(format!("no starter {starter}")));
         }
@@ -647,5 +584,5 @@ pub(crate) async fn starter(core: &Core, req: &Request, starter: &str) -> Result
             Err(r) => refusal(r, "starters"),
         }
     };
-    Ok(core.once(&request_id, |_| None, run).await)
+    core.once(&request_id, |_| None, run).await
 }

@@ -175,7 +175,10 @@ where
                 drop(in_flight);
                 response
             });
-            let response = task.await.unwrap_or_else(|_| internal());
+            let response = task.await.unwrap_or_else(|e| {
+                tracing::warn!(target: "durable", error = %e, "the core's task failed to answer a request");
+                internal()
+            });
             Ok::<_, ServiceError>(to_hyper_response(response))
         }
     });

@@ -30,6 +30,11 @@
 //!   [`HttpOptions::shutdown_grace`], then drop what is left — and stop the
 //!   driver).
 //!
+//! What goes wrong on the way is a `tracing` warning (target `durable`): a
+//! caller refused for its token (naming the check, never the token), a
+//! connection that failed (its handshake, its reading), the core's task
+//! failing. A failed accept is a warn line through the core's sink.
+//!
 //! A server is then short: bind, implement [`Listen`] (accept, then find out
 //! who the peer is or do the TLS handshake inside the returned [`Incoming`]
 //! future), tell the core its caller-check mode, and call [`Server::start`].

@@ -20,7 +20,8 @@ use crate::shutdown::Shutdown;
 /// The slow part of taking a connection — reading who the peer is, or a TLS
 /// handshake — run on the connection's own task, so the accept loop never
 /// waits on one client. It yields the stream and the connection's
-/// [`CallerSource`]; an error drops the connection quietly.
+/// [`CallerSource`]; an error drops the connection (a `tracing` warning,
+/// target `durable`).
 pub type Incoming<Io> = Pin<Box<dyn Future<Output = io::Result<(Io, CallerSource)>> + Send>>;
 
 /// A source of connections for [`Server::start`] (a Unix listener, a TCP
@@ -136,8 +137,15 @@ async fn run<H: Handler, L: Listen>(
                 let options = options.clone();
                 let shutdown = shutdown.clone();
                 connections.spawn(async move {
-                    if let Ok((io, callers)) = incoming.await {
-                        let _ = serve_connection(handler, io, callers, &options, shutdown).await;
+                    let (io, callers) = match incoming.await {
+                        Ok(accepted) => accepted,
+                        Err(e) => {
+                            tracing::warn!(target: "durable", error = %e, "a connection failed before its first request");
+                            return;
+                        }
+                    };
+                    if let Err(e) = serve_connection(handler, io, callers, &options, shutdown).await {
+                        tracing::warn!(target: "durable", error = %e, "a connection failed");
                     }
                 });
             }

@@ -55,4 +55,7 @@ pub use items::{
 };
 pub use layout::{ActionView, ClosedView, PaneView, StarterView, StateResponse, TabView, WorkspaceView};
 pub use summary::{arguments_view, call_summary};
-pub use writes::{Target, WriteBody, WriteResponse};
+pub use writes::{
+    CloseBody, PlainBody, RenameBody, ReopenBody, SendBody, StarterBody, SteerBody, Target, WriteBody,
+    WriteResponse,
+};

@@ -55,8 +55,9 @@ fn phone_text(s: String) -> Result<String, String> {
     }
 }
 
-/// A parsed write body. Each `parse` applies the route's body rules and
-/// answers an error sentence for `400 bad-request`.
+/// A parsed write body, of any route. Each `parse` applies the route's body
+/// rules and answers an error sentence for `400 bad-request`; a server that
+/// knows the route parses its typed body ([`SendBody`], [`SteerBody`], …).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum WriteBody {
@@ -134,63 +135,208 @@ impl WriteBody {
 
     /// Parses a send body.
     pub fn parse_send(body: &[u8]) -> Result<WriteBody, String> {
+        SendBody::parse(body).map(Into::into)
+    }
+
+    /// Parses a steer body.
+    pub fn parse_steer(body: &[u8]) -> Result<WriteBody, String> {
+        SteerBody::parse(body).map(Into::into)
+    }
+
+    /// Parses a stop or action body.
+    pub fn parse_plain(body: &[u8]) -> Result<WriteBody, String> {
+        PlainBody::parse(body).map(Into::into)
+    }
+
+    /// Parses a rename body.
+    pub fn parse_rename(body: &[u8]) -> Result<WriteBody, String> {
+        RenameBody::parse(body).map(Into::into)
+    }
+
+    /// Parses a close body.
+    pub fn parse_close(body: &[u8]) -> Result<WriteBody, String> {
+        CloseBody::parse(body).map(Into::into)
+    }
+
+    /// Parses a reopen body.
+    pub fn parse_reopen(body: &[u8]) -> Result<WriteBody, String> {
+        ReopenBody::parse(body).map(Into::into)
+    }
+
+    /// Parses a starter body.
+    pub fn parse_starter(body: &[u8]) -> Result<WriteBody, String> {
+        StarterBody::parse(body).map(Into::into)
+    }
+}
+
+/// `send`: `text` (64 KiB), `turnId?`. The route's typed body: the
+/// [`WriteBody`] variant of the same name holds the same fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SendBody {
+    /// The request id.
+    pub request_id: Id,
+    /// The text.
+    pub text: String,
+    /// The turn the phone saw: absent (no check), `null` (no turn yet) or a
+    /// turn id.
+    pub turn_id: Option<Option<String>>,
+}
+
+impl SendBody {
+    /// Parses a send body; the error is a sentence for `400 bad-request`.
+    pub fn parse(body: &[u8]) -> Result<SendBody, String> {
         let o = fields::object(body)?;
-        Ok(WriteBody::Send {
+        Ok(SendBody {
             request_id: fields::request_id(&o)?,
             text: phone_text(fields::string(&o, "text")?)?,
             turn_id: fields::nullable_string(&o, "turnId")?,
         })
     }
+}
 
-    /// Parses a steer body.
-    pub fn parse_steer(body: &[u8]) -> Result<WriteBody, String> {
+/// `steer`: `text`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SteerBody {
+    /// The request id.
+    pub request_id: Id,
+    /// The text.
+    pub text: String,
+}
+
+impl SteerBody {
+    /// Parses a steer body; the error is a sentence for `400 bad-request`.
+    pub fn parse(body: &[u8]) -> Result<SteerBody, String> {
         let o = fields::object(body)?;
-        Ok(WriteBody::Steer {
-            request_id: fields::request_id(&o)?,
-            text: phone_text(fields::string(&o, "text")?)?,
-        })
+        Ok(SteerBody { request_id: fields::request_id(&o)?, text: phone_text(fields::string(&o, "text")?)? })
     }
+}
 
-    /// Parses a stop or action body.
-    pub fn parse_plain(body: &[u8]) -> Result<WriteBody, String> {
+/// `stop` and `actions/{action}`: only the request id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PlainBody {
+    /// The request id.
+    pub request_id: Id,
+}
+
+impl PlainBody {
+    /// Parses a stop or action body; the error is a sentence for `400 bad-request`.
+    pub fn parse(body: &[u8]) -> Result<PlainBody, String> {
         let o = fields::object(body)?;
-        Ok(WriteBody::Plain { request_id: fields::request_id(&o)? })
+        Ok(PlainBody { request_id: fields::request_id(&o)? })
     }
+}
 
-    /// Parses a rename body.
-    pub fn parse_rename(body: &[u8]) -> Result<WriteBody, String> {
+/// `rename`: `target`, `id`, `title`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RenameBody {
+    /// The request id.
+    pub request_id: Id,
+    /// What is renamed.
+    pub target: Target,
+    /// Its id (a tab's wire id for a tab).
+    pub id: String,
+    /// The new title.
+    pub title: String,
+}
+
+impl RenameBody {
+    /// Parses a rename body; the error is a sentence for `400 bad-request`.
+    pub fn parse(body: &[u8]) -> Result<RenameBody, String> {
         let o = fields::object(body)?;
         let request_id = fields::request_id(&o)?;
         let target = Target::parse(&fields::string(&o, "target")?)?;
         let id = fields::string(&o, "id")?;
         target.check_id(&id)?;
-        Ok(WriteBody::Rename { request_id, target, id, title: fields::string(&o, "title")? })
+        Ok(RenameBody { request_id, target, id, title: fields::string(&o, "title")? })
     }
+}
 
-    /// Parses a close body.
-    pub fn parse_close(body: &[u8]) -> Result<WriteBody, String> {
+/// `close`: `target`, `id`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CloseBody {
+    /// The request id.
+    pub request_id: Id,
+    /// What is closed.
+    pub target: Target,
+    /// Its id.
+    pub id: String,
+}
+
+impl CloseBody {
+    /// Parses a close body; the error is a sentence for `400 bad-request`.
+    pub fn parse(body: &[u8]) -> Result<CloseBody, String> {
         let o = fields::object(body)?;
         let request_id = fields::request_id(&o)?;
         let target = Target::parse(&fields::string(&o, "target")?)?;
         let id = fields::string(&o, "id")?;
         target.check_id(&id)?;
-        Ok(WriteBody::Close { request_id, target, id })
+        Ok(CloseBody { request_id, target, id })
     }
+}
 
-    /// Parses a reopen body.
-    pub fn parse_reopen(body: &[u8]) -> Result<WriteBody, String> {
+/// `reopen`: `id` (a pane).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReopenBody {
+    /// The request id.
+    pub request_id: Id,
+    /// The pane id.
+    pub id: Id,
+}
+
+impl ReopenBody {
+    /// Parses a reopen body; the error is a sentence for `400 bad-request`.
+    pub fn parse(body: &[u8]) -> Result<ReopenBody, String> {
         let o = fields::object(body)?;
-        Ok(WriteBody::Reopen { request_id: fields::request_id(&o)?, id: fields::id(&o, "id")? })
+        Ok(ReopenBody { request_id: fields::request_id(&o)?, id: fields::id(&o, "id")? })
     }
+}
 
-    /// Parses a starter body.
-    pub fn parse_starter(body: &[u8]) -> Result<WriteBody, String> {
+/// `starters/{starter}`: `text?`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StarterBody {
+    /// The request id.
+    pub request_id: Id,
+    /// The first text, if any.
+    pub text: Option<String>,
+}
+
+impl StarterBody {
+    /// Parses a starter body; the error is a sentence for `400 bad-request`.
+    pub fn parse(body: &[u8]) -> Result<StarterBody, String> {
         let o = fields::object(body)?;
-        Ok(WriteBody::Starter {
+        Ok(StarterBody {
             request_id: fields::request_id(&o)?,
             text: fields::opt_string(&o, "text")?.map(phone_text).transpose()?,
         })
     }
+}
+
+/// Each typed body is the [`WriteBody`] variant of the same name.
+macro_rules! into_write_body {
+    ($($body:ident => $variant:ident { $($field:ident),* };)*) => {$(
+        impl From<$body> for WriteBody {
+            fn from(b: $body) -> WriteBody {
+                WriteBody::$variant { $($field: b.$field),* }
+            }
+        }
+    )*};
+}
+
+into_write_body! {
+    SendBody => Send { request_id, text, turn_id };
+    SteerBody => Steer { request_id, text };
+    PlainBody => Plain { request_id };
+    RenameBody => Rename { request_id, target, id, title };
+    CloseBody => Close { request_id, target, id };
+    ReopenBody => Reopen { request_id, id };
+    StarterBody => Starter { request_id, text };
 }
 
 /// The success answer of a write: `ok`, `result`, `requestId`, `replayed`,
@@ -239,6 +385,15 @@ mod tests {
         assert!(WriteBody::parse_rename(body("workspace", "a:b").as_bytes()).is_err());
         assert!(WriteBody::parse_close(body("tab", "main").as_bytes()).is_err());
         assert!(WriteBody::parse_close(body("tab", "a:b:c").as_bytes()).is_err());
+    }
+
+    #[test]
+    fn a_typed_body_is_the_write_body_of_its_route() {
+        let body = br#"{"requestId":"r","text":"hi","turnId":null}"#;
+        let typed = SendBody::parse(body).unwrap();
+        assert_eq!(typed.turn_id, Some(None));
+        assert_eq!(WriteBody::from(typed), WriteBody::parse_send(body).unwrap());
+        assert_eq!(StarterBody::parse(b"{}").unwrap_err(), WriteBody::parse_starter(b"{}").unwrap_err());
     }
 
     #[test]

@@ -1,0 +1,138 @@
+//! What a route reads from a request: path ids, query parameters and the
+//! body. A leaf: it knows the wire types and nothing else of the crate, so
+//! a handler reads its request without the router.
+
+use durable_types::exchange::{Body, Request};
+use durable_types::{
+    AnswerRequest, CloseBody, ErrorCode, HelloRequest, Id, PlainBody, RenameBody, ReopenBody, RuleError,
+    SendBody, StarterBody, SteerBody,
+};
+
+/// Why a request is malformed in itself (`400`, or `413` for the body's
+/// size), before any handler looks at it. Its `Display` is the message the
+/// phone gets.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RequestError {
+    /// A path segment breaks the ID rule.
+    #[error("{what}: {source}")]
+    Id { what: &'static str, source: RuleError },
+    /// A query parameter that should be a count is not one.
+    #[error("{key} must be a non-negative integer")]
+    NotAnInteger { key: &'static str },
+    /// A count too large for the core.
+    #[error("{key} is out of range")]
+    OutOfRange { key: &'static str },
+    /// A count outside what the route takes.
+    #[error("{key} is {min} to {max}, not {value}")]
+    OutOfBounds { key: &'static str, min: u64, max: u64, value: u64 },
+    /// A cursor parameter breaks the cursor rule.
+    #[error("{key}: {source}")]
+    Cursor { key: &'static str, source: RuleError },
+    /// The body went over 1 MiB while it streamed in.
+    #[error("the request body is over 1 MiB")]
+    TooLarge,
+    /// The body breaks the route's body rules (the message says which).
+    #[error("{0}")]
+    Body(String),
+}
+
+impl RequestError {
+    /// The error code the phone gets.
+    pub(crate) fn code(&self) -> ErrorCode {
+        match self {
+            RequestError::TooLarge => ErrorCode::TooLarge,
+            _ => ErrorCode::BadRequest,
+        }
+    }
+}
+
+/// A request's query parameters, percent-decoded. Unknown ones are ignored.
+pub(crate) struct Query(Vec<(String, String)>);
+
+impl Query {
+    pub(crate) fn parse(query: Option<&str>) -> Query {
+        let pairs = query
+            .unwrap_or("")
+            .split('&')
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                let (k, v) = p.split_once('=').unwrap_or((p, ""));
+                // `+` stays `+`: cursors may hold it, and Collie percent-encodes.
+                let dec = |s: &str| durable_types::decode_path_segment(s).unwrap_or_else(|_| s.to_owned());
+                (dec(k), dec(v))
+            })
+            .collect();
+        Query(pairs)
+    }
+
+    /// The query of a request.
+    pub(crate) fn of(req: &Request) -> Query {
+        Query::parse(req.query.as_deref())
+    }
+
+    pub(crate) fn get(&self, key: &str) -> Option<&str> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    /// A non-negative integer parameter.
+    pub(crate) fn u64(&self, key: &'static str) -> Result<Option<u64>, RequestError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => {
+                v.parse().map(Some).map_err(|_| RequestError::OutOfRange { key })
+            }
+            Some(_) => Err(RequestError::NotAnInteger { key }),
+        }
+    }
+}
+
+/// A path segment percent-decoded and checked against the ID rule.
+pub(crate) fn path_id(segment: &str, what: &'static str) -> Result<Id, RequestError> {
+    Id::from_path_segment(segment).map_err(|source| RequestError::Id { what, source })
+}
+
+/// The body bytes, or [`RequestError::TooLarge`] when it went over the limit
+/// while streaming.
+fn body_bytes(req: &Request) -> Result<&[u8], RequestError> {
+    match &req.body {
+        Body::Complete(b) => Ok(b),
+        _ => Err(RequestError::TooLarge),
+    }
+}
+
+/// A route's body, parsed by its rules before the handler runs: the
+/// handler gets it typed.
+pub(crate) trait FromBody: Sized {
+    fn from_body(bytes: &[u8]) -> Result<Self, RequestError>;
+}
+
+/// The request's body, as the route's type.
+pub(crate) fn body<T: FromBody>(req: &Request) -> Result<T, RequestError> {
+    T::from_body(body_bytes(req)?)
+}
+
+macro_rules! write_bodies {
+    ($($body:ty),*) => {$(
+        impl FromBody for $body {
+            fn from_body(bytes: &[u8]) -> Result<Self, RequestError> {
+                <$body>::parse(bytes).map_err(RequestError::Body)
+            }
+        }
+    )*};
+}
+
+write_bodies!(SendBody, SteerBody, PlainBody, RenameBody, CloseBody, ReopenBody, StarterBody);
+
+impl FromBody for AnswerRequest {
+    fn from_body(bytes: &[u8]) -> Result<Self, RequestError> {
+        AnswerRequest::parse(bytes).map_err(|why| RequestError::Body(format!("answer: {why}")))
+    }
+}
+
+impl FromBody for HelloRequest {
+    fn from_body(bytes: &[u8]) -> Result<Self, RequestError> {
+        serde_json::from_slice(bytes).map_err(|e| {
+            RequestError::Body(format!("POST /hello needs {{\"wire\": {{\"min\", \"max\"}}}}: {e}"))
+        })
+    }
+}

@@ -1,0 +1,178 @@
+//! Asks: the open ones in the order raised, the ids decided (for `409
+//! ask-closed`), and answers held for asks not raised yet (§7.1).
+
+use durable_types::{Ask, DecidedBy, EventBody, Id, Item, ItemBody, NoticeTone, Outcome, Timestamp};
+use tokio::sync::oneshot;
+
+use super::State;
+use crate::asks::{AskClosed, Decided};
+
+/// How many decided ask ids are remembered for `409 ask-closed`.
+const DECIDED_MEMORY: usize = 10_000;
+
+/// Answers held at once, at most: each may carry up to 1 MiB.
+const HOLDS_MAX: usize = 1000;
+
+/// One open ask.
+pub(crate) struct OpenAsk {
+    pub(crate) ask: Ask,
+    order: u64,
+    /// Resolves the program's awaitable.
+    pub(crate) sender: Option<oneshot::Sender<Result<Decided, AskClosed>>>,
+    /// Fires when the ask closes, to end its abort-signal watcher job.
+    pub(crate) closed_tx: Option<oneshot::Sender<()>>,
+}
+
+/// An answer to an unknown ask, held for a while (§7.1).
+pub(crate) struct Hold {
+    pub(crate) request_id: Id,
+    pub(crate) hash: String,
+    pub(crate) answer: durable_types::AnswerBody,
+    pub(crate) confirm_always: bool,
+    pub(crate) arrived_at: Timestamp,
+    pub(crate) expires_at: Timestamp,
+}
+
+impl State {
+    /// The open ask with this id.
+    pub(crate) fn ask(&self, id: &str) -> Option<&Ask> {
+        self.asks.get(id).map(|a| &a.ask)
+    }
+
+    pub(crate) fn is_ask_open(&self, id: &str) -> bool {
+        self.asks.contains_key(id)
+    }
+
+    /// Every open ask, oldest first.
+    pub(crate) fn asks_in_order(&self) -> Vec<&Ask> {
+        let mut v: Vec<&OpenAsk> = self.asks.values().collect();
+        v.sort_by_key(|a| a.order);
+        v.into_iter().map(|a| &a.ask).collect()
+    }
+
+    /// The ids of a pane's open asks, oldest first.
+    pub(crate) fn open_asks_of(&self, pane: &Id) -> Vec<String> {
+        let mut v: Vec<&OpenAsk> = self.asks.values().filter(|a| &a.ask.pane == pane).collect();
+        v.sort_by_key(|a| a.order);
+        v.into_iter().map(|a| a.ask.id.clone()).collect()
+    }
+
+    /// Who decided an ask that is no longer open, and when.
+    pub(crate) fn decided(&self, id: &str) -> Option<(DecidedBy, Timestamp)> {
+        self.decided.get(id).map(|&(by, at, _)| (by, at))
+    }
+
+    /// Opens an ask (its `ask` event on the pane). The caller checked that
+    /// its pane is open and its id is not.
+    pub(crate) fn open_ask(
+        &mut self,
+        ask: Ask,
+        now: Timestamp,
+        sender: oneshot::Sender<Result<Decided, AskClosed>>,
+        closed_tx: oneshot::Sender<()>,
+    ) {
+        let id = ask.id.clone();
+        let pane = ask.pane.clone();
+        // Raised again: it is open, no longer decided.
+        self.decided.remove(&id);
+        self.next_ask_order += 1;
+        let order = self.next_ask_order;
+        self.asks.insert(
+            id,
+            OpenAsk { ask: ask.clone(), order, sender: Some(sender), closed_tx: Some(closed_tx) },
+        );
+        self.pane_event(&pane, now, EventBody::Ask { ask: Box::new(ask) });
+    }
+
+    /// Closes an open ask: the `ask-closed` event and, unless the phone
+    /// decided, one chat notice. Returns the ask, whose awaitable the caller
+    /// resolves; `None` when it was not open.
+    pub(crate) fn close_ask(
+        &mut self,
+        id: &str,
+        by: DecidedBy,
+        outcome: Outcome,
+        now: Timestamp,
+    ) -> Option<OpenAsk> {
+        let open = self.asks.remove(id)?;
+        self.remember_decided(id.to_owned(), by, now);
+        let pane = open.ask.pane.clone();
+        self.pane_event(
+            &pane,
+            now,
+            EventBody::AskClosed { ask_id: id.to_owned(), decided_by: by, decided_at: now, outcome },
+        );
+        let notice = match (by, outcome) {
+            (DecidedBy::Timeout, _) => {
+                Some((format!("Timed out before an answer: {}", open.ask.title), NoticeTone::Warn))
+            }
+            (DecidedBy::Program, Outcome::Answered) => {
+                Some((format!("Answered in the agent: {}", open.ask.title), NoticeTone::Info))
+            }
+            (DecidedBy::Program, _) => {
+                Some((format!("Stopped before an answer: {}", open.ask.title), NoticeTone::Info))
+            }
+            _ => None,
+        };
+        if let Some((text, tone)) = notice {
+            if let Ok(item_id) = Id::new(format!("ask-closed-{id}")) {
+                let item = Item::new(item_id, ItemBody::Notice { text, partial: false, tone: Some(tone) });
+                if let Ok((item, _)) = item.sanitized() {
+                    self.pane_event(&pane, now, EventBody::Item { item: item.into() });
+                }
+            }
+        }
+        Some(open)
+    }
+
+    fn remember_decided(&mut self, id: String, by: DecidedBy, at: Timestamp) {
+        self.decided_gen += 1;
+        let generation = self.decided_gen;
+        self.decided.insert(id.clone(), (by, at, generation));
+        self.decided_order.push_back((id, generation));
+        while self.decided_order.len() > DECIDED_MEMORY {
+            // Forget an id only if this is its latest decision.
+            if let Some((old, g)) = self.decided_order.pop_front() {
+                if self.decided.get(&old).is_some_and(|d| d.2 == g) {
+                    self.decided.remove(&old);
+                }
+            }
+        }
+    }
+
+    // Held answers.
+
+    /// The ask an answer with this request id is held for.
+    pub(crate) fn held_ask_of(&self, request_id: &Id) -> Option<&str> {
+        self.hold_by_request.get(request_id).map(String::as_str)
+    }
+
+    /// Holds an answer for ask `id`. A newer hold for the same ask replaces
+    /// the older one; past [`HOLDS_MAX`] the oldest goes. Either way its
+    /// request id is free again.
+    pub(crate) fn hold_answer(&mut self, id: String, hold: Hold) {
+        self.take_hold(&id);
+        if self.holds.len() >= HOLDS_MAX {
+            let oldest = self.holds.iter().min_by_key(|(_, h)| h.arrived_at).map(|(id, _)| id.clone());
+            if let Some(old) = oldest {
+                self.take_hold(&old);
+            }
+        }
+        self.hold_by_request.insert(hold.request_id.clone(), id.clone());
+        self.holds.insert(id, hold);
+    }
+
+    /// Removes the answer held for ask `id`; its request id is free again.
+    pub(crate) fn take_hold(&mut self, id: &str) -> Option<Hold> {
+        let hold = self.holds.remove(id)?;
+        self.hold_by_request.remove(&hold.request_id);
+        Some(hold)
+    }
+
+    /// Drops the answer held for ask `id` if its time is over.
+    pub(crate) fn expire_hold(&mut self, id: &str, now: Timestamp) {
+        if self.holds.get(id).is_some_and(|h| h.expires_at <= now) {
+            self.take_hold(id);
+        }
+    }
+}

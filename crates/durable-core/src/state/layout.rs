@@ -1,0 +1,183 @@
+//! The layout: workspaces, their tabs, each tab's panes in order, and the
+//! starters.
+
+use durable_types::{Id, ScopeId, StarterView, TabView, WorkspaceView};
+
+use super::State;
+use super::panes::PaneData;
+
+/// A tab's place: workspace id and tab id.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub(crate) struct TabKey {
+    pub(crate) ws: ScopeId,
+    pub(crate) tab: ScopeId,
+}
+
+impl TabKey {
+    pub(crate) fn wire(&self) -> String {
+        durable_types::tab_wire_id(&self.ws, &self.tab)
+    }
+}
+
+pub(super) struct WorkspaceData {
+    id: ScopeId,
+    title: String,
+    tabs: Vec<TabData>,
+}
+
+pub(super) struct TabData {
+    id: ScopeId,
+    title: String,
+    pub(super) panes: Vec<Id>,
+}
+
+impl State {
+    pub(crate) fn workspaces_view(&self) -> Vec<WorkspaceView> {
+        self.workspaces
+            .iter()
+            .map(|w| WorkspaceView {
+                id: w.id.to_string(),
+                title: w.title.clone(),
+                tabs: w
+                    .tabs
+                    .iter()
+                    .map(|t| TabView {
+                        id: durable_types::tab_wire_id(&w.id, &t.id),
+                        title: t.title.clone(),
+                        panes: t.panes.iter().map(|p| p.to_string()).collect(),
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// Open panes in the layout's order: workspaces, tabs, then panes in their tab.
+    pub(crate) fn panes_in_layout_order(&self) -> impl Iterator<Item = &PaneData> {
+        self.workspaces
+            .iter()
+            .flat_map(|w| w.tabs.iter().flat_map(|t| t.panes.iter()))
+            .filter_map(|id| self.panes.get(id))
+    }
+
+    fn workspace(&self, id: &ScopeId) -> Option<&WorkspaceData> {
+        self.workspaces.iter().find(|w| &w.id == id)
+    }
+
+    fn workspace_mut(&mut self, id: &ScopeId) -> Option<&mut WorkspaceData> {
+        self.workspaces.iter_mut().find(|w| &w.id == id)
+    }
+
+    pub(super) fn find_tab_mut(&mut self, key: &TabKey) -> Option<&mut TabData> {
+        self.workspace_mut(&key.ws)?.tabs.iter_mut().find(|t| t.id == key.tab)
+    }
+
+    pub(crate) fn has_workspace(&self, id: &ScopeId) -> bool {
+        self.workspace(id).is_some()
+    }
+
+    pub(crate) fn has_tab(&self, key: &TabKey) -> bool {
+        self.workspace(&key.ws).is_some_and(|w| w.tabs.iter().any(|t| t.id == key.tab))
+    }
+
+    /// The workspace's tab ids; `None` when it is not open.
+    pub(crate) fn workspace_tabs(&self, id: &ScopeId) -> Option<Vec<ScopeId>> {
+        self.workspace(id).map(|w| w.tabs.iter().map(|t| t.id.clone()).collect())
+    }
+
+    /// The tab's pane ids in order; `None` when it is not open.
+    pub(crate) fn tab_panes(&self, key: &TabKey) -> Option<Vec<Id>> {
+        self.workspace(&key.ws)?.tabs.iter().find(|t| t.id == key.tab).map(|t| t.panes.clone())
+    }
+
+    /// Adds a workspace unless one with this id is open.
+    pub(crate) fn add_workspace(&mut self, id: ScopeId, title: String) {
+        if !self.has_workspace(&id) {
+            self.workspaces.push(WorkspaceData { id, title, tabs: Vec::new() });
+            self.bump_layout();
+        }
+    }
+
+    pub(crate) fn rename_workspace(&mut self, id: &ScopeId, title: String) {
+        if let Some(w) = self.workspace_mut(id) {
+            w.title = title;
+            self.bump_layout();
+        }
+    }
+
+    /// Takes a workspace out of the layout (its tabs closed first).
+    pub(crate) fn remove_workspace(&mut self, id: &ScopeId) {
+        self.workspaces.retain(|w| &w.id != id);
+        self.bump_layout();
+    }
+
+    /// Adds a tab unless one with this key is open. `false`: its workspace
+    /// is not open.
+    pub(crate) fn add_tab(&mut self, key: &TabKey, title: String) -> bool {
+        let Some(ws) = self.workspace_mut(&key.ws) else { return false };
+        if !ws.tabs.iter().any(|t| t.id == key.tab) {
+            ws.tabs.push(TabData { id: key.tab.clone(), title, panes: Vec::new() });
+            self.bump_layout();
+        }
+        true
+    }
+
+    /// A pane's tab, brought back (with its workspace) when it is gone:
+    /// named after its id, empty.
+    pub(super) fn ensure_tab(&mut self, key: &TabKey) {
+        if self.has_tab(key) {
+            return;
+        }
+        if !self.has_workspace(&key.ws) {
+            self.workspaces.push(WorkspaceData {
+                id: key.ws.clone(),
+                title: key.ws.to_string(),
+                tabs: Vec::new(),
+            });
+        }
+        if let Some(w) = self.workspace_mut(&key.ws) {
+            w.tabs.push(TabData { id: key.tab.clone(), title: key.tab.to_string(), panes: Vec::new() });
+        }
+    }
+
+    pub(crate) fn rename_tab(&mut self, key: &TabKey, title: String) {
+        if let Some(t) = self.find_tab_mut(key) {
+            t.title = title;
+            self.bump_layout();
+        }
+    }
+
+    /// Takes a tab out of the layout (its panes closed first).
+    pub(crate) fn remove_tab(&mut self, key: &TabKey) {
+        if let Some(w) = self.workspace_mut(&key.ws) {
+            w.tabs.retain(|t| t.id != key.tab);
+        }
+        self.bump_layout();
+    }
+
+    // Starters.
+
+    pub(crate) fn starters(&self) -> &[StarterView] {
+        &self.starters
+    }
+
+    pub(crate) fn has_starter(&self, id: &Id) -> bool {
+        self.starters.iter().any(|s| &s.id == id)
+    }
+
+    /// Adds a starter, or relabels the one with this id.
+    pub(crate) fn set_starter(&mut self, id: Id, label: String) {
+        match self.starters.iter_mut().find(|s| s.id == id) {
+            Some(s) => s.label = label,
+            None => self.starters.push(StarterView { id, label }),
+        }
+        self.bump_layout();
+    }
+
+    pub(crate) fn remove_starter(&mut self, id: &str) {
+        let before = self.starters.len();
+        self.starters.retain(|s| s.id != id);
+        if self.starters.len() != before {
+            self.bump_layout();
+        }
+    }
+}

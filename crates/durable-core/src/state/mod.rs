@@ -1,0 +1,223 @@
+//! The core's state: layout, panes with their views and event tails, the
+//! change sequence the state poll reads, the open asks, held answers and
+//! decided ids.
+//!
+//! One owner per change: every field is private to this module, and each
+//! change is a method named after what it does (`open_ask`, `close_pane`,
+//! `set_pane_state`, …). The rest of the crate reads through accessors and
+//! does what lies outside the state (resolving an ask's awaitable, queuing
+//! jobs, waking the driver).
+
+mod asks;
+mod layout;
+mod panes;
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use durable_types::{DecidedBy, Id, STATE_SEQ_MEMORY, StarterView, Timestamp};
+
+use crate::receipts::Receipt;
+use crate::timers::{Timer, Timers};
+
+pub(crate) use asks::Hold;
+pub(crate) use layout::TabKey;
+pub(crate) use panes::{PaneFields, QueuedSend, SessionId};
+
+use asks::OpenAsk;
+use layout::WorkspaceData;
+use panes::{ClosedPane, PaneData};
+
+/// Collie versions warned about at most (the version comes from the network).
+const WARNED_VERSIONS_MAX: usize = 64;
+
+/// The whole mutable state, behind one lock held only between awaits.
+pub(crate) struct State {
+    /// Raw events each pane keeps (from the options).
+    tail_limit: usize,
+    ready: bool,
+    seq: u64,
+    layout_seq: u64,
+    workspaces: Vec<WorkspaceData>,
+    panes: HashMap<Id, PaneData>,
+    removed: VecDeque<(Id, u64)>,
+    closed: Vec<ClosedPane>,
+    starters: Vec<StarterView>,
+    asks: HashMap<String, OpenAsk>,
+    next_ask_order: u64,
+    decided: HashMap<String, (DecidedBy, Timestamp, u64)>,
+    decided_order: VecDeque<(String, u64)>,
+    decided_gen: u64,
+    holds: HashMap<String, Hold>,
+    hold_by_request: HashMap<Id, String>,
+    /// Receipts applied but not (yet) in the store: a repeat replays them.
+    memory_receipts: HashMap<Id, Receipt>,
+    timers: Timers,
+    warned_versions: HashSet<String>,
+    has_history: bool,
+    /// Whether any chat / action handler was ever set (for the default caps).
+    has_chat: bool,
+    has_actions: bool,
+    has_hooks: bool,
+    /// Turn tokens handed out, so an old turn cannot end a newer one.
+    turn_tokens: u64,
+    /// The last event seq of each pane id closed in this process: a pane
+    /// opened again under that id goes on counting from there, so a reader's
+    /// `after` keeps its meaning within the epoch.
+    seq_floor: HashMap<Id, u64>,
+}
+
+impl State {
+    pub(crate) fn new(tail_limit: usize) -> Self {
+        State {
+            tail_limit,
+            ready: false,
+            seq: 0,
+            layout_seq: 0,
+            workspaces: Vec::new(),
+            panes: HashMap::new(),
+            removed: VecDeque::new(),
+            closed: Vec::new(),
+            starters: Vec::new(),
+            asks: HashMap::new(),
+            next_ask_order: 0,
+            decided: HashMap::new(),
+            decided_order: VecDeque::new(),
+            decided_gen: 0,
+            holds: HashMap::new(),
+            hold_by_request: HashMap::new(),
+            memory_receipts: HashMap::new(),
+            timers: Timers::default(),
+            warned_versions: HashSet::new(),
+            has_history: false,
+            has_chat: false,
+            has_actions: false,
+            has_hooks: false,
+            turn_tokens: 0,
+            seq_floor: HashMap::new(),
+        }
+    }
+
+    /// The change sequence the state poll reads.
+    pub(crate) fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// The sequence of the last layout change.
+    pub(crate) fn layout_seq(&self) -> u64 {
+        self.layout_seq
+    }
+
+    pub(crate) fn is_ready(&self) -> bool {
+        self.ready
+    }
+
+    /// The agent is ready; the poll sees it once.
+    pub(crate) fn mark_ready(&mut self) {
+        if !self.ready {
+            self.ready = true;
+            self.bump();
+        }
+    }
+
+    /// Something a poll can see changed: the sequence grows.
+    fn bump(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    /// The layout changed (workspaces, tabs, pane membership, closed, starters).
+    fn bump_layout(&mut self) {
+        self.layout_seq = self.bump();
+    }
+
+    // What the program registered, for the default capabilities (§4).
+
+    pub(crate) fn has_chat(&self) -> bool {
+        self.has_chat
+    }
+
+    pub(crate) fn has_actions(&self) -> bool {
+        self.has_actions
+    }
+
+    pub(crate) fn has_hooks(&self) -> bool {
+        self.has_hooks
+    }
+
+    pub(crate) fn has_history(&self) -> bool {
+        self.has_history
+    }
+
+    /// An agent-wide chat handler was set.
+    pub(crate) fn note_chat_handler(&mut self) {
+        self.has_chat = true;
+    }
+
+    /// An agent-wide action handler was set.
+    pub(crate) fn note_action_handler(&mut self) {
+        self.has_actions = true;
+    }
+
+    /// Layout hooks were set.
+    pub(crate) fn note_hooks(&mut self) {
+        self.has_hooks = true;
+    }
+
+    // Deadlines.
+
+    /// Adds a deadline; says whether it is now the earliest.
+    pub(crate) fn add_timer(&mut self, at: Timestamp, timer: Timer) -> bool {
+        self.timers.add(at, timer)
+    }
+
+    pub(crate) fn next_deadline(&self) -> Option<Timestamp> {
+        self.timers.next_deadline()
+    }
+
+    /// Removes and returns every deadline at or before `now`.
+    pub(crate) fn take_due(&mut self, now: Timestamp) -> Vec<Timer> {
+        self.timers.due(now)
+    }
+
+    // Receipts kept in memory.
+
+    pub(crate) fn memory_receipt(&self, request_id: &Id) -> Option<&Receipt> {
+        self.memory_receipts.get(request_id)
+    }
+
+    /// Keeps a receipt that is applied but not in the store (yet).
+    pub(crate) fn keep_receipt(&mut self, request_id: Id, receipt: Receipt) {
+        self.memory_receipts.insert(request_id, receipt);
+    }
+
+    /// The store has the receipt now.
+    pub(crate) fn forget_receipt(&mut self, request_id: &Id) {
+        self.memory_receipts.remove(request_id);
+    }
+
+    /// Whether this is the first time a Collie version is warned about
+    /// (bounded: the version comes from the network).
+    pub(crate) fn first_warning_for(&mut self, version: String) -> bool {
+        self.warned_versions.len() < WARNED_VERSIONS_MAX && self.warned_versions.insert(version)
+    }
+
+    /// Remembers a pane left the layout now, for `removed` in the poll.
+    fn record_removed(&mut self, pane: Id) {
+        let seq = self.seq;
+        self.removed.push_back((pane, seq));
+        while self.removed.front().is_some_and(|(_, s)| seq.saturating_sub(*s) > STATE_SEQ_MEMORY) {
+            self.removed.pop_front();
+        }
+    }
+
+    /// Pane ids removed after `seq` and not open again, each once (a pane
+    /// closed, brought back and closed again is listed once).
+    pub(crate) fn removed_since(&self, seq: u64) -> Vec<String> {
+        let mut seen = HashSet::new();
+        self.removed
+            .iter()
+            .filter(|(id, s)| *s > seq && !self.panes.contains_key(id) && seen.insert(id))
+            .map(|(id, _)| id.to_string())
+            .collect()
+    }
+}

@@ -1,0 +1,483 @@
+//! Panes: their fields, views and event tails, their turns and queued
+//! sends, and the panes closed by this process (kept for reopen).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+
+use durable_types::{
+    ActionView, ClosedView, Event, EventBody, Id, Item, PaneState, PaneView, Timestamp, VIEW_LIMIT,
+};
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::State;
+use super::layout::TabKey;
+use crate::handlers::{DynActions, DynChat, PaneTakers};
+use crate::signal::AbortController;
+
+/// Closed panes kept for reopen (and listed in the state's `closed`).
+const CLOSED_MEMORY: usize = 500;
+
+/// What `tab.pane()` was told of the session id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum SessionId {
+    /// Nothing: the pane id once a history provider is set, else null.
+    Unset,
+    /// This id.
+    Named(String),
+    /// Null: it cannot stay the same after a restart.
+    Null,
+}
+
+/// What a new pane is opened with (already cleaned to the rules).
+pub(crate) struct PaneFields {
+    pub(crate) title: String,
+    pub(crate) harness: String,
+    pub(crate) cwd: Option<String>,
+    pub(crate) session_id: SessionId,
+}
+
+/// One pane: its fields, its view and its raw event tail.
+pub(crate) struct PaneData {
+    id: Id,
+    tab: TabKey,
+    title: String,
+    harness: String,
+    cwd: Option<String>,
+    session_id: SessionId,
+    state: PaneState,
+    turn_id: Option<String>,
+    last_seq: u64,
+    events: VecDeque<Event>,
+    view: BTreeMap<u64, Arc<Item>>,
+    view_index: HashMap<Id, u64>,
+    next_order: u64,
+    dropped: bool,
+    actions: Vec<ActionView>,
+    changed_at: u64,
+    warned_partial: bool,
+    /// The pane's own handlers (the agent-wide ones serve a pane without).
+    takers: PaneTakers,
+    turn_cancel: Option<AbortController>,
+    /// The running [`Turn`](crate::Turn)'s token and steer inbox.
+    turn_inbox: Option<(u64, UnboundedSender<String>)>,
+    queued: VecDeque<QueuedSend>,
+}
+
+/// A send that arrived during a turn, delivered once the pane goes idle.
+pub(crate) struct QueuedSend {
+    pub(crate) request_id: Id,
+    pub(crate) text: String,
+}
+
+/// A pane closed by this process, kept so that reopen can restore it.
+pub(super) struct ClosedPane {
+    view: ClosedView,
+    data: PaneData,
+}
+
+impl PaneData {
+    fn new(id: Id, tab: TabKey, fields: PaneFields, last_seq: u64) -> PaneData {
+        PaneData {
+            id,
+            tab,
+            title: fields.title,
+            harness: fields.harness,
+            cwd: fields.cwd,
+            session_id: fields.session_id,
+            state: PaneState::Idle,
+            turn_id: None,
+            last_seq,
+            events: VecDeque::new(),
+            view: BTreeMap::new(),
+            view_index: HashMap::new(),
+            next_order: 0,
+            dropped: false,
+            actions: Vec::new(),
+            changed_at: 0,
+            warned_partial: false,
+            takers: PaneTakers::default(),
+            turn_cancel: None,
+            turn_inbox: None,
+            queued: VecDeque::new(),
+        }
+    }
+
+    pub(crate) fn id(&self) -> &Id {
+        &self.id
+    }
+
+    pub(crate) fn state(&self) -> PaneState {
+        self.state
+    }
+
+    pub(crate) fn turn_id(&self) -> Option<&str> {
+        self.turn_id.as_deref()
+    }
+
+    pub(crate) fn last_seq(&self) -> u64 {
+        self.last_seq
+    }
+
+    /// The sequence of the pane's last change (for `since` in the poll).
+    pub(crate) fn changed_at(&self) -> u64 {
+        self.changed_at
+    }
+
+    pub(crate) fn takers(&self) -> &PaneTakers {
+        &self.takers
+    }
+
+    pub(crate) fn has_action(&self, id: &Id) -> bool {
+        self.actions.iter().any(|a| &a.id == id)
+    }
+
+    pub(crate) fn has_queued(&self) -> bool {
+        !self.queued.is_empty()
+    }
+
+    pub(crate) fn queued_len(&self) -> usize {
+        self.queued.len()
+    }
+
+    pub(crate) fn session_id(&self, has_history: bool) -> Option<String> {
+        match (&self.session_id, has_history) {
+            (SessionId::Named(s), _) => Some(s.clone()),
+            (SessionId::Unset, true) => Some(self.id.to_string()),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn view_item(&self, has_history: bool) -> PaneView {
+        PaneView {
+            id: self.id.clone(),
+            tab: self.tab.wire(),
+            title: self.title.clone(),
+            harness: self.harness.clone(),
+            cwd: self.cwd.clone(),
+            session_id: self.session_id(has_history),
+            state: self.state,
+            turn_id: self.turn_id.clone(),
+            last_seq: self.last_seq,
+            open_asks: Vec::new(),
+            actions: self.actions.clone(),
+        }
+    }
+
+    /// The events of the tail after `after`.
+    pub(crate) fn events_after(&self, after: u64) -> Vec<&Event> {
+        self.events.iter().filter(|e| e.seq > after).collect()
+    }
+
+    /// The view's newest items (at most [`VIEW_LIMIT`]), and whether older
+    /// ones are no longer kept.
+    pub(crate) fn view_items(&self) -> (Vec<&Item>, bool) {
+        let skip = self.view.len().saturating_sub(VIEW_LIMIT);
+        (self.view.values().skip(skip).map(|i| &**i).collect(), self.dropped || skip > 0)
+    }
+
+    /// The seq of the oldest event still in the tail (last_seq + 1 if none).
+    pub(crate) fn first_retained(&self) -> u64 {
+        self.events.front().map_or(self.last_seq + 1, |e| e.seq)
+    }
+
+    /// Appends an event to the tail (trimmed to `tail_limit`).
+    fn push_event(&mut self, ts: Timestamp, body: EventBody, tail_limit: usize) {
+        self.last_seq += 1;
+        if let EventBody::Item { item } = &body {
+            self.put_in_view(item.clone());
+        }
+        self.events.push_back(Event { seq: self.last_seq, ts, body });
+        while self.events.len() > tail_limit {
+            self.events.pop_front();
+        }
+    }
+
+    /// Puts an item in the view: in place for a known id, else at the end.
+    fn put_in_view(&mut self, item: Arc<Item>) {
+        if let Some(order) = self.view_index.get(&item.id) {
+            self.view.insert(*order, item);
+            return;
+        }
+        self.next_order += 1;
+        self.view_index.insert(item.id.clone(), self.next_order);
+        self.view.insert(self.next_order, item);
+        while self.view.len() > VIEW_LIMIT {
+            if let Some((_, old)) = self.view.pop_first() {
+                self.view_index.remove(&old.id);
+                self.dropped = true;
+            }
+        }
+    }
+
+    /// The view's items still marked partial, finalized.
+    fn finalized_partials(&self) -> Vec<Item> {
+        self.view
+            .values()
+            .filter(|i| i.body.is_partial())
+            .map(|i| {
+                let mut item = Item::clone(i);
+                item.body.finalize();
+                item
+            })
+            .collect()
+    }
+}
+
+impl State {
+    pub(crate) fn pane(&self, id: &Id) -> Option<&PaneData> {
+        self.panes.get(id)
+    }
+
+    pub(crate) fn is_open(&self, id: &Id) -> bool {
+        self.panes.contains_key(id)
+    }
+
+    /// A pane's field or tail changed.
+    fn touch_pane(&mut self, pane: &Id) {
+        let seq = self.bump();
+        if let Some(p) = self.panes.get_mut(pane) {
+            p.changed_at = seq;
+        }
+    }
+
+    /// Appends an event to an open pane and marks it changed.
+    pub(crate) fn pane_event(&mut self, pane: &Id, ts: Timestamp, body: EventBody) {
+        let tail_limit = self.tail_limit;
+        if let Some(p) = self.panes.get_mut(pane) {
+            p.push_event(ts, body, tail_limit);
+        }
+        self.touch_pane(pane);
+    }
+
+    /// Opens a pane at the end of its tab (the caller checked the id is not
+    /// open). `false`: the tab is not open.
+    pub(crate) fn add_pane(&mut self, tab: &TabKey, id: Id, fields: PaneFields) -> bool {
+        let Some(t) = self.find_tab_mut(tab) else { return false };
+        t.panes.push(id.clone());
+        let last_seq = self.seq_floor.get(&id).copied().unwrap_or(0);
+        let data = PaneData::new(id.clone(), tab.clone(), fields, last_seq);
+        self.closed.retain(|c| c.view.id != id.as_str());
+        self.panes.insert(id.clone(), data);
+        self.bump_layout();
+        self.touch_pane(&id);
+        true
+    }
+
+    /// Takes a pane out of the layout into the closed list, stopping its
+    /// turn. Its open asks are the caller's to close first. Returns whether
+    /// it was open.
+    pub(crate) fn close_pane(&mut self, pane: &Id) -> bool {
+        let Some(mut data) = self.panes.remove(pane) else { return false };
+        if let Some(c) = data.turn_cancel.take() {
+            c.abort();
+        }
+        if let Some(tab) = self.find_tab_mut(&data.tab) {
+            tab.panes.retain(|p| p != pane);
+        }
+        let view = ClosedView {
+            id: pane.to_string(),
+            title: data.title.clone(),
+            session_id: data.session_id(self.has_history),
+        };
+        self.seq_floor.insert(pane.clone(), data.last_seq);
+        self.closed.retain(|c| c.view.id != pane.as_str());
+        self.closed.push(ClosedPane { view, data });
+        if self.closed.len() > CLOSED_MEMORY {
+            // The oldest is forgotten: reopening it needs the on_reopen hook.
+            self.closed.remove(0);
+        }
+        self.bump_layout();
+        self.record_removed(pane.clone());
+        true
+    }
+
+    /// Puts back a pane this process closed (idle; with its tab and
+    /// workspace if they are gone). Returns whether it could.
+    pub(crate) fn restore_pane(&mut self, pane: &Id, now: Timestamp) -> bool {
+        let Some(pos) = self.closed.iter().position(|c| c.view.id == pane.as_str()) else { return false };
+        if self.panes.contains_key(pane) {
+            return false;
+        }
+        let key = self.closed[pos].data.tab.clone();
+        self.ensure_tab(&key);
+        let mut data = self.closed.remove(pos).data;
+        let was_working = data.state == PaneState::Working;
+        data.state = PaneState::Idle;
+        let turn_id = data.turn_id.clone();
+        if let Some(tab) = self.find_tab_mut(&key) {
+            tab.panes.push(pane.clone());
+        }
+        self.panes.insert(pane.clone(), data);
+        self.bump_layout();
+        self.touch_pane(pane);
+        if was_working {
+            // Its turn ended with the close: the tail says so too.
+            self.pane_event(pane, now, EventBody::State { state: PaneState::Idle, turn_id });
+        }
+        true
+    }
+
+    /// A history provider was set: every pane (closed ones too) gets its
+    /// session id.
+    pub(crate) fn enable_history(&mut self) {
+        self.has_history = true;
+        let ids: Vec<_> = self.panes.keys().cloned().collect();
+        for id in ids {
+            self.touch_pane(&id);
+        }
+        for closed in &mut self.closed {
+            closed.view.session_id = closed.data.session_id(true);
+        }
+        self.bump_layout();
+    }
+
+    pub(crate) fn closed_views(&self) -> Vec<ClosedView> {
+        self.closed.iter().map(|c| c.view.clone()).collect()
+    }
+
+    /// Sets a pane's state and turn (a `state` event). Going idle first
+    /// finalizes the items still marked partial. `None`: the pane is not
+    /// open; else the ids of the items finalized that the program should
+    /// hear about (once per pane; empty otherwise).
+    pub(crate) fn set_pane_state(
+        &mut self,
+        pane: &Id,
+        state: PaneState,
+        turn: Option<String>,
+        now: Timestamp,
+    ) -> Option<Vec<String>> {
+        let p = self.panes.get_mut(pane)?;
+        let mut warn = Vec::new();
+        if state == PaneState::Idle {
+            let partial = p.finalized_partials();
+            if !partial.is_empty() && !p.warned_partial {
+                p.warned_partial = true;
+                warn = partial.iter().map(|i| i.id.to_string()).collect();
+            }
+            for item in partial {
+                self.pane_event(pane, now, EventBody::Item { item: item.into() });
+            }
+        }
+        let p = self.panes.get_mut(pane)?;
+        p.state = state;
+        if turn.is_some() {
+            p.turn_id = turn;
+        }
+        let turn_id = p.turn_id.clone();
+        self.pane_event(pane, now, EventBody::State { state, turn_id });
+        Some(warn)
+    }
+
+    /// Sets a pane's title (a `title` event). Returns whether it is open.
+    pub(crate) fn rename_pane(&mut self, pane: &Id, title: String, now: Timestamp) -> bool {
+        let Some(p) = self.panes.get_mut(pane) else { return false };
+        p.title = title.clone();
+        self.pane_event(pane, now, EventBody::Title { title });
+        true
+    }
+
+    /// Adds an action button, or replaces the one with its id. Returns
+    /// whether the pane is open.
+    pub(crate) fn set_action(&mut self, pane: &Id, view: ActionView) -> bool {
+        let Some(p) = self.panes.get_mut(pane) else { return false };
+        match p.actions.iter_mut().find(|a| a.id == view.id) {
+            Some(a) => *a = view,
+            None => p.actions.push(view),
+        }
+        self.touch_pane(pane);
+        true
+    }
+
+    pub(crate) fn remove_action(&mut self, pane: &Id, id: &str) {
+        if let Some(p) = self.panes.get_mut(pane) {
+            p.actions.retain(|a| a.id != id);
+            self.touch_pane(pane);
+        }
+    }
+
+    /// Sets the pane's own chat handler. Returns whether the pane is open.
+    pub(crate) fn set_pane_chat(&mut self, pane: &Id, handler: Arc<dyn DynChat>) -> bool {
+        let Some(p) = self.panes.get_mut(pane) else { return false };
+        p.takers.chat = Some(handler);
+        self.has_chat = true;
+        true
+    }
+
+    /// Sets the pane's own action handler. Returns whether the pane is open.
+    pub(crate) fn set_pane_actions(&mut self, pane: &Id, handler: Arc<dyn DynActions>) -> bool {
+        let Some(p) = self.panes.get_mut(pane) else { return false };
+        p.takers.actions = Some(handler);
+        self.has_actions = true;
+        true
+    }
+
+    // Turns.
+
+    /// Arms a pane's stop signal before its turn starts: a stop that arrives
+    /// meanwhile fires it.
+    pub(crate) fn arm_turn_stop(&mut self, pane: &Id, controller: AbortController) {
+        if let Some(p) = self.panes.get_mut(pane) {
+            p.turn_cancel = Some(controller);
+        }
+    }
+
+    /// Fires the pane's stop signal, if a turn armed one.
+    pub(crate) fn stop_turn(&mut self, pane: &Id) {
+        if let Some(c) = self.panes.get_mut(pane).and_then(|p| p.turn_cancel.take()) {
+            c.abort();
+        }
+    }
+
+    /// Makes a turn the pane's current one: its stop signal and steer inbox.
+    /// Returns the turn's token; `None` when the pane is not open.
+    pub(crate) fn install_turn(
+        &mut self,
+        pane: &Id,
+        controller: AbortController,
+        inbox: UnboundedSender<String>,
+    ) -> Option<u64> {
+        self.turn_tokens += 1;
+        let token = self.turn_tokens;
+        let p = self.panes.get_mut(pane)?;
+        p.turn_cancel = Some(controller);
+        p.turn_inbox = Some((token, inbox));
+        Some(token)
+    }
+
+    /// Forgets the pane's current turn if it is this one; says whether it was.
+    pub(crate) fn uninstall_turn(&mut self, pane: &Id, token: u64) -> bool {
+        let Some(p) = self.panes.get_mut(pane) else { return false };
+        if p.turn_inbox.as_ref().is_some_and(|(t, _)| *t == token) {
+            p.turn_inbox = None;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Hands a steer to the running turn (a program that set `working` by
+    /// hand has no inbox: its handler had the text).
+    pub(crate) fn steer_turn(&self, pane: &Id, text: String) {
+        if let Some((_, inbox)) = self.panes.get(pane).and_then(|p| p.turn_inbox.as_ref()) {
+            let _ = inbox.send(text);
+        }
+    }
+
+    // Queued sends.
+
+    pub(crate) fn queue_send(&mut self, pane: &Id, send: QueuedSend) {
+        if let Some(p) = self.panes.get_mut(pane) {
+            p.queued.push_back(send);
+        }
+    }
+
+    /// The oldest queued send, taken, when the pane is idle and asks
+    /// nothing: a send is never delivered while a question waits.
+    pub(crate) fn next_queued_send(&mut self, pane: &Id) -> Option<QueuedSend> {
+        let asking = !self.open_asks_of(pane).is_empty();
+        match self.panes.get_mut(pane) {
+            Some(p) if p.state == PaneState::Idle && !asking => p.queued.pop_front(),
+            _ => None,
+        }
+    }
+}
