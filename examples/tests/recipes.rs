@@ -60,3 +60,66 @@ fn approval_raises_a_card_for_the_button_and_the_phones_allow_issues_the_refund(
     let (_, history) = curl(&a.socket, &["http://collie/v1/history/orders"]);
     assert_eq!(history["items"][0]["text"], "Refund of 40 issued", "{history}");
 }
+
+/// `curl` over HTTPS with the bearer token (the certificate is self-signed).
+fn curl_https(token: &str, args: &[&str]) -> (u16, serde_json::Value) {
+    let out = std::process::Command::new("curl")
+        .args(["-sS", "-k", "-H", &format!("Authorization: Bearer {token}"), "-w", "\n%{http_code}"])
+        .args(args)
+        .output()
+        .expect("curl runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (body, code) = text.rsplit_once('\n').expect("status line");
+    (code.trim().parse().expect("status"), serde_json::from_str(body).unwrap_or(serde_json::Value::Null))
+}
+
+#[test]
+fn the_two_pane_shop_chats_and_refunds_on_the_socket_and_over_https() {
+    let a = Agent::start("shop");
+    let (_, hello) = curl(&a.socket, &["http://collie/hello"]);
+    for cap in ["send", "steer", "abort", "actions", "history"] {
+        assert_eq!(hello["caps"][cap], true, "{cap}: {hello}");
+    }
+    let (_, r) = post(&a.socket, "/v1/panes/chat/send", json!({"requestId": "r-1", "text": "hi there"}));
+    assert_eq!(r["result"], "sent", "{r}");
+    eventually("the chat's reply", || {
+        (a.item("chat", "reply-r-1")["text"] == "You said: hi there").then_some(())
+    });
+    let (_, r) = post(&a.socket, "/v1/panes/orders/actions/refund", json!({"requestId": "b-1"}));
+    assert_eq!(r["result"], "done", "{r}");
+    let (_, state) = curl(&a.socket, &["http://collie/v1/state"]);
+    let ask = state["asks"][0].clone();
+    let answer = json!({"requestId": "a-1", "answer": {"optionIds": ["deny"]}, "hash": ask["hash"]});
+    post(&a.socket, &format!("/v1/asks/{}", ask["id"].as_str().unwrap()), answer);
+    eventually("the refund's notice", || {
+        (a.item("orders", "notice-call-b-1")["text"] == "No refund (phone)").then_some(())
+    });
+    let (_, history) = curl(&a.socket, &["http://collie/v1/history/orders"]);
+    assert_eq!(history["items"][0]["text"], "No refund (phone)", "{history}");
+    drop(a);
+
+    // The same agent over HTTPS, behind its one flag.
+    let token = "7c3e1f0a9b8d7c6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c";
+    let mut child = std::process::Command::new(agent::example("shop"))
+        .args(["--https", "127.0.0.1:0"])
+        .env("COLLIE_TOKEN", token)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the example was built by cargo test");
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+    let first = lines.next().expect("a line").expect("utf-8");
+    let url = first.strip_prefix("listening ").expect("listening <url>").to_owned();
+    let (status, _) = curl_https("wrong-token-wrong-token-wrong-token", &[&format!("{url}/v1/state")]);
+    assert_eq!(status, 401);
+    let (status, hello) = curl_https(token, &[&format!("{url}/hello")]);
+    assert_eq!((status, hello["caps"]["actions"].clone()), (200, json!(true)), "{hello}");
+    let body = json!({"requestId": "r-1", "text": "over tls"}).to_string();
+    let (_, r) = curl_https(
+        token,
+        &["-H", "Content-Type: application/json", "-d", &body, &format!("{url}/v1/panes/chat/send")],
+    );
+    assert_eq!(r["result"], "sent", "{r}");
+    let _ = child.kill();
+    let _ = child.wait();
+}
