@@ -65,6 +65,8 @@ pub(crate) struct Shared {
     pub(crate) writes: crate::writes::WriteLocks,
     pub(crate) inflight: crate::once::InFlight,
     pub(crate) wake_pending: AtomicBool,
+    /// Whether the sends a restart left were looked at (on the first `ready`).
+    pub(crate) sends_recovered: AtomicBool,
 }
 
 pub(crate) struct DriverState {
@@ -103,6 +105,7 @@ impl Core {
                 writes: crate::writes::WriteLocks::default(),
                 inflight: crate::once::InFlight::default(),
                 wake_pending: AtomicBool::new(false),
+                sends_recovered: AtomicBool::new(false),
             }),
         }
     }
@@ -176,8 +179,17 @@ impl Core {
 
     /// Marks the agent ready: `GET /hello` and the state say `ready: true`
     /// (until then Collie shows "starting").
+    ///
+    /// The first call also takes up the sends a restart left (§9.1), with a
+    /// receipt store that keeps them: those still queued are delivered as
+    /// their panes go idle, and those whose turn the restart cut are closed
+    /// with a notice. So call it once the panes and their handlers are set.
     pub fn ready(&self) {
         self.lock().mark_ready();
+        if !self.shared.sends_recovered.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            let core = self.clone();
+            self.push_job(async move { core.recover_sends().await });
+        }
     }
 
     /// The capabilities in force: the ones given, or what this agent can

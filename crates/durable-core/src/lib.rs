@@ -75,7 +75,7 @@ pub use handlers::{
 pub use history::{HistoryError, HistoryProvider, ItemsPage, RowsPage};
 pub use layout::{Pane, PaneOptions, Tab, Workspace};
 pub use options::{CoreOptions, CoreOptionsBuilder};
-pub use receipts::{Lookup, MemoryReceiptStore, Receipt, ReceiptStore, StoreError};
+pub use receipts::{Lookup, MemoryReceiptStore, PendingSend, Receipt, ReceiptStore, SendState, StoreError};
 pub use signal::{AbortController, AbortSignal};
 pub use turn::Turn;
 pub use writes::user_item_id;

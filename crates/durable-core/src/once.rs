@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::core::Core;
-use crate::receipts::{Lookup, Receipt};
+use crate::receipts::{Lookup, Receipt, SendState};
 use crate::respond;
 
 /// What the first request for an id ended with: its receipt, or nothing
@@ -48,11 +48,34 @@ impl Drop for Claim<'_> {
 
 /// A stored receipt sent again, with `replayed: true`.
 pub(crate) fn replay(receipt: &Receipt) -> Response {
+    replay_with(receipt, None)
+}
+
+/// A receipt sent again; a send's also says where it stands (the
+/// `Durable-Delivery` header, §9.1) when the store keeps sends. The body is
+/// the first answer's, as §9 requires.
+fn replay_with(receipt: &Receipt, delivery: Option<SendState>) -> Response {
     let mut body = receipt.body.clone();
     if let Value::Object(m) = &mut body {
         m.insert("replayed".into(), Value::Bool(true));
     }
-    respond::json(receipt.status, &body)
+    let mut response = respond::json(receipt.status, &body);
+    response.delivery = delivery.map(SendState::as_str);
+    response
+}
+
+impl Core {
+    /// The replay of a receipt; a send's with its delivery state.
+    async fn replay_of(&self, request_id: &Id, receipt: &Receipt) -> Response {
+        let is_send = matches!(receipt.body.get("result").and_then(Value::as_str), Some("sent" | "queued"));
+        if !is_send {
+            return replay(receipt);
+        }
+        // A store that cannot say gives the receipt as it was: the answer
+        // itself is what the phone must get.
+        let state = self.shared.options.receipts.send_state_dyn(request_id.as_str()).await.ok().flatten();
+        replay_with(receipt, state)
+    }
 }
 
 /// What a run of a write gives back: the response, and the receipt group
@@ -111,11 +134,11 @@ impl Core {
         let applied = self.lock().memory_receipt(request_id).cloned();
         if let Some(receipt) = applied {
             claim.settle(Some(receipt.clone()));
-            return replay(&receipt);
+            return self.replay_of(request_id, &receipt).await;
         }
         match self.shared.options.receipts.get_dyn(request_id.as_str()).await {
             Ok(Lookup::Found(receipt)) => {
-                let resp = replay(&receipt);
+                let resp = self.replay_of(request_id, &receipt).await;
                 claim.settle(Some(receipt));
                 return resp;
             }

@@ -50,6 +50,77 @@ impl StoreError {
     }
 }
 
+/// Where an acknowledged send stands (§9.1): what a store that keeps sends
+/// across restarts records, and what a replay of the send reports as
+/// its `Durable-Delivery` header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum SendState {
+    /// Waiting for the pane to be idle (or not yet answered).
+    Queued,
+    /// Its turn is running.
+    Running,
+    /// Its turn ran to its end.
+    Done,
+    /// It was closed without being carried out, with a notice on the pane:
+    /// the agent restarted during its turn, a handler refused it when its
+    /// turn came, or its pane was not there after a restart.
+    Closed,
+}
+
+impl SendState {
+    /// The wire word: `queued`, `running`, `done`, `closed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SendState::Queued => "queued",
+            SendState::Running => "running",
+            SendState::Done => "done",
+            SendState::Closed => "closed",
+        }
+    }
+
+    /// The state from its wire word.
+    pub fn parse(word: &str) -> Option<SendState> {
+        [SendState::Queued, SendState::Running, SendState::Done, SendState::Closed]
+            .into_iter()
+            .find(|s| s.as_str() == word)
+    }
+}
+
+impl fmt::Display for SendState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A send as a store keeps it until its turn is over (§9.1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct PendingSend {
+    /// The send's request id.
+    pub request_id: String,
+    /// Its pane.
+    pub pane: String,
+    /// Its text.
+    pub text: String,
+    /// Where it stands.
+    pub state: SendState,
+}
+
+impl PendingSend {
+    /// A send, in `state`.
+    pub fn new(
+        request_id: impl Into<String>,
+        pane: impl Into<String>,
+        text: impl Into<String>,
+        state: SendState,
+    ) -> Self {
+        PendingSend { request_id: request_id.into(), pane: pane.into(), text: text.into(), state }
+    }
+}
+
 /// Where receipts live. `get` finds an id whatever group it was put in;
 /// groups (`pane:<paneId>`, `starters`, `renames`, `closes`, `reopens`) only
 /// decide eviction.
@@ -158,6 +229,41 @@ pub trait ReceiptStore: Send + Sync + 'static {
         receipt: Receipt,
         group: &str,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Records a send before it is answered (§9.1): the core calls it first,
+    /// then [`set_send_state`](Self::set_send_state) as its turn starts and
+    /// ends. A store that keeps these across a restart lets the next run
+    /// deliver the sends still queued and close, with a notice, those whose
+    /// turn the restart cut. The default keeps nothing (sends acknowledged
+    /// before a restart are then gone with the process). Returns once kept.
+    fn record_send(&self, send: PendingSend) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let _ = send;
+        async { Ok(()) }
+    }
+
+    /// A recorded send moved on. An id not recorded is ignored.
+    fn set_send_state(
+        &self,
+        request_id: &str,
+        state: SendState,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let _ = (request_id, state);
+        async { Ok(()) }
+    }
+
+    /// Where a recorded send stands (`None`: not recorded, or forgotten).
+    fn send_state(
+        &self,
+        request_id: &str,
+    ) -> impl Future<Output = Result<Option<SendState>, StoreError>> + Send {
+        let _ = request_id;
+        async { Ok(None) }
+    }
+
+    /// The recorded sends still `queued` or `running`, oldest first.
+    fn unfinished_sends(&self) -> impl Future<Output = Result<Vec<PendingSend>, StoreError>> + Send {
+        async { Ok(Vec::new()) }
+    }
 }
 
 /// A shared store is a store: `receipts(Arc::clone(&store))` keeps a handle
@@ -174,6 +280,25 @@ impl<S: ReceiptStore> ReceiptStore for Arc<S> {
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
         S::put(self, request_id, receipt, group)
     }
+    fn record_send(&self, send: PendingSend) -> impl Future<Output = Result<(), StoreError>> + Send {
+        S::record_send(self, send)
+    }
+    fn set_send_state(
+        &self,
+        request_id: &str,
+        state: SendState,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        S::set_send_state(self, request_id, state)
+    }
+    fn send_state(
+        &self,
+        request_id: &str,
+    ) -> impl Future<Output = Result<Option<SendState>, StoreError>> + Send {
+        S::send_state(self, request_id)
+    }
+    fn unfinished_sends(&self) -> impl Future<Output = Result<Vec<PendingSend>, StoreError>> + Send {
+        S::unfinished_sends(self)
+    }
 }
 
 /// The erased form the core keeps.
@@ -185,9 +310,39 @@ pub(crate) trait DynReceiptStore: Send + Sync {
         receipt: Receipt,
         group: &'a str,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
+    fn record_send_dyn(&self, send: PendingSend) -> BoxFuture<'_, Result<(), StoreError>>;
+    fn set_send_state_dyn<'a>(
+        &'a self,
+        request_id: &'a str,
+        state: SendState,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+    fn send_state_dyn<'a>(
+        &'a self,
+        request_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<SendState>, StoreError>>;
+    fn unfinished_sends_dyn(&self) -> BoxFuture<'_, Result<Vec<PendingSend>, StoreError>>;
 }
 
 impl<S: ReceiptStore> DynReceiptStore for S {
+    fn record_send_dyn(&self, send: PendingSend) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(self.record_send(send))
+    }
+    fn set_send_state_dyn<'a>(
+        &'a self,
+        request_id: &'a str,
+        state: SendState,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.set_send_state(request_id, state))
+    }
+    fn send_state_dyn<'a>(
+        &'a self,
+        request_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<SendState>, StoreError>> {
+        Box::pin(self.send_state(request_id))
+    }
+    fn unfinished_sends_dyn(&self) -> BoxFuture<'_, Result<Vec<PendingSend>, StoreError>> {
+        Box::pin(self.unfinished_sends())
+    }
     fn get_dyn<'a>(&'a self, request_id: &'a str) -> BoxFuture<'a, Result<Lookup, StoreError>> {
         Box::pin(self.get(request_id))
     }

@@ -21,6 +21,7 @@ use crate::handlers::{
 };
 use crate::layout::Pane;
 use crate::once::Ran;
+use crate::receipts::{Lookup, PendingSend, SendState};
 use crate::respond;
 use crate::select::{Either, select};
 use crate::signal::AbortController;
@@ -192,6 +193,12 @@ impl Core {
             request_id: Some(request_id.clone()),
             controller,
         };
+        let receipts = self.shared.options.receipts.clone();
+        if let Err(e) = receipts.set_send_state_dyn(request_id.as_str(), SendState::Running).await {
+            // Without the mark a restart would take the turn for one not
+            // begun and run it again: better not to begin it.
+            return Taken::Refused(format!("the send's turn could not be recorded ({e})"));
+        }
         let turn = match self.pane_handle(pane).begin_turn(start) {
             Ok(turn) => turn,
             Err(e) => return Taken::Refused(e.to_string()),
@@ -209,8 +216,95 @@ impl Core {
         }
         // The turn runs on the driver; it ends (the pane goes idle) when the
         // handler returns and drops it.
-        self.push_job(async move { handler.turn_dyn(turn).await });
+        let (core, id) = (self.clone(), request_id.clone());
+        self.push_job(async move {
+            handler.turn_dyn(turn).await;
+            if let Err(e) = receipts.set_send_state_dyn(id.as_str(), SendState::Done).await {
+                core.warn(&format!(
+                    "send {id}: its end could not be recorded ({e}); a restart will close it as cut"
+                ));
+            }
+        });
         Taken::Yes(())
+    }
+
+    /// The sends a restart left (§9.1): only those that were answered count
+    /// (a send never answered is the phone's to repeat). One still queued
+    /// goes back in its pane's queue; one whose turn was running is closed
+    /// with a notice on its pane; one whose pane is gone is closed.
+    pub(crate) async fn recover_sends(&self) {
+        let receipts = self.shared.options.receipts.clone();
+        let sends = match receipts.unfinished_sends_dyn().await {
+            Ok(sends) => sends,
+            Err(e) => return self.warn(&format!("the sends left by the last run could not be read ({e})")),
+        };
+        let mut to_deliver: Vec<Id> = Vec::new();
+        for send in sends {
+            let (Ok(request_id), Ok(pane)) = (Id::new(send.request_id.as_str()), Id::new(send.pane.as_str()))
+            else {
+                continue;
+            };
+            let close = |why: String| {
+                let receipts = receipts.clone();
+                let core = self.clone();
+                let id = request_id.clone();
+                async move {
+                    if let Err(e) = receipts.set_send_state_dyn(id.as_str(), SendState::Closed).await {
+                        core.warn(&format!("send {id}: its close could not be recorded ({e})"));
+                    }
+                    if !why.is_empty() {
+                        core.warn(&why);
+                    }
+                }
+            };
+            match receipts.get_dyn(request_id.as_str()).await {
+                Ok(Lookup::Found(_) | Lookup::Evicted) => {}
+                Ok(_) => {
+                    close(String::new()).await;
+                    continue;
+                }
+                Err(e) => {
+                    self.warn(&format!(
+                        "send {request_id}: its receipt could not be read ({e}); left as it is"
+                    ));
+                    continue;
+                }
+            }
+            let exists = self.lock().pane(&pane).is_some();
+            match send.state {
+                _ if !exists => close(format!(
+                    "send {request_id} was acknowledged for pane {pane}, which was not opened again: closed"
+                ))
+                .await,
+                SendState::Queued => {
+                    self.lock()
+                        .queue_send(&pane, QueuedSend { request_id: request_id.clone(), text: send.text });
+                    if !to_deliver.contains(&pane) {
+                        to_deliver.push(pane);
+                    }
+                }
+                _ => {
+                    let notice = Item::new(
+                        derived_item_id("cut", request_id.as_str()),
+                        ItemBody::Notice {
+                            text: format!(
+                                "The agent restarted while answering “{}”; that answer did not finish.",
+                                send.text
+                            ),
+                            partial: false,
+                            tone: Some(NoticeTone::Warn),
+                        },
+                    );
+                    if let Ok((notice, _)) = notice.sanitized() {
+                        let _ = self.pane_handle(&pane).write(notice);
+                    }
+                    close(String::new()).await;
+                }
+            }
+        }
+        for pane in to_deliver {
+            self.deliver_queued(&pane);
+        }
     }
 
     /// A pane went idle: deliver its oldest queued send, as a job.
@@ -237,6 +331,15 @@ impl Core {
                     Taken::Yes(()) => None,
                 };
                 if let Some(reason) = why {
+                    let receipts = &core.shared.options.receipts;
+                    if let Err(e) =
+                        receipts.set_send_state_dyn(send.request_id.as_str(), SendState::Closed).await
+                    {
+                        core.warn(&format!(
+                            "send {}: its close could not be recorded ({e})",
+                            send.request_id
+                        ));
+                    }
                     let notice = Item::new(
                         user_item_id(&send.request_id),
                         ItemBody::Notice {
@@ -275,6 +378,15 @@ pub(crate) async fn send(core: &Core, pane: Id, body: SendBody, arrival: Timesta
             Ok(found) => found,
             Err(ran) => return ran,
         };
+        // Recorded before anything runs, under the pane's lock (§9.1): a
+        // restart finds it, and finds it answered only if its receipt was kept.
+        let record = PendingSend::new(request_id.as_str(), pane.as_str(), text.as_str(), SendState::Queued);
+        if let Err(e) = core.shared.options.receipts.record_send_dyn(record).await {
+            return Ran::unstored(respond::error(
+                ErrorCode::Internal,
+                format!("the send could not be recorded ({e}); nothing ran, retry it"),
+            ));
+        }
         let ((working, behind), current_turn) = {
             let mut st = core.lock();
             if let Some(ask) = st.open_asks_of(&pane).first().cloned() {

@@ -102,8 +102,14 @@ pub fn to_hyper_response(response: Response) -> hyper::Response<Full<Bytes>> {
     if let Some(allow) = response.allow {
         headers.insert(ALLOW, HeaderValue::from_static(allow));
     }
+    if let Some(delivery) = response.delivery {
+        headers.insert(DELIVERY, HeaderValue::from_static(delivery));
+    }
     out
 }
+
+/// Where a replayed send stands (contract §9.1).
+const DELIVERY: hyper::header::HeaderName = hyper::header::HeaderName::from_static("durable-delivery");
 
 #[cfg(test)]
 mod tests {

@@ -11,6 +11,13 @@
 //! the pace of a person tapping a phone, so the fsync costs nothing that
 //! matters.
 //!
+//! # Sends
+//! The store also keeps every acknowledged send until its turn is over
+//! (contract §9.1): a restart then delivers the sends still queued and
+//! closes, with a notice, those whose turn it cut; a send's replay says
+//! where it stands (the `Durable-Delivery` header). Finished sends are kept for that, the
+//! newest 100,000.
+//!
 //! # Threading
 //! SQLite calls block. The store owns one connection on a dedicated thread
 //! and talks to it through a channel: `get` and `put` send a command and
@@ -32,7 +39,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
-use durable_core::{Lookup, Receipt, ReceiptStore, StoreError};
+use durable_core::{Lookup, PendingSend, Receipt, ReceiptStore, SendState, StoreError};
 use durable_types::{EVICTED_MEMORY_FACTOR, RECEIPTS_PER_GROUP};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use tokio::sync::oneshot;
@@ -56,7 +63,19 @@ CREATE TABLE IF NOT EXISTS receipt_group (
     grp TEXT PRIMARY KEY NOT NULL,
     last_seq INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS pending_send (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    request_id TEXT UNIQUE NOT NULL,
+    pane TEXT NOT NULL,
+    text TEXT NOT NULL,
+    state TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS pending_send_by_state ON pending_send (state, seq);
 ";
+
+/// Finished sends (`done`, `closed`) kept for replays to say so; older ones
+/// are forgotten (their replay then has no `Durable-Delivery` header).
+const FINISHED_SENDS_KEPT: i64 = 100_000;
 
 enum Command {
     Get {
@@ -68,6 +87,22 @@ enum Command {
         receipt: Receipt,
         group: String,
         reply: oneshot::Sender<Result<(), StoreError>>,
+    },
+    RecordSend {
+        send: PendingSend,
+        reply: oneshot::Sender<Result<(), StoreError>>,
+    },
+    SetSendState {
+        request_id: String,
+        state: SendState,
+        reply: oneshot::Sender<Result<(), StoreError>>,
+    },
+    SendState {
+        request_id: String,
+        reply: oneshot::Sender<Result<Option<SendState>, StoreError>>,
+    },
+    Unfinished {
+        reply: oneshot::Sender<Result<Vec<PendingSend>, StoreError>>,
     },
 }
 
@@ -179,6 +214,30 @@ impl ReceiptStore for SqliteReceiptStore {
         })?;
         rx.await.map_err(|_| StoreError::new("the receipt store's thread stopped"))?
     }
+
+    async fn record_send(&self, send: PendingSend) -> Result<(), StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Command::RecordSend { send, reply })?;
+        rx.await.map_err(|_| StoreError::new("the receipt store's thread stopped"))?
+    }
+
+    async fn set_send_state(&self, request_id: &str, state: SendState) -> Result<(), StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Command::SetSendState { request_id: request_id.to_owned(), state, reply })?;
+        rx.await.map_err(|_| StoreError::new("the receipt store's thread stopped"))?
+    }
+
+    async fn send_state(&self, request_id: &str) -> Result<Option<SendState>, StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Command::SendState { request_id: request_id.to_owned(), reply })?;
+        rx.await.map_err(|_| StoreError::new("the receipt store's thread stopped"))?
+    }
+
+    async fn unfinished_sends(&self) -> Result<Vec<PendingSend>, StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Command::Unfinished { reply })?;
+        rx.await.map_err(|_| StoreError::new("the receipt store's thread stopped"))?
+    }
 }
 
 fn worker(mut conn: Connection, rx: mpsc::Receiver<Command>, per_group: usize) {
@@ -189,6 +248,18 @@ fn worker(mut conn: Connection, rx: mpsc::Receiver<Command>, per_group: usize) {
             }
             Command::Put { request_id, receipt, group, reply } => {
                 let _ = reply.send(put(&mut conn, &request_id, &receipt, &group, per_group));
+            }
+            Command::RecordSend { send, reply } => {
+                let _ = reply.send(record_send(&conn, &send));
+            }
+            Command::SetSendState { request_id, state, reply } => {
+                let _ = reply.send(set_send_state(&conn, &request_id, state));
+            }
+            Command::SendState { request_id, reply } => {
+                let _ = reply.send(send_state(&conn, &request_id));
+            }
+            Command::Unfinished { reply } => {
+                let _ = reply.send(unfinished_sends(&conn));
             }
         }
     }
@@ -261,6 +332,70 @@ fn put(
         params![group, oldest_live.saturating_sub(remembered)],
     )?;
     tx.commit().map_err(|e| sql_err("commit", e))
+}
+
+/// A send recorded again (a retry of one never answered) starts over, last
+/// in line.
+fn record_send(conn: &Connection, send: &PendingSend) -> Result<(), StoreError> {
+    let run =
+        |sql: &str, p: &[&dyn rusqlite::ToSql]| conn.execute(sql, p).map_err(|e| sql_err("record send", e));
+    run("DELETE FROM pending_send WHERE request_id = ?1", params![send.request_id])?;
+    run(
+        "INSERT INTO pending_send (request_id, pane, text, state) VALUES (?1, ?2, ?3, ?4)",
+        params![send.request_id, send.pane, send.text, send.state.as_str()],
+    )?;
+    Ok(())
+}
+
+fn set_send_state(conn: &Connection, request_id: &str, state: SendState) -> Result<(), StoreError> {
+    let err = |e| sql_err("send state", e);
+    conn.execute(
+        "UPDATE pending_send SET state = ?2 WHERE request_id = ?1",
+        params![request_id, state.as_str()],
+    )
+    .map_err(err)?;
+    if matches!(state, SendState::Done | SendState::Closed) {
+        conn.execute(
+            "DELETE FROM pending_send WHERE state IN ('done', 'closed') \
+             AND seq <= (SELECT MAX(seq) FROM pending_send) - ?1",
+            params![FINISHED_SENDS_KEPT],
+        )
+        .map_err(err)?;
+    }
+    Ok(())
+}
+
+fn send_state(conn: &Connection, request_id: &str) -> Result<Option<SendState>, StoreError> {
+    let word: Option<String> = conn
+        .query_row("SELECT state FROM pending_send WHERE request_id = ?1", [request_id], |r| r.get(0))
+        .optional()
+        .map_err(|e| sql_err("send state", e))?;
+    Ok(word.as_deref().and_then(SendState::parse))
+}
+
+fn unfinished_sends(conn: &Connection) -> Result<Vec<PendingSend>, StoreError> {
+    let err = |e| sql_err("unfinished sends", e);
+    let mut stmt = conn
+        .prepare("SELECT request_id, pane, text, state FROM pending_send WHERE state IN ('queued', 'running') ORDER BY seq")
+        .map_err(err)?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+            ))
+        })
+        .map_err(err)?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (request_id, pane, text, state) = row.map_err(err)?;
+        if let Some(state) = SendState::parse(&state) {
+            out.push(PendingSend::new(request_id, pane, text, state));
+        }
+    }
+    Ok(out)
 }
 
 /// The database file, created (or narrowed) to mode 0600 before SQLite
@@ -396,6 +531,34 @@ mod tests {
         store.put("r-3", receipt(3), "closes").await.unwrap();
         assert_eq!(store.get("r-2").await.unwrap(), Lookup::Evicted);
         assert_eq!(store.get("r-3").await.unwrap(), Lookup::Found(receipt(3)));
+    }
+
+    #[tokio::test]
+    async fn sends_are_kept_in_order_until_finished_and_survive_a_reopen() {
+        let dir = TempDir::new();
+        {
+            let store = SqliteReceiptStore::open(dir.db()).unwrap();
+            for (id, text) in [("r-1", "one"), ("r-2", "two"), ("r-3", "three")] {
+                store.record_send(PendingSend::new(id, "ticket-1", text, SendState::Queued)).await.unwrap();
+            }
+            store.set_send_state("r-1", SendState::Running).await.unwrap();
+            store.set_send_state("r-2", SendState::Done).await.unwrap();
+            store.set_send_state("r-9", SendState::Done).await.unwrap(); // not recorded: ignored
+            // Recorded again (a retry of one never answered): last in line.
+            store
+                .record_send(PendingSend::new("r-1", "ticket-1", "one again", SendState::Queued))
+                .await
+                .unwrap();
+        }
+        let store = SqliteReceiptStore::open(dir.db()).unwrap();
+        let left = store.unfinished_sends().await.unwrap();
+        let got: Vec<(&str, &str, SendState)> =
+            left.iter().map(|s| (s.request_id.as_str(), s.text.as_str(), s.state)).collect();
+        assert_eq!(got, [("r-3", "three", SendState::Queued), ("r-1", "one again", SendState::Queued)]);
+        assert_eq!(store.send_state("r-2").await.unwrap(), Some(SendState::Done));
+        assert_eq!(store.send_state("r-9").await.unwrap(), None);
+        store.set_send_state("r-3", SendState::Closed).await.unwrap();
+        assert_eq!(store.unfinished_sends().await.unwrap().len(), 1);
     }
 
     #[tokio::test]

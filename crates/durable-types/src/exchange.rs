@@ -111,6 +111,10 @@ pub struct Response {
     pub etag: Option<String>,
     /// The `Allow` header, for `405` answers.
     pub allow: Option<&'static str>,
+    /// The `Durable-Delivery` header, on the replay of a send whose store
+    /// keeps sends: where the send stands (`queued`, `running`, `done`,
+    /// `closed`; contract §9.1). The body stays the first answer's.
+    pub delivery: Option<&'static str>,
     /// The JSON body; empty for `304`.
     pub body: Bytes,
 }
@@ -118,7 +122,7 @@ pub struct Response {
 impl Response {
     /// A JSON response with the given status.
     pub fn json(status: u16, body: impl Into<Bytes>) -> Self {
-        Response { status, etag: None, allow: None, body: body.into() }
+        Response { status, etag: None, allow: None, delivery: None, body: body.into() }
     }
 
     /// The body parsed as JSON (for tests and clients); `Null` when empty.

@@ -128,8 +128,14 @@ impl Desk {
     }
 
     fn curl(&self, args: &[&str], path: &str) -> (u16, Value) {
+        let (status, body, _) = self.curl_all(args, path);
+        (status, body)
+    }
+
+    /// The status, the JSON body, and the `Durable-Delivery` header (empty when absent).
+    fn curl_all(&self, args: &[&str], path: &str) -> (u16, Value, String) {
         let mut cmd = Command::new("curl");
-        cmd.args(["-sS", "--max-time", "20", "-w", "\n%{http_code}"]);
+        cmd.args(["-sS", "--max-time", "20", "-w", "\n%header{durable-delivery}\n%{http_code}"]);
         let url = match &self.via {
             Via::Socket(s) => {
                 cmd.args(["--unix-socket", s]);
@@ -142,8 +148,10 @@ impl Desk {
         };
         let out = cmd.args(args).arg(url).output().expect("curl runs");
         let text = String::from_utf8_lossy(&out.stdout);
-        let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
-        (code.trim().parse().unwrap_or(0), serde_json::from_str(body).unwrap_or(Value::Null))
+        let (rest, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+        let (body, delivery) = rest.rsplit_once('\n').unwrap_or((rest, ""));
+        let body = serde_json::from_str(body).unwrap_or(Value::Null);
+        (code.trim().parse().unwrap_or(0), body, delivery.trim().to_owned())
     }
 
     pub fn get(&self, path: &str) -> (u16, Value) {
@@ -153,6 +161,15 @@ impl Desk {
     pub fn post(&self, path: &str, body: Value) -> (u16, Value) {
         let body = body.to_string();
         self.curl(&["-X", "POST", "-H", "Content-Type: application/json", "--data-binary", &body], path)
+    }
+
+    /// A POST, with the `Durable-Delivery` header of its answer (a replayed
+    /// send's, §9.1; `None` when absent).
+    pub fn post_delivery(&self, path: &str, body: Value) -> (u16, Value, Option<String>) {
+        let body = body.to_string();
+        let args = ["-X", "POST", "-H", "Content-Type: application/json", "--data-binary", &body];
+        let (status, json, delivery) = self.curl_all(&args, path);
+        (status, json, Some(delivery).filter(|d| !d.is_empty()))
     }
 
     pub fn state(&self) -> Value {

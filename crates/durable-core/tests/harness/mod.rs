@@ -26,6 +26,8 @@ pub struct Reply {
     pub json: Value,
     pub etag: Option<String>,
     pub allow: Option<&'static str>,
+    /// The `Durable-Delivery` header (a replayed send's, §9.1).
+    pub delivery: Option<&'static str>,
 }
 
 impl Reply {
@@ -37,7 +39,13 @@ impl Reply {
 
 impl From<Response> for Reply {
     fn from(r: Response) -> Reply {
-        Reply { status: r.status, json: r.body_json(), etag: r.etag.clone(), allow: r.allow }
+        Reply {
+            status: r.status,
+            json: r.body_json(),
+            etag: r.etag.clone(),
+            allow: r.allow,
+            delivery: r.delivery,
+        }
     }
 }
 

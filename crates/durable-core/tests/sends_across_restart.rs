@@ -1,0 +1,172 @@
+//! Acknowledged sends across a restart (§9.1), with a store that keeps
+//! them: a send answered `queued` runs after the restart, once; a send whose
+//! turn the restart cut is closed with a notice; a replay says which (the
+//! `Durable-Delivery` header; its body stays the first answer's).
+mod harness;
+
+use std::sync::{Arc, Mutex};
+
+use durable_core::{ChatHandler, Lookup, PendingSend, Receipt, ReceiptStore, SendState, StoreError, Turn};
+use harness::Harness;
+use serde_json::json;
+
+/// Receipts and sends "on disk": shared by the runs of the agent.
+#[derive(Default)]
+struct Disk {
+    receipts: Vec<(String, Receipt)>,
+    sends: Vec<PendingSend>,
+}
+
+#[derive(Clone, Default)]
+struct JournalStore(Arc<Mutex<Disk>>);
+
+impl ReceiptStore for JournalStore {
+    async fn get(&self, request_id: &str) -> Result<Lookup, StoreError> {
+        let disk = self.0.lock().unwrap();
+        Ok(match disk.receipts.iter().find(|(id, _)| id == request_id) {
+            Some((_, r)) => Lookup::Found(r.clone()),
+            None => Lookup::Unknown,
+        })
+    }
+
+    async fn put(&self, request_id: &str, receipt: Receipt, _group: &str) -> Result<(), StoreError> {
+        let mut disk = self.0.lock().unwrap();
+        if !disk.receipts.iter().any(|(id, _)| id == request_id) {
+            disk.receipts.push((request_id.to_owned(), receipt));
+        }
+        Ok(())
+    }
+
+    async fn record_send(&self, send: PendingSend) -> Result<(), StoreError> {
+        let mut disk = self.0.lock().unwrap();
+        disk.sends.retain(|s| s.request_id != send.request_id);
+        disk.sends.push(send);
+        Ok(())
+    }
+
+    async fn set_send_state(&self, request_id: &str, state: SendState) -> Result<(), StoreError> {
+        let mut disk = self.0.lock().unwrap();
+        if let Some(s) = disk.sends.iter_mut().find(|s| s.request_id == request_id) {
+            s.state = state;
+        }
+        Ok(())
+    }
+
+    async fn send_state(&self, request_id: &str) -> Result<Option<SendState>, StoreError> {
+        Ok(self.0.lock().unwrap().sends.iter().find(|s| s.request_id == request_id).map(|s| s.state))
+    }
+
+    async fn unfinished_sends(&self) -> Result<Vec<PendingSend>, StoreError> {
+        let disk = self.0.lock().unwrap();
+        Ok(disk
+            .sends
+            .iter()
+            .filter(|s| matches!(s.state, SendState::Queued | SendState::Running))
+            .cloned()
+            .collect())
+    }
+}
+
+/// The first run's chat: its turns never end (the process dies in them).
+struct Stuck;
+
+impl ChatHandler for Stuck {
+    async fn turn(&self, _turn: Turn) {
+        std::future::pending::<()>().await
+    }
+}
+
+/// The second run's chat: answers at once, and counts what it ran.
+struct Quick(Arc<Mutex<Vec<String>>>);
+
+impl ChatHandler for Quick {
+    async fn turn(&self, turn: Turn) {
+        self.0.lock().unwrap().push(turn.text().to_owned());
+        turn.reply(format!("did: {}", turn.text()));
+    }
+}
+
+const SEND: &str = "/v1/panes/ticket-1/send";
+
+#[tokio::test]
+async fn queued_sends_run_after_a_restart_and_a_cut_turn_is_closed_with_a_notice() {
+    let store = JournalStore::default();
+    let first = Harness::with(|b| b.receipts(store.clone()));
+    first.pane().on_send(Stuck).unwrap();
+    first.core.ready();
+    let mut answers = Vec::new();
+    for (rid, text) in [("r-1", "one"), ("r-2", "two"), ("r-3", "three")] {
+        let r = first.post(SEND, json!({"requestId": rid, "text": text})).await;
+        assert_eq!(r.status, 200, "{:?}", r.json);
+        answers.push(r.json);
+    }
+    assert_eq!(
+        (answers[0]["result"].clone(), answers[1]["result"].clone()),
+        (json!("sent"), json!("queued"))
+    );
+    // A send recorded but never answered (the process died before its
+    // receipt), and one answered for a pane the next run does not open.
+    store.record_send(PendingSend::new("r-4", "ticket-1", "unanswered", SendState::Queued)).await.unwrap();
+    store.record_send(PendingSend::new("r-5", "ticket-9", "elsewhere", SendState::Queued)).await.unwrap();
+    store
+        .put("r-5", Receipt { status: 200, body: json!({"ok": true, "result": "queued"}) }, "pane:ticket-9")
+        .await
+        .unwrap();
+
+    // The restart: a new core over the same store; the first is never heard from again.
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let second = Harness::with(|b| b.receipts(store.clone()));
+    second.pane().on_send(Quick(ran.clone())).unwrap();
+    assert!(ran.lock().unwrap().is_empty(), "nothing runs before the program says it is ready");
+    second.core.ready();
+    second.settle().await;
+    assert_eq!(
+        *ran.lock().unwrap(),
+        ["two", "three"],
+        "the queued sends ran once, in order; the cut one did not"
+    );
+    let notices = second.notices("ticket-1").await;
+    assert_eq!(notices, ["The agent restarted while answering “one”; that answer did not finish."]);
+    assert!(
+        second.warns().iter().any(|w| w.contains("r-5") && w.contains("ticket-9")),
+        "{:?}",
+        second.warns()
+    );
+
+    // Each replay is the first answer; its header says where the send stands.
+    for (rid, answer, delivery) in
+        [("r-1", &answers[0], "closed"), ("r-2", &answers[1], "done"), ("r-3", &answers[2], "done")]
+    {
+        let again = second.post(SEND, json!({"requestId": rid, "text": "ignored"})).await;
+        assert_eq!(again.delivery, Some(delivery), "{rid}: {:?}", again.json);
+        let mut first_body = answer.clone();
+        first_body["replayed"] = json!(true);
+        assert_eq!(again.json, first_body, "{rid}: the body is the first answer's (§9)");
+    }
+    assert_eq!(ran.lock().unwrap().len(), 2, "no replay ran anything");
+    assert_eq!(
+        store.send_state("r-4").await.unwrap(),
+        Some(SendState::Closed),
+        "never answered: the phone's to repeat"
+    );
+    // A third run finds nothing left to do.
+    let third = Harness::with(|b| b.receipts(store.clone()));
+    third.pane().on_send(Quick(ran.clone())).unwrap();
+    third.core.ready();
+    third.settle().await;
+    assert_eq!(ran.lock().unwrap().len(), 2);
+    assert!(third.notices("ticket-1").await.is_empty());
+}
+
+#[tokio::test]
+async fn with_the_memory_store_a_replay_is_the_first_answer_alone() {
+    let h = Harness::new();
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    h.pane().on_send(Quick(ran.clone())).unwrap();
+    h.core.ready();
+    let first = h.post(SEND, json!({"requestId": "r-1", "text": "hi"})).await;
+    h.settle().await;
+    let again = h.post(SEND, json!({"requestId": "r-1", "text": "hi"})).await;
+    assert_eq!(again.delivery, None, "{:?}", again.json);
+    assert_eq!(harness::without_replayed(&again.json), harness::without_replayed(&first.json));
+}

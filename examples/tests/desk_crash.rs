@@ -1,0 +1,178 @@
+//! The crash test (§9.1): many concurrent writes of every kind — each sent
+//! twice at once — over the socket and over HTTPS, `SIGKILL` while turns
+//! run and sends wait in the queue, a restart on the same data, and every
+//! request id replayed: each acknowledged write replays its first answer, a
+//! turn never runs twice, and every acknowledged send is carried out or
+//! closed with a notice on its pane.
+
+mod desk_support;
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use desk_support::{Desk, TestDir};
+use serde_json::{Value, json};
+
+const TOKEN: &str = "crash-test-token-0123456789abcdef0123456789";
+
+/// One write: its path and body (the request id inside).
+#[derive(Clone)]
+struct Write {
+    path: String,
+    body: Value,
+}
+
+impl Write {
+    fn id(&self) -> String {
+        self.body["requestId"].as_str().unwrap().to_owned()
+    }
+}
+
+fn writes() -> Vec<Write> {
+    let mut out = Vec::new();
+    for n in 0..24 {
+        let body = json!({"requestId": format!("snd-{n}"), "text": format!("message {n}")});
+        out.push(Write { path: "/v1/panes/ticket-1/send".into(), body });
+    }
+    for n in 0..4 {
+        let rename = json!({"requestId": format!("ren-{n}"), "target": "pane", "id": "ticket-1", "title": format!("Maria {n}")});
+        out.push(Write { path: "/v1/rename".into(), body: rename });
+        out.push(Write {
+            path: "/v1/starters/new-ticket".into(),
+            body: json!({"requestId": format!("new-{n}")}),
+        });
+    }
+    out.push(Write { path: "/v1/panes/ticket-2/actions/refund".into(), body: json!({"requestId": "act-1"}) });
+    out
+}
+
+fn crash_and_recover(https: bool) {
+    let dir = TestDir::new(if https { "crash-https" } else { "crash-socket" });
+    let start =
+        |extra: &[&str]| if https { Desk::start_https(&dir, TOKEN, extra) } else { Desk::start(&dir, extra) };
+    let desk = start(&["--turn-ms", "400"]);
+    // A second ticket for the refund's card, so that sends on the first are not held by it.
+    let (status, _) = desk.post("/v1/starters/new-ticket", json!({"requestId": "setup-1"}));
+    assert_eq!(status, 200);
+
+    // Every write twice, from four threads at once, in different orders.
+    let all = writes();
+    let mut answers: HashMap<String, Vec<(u16, Value)>> = HashMap::new();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|t| {
+                let (desk, all) = (&desk, &all);
+                s.spawn(move || {
+                    let mut order: Vec<&Write> = all.iter().collect();
+                    if t % 2 == 1 {
+                        order.reverse();
+                    }
+                    let half = order.len() / 2;
+                    let mine: Vec<&Write> =
+                        if t < 2 { order[..half].to_vec() } else { order[half..].to_vec() };
+                    mine.into_iter().map(|w| (w.id(), desk.post(&w.path, w.body.clone()))).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for h in handles {
+            for (id, answer) in h.join().unwrap() {
+                answers.entry(id).or_default().push(answer);
+            }
+        }
+    });
+    // Turns are running and sends are queued: the crash.
+    let state = desk.state();
+    assert_eq!(Desk::pane(&state, "ticket-1").unwrap()["state"], "working", "the kill lands mid-turn");
+    desk.kill();
+
+    // Concurrent duplicates got one answer: the same, the second marked replayed.
+    let mut acknowledged: HashMap<String, Value> = HashMap::new();
+    for (id, got) in &answers {
+        assert_eq!(got.len(), 2, "{id}");
+        let ok: Vec<&Value> = got.iter().filter(|(s, _)| *s == 200).map(|(_, b)| b).collect();
+        if ok.is_empty() {
+            continue; // refused both times (e.g. a full queue): nothing was promised
+        }
+        assert_eq!(ok.len(), 2, "{id}: a duplicate of an acknowledged write is acknowledged too: {got:?}");
+        let firsts: Vec<&&Value> = ok.iter().filter(|b| b["replayed"] == false).collect();
+        assert_eq!(firsts.len(), 1, "{id}: exactly one ran: {got:?}");
+        let mut first = (*firsts[0]).clone();
+        first["replayed"] = json!(true);
+        let replayed = ok.iter().find(|b| b["replayed"] == true).map(|b| (*b).clone()).unwrap();
+        assert_eq!(replayed, first, "{id}");
+        acknowledged.insert(id.clone(), (*firsts[0]).clone());
+    }
+    let sends: Vec<&String> = acknowledged.keys().filter(|id| id.starts_with("snd-")).collect();
+    assert!(sends.len() >= 10, "most sends were acknowledged: {}", sends.len());
+    assert!(acknowledged.values().any(|b| b["result"] == "queued"), "some sends waited in the queue");
+
+    let desk = start(&["--turn-ms", "20"]);
+    // Every acknowledged write replays its first answer; sends also say where they stand.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut deliveries: HashMap<String, String> = HashMap::new();
+    for w in all.iter().filter(|w| acknowledged.contains_key(&w.id())) {
+        let first = &acknowledged[&w.id()];
+        loop {
+            let (status, again, delivery) = desk.post_delivery(&w.path, w.body.clone());
+            assert_eq!(status, 200, "{}: {again}", w.id());
+            let mut expected = first.clone();
+            expected["replayed"] = json!(true);
+            assert_eq!(again, expected, "{}: the first answer, replayed", w.id());
+            if !w.id().starts_with("snd-") {
+                assert!(delivery.is_none(), "{}", w.id());
+                break;
+            }
+            let delivery = delivery.expect("a send's replay says where it stands (Durable-Delivery)");
+            if delivery == "done" || delivery == "closed" {
+                deliveries.insert(w.id(), delivery);
+                break;
+            }
+            assert!(Instant::now() < deadline, "{} still {delivery}", w.id());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    desk.wait_idle("ticket-1");
+
+    // Carried out, or closed with a notice; and no turn ran twice.
+    let events = desk.events("ticket-1");
+    let items = desk.items("ticket-1");
+    let mut turns_now: Vec<String> = Vec::new();
+    for e in &events {
+        if e["type"] == "state" && e["state"] == "working" {
+            turns_now.push(e["turnId"].as_str().unwrap_or("").to_owned());
+        }
+    }
+    let unique: HashSet<&String> = turns_now.iter().collect();
+    assert_eq!(unique.len(), turns_now.len(), "a turn started twice after the restart: {turns_now:?}");
+    for (id, delivery) in &deliveries {
+        let first = &acknowledged[id];
+        if first["result"] == "sent" {
+            assert!(!turns_now.contains(id), "{id} began before the crash and ran again after it");
+        }
+        if delivery == "closed" {
+            let notice = items
+                .iter()
+                .find(|i| i["id"] == format!("cut-{id}"))
+                .unwrap_or_else(|| panic!("{id}: closed without a notice"));
+            assert_eq!(notice["kind"], "notice");
+        } else if turns_now.contains(id) {
+            let text = all.iter().find(|w| &w.id() == id).unwrap().body["text"].as_str().unwrap().to_owned();
+            assert!(
+                items.iter().any(|i| i["text"] == format!("Got it: {text}") && i.get("partial").is_none()),
+                "{id} ran after the restart but its reply is not there"
+            );
+        }
+    }
+    assert!(deliveries.values().any(|d| d == "closed"), "the turn the kill cut was closed: {deliveries:?}");
+    assert!(!turns_now.is_empty(), "sends queued at the kill ran after the restart");
+}
+
+#[test]
+fn a_crash_over_the_socket_loses_no_acknowledged_send_and_runs_none_twice() {
+    crash_and_recover(false);
+}
+
+#[test]
+fn a_crash_over_https_loses_no_acknowledged_send_and_runs_none_twice() {
+    crash_and_recover(true);
+}
