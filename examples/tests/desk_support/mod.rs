@@ -64,6 +64,27 @@ pub struct Desk {
     pub child: Child,
     via: Via,
     pub address: String,
+    /// The user the desk runs as, when not this process's (its callers run as it too).
+    user: Option<u32>,
+}
+
+/// `program` run as `user` through `setpriv`, or as this process.
+fn as_user(user: Option<u32>, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    match user {
+        None => Command::new(program),
+        Some(uid) => {
+            let mut c = Command::new("setpriv");
+            c.arg(format!("--reuid={uid}")).arg(format!("--regid={uid}")).arg("--clear-groups").arg("--");
+            c.arg(program);
+            c
+        }
+    }
+}
+
+/// The user an agent test runs the desk as: `nobody` when the tests run as
+/// root (CI), else this user, who is unprivileged already.
+pub fn unprivileged() -> Option<u32> {
+    (nix::unistd::geteuid().is_root()).then_some(65534)
 }
 
 impl Drop for Desk {
@@ -90,8 +111,16 @@ fn listening_line(child: &mut Child) -> String {
 impl Desk {
     /// Starts the desk on the test dir's socket and data folder.
     pub fn start(dir: &TestDir, extra: &[&str]) -> Desk {
+        Desk::start_as(dir, None, extra)
+    }
+
+    /// Starts the desk as `user` (its test folder handed to that user).
+    pub fn start_as(dir: &TestDir, user: Option<u32>, extra: &[&str]) -> Desk {
+        if let Some(uid) = user {
+            std::os::unix::fs::chown(&dir.0, Some(uid), Some(uid)).unwrap();
+        }
         let socket = dir.socket();
-        let mut child = Command::new(desk_binary())
+        let mut child = as_user(user, desk_binary())
             .args(["--socket", &socket, "--data", &dir.data()])
             .args(extra)
             .env_remove("COLLIE_DURABLE_SOCKET")
@@ -101,7 +130,7 @@ impl Desk {
             .expect("the desk example was built by cargo test");
         let line = listening_line(&mut child);
         assert_eq!(line, format!("listening {socket}"));
-        Desk { child, via: Via::Socket(socket.clone()), address: socket }
+        Desk { child, via: Via::Socket(socket.clone()), address: socket, user }
     }
 
     /// Starts the desk over HTTPS with a self-signed certificate on a free port.
@@ -118,7 +147,12 @@ impl Desk {
         let line = listening_line(&mut child);
         let address = line.strip_prefix("listening ").expect("listening <address>").to_owned();
         assert!(address.starts_with("https://127.0.0.1:"), "{address}");
-        Desk { child, via: Via::Https { base: address.clone(), token: token.to_owned() }, address }
+        Desk {
+            child,
+            via: Via::Https { base: address.clone(), token: token.to_owned() },
+            address,
+            user: None,
+        }
     }
 
     /// `SIGKILL`, as a crash.
@@ -134,7 +168,7 @@ impl Desk {
 
     /// The status, the JSON body, and the `Durable-Delivery` header (empty when absent).
     fn curl_all(&self, args: &[&str], path: &str) -> (u16, Value, String) {
-        let mut cmd = Command::new("curl");
+        let mut cmd = as_user(self.user, "curl");
         cmd.args(["-sS", "--max-time", "20", "-w", "\n%header{durable-delivery}\n%{http_code}"]);
         let url = match &self.via {
             Via::Socket(s) => {
