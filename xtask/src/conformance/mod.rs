@@ -189,7 +189,7 @@ async fn run(options: Options) -> R<bool> {
     let _ = std::fs::remove_dir_all(&tmp);
 
     let mut failed = outcomes.iter().filter(|o| **o == Outcome::Fail).count();
-    for name in baseline.entries.keys().filter(|n| !every_name.contains(n)) {
+    for name in stale_entries(&baseline, &every_name) {
         println!("FAIL {name}: listed in expected-failures.txt but matches no case");
         failed += 1;
     }
@@ -280,6 +280,11 @@ async fn run_case(case: &Case, cx: Ctx) -> R {
     }
 }
 
+/// Baseline entries that name no case of this run: each fails the run.
+fn stale_entries<'a>(baseline: &'a Baseline, every_name: &[String]) -> Vec<&'a String> {
+    baseline.entries.keys().filter(|n| !every_name.contains(n)).collect()
+}
+
 fn report(name: &str, result: R, baseline: &Baseline) -> Outcome {
     let one_line = |s: &str| s.replace('\n', " ");
     match (result, baseline.reason(name)) {
@@ -363,6 +368,19 @@ mod tests {
         assert_eq!(o.filter.as_deref(), Some("ask_"));
         assert_eq!(parse(&args(&[])).unwrap().transports.len(), 2);
         assert!(parse(&args(&["--transport", "pigeon"])).is_err());
+    }
+
+    /// The strict rule: a listed case that passes fails, as does a listed
+    /// name that matches no case; a listed failure is XFAIL, counted apart.
+    #[test]
+    fn the_runner_is_strict_about_its_baseline() {
+        let baseline = Baseline::parse("known_gap\tthe reason\nvanished_case\tgone since\n").unwrap();
+        assert!(report("fine", Ok(()), &baseline) == Outcome::Pass);
+        assert!(report("broken", Err("why".into()), &baseline) == Outcome::Fail);
+        assert!(report("known_gap", Err("why".into()), &baseline) == Outcome::ExpectedFail);
+        assert!(report("known_gap", Ok(()), &baseline) == Outcome::Fail, "a listed case that passes fails");
+        let names = vec!["fine".to_owned(), "broken".to_owned(), "known_gap".to_owned()];
+        assert_eq!(stale_entries(&baseline, &names), [&"vanished_case".to_owned()]);
     }
 
     #[test]
