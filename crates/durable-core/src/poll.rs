@@ -62,7 +62,7 @@ pub(crate) fn hello_post(core: &Core, hello: HelloRequest) -> Response {
 /// `GET /v1/state[?since=N]`, with the `ETag` and `304`.
 pub(crate) fn state(core: &Core, req: &Request) -> Result<Response, Response> {
     let since = Query::of(req).u64("since")?;
-    let st = core.lock();
+    let mut st = core.lock();
     let seq = st.seq();
     let etag = format!("\"{}-{}\"", core.options().epoch, seq);
     if req.if_none_match.as_deref().is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"))
@@ -75,6 +75,14 @@ pub(crate) fn state(core: &Core, req: &Request) -> Result<Response, Response> {
         None | Some(0) => true,
         Some(n) => n > seq || seq - n > STATE_SEQ_MEMORY,
     };
+    if full {
+        // Between changes every full poll gets the same bytes, shared.
+        if let Some(body) = st.full_answer() {
+            return Ok(answer(body, etag));
+        }
+    } else {
+        st.refresh_layout_order();
+    }
     let n = since.unwrap_or(0);
     // Open asks by pane, oldest first, gathered once (not once per pane).
     let mut open_asks: HashMap<&Id, Vec<String>> = HashMap::new();
@@ -82,9 +90,9 @@ pub(crate) fn state(core: &Core, req: &Request) -> Result<Response, Response> {
     for a in &asks {
         open_asks.entry(&a.pane).or_default().push(a.id.clone());
     }
-    let panes: Vec<_> = st
-        .panes_in_layout_order()
-        .filter(|p| full || p.changed_at() > n)
+    let changed: Vec<_> = if full { st.panes_in_layout_order().collect() } else { st.panes_changed_since(n) };
+    let panes: Vec<_> = changed
+        .into_iter()
         .map(|p| {
             let mut view = p.view_item(st.has_history());
             view.open_asks = open_asks.remove(p.id()).unwrap_or_default();
@@ -106,10 +114,20 @@ pub(crate) fn state(core: &Core, req: &Request) -> Result<Response, Response> {
         starters: layout.then(|| st.starters().to_vec()),
         asks: asks.into_iter().cloned().collect(),
     };
-    drop(st);
     let mut resp = respond::json(200, &body);
+    if full && resp.status == 200 {
+        st.keep_full_answer(resp.body.clone());
+    }
+    drop(st);
     resp.etag = Some(etag);
     Ok(resp)
+}
+
+/// A state answer: its bytes and its tag.
+fn answer(body: bytes::Bytes, etag: String) -> Response {
+    let mut resp = Response::json(200, body);
+    resp.etag = Some(etag);
+    resp
 }
 
 /// `durable_types::PaneSnapshot` borrowing the pane's view.

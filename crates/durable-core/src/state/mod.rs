@@ -12,7 +12,9 @@ mod asks;
 mod layout;
 mod panes;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+use bytes::Bytes;
 
 use durable_types::{DecidedBy, Id, STATE_SEQ_MEMORY, StarterView, Timestamp};
 
@@ -64,6 +66,15 @@ pub(crate) struct State {
     /// opened again under that id goes on counting from there, so a reader's
     /// `after` keeps its meaning within the epoch.
     seq_floor: HashMap<Id, u64>,
+    /// Each open pane's last change, by seq: a delta poll reads the changes
+    /// after `since` here, not every pane (an entry whose pane changed
+    /// again or closed is stale, and skipped).
+    changes: BTreeMap<u64, Id>,
+    /// Each pane's place in the layout, as of `layout_pos_seq`.
+    layout_pos: HashMap<Id, usize>,
+    layout_pos_seq: Option<u64>,
+    /// The full state answer's bytes at a seq: polls between changes share them.
+    full_answer: Option<(u64, Bytes)>,
 }
 
 impl State {
@@ -94,7 +105,44 @@ impl State {
             has_hooks: false,
             turn_tokens: 0,
             seq_floor: HashMap::new(),
+            changes: BTreeMap::new(),
+            layout_pos: HashMap::new(),
+            layout_pos_seq: None,
+            full_answer: None,
         }
+    }
+
+    /// The full state answer kept for `seq`, if it is the current one.
+    pub(crate) fn full_answer(&self) -> Option<Bytes> {
+        self.full_answer.as_ref().filter(|(seq, _)| *seq == self.seq).map(|(_, b)| b.clone())
+    }
+
+    /// Keeps the full state answer of the current seq.
+    pub(crate) fn keep_full_answer(&mut self, body: Bytes) {
+        self.full_answer = Some((self.seq, body));
+    }
+
+    /// Learns each pane's place in the layout, if the layout changed since.
+    pub(crate) fn refresh_layout_order(&mut self) {
+        if self.layout_pos_seq != Some(self.layout_seq) {
+            self.layout_pos =
+                self.panes_in_layout_order().enumerate().map(|(i, p)| (p.id().clone(), i)).collect();
+            self.layout_pos_seq = Some(self.layout_seq);
+        }
+    }
+
+    /// The open panes changed after `seq`, in layout order (as of the last
+    /// [`refresh_layout_order`](Self::refresh_layout_order)): O(changes),
+    /// not O(panes).
+    pub(crate) fn panes_changed_since(&self, seq: u64) -> Vec<&PaneData> {
+        let mut changed: Vec<(usize, &PaneData)> = self
+            .changes
+            .range(seq.saturating_add(1)..)
+            .filter_map(|(at, id)| self.panes.get(id).filter(|p| p.changed_at() == *at))
+            .filter_map(|p| self.layout_pos.get(p.id()).map(|&i| (i, p)))
+            .collect();
+        changed.sort_by_key(|(i, _)| *i);
+        changed.into_iter().map(|(_, p)| p).collect()
     }
 
     /// The change sequence the state poll reads.

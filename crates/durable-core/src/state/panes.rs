@@ -236,7 +236,9 @@ impl State {
     fn touch_pane(&mut self, pane: &Id) {
         let seq = self.bump();
         if let Some(p) = self.panes.get_mut(pane) {
-            p.changed_at = seq;
+            let before = std::mem::replace(&mut p.changed_at, seq);
+            self.changes.remove(&before);
+            self.changes.insert(seq, pane.clone());
         }
     }
 
@@ -268,6 +270,7 @@ impl State {
     /// it was open.
     pub(crate) fn close_pane(&mut self, pane: &Id) -> bool {
         let Some(mut data) = self.panes.remove(pane) else { return false };
+        self.changes.remove(&data.changed_at);
         if let Some(c) = data.turn_cancel.take() {
             c.abort();
         }
