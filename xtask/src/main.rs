@@ -1,8 +1,10 @@
 //! Workspace tasks, rust-analyzer style: `cargo xtask conformance` plays Collie
 //! against the support desk over both transports; `cargo xtask install-pi`
 //! puts node 22 and the real Pi in `.tools/` for `durable-pi`'s live tests;
+//! `cargo xtask bench` measures what a poll costs against a bare hyper server;
 //! `cargo test -p xtask` runs the tidy checks that keep the sans-IO core honest.
 
+mod bench;
 mod conformance;
 mod install_pi;
 #[cfg(test)]
@@ -12,13 +14,17 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: cargo xtask conformance [--transport socket|tls|both] [--filter SUBSTR]
-       cargo xtask install-pi";
+       cargo xtask install-pi
+       cargo xtask bench [--window-ms N] [--conns N]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("conformance") => conformance::main(&args[1..]),
         Some("install-pi") => install_pi::main(&args[1..]),
+        Some("bench") => bench::main(&args[1..]),
+        // The bench's servers, each in a process of its own.
+        Some("bench-serve") => bench::serve::main(&args[1..]),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             ExitCode::SUCCESS

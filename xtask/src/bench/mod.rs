@@ -1,0 +1,304 @@
+//! `cargo xtask bench`: what a poll costs the agent, against a bare hyper
+//! server serving the same bytes, in the same run.
+//!
+//! Each server runs in a process of its own (`xtask bench-serve`, see
+//! [`serve`]); the client ([`load`]) shares the machine's cores, so the
+//! figure that counts is the server's CPU time per request (user + system,
+//! from `/proc/<pid>/stat` over the measured window) and its ratio to the
+//! baseline's. Requests per second and latencies are printed for context:
+//! they move with whatever else the machine does.
+//!
+//! `--window-ms N` (default 2000) sets each case's measured window,
+//! `--conns N` (default 16) the keep-alive connections.
+
+mod load;
+pub(crate) mod serve;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use load::{Call, Figures, Target};
+
+const TOKEN: &str = "bench-token-0123456789abcdef0123456789abcdef";
+
+struct Options {
+    window: Duration,
+    conns: usize,
+}
+
+fn parse(args: &[String]) -> Result<Options, String> {
+    let mut o = Options { window: Duration::from_millis(2000), conns: 16 };
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().cloned().ok_or_else(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--window-ms" => o.window = Duration::from_millis(value()?.parse().map_err(|e| format!("{e}"))?),
+            "--conns" => o.conns = value()?.parse().map_err(|e| format!("{e}"))?,
+            other => return Err(format!("unknown argument {other:?} (--window-ms N, --conns N)")),
+        }
+    }
+    Ok(o)
+}
+
+pub(crate) fn main(args: &[String]) -> ExitCode {
+    // Figures of an unoptimized build say nothing: the bench runs from a
+    // release build of itself (built once; cargo keeps it).
+    if cfg!(debug_assertions) {
+        return rerun_release(args);
+    }
+    let options = match parse(args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("bench: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
+    match rt.map_err(|e| e.to_string()).and_then(|rt| rt.block_on(run(&options))) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A server process, killed when dropped.
+struct Server {
+    child: Child,
+    target: Target,
+    seq: u64,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Transport {
+    Socket,
+    Https,
+}
+
+impl Transport {
+    fn name(self) -> &'static str {
+        match self {
+            Transport::Socket => "socket",
+            Transport::Https => "https",
+        }
+    }
+}
+
+fn start(dir: &Path, name: &str, transport: Transport, args: &[&str]) -> Result<Server, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(exe);
+    cmd.arg("bench-serve").args(args).env("COLLIE_TOKEN", TOKEN);
+    match transport {
+        Transport::Socket => cmd.arg("--socket").arg(dir.join(name).join("app.sock")),
+        Transport::Https => cmd.args(["--https", "127.0.0.1:0"]),
+    };
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().map_err(|e| e.to_string())?;
+    let mut lines = BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
+    let mut next =
+        || lines.next().and_then(Result::ok).ok_or_else(|| format!("{name}: the server did not start"));
+    let address = next()?.strip_prefix("listening ").ok_or("no `listening` line")?.to_owned();
+    let seq = next()?.strip_prefix("seq ").and_then(|s| s.parse().ok()).ok_or("no `seq` line")?;
+    Ok(Server { child, target: Target::from_address(&address, TOKEN), seq })
+}
+
+/// One line of the report.
+struct Line {
+    case: String,
+    agent: Figures,
+    baseline: Option<Figures>,
+}
+
+fn print(line: &Line) {
+    let a = &line.agent;
+    let (base, ratio) = match &line.baseline {
+        Some(b) => (format!("{:>8.1}", b.cpu_us), format!("{:>6.2}×", a.cpu_us / b.cpu_us)),
+        None => ("       –".to_owned(), "      –".to_owned()),
+    };
+    let errors = if a.errors > 0 { format!("  ({} errors)", a.errors) } else { String::new() };
+    println!(
+        "{:<44} {:>8.1} {base} {ratio} {:>9.0} {:>7.0} {:>7.0}{errors}",
+        line.case, a.cpu_us, a.rps, a.p50_us, a.p99_us
+    );
+}
+
+async fn run(o: &Options) -> Result<(), String> {
+    let dir = std::env::temp_dir().join(format!("durable-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    let warmup = Duration::from_millis(300);
+    println!(
+        "machine: {} cores; {} connections, one request in flight each; window {} ms after {} ms warm-up",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        o.conns,
+        o.window.as_millis(),
+        warmup.as_millis()
+    );
+    println!(
+        "{:<44} {:>8} {:>8} {:>7} {:>9} {:>7} {:>7}",
+        "case (server CPU µs per request)", "agent", "bare", "ratio", "agent r/s", "p50 µs", "p99 µs"
+    );
+    let measure = |server: &Server, call: &Call, expect: u16| {
+        let (target, call, pid) = (server.target.clone(), call.clone(), server.pid());
+        async move { load::run(&target, &call, expect, pid, o.conns, warmup, o.window).await }
+    };
+    let mut lines: Vec<Line> = Vec::new();
+
+    for transport in [Transport::Socket, Transport::Https] {
+        let t = transport.name();
+        // A 100-pane agent: the full state, and the 304 poll.
+        let agent = start(&dir, &format!("agent100-{t}"), transport, &["--kind", "agent", "--panes", "100"])?;
+        let state = Call::get("/v1/state");
+        let (status, body) = load::once(&agent.target, &state).await?;
+        if status != 200 {
+            return Err(format!("the agent answered {status} to GET /v1/state"));
+        }
+        let epoch = serde_json::from_slice::<serde_json::Value>(&body).map_err(|e| e.to_string())?["epoch"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        let bare = start_bare(&dir, &format!("bare100-{t}"), transport, &body)?;
+        let full_a = measure(&agent, &state, 200).await?;
+        let full_b = measure(&bare, &state, 200).await?;
+        lines.push(Line {
+            case: format!("[{t}] full state, 100 panes ({} B)", body.len()),
+            agent: full_a,
+            baseline: Some(full_b),
+        });
+        print(lines.last().expect("just pushed"));
+        let tag_a = Call { if_none_match: Some(format!("\"{epoch}-{}\"", agent.seq)), ..state.clone() };
+        let tag_b = Call { if_none_match: Some("\"bench-1\"".to_owned()), ..state.clone() };
+        let nm_a = measure(&agent, &tag_a, 304).await?;
+        let nm_b = measure(&bare, &tag_b, 304).await?;
+        lines.push(Line { case: format!("[{t}] 304 poll"), agent: nm_a, baseline: Some(nm_b) });
+        print(lines.last().expect("just pushed"));
+    }
+
+    // Deltas of one changed pane, at 10 and at 10,000 panes, and the full state at 10,000.
+    let mut delta_cost = Vec::new();
+    for panes in [10usize, 10_000] {
+        let agent = start(
+            &dir,
+            &format!("agent{panes}"),
+            Transport::Socket,
+            &["--kind", "agent", "--panes", &panes.to_string()],
+        )?;
+        let delta = Call::get(format!("/v1/state?since={}", agent.seq - 1));
+        let (_, body) = load::once(&agent.target, &delta).await?;
+        let bare = start_bare(&dir, &format!("bare-delta{panes}"), Transport::Socket, &body)?;
+        let a = measure(&agent, &delta, 200).await?;
+        let b = measure(&bare, &delta, 200).await?;
+        delta_cost.push(a.cpu_us);
+        lines.push(Line {
+            case: format!("[socket] delta, 1 of {panes} panes changed"),
+            agent: a,
+            baseline: Some(b),
+        });
+        print(lines.last().expect("just pushed"));
+        if panes == 10_000 {
+            let rss_idle = load::rss_kib(agent.pid())?;
+            let state = Call::get("/v1/state");
+            let (_, full) = load::once(&agent.target, &state).await?;
+            let bare = start_bare(&dir, "bare-full10k", Transport::Socket, &full)?;
+            let a = measure(&agent, &state, 200).await?;
+            let b = measure(&bare, &state, 200).await?;
+            lines.push(Line {
+                case: format!("[socket] full state, 10,000 panes ({} KiB)", full.len() / 1024),
+                agent: a,
+                baseline: Some(b),
+            });
+            print(lines.last().expect("just pushed"));
+            // Memory after more polling, against the idle figure.
+            let _ = measure(&agent, &state, 200).await?;
+            let rss_polled = load::rss_kib(agent.pid())?;
+            println!(
+                "memory: 10,000 idle panes {:.1} MiB; after {:.0} s of full polls {:.1} MiB ({:+.1} %)",
+                rss_idle as f64 / 1024.0,
+                (warmup + o.window).as_secs_f64() * 3.0,
+                rss_polled as f64 / 1024.0,
+                (rss_polled as f64 / rss_idle as f64 - 1.0) * 100.0
+            );
+        }
+    }
+    println!(
+        "delta at 10,000 panes costs {:.2}× its cost at 10 (server CPU per request)",
+        delta_cost[1] / delta_cost[0]
+    );
+
+    // Reading a pane's events, and the memory of one full pane.
+    let empty = start(&dir, "agent-empty", Transport::Socket, &["--kind", "agent", "--panes", "1"])?;
+    let full_pane = start(
+        &dir,
+        "agent-events",
+        Transport::Socket,
+        &["--kind", "agent", "--panes", "1", "--events", "2000"],
+    )?;
+    let events = Call::get("/v1/panes/p0/events?after=1500");
+    let (_, body) = load::once(&full_pane.target, &events).await?;
+    let bare = start_bare(&dir, "bare-events", Transport::Socket, &body)?;
+    let a = measure(&full_pane, &events, 200).await?;
+    let b = measure(&bare, &events, 200).await?;
+    lines.push(Line {
+        case: format!("[socket] events read, 500 events ({} KiB)", body.len() / 1024),
+        agent: a,
+        baseline: Some(b),
+    });
+    print(lines.last().expect("just pushed"));
+    let (rss_empty, rss_full) = (load::rss_kib(empty.pid())?, load::rss_kib(full_pane.pid())?);
+    println!(
+        "memory: one full pane (2,000 items of 200 B, 500 events kept) {:.1} MiB over an empty agent ({:.1} MiB)",
+        rss_full.saturating_sub(rss_empty) as f64 / 1024.0,
+        rss_empty as f64 / 1024.0
+    );
+    let errors: u64 = lines.iter().map(|l| l.agent.errors).sum();
+    println!("bench: {} cases in {:.0} s, {errors} errors", lines.len(), started.elapsed().as_secs_f64());
+    let _ = std::fs::remove_dir_all(&dir);
+    if errors > 0 {
+        return Err(format!("{errors} requests did not get the expected answer"));
+    }
+    Ok(())
+}
+
+fn rerun_release(args: &[String]) -> ExitCode {
+    let root = crate::project_root();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    eprintln!("bench: building a release build of xtask (cargo build --release -p xtask)");
+    let built = Command::new(&cargo).args(["build", "--release", "-p", "xtask"]).current_dir(&root).status();
+    if !built.is_ok_and(|s| s.success()) {
+        eprintln!("bench: the release build failed");
+        return ExitCode::FAILURE;
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let exe = target.join("release").join("xtask");
+    match Command::new(&exe).arg("bench").args(args).status() {
+        Ok(s) if s.success() => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("bench: cannot run {}: {e}", exe.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn start_bare(dir: &Path, name: &str, transport: Transport, body: &[u8]) -> Result<Server, String> {
+    let file: PathBuf = dir.join(format!("{name}.json"));
+    std::fs::write(&file, body).map_err(|e| e.to_string())?;
+    let file = file.to_str().ok_or("a temp path that is not UTF-8")?.to_owned();
+    start(dir, name, transport, &["--kind", "bare", "--body", &file])
+}

@@ -1,0 +1,245 @@
+//! The servers the bench measures, each in a process of its own so that its
+//! CPU time can be read from `/proc/<pid>/stat`:
+//!
+//! - `agent`: a durable agent (`durable_sdk::create_core` + `serve`) with
+//!   `--panes N` idle panes; pane `p0` holds `--events E` items; the last
+//!   change writes one item on the middle pane, so `?since=<seq − 1>` is a
+//!   delta of one pane.
+//! - `bare`: hyper 1.x alone, serving the bytes of `--body FILE` to every
+//!   `GET` (with an `ETag`, and `304` for a matching `If-None-Match`) and a
+//!   small JSON to every `POST`: what serving those bytes costs at least.
+//!
+//! Both take `--socket PATH` or `--https 127.0.0.1:0` (a self-signed
+//! certificate; the agent checks the bearer token in `COLLIE_TOKEN`, the
+//! bare server checks that a bearer header is there), and print
+//! `listening <address>` then `seq <n>` (the agent's) on stdout.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use durable_sdk::socket::SocketOptions;
+use durable_sdk::tls::TlsOptions;
+use durable_sdk::{CoreOptions, Item, ItemBody, PaneOptions, create_core, serve};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+
+pub(crate) struct ServeArgs {
+    kind: String,
+    socket: Option<PathBuf>,
+    https: Option<String>,
+    panes: usize,
+    events: usize,
+    body: Option<PathBuf>,
+}
+
+fn parse(args: &[String]) -> Result<ServeArgs, String> {
+    let mut out =
+        ServeArgs { kind: String::new(), socket: None, https: None, panes: 10, events: 0, body: None };
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().cloned().ok_or_else(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--kind" => out.kind = value()?,
+            "--socket" => out.socket = Some(value()?.into()),
+            "--https" => out.https = Some(value()?),
+            "--panes" => out.panes = value()?.parse().map_err(|e| format!("--panes: {e}"))?,
+            "--events" => out.events = value()?.parse().map_err(|e| format!("--events: {e}"))?,
+            "--body" => out.body = Some(value()?.into()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    if out.socket.is_some() == out.https.is_some() {
+        return Err("give one of --socket PATH and --https ADDR".into());
+    }
+    Ok(out)
+}
+
+pub(crate) fn main(args: &[String]) -> ExitCode {
+    let args = match parse(args) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("bench-serve: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build();
+    let result = rt.map_err(|e| e.to_string()).and_then(|rt| {
+        rt.block_on(async {
+            match args.kind.as_str() {
+                "agent" => agent(&args).await,
+                "bare" => bare(&args).await,
+                other => Err(format!("--kind agent|bare, not {other:?}")),
+            }
+        })
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench-serve: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn agent(args: &ServeArgs) -> Result<(), String> {
+    let e = |e: &dyn std::fmt::Display| e.to_string();
+    let core = create_core(CoreOptions::builder().host_name("bench").allow_always(args.https.is_none()))
+        .map_err(|x| e(&x))?;
+    let tab = core.workspace("bench", "Bench").map_err(|x| e(&x))?.tab("main", "Main").map_err(|x| e(&x))?;
+    let mut panes = Vec::with_capacity(args.panes);
+    for i in 0..args.panes {
+        panes.push(
+            tab.pane(&format!("p{i}"), PaneOptions::new(format!("Pane {i}")).harness("bench"))
+                .map_err(|x| e(&x))?,
+        );
+    }
+    // A full pane: items of 200 bytes.
+    let text = "x".repeat(200);
+    for n in 0..args.events {
+        let item =
+            Item::new(format!("i{n}").parse_id()?, ItemBody::Reply { text: text.clone(), partial: false });
+        panes[0].write(item).map_err(|x| e(&x))?;
+    }
+    core.ready();
+    // The last change: one pane, so a delta since the seq before it carries one pane.
+    let middle = &panes[args.panes / 2];
+    middle
+        .write(Item::new("last".parse_id()?, ItemBody::Reply { text: "changed".into(), partial: false }))
+        .map_err(|x| e(&x))?;
+    let server = match (&args.socket, &args.https) {
+        (Some(path), _) => {
+            serve(&core, SocketOptions::builder().path(path.clone())).await.map_err(|x| e(&x))?
+        }
+        (_, Some(addr)) => {
+            let options = TlsOptions::builder()
+                .listen(addr.clone())
+                .tokens_from_env()
+                .self_signed()
+                .build()
+                .map_err(|x| e(&x))?;
+            serve(&core, options).await.map_err(|x| e(&x))?
+        }
+        _ => unreachable!("parse checked"),
+    };
+    let seq = core_seq(&core).await;
+    println!("listening {}", server.address());
+    println!("seq {seq}");
+    std::future::pending::<()>().await;
+    Ok(())
+}
+
+/// The agent's current change sequence, read through its own state route.
+async fn core_seq(core: &durable_sdk::Core) -> u64 {
+    use durable_sdk::types::exchange::{Caller, Request};
+    let resp = core.handle(Request::get("/v1/state", Caller::OtherProcess)).await;
+    resp.body_json()["seq"].as_u64().unwrap_or(0)
+}
+
+trait ParseId {
+    fn parse_id(&self) -> Result<durable_sdk::Id, String>;
+}
+
+impl ParseId for str {
+    fn parse_id(&self) -> Result<durable_sdk::Id, String> {
+        durable_sdk::Id::new(self).map_err(|e| e.to_string())
+    }
+}
+
+impl ParseId for String {
+    fn parse_id(&self) -> Result<durable_sdk::Id, String> {
+        self.as_str().parse_id()
+    }
+}
+
+async fn bare(args: &ServeArgs) -> Result<(), String> {
+    let body = match &args.body {
+        Some(path) => Bytes::from(std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?),
+        None => Bytes::from_static(b"{\"ok\":true}"),
+    };
+    let body = Arc::new(body);
+    let tls = args.https.is_some();
+    let handler = move |req: Request<Incoming>| {
+        let body = body.clone();
+        async move {
+            let etag = "\"bench-1\"";
+            let mut resp = if tls && !req.headers().contains_key(hyper::header::AUTHORIZATION) {
+                Response::builder().status(401).body(Full::new(Bytes::from_static(b"{\"ok\":false}")))
+            } else if req.method() == hyper::Method::POST {
+                Response::builder()
+                    .status(200)
+                    .body(Full::new(Bytes::from_static(b"{\"ok\":true,\"result\":\"answered\"}")))
+            } else if req
+                .headers()
+                .get(hyper::header::IF_NONE_MATCH)
+                .is_some_and(|v| v.as_bytes() == etag.as_bytes())
+            {
+                Response::builder().status(304).body(Full::new(Bytes::new()))
+            } else {
+                Response::builder().status(200).body(Full::new((*body).clone()))
+            }
+            .expect("a valid response");
+            resp.headers_mut().insert(hyper::header::ETAG, hyper::header::HeaderValue::from_static(etag));
+            resp.headers_mut().insert(
+                hyper::header::CONTENT_TYPE,
+                hyper::header::HeaderValue::from_static("application/json"),
+            );
+            Ok::<_, std::convert::Infallible>(resp)
+        }
+    };
+    match (&args.socket, &args.https) {
+        (Some(path), _) => {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+            }
+            let _ = std::fs::remove_file(path);
+            let listener = tokio::net::UnixListener::bind(path).map_err(|e| e.to_string())?;
+            println!("listening {}", path.display());
+            println!("seq 0");
+            loop {
+                let (stream, _) = listener.accept().await.map_err(|e| e.to_string())?;
+                let handler = handler.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(handler);
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        }
+        (_, Some(addr)) => {
+            let cert =
+                rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
+                    .map_err(|e| e.to_string())?;
+            let key = rustls::pki_types::PrivateKeyDer::try_from(cert.key_pair.serialize_der())
+                .map_err(|e| e.to_string())?;
+            let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.cert.der().clone()], key)
+            .map_err(|e| e.to_string())?;
+            let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+            let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| e.to_string())?;
+            println!("listening https://{}", listener.local_addr().map_err(|e| e.to_string())?);
+            println!("seq 0");
+            loop {
+                let (stream, _) = listener.accept().await.map_err(|e| e.to_string())?;
+                let (handler, acceptor) = (handler.clone(), acceptor.clone());
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(stream).await else { return };
+                    let service = hyper::service::service_fn(handler);
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(tls), service)
+                        .await;
+                });
+            }
+        }
+        _ => unreachable!("parse checked"),
+    }
+}
