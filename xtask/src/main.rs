@@ -1,10 +1,15 @@
 //! Workspace tasks, rust-analyzer style: `cargo xtask conformance` plays Collie
-//! against the support desk over both transports; `cargo xtask install-pi`
+//! against the support desk over both transports; `cargo xtask phone` looks at
+//! an agent and answers it from a terminal as Collie's phone would;
+//! `cargo xtask install-pi`
 //! puts node 22 and the real Pi in `.tools/` for `durable-pi`'s live tests;
 //! `cargo test -p xtask` runs the tidy checks that keep the sans-IO core honest.
 
 mod conformance;
 mod install_pi;
+mod link;
+mod phone;
+mod pin;
 #[cfg(test)]
 mod tidy;
 
@@ -12,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: cargo xtask conformance [--transport socket|tls|both] [--filter SUBSTR]
+       cargo xtask phone (--socket PATH | --url URL) [--fingerprint SHA256 | --insecure] [--plain]
        cargo xtask install-pi";
 
 fn main() -> ExitCode {
@@ -19,6 +25,7 @@ fn main() -> ExitCode {
     match args.first().map(String::as_str) {
         Some("conformance") => conformance::main(&args[1..]),
         Some("install-pi") => install_pi::main(&args[1..]),
+        Some("phone") => phone::main(&args[1..]),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             ExitCode::SUCCESS
