@@ -1,11 +1,13 @@
 //! Workspace tasks, rust-analyzer style: `cargo xtask conformance` plays Collie
 //! against the support desk over both transports; `cargo xtask phone` looks at
 //! an agent and answers it from a terminal as Collie's phone would;
-//! `cargo xtask install-pi`
-//! puts node 22 and the real Pi in `.tools/` for `durable-pi`'s live tests;
+//! `cargo xtask doctor` runs the checks Collie runs before it shows an agent;
+//! `cargo xtask install-pi` puts node 22 and the real Pi in `.tools/` for
+//! `durable-pi`'s live tests;
 //! `cargo test -p xtask` runs the tidy checks that keep the sans-IO core honest.
 
 mod conformance;
+mod doctor;
 mod install_pi;
 mod link;
 mod phone;
@@ -18,6 +20,7 @@ use std::process::ExitCode;
 
 const USAGE: &str = "usage: cargo xtask conformance [--transport socket|tls|both] [--filter SUBSTR]
        cargo xtask phone (--socket PATH | --url URL) [--fingerprint SHA256 | --insecure] [--plain]
+       cargo xtask doctor (--socket PATH | --url URL) [--fingerprint SHA256 | --insecure]
        cargo xtask install-pi";
 
 fn main() -> ExitCode {
@@ -26,6 +29,7 @@ fn main() -> ExitCode {
         Some("conformance") => conformance::main(&args[1..]),
         Some("install-pi") => install_pi::main(&args[1..]),
         Some("phone") => phone::main(&args[1..]),
+        Some("doctor") => doctor::main(&args[1..]),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             ExitCode::SUCCESS
