@@ -299,6 +299,8 @@ pub(crate) struct Session {
     paging: Option<Paging>,
     /// The last trouble the poll met, printed once until it changes.
     trouble: Option<String>,
+    /// The line of the agent's answer to the last write, until taken.
+    outcome: Option<String>,
 }
 
 /// 8 random hex digits for this run's request ids.
@@ -321,11 +323,17 @@ impl Session {
             pending_always: None,
             paging: None,
             trouble: None,
+            outcome: None,
         }
     }
 
     pub(crate) fn target(&self) -> String {
         self.link.target().to_string()
+    }
+
+    /// The line of the agent's answer to the last write, once.
+    pub(crate) fn take_outcome(&mut self) -> Option<String> {
+        self.outcome.take()
     }
 
     /// A fresh request id (§9).
@@ -512,16 +520,12 @@ impl Session {
         let request_id = self.request_id();
         body["requestId"] = Value::String(request_id.clone());
         let mut out = Vec::new();
-        let json = match self.link.post(path, &body).await {
-            Ok(a) => {
-                out.push(draw::outcome(what, &request_id, a.status, a.json.as_ref()));
-                a.json
-            }
-            Err(e) => {
-                out.push(format!("{what}: no answer: {e} [request {request_id}]"));
-                None
-            }
+        let (line, json) = match self.link.post(path, &body).await {
+            Ok(a) => (draw::outcome(what, &request_id, a.status, a.json.as_ref()), a.json),
+            Err(e) => (format!("{what}: no answer: {e} [request {request_id}]"), None),
         };
+        out.push(line.clone());
+        self.outcome = Some(line);
         out.extend(self.poll().await);
         (out, json)
     }

@@ -36,8 +36,10 @@ enum Focus {
 struct Ui {
     input: String,
     focus: Focus,
-    /// What happened: the agent's answers and the changes, newest last.
+    /// What happened: the changes the polls saw, newest last.
     log: Vec<String>,
+    /// The agent's answer to the last write (sent, queued, refused…).
+    answer: Option<String>,
     /// Lines shown in place of the chat (help, history) until Esc.
     overlay: Option<(String, Vec<String>)>,
     /// How many lines the chat is scrolled up.
@@ -46,7 +48,14 @@ struct Ui {
 
 impl Ui {
     fn new() -> Ui {
-        Ui { input: String::new(), focus: Focus::Input, log: Vec::new(), overlay: None, scroll: 0 }
+        Ui {
+            input: String::new(),
+            focus: Focus::Input,
+            log: Vec::new(),
+            answer: None,
+            overlay: None,
+            scroll: 0,
+        }
     }
 
     /// Keeps what the screen does not show already: not a card's or an
@@ -55,6 +64,15 @@ impl Ui {
         self.log.extend(lines.into_iter().filter(|l| !l.starts_with("  ") && !l.starts_with('[')));
         let extra = self.log.len().saturating_sub(LOG);
         self.log.drain(..extra);
+    }
+
+    /// A command's lines, with the agent's answer to its write (if it made one).
+    fn answered(&mut self, mut lines: Vec<String>, outcome: Option<String>) {
+        if let Some(outcome) = outcome {
+            lines.retain(|l| *l != outcome);
+            self.answer = Some(outcome);
+        }
+        self.log(lines);
     }
 }
 
@@ -259,7 +277,8 @@ fn frame(model: &Model, ui: &Ui, width: usize, height: usize, now: i128) -> (Vec
         Focus::Card(d) => Some(d),
         Focus::Input => None,
     };
-    let mut card: Vec<Row> = shown.map(|(n, ask)| card_rows(ask, draft, now, n, cards.len())).unwrap_or_default();
+    let mut card: Vec<Row> =
+        shown.map(|(n, ask)| card_rows(ask, draft, now, n, cards.len())).unwrap_or_default();
 
     // Bottom: the latest of the log, then the input line.
     let log_rows = 2;
@@ -284,10 +303,9 @@ fn frame(model: &Model, ui: &Ui, width: usize, height: usize, now: i128) -> (Vec
     chat.resize(chat_rows, Row::default());
     rows.extend(chat);
     rows.extend(card);
-    let log_start = ui.log.len().saturating_sub(log_rows);
-    let mut log: Vec<Row> = ui.log[log_start..].iter().map(|l| Row::plain(format!(" {l}"))).collect();
-    log.resize(log_rows, Row::default());
-    rows.extend(log);
+    // The last change, then the agent's answer to the last write.
+    rows.push(Row::plain(ui.log.last().map(|l| format!(" {l}")).unwrap_or_default()));
+    rows.push(Row::plain(ui.answer.as_ref().map(|l| format!(" agent answered: {l}")).unwrap_or_default()));
     let cursor_col = input_row.chars().count().min(width - 1);
     rows.push(Row::plain(input_row));
     rows.truncate(height);
@@ -502,7 +520,7 @@ pub(super) async fn run(mut session: Session) -> Result<(), String> {
                         let lines = session.exec(command).await;
                         match listing {
                             Some(title) => ui.overlay = Some((title.to_owned(), lines)),
-                            None => ui.log(lines),
+                            None => ui.answered(lines, session.take_outcome()),
                         }
                     }
                     Step::Answer { ask, answer, confirmed } => {
@@ -511,7 +529,7 @@ pub(super) async fn run(mut session: Session) -> Result<(), String> {
                         if session.model.ask(&ask.id).is_none() {
                             ui.focus = Focus::Input;
                         }
-                        ui.log(lines);
+                        ui.answered(lines, session.take_outcome());
                     }
                 }
             }
