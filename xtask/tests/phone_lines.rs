@@ -89,7 +89,7 @@ fn lines_show_the_layout_and_answer_every_ask_kind() {
 #[test]
 fn lines_send_steer_queue_stop_and_refusals() {
     let dir = TestDir::new("lines-send");
-    let desk = Desk::socket(&dir, &["--turn-ms", "4000"]);
+    let desk = Desk::socket(&dir, &["--turn-ms", "8000"]);
     let mut p = Lines::start(&desk);
     p.send("send before open");
     p.expect("open a pane first: open <pane>");

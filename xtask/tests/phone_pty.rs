@@ -87,7 +87,7 @@ fn pty_answers_every_ask_kind_by_keys() {
 #[test]
 fn pty_send_streams_the_reply_and_stop_ends_the_turn() {
     let dir = TestDir::new("pty-send");
-    let desk = Desk::socket(&dir, &["--turn-ms", "7000"]);
+    let desk = Desk::socket(&dir, &["--turn-ms", "10000"]);
     let t = Tmux::phone(&dir, &desk, 120, 40);
     ready(&t);
 
