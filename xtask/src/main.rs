@@ -1,12 +1,19 @@
 //! Workspace tasks, rust-analyzer style: `cargo xtask conformance` plays Collie
-//! against the support desk over both transports; `cargo xtask install-pi`
-//! puts node 22 and the real Pi in `.tools/` for `durable-pi`'s live tests;
+//! against the support desk over both transports; `cargo xtask phone` looks at
+//! an agent and answers it from a terminal as Collie's phone would;
+//! `cargo xtask doctor` runs the checks Collie runs before it shows an agent;
+//! `cargo xtask install-pi` puts node 22 and the real Pi in `.tools/` for
+//! `durable-pi`'s live tests;
 //! `cargo xtask bench` measures what a poll costs against a bare hyper server;
 //! `cargo test -p xtask` runs the tidy checks that keep the sans-IO core honest.
 
 mod bench;
 mod conformance;
+mod doctor;
 mod install_pi;
+mod link;
+mod phone;
+mod pin;
 #[cfg(test)]
 mod tidy;
 
@@ -14,6 +21,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: cargo xtask conformance [--transport socket|tls|both] [--filter SUBSTR]
+       cargo xtask phone (--socket PATH | --url URL) [--fingerprint SHA256 | --insecure] [--plain]
+       cargo xtask doctor (--socket PATH | --url URL) [--fingerprint SHA256 | --insecure]
        cargo xtask install-pi
        cargo xtask bench [--window-ms N] [--conns N]";
 
@@ -22,6 +31,8 @@ fn main() -> ExitCode {
     match args.first().map(String::as_str) {
         Some("conformance") => conformance::main(&args[1..]),
         Some("install-pi") => install_pi::main(&args[1..]),
+        Some("phone") => phone::main(&args[1..]),
+        Some("doctor") => doctor::main(&args[1..]),
         Some("bench") => bench::main(&args[1..]),
         // The bench's servers, each in a process of its own.
         Some("bench-serve") => bench::serve::main(&args[1..]),

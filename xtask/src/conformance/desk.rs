@@ -12,7 +12,7 @@ use tokio::process::{Child, Command};
 
 use super::check::R;
 use super::client::{Client, Endpoint};
-use super::pin::{Pinned, fingerprint_in};
+use crate::pin::{Pinned, fingerprint_in};
 
 /// How long a desk may take from spawn to `listening`.
 const START_TIMEOUT: Duration = Duration::from_secs(30);

@@ -12,7 +12,6 @@ mod cases;
 mod check;
 mod client;
 mod desk;
-mod pin;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -1,6 +1,8 @@
-//! Trusting the desk's self-signed certificate by pinning the SHA-256 of its leaf:
-//! the fingerprint the desk prints when it prints one, else the first leaf seen
-//! (trust on first use, per desk process). The handshake signature is still checked.
+//! Trusting an agent's self-signed certificate by pinning the SHA-256 of its leaf:
+//! the fingerprint the agent prints (`--fingerprint` for the phone and the doctor),
+//! else the first leaf seen (trust on first use: the conformance run, per desk
+//! process, and the phone's `--insecure` on loopback). The handshake signature is
+//! still checked.
 
 use std::sync::{Arc, Mutex};
 
@@ -14,13 +16,31 @@ use sha2::{Digest, Sha256};
 #[derive(Debug)]
 pub(crate) struct Pinned {
     pin: Mutex<Option<[u8; 32]>>,
+    /// The last leaf fingerprint a handshake showed, matching or not.
+    seen: Mutex<Option<[u8; 32]>>,
     provider: Arc<CryptoProvider>,
 }
 
 impl Pinned {
     pub(crate) fn client_config(printed: Option<[u8; 32]>) -> Arc<rustls::ClientConfig> {
+        Pinned::verifier(printed).client_config_for()
+    }
+
+    /// A verifier pinned to `pin`, or trusting the first leaf it sees.
+    pub(crate) fn verifier(pin: Option<[u8; 32]>) -> Arc<Pinned> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let verifier = Arc::new(Pinned { pin: Mutex::new(printed), provider: provider.clone() });
+        Arc::new(Pinned { pin: Mutex::new(pin), seen: Mutex::new(None), provider })
+    }
+
+    /// The leaf fingerprint the last handshake showed.
+    pub(crate) fn seen(&self) -> Option<[u8; 32]> {
+        *self.seen.lock().expect("the pin lock is never poisoned")
+    }
+
+    /// A client configuration that checks the server with this verifier.
+    pub(crate) fn client_config_for(self: Arc<Self>) -> Arc<rustls::ClientConfig> {
+        let provider = self.provider.clone();
+        let verifier = self;
         let mut config = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .expect("ring supports the default protocol versions")
@@ -42,11 +62,12 @@ impl ServerCertVerifier for Pinned {
         _now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
         let seen: [u8; 32] = Sha256::digest(end_entity.as_ref()).into();
+        *self.seen.lock().expect("the pin lock is never poisoned") = Some(seen);
         let mut pin = self.pin.lock().expect("the pin lock is never poisoned");
         match *pin {
             Some(pinned) if pinned == seen => Ok(ServerCertVerified::assertion()),
             Some(_) => Err(rustls::Error::General(
-                "the desk's certificate does not match the pinned SHA-256 fingerprint".into(),
+                "the agent's certificate does not match the pinned SHA-256 fingerprint".into(),
             )),
             None => {
                 *pin = Some(seen);
@@ -106,9 +127,14 @@ pub(crate) fn fingerprint_in(line: &str) -> Option<[u8; 32]> {
     None
 }
 
+/// A fingerprint as the SDK prints it: 32 upper-case hex pairs joined by `:`.
+pub(crate) fn fingerprint_text(fingerprint: &[u8; 32]) -> String {
+    fingerprint.iter().map(|b| format!("{b:02X}")).collect::<Vec<_>>().join(":")
+}
+
 #[cfg(test)]
 mod tests {
-    use super::fingerprint_in;
+    use super::{fingerprint_in, fingerprint_text};
 
     #[test]
     fn fingerprint_is_read_in_its_usual_spellings() {
@@ -124,5 +150,8 @@ mod tests {
         }
         assert_eq!(fingerprint_in("listening https://127.0.0.1:4000"), None);
         assert_eq!(fingerprint_in(&"a".repeat(63)), None);
+        let text = fingerprint_text(&[0xab; 32]);
+        assert_eq!(text, pairs);
+        assert_eq!(fingerprint_in(&text), Some([0xab; 32]));
     }
 }

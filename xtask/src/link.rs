@@ -1,0 +1,418 @@
+//! The phone's and the doctor's way to an agent: HTTP/1.1 over the private
+//! Unix socket (docs/wire.md §1.1), or over HTTPS with a bearer token and a
+//! pinned certificate (§1.2), or plain HTTP on loopback. One kept-alive
+//! connection, opened again when the agent closed it.
+
+use std::fmt;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
+use hyper::{HeaderMap, Method, Request};
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpStream, UnixStream};
+
+use crate::pin::Pinned;
+
+/// How long one request may take (a write may wait 5 s for a pane's lock, §8).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// A bearer token: never printed, not even by `Debug`.
+#[derive(Clone)]
+pub(crate) struct Token(String);
+
+impl Token {
+    #[cfg(test)]
+    pub(crate) fn new(token: String) -> Token {
+        Token(token)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Printable ASCII without spaces, as the agent requires (§1.2).
+    pub(crate) fn is_printable(&self) -> bool {
+        self.0.bytes().all(|b| b.is_ascii_graphic())
+    }
+
+    /// `COLLIE_TOKEN`, when set and not empty.
+    pub(crate) fn from_env() -> Option<Token> {
+        std::env::var("COLLIE_TOKEN").ok().filter(|t| !t.is_empty()).map(Token)
+    }
+}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Token(<not shown>)")
+    }
+}
+
+/// An agent's address given as a URL: `https://host[:port]` or
+/// `http://127.0.0.1:port` (loopback only, with a port).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Url {
+    pub(crate) https: bool,
+    pub(crate) host: String,
+    pub(crate) port: u16,
+    /// Whether the port was written.
+    pub(crate) explicit_port: bool,
+}
+
+impl Url {
+    /// Parses `scheme://host[:port][/]`. The rules of §1.2 are the doctor's
+    /// to check ([`Url::rule`]); this only reads the shape.
+    pub(crate) fn parse(text: &str) -> Result<Url, String> {
+        let (scheme, rest) =
+            text.split_once("://").ok_or_else(|| format!("{text:?} is not a URL (https://host:port)"))?;
+        let https = match scheme.to_ascii_lowercase().as_str() {
+            "https" => true,
+            "http" => false,
+            other => return Err(format!("the scheme {other:?} is neither https nor http")),
+        };
+        let authority = rest.strip_suffix('/').unwrap_or(rest);
+        if authority.contains(['/', '?', '#', '@']) {
+            return Err(format!("{text:?}: give the agent's address only, without a path or user"));
+        }
+        let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+            let (host, after) = v6.split_once(']').ok_or_else(|| format!("{text:?}: an unclosed [ ]"))?;
+            (host.to_owned(), after.strip_prefix(':'))
+        } else {
+            match authority.rsplit_once(':') {
+                Some((h, p)) => (h.to_owned(), Some(p)),
+                None => (authority.to_owned(), None),
+            }
+        };
+        if host.is_empty() {
+            return Err(format!("{text:?} names no host"));
+        }
+        let explicit_port = port.is_some();
+        let port = match port {
+            Some(p) => p.parse().map_err(|_| format!("{text:?}: the port {p:?} is not a port number"))?,
+            None if https => 443,
+            None => 80,
+        };
+        Ok(Url { https, host, port, explicit_port })
+    }
+
+    /// Whether the host is the loopback address or `localhost`.
+    pub(crate) fn is_loopback(&self) -> bool {
+        self.host.eq_ignore_ascii_case("localhost")
+            || self.host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    }
+
+    /// The rule of §1.2: HTTPS anywhere, plain HTTP only on `127.0.0.1` or
+    /// `localhost` with an explicit port.
+    pub(crate) fn rule(&self) -> Result<(), String> {
+        if self.https {
+            return Ok(());
+        }
+        let loopback = self.host == "127.0.0.1" || self.host.eq_ignore_ascii_case("localhost");
+        match (loopback, self.explicit_port) {
+            (true, true) => Ok(()),
+            (true, false) => Err("plain http needs an explicit port (http://127.0.0.1:PORT)".into()),
+            (false, _) => Err(format!("plain http is only for 127.0.0.1 or localhost, not {}", self.host)),
+        }
+    }
+
+    fn authority(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
+impl fmt::Display for Url {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}://{}", if self.https { "https" } else { "http" }, self.authority())
+    }
+}
+
+/// Where the agent is.
+#[derive(Clone, Debug)]
+pub(crate) enum Target {
+    Socket(PathBuf),
+    Url(Url),
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Socket(p) => write!(f, "{}", p.display()),
+            Target::Url(u) => write!(f, "{u}"),
+        }
+    }
+}
+
+/// Why a request got no answer.
+#[derive(Debug)]
+pub(crate) enum LinkError {
+    /// The connection could not be made (the io error's kind is kept:
+    /// `ConnectionRefused` on a socket file is a stale socket, §1.1).
+    Connect { kind: std::io::ErrorKind, message: String },
+    /// The TLS handshake failed (a certificate that does not match the pin).
+    Tls(String),
+    /// The HTTP exchange failed or timed out.
+    Http(String),
+}
+
+impl fmt::Display for LinkError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LinkError::Connect { message, .. } | LinkError::Tls(message) | LinkError::Http(message) => {
+                f.write_str(message)
+            }
+        }
+    }
+}
+
+/// One answer, read whole.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) headers: HeaderMap,
+    /// The body as JSON; `None` when it is empty or not JSON.
+    pub(crate) json: Option<Value>,
+}
+
+impl Answer {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+trait Io: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Io for T {}
+
+/// A client for one agent.
+pub(crate) struct Link {
+    target: Target,
+    token: Option<Token>,
+    tls: Option<(Arc<Pinned>, Arc<rustls::ClientConfig>)>,
+    conn: Option<SendRequest<Full<Bytes>>>,
+}
+
+impl fmt::Debug for Link {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Link")
+            .field("target", &self.target)
+            .field("token", &self.token)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Link {
+    /// A client; over HTTPS the certificate must match `pin`, or with
+    /// `pin = None` the first leaf seen is trusted (the caller decides when
+    /// that is allowed).
+    pub(crate) fn new(target: Target, token: Option<Token>, pin: Option<[u8; 32]>) -> Link {
+        let tls = match &target {
+            Target::Url(u) if u.https => {
+                let verifier = Pinned::verifier(pin);
+                Some((verifier.clone(), verifier.client_config_for()))
+            }
+            _ => None,
+        };
+        Link { target, token, tls, conn: None }
+    }
+
+    pub(crate) fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// The fingerprint of the certificate the last handshake showed.
+    pub(crate) fn seen_fingerprint(&self) -> Option<[u8; 32]> {
+        self.tls.as_ref().and_then(|(v, _)| v.seen())
+    }
+
+    async fn connect(&self) -> Result<Box<dyn Io>, LinkError> {
+        let connect_error = |what: String, e: std::io::Error| LinkError::Connect {
+            kind: e.kind(),
+            message: format!("{what}: {e}"),
+        };
+        match &self.target {
+            Target::Socket(path) => {
+                let stream = UnixStream::connect(path)
+                    .await
+                    .map_err(|e| connect_error(format!("connecting to {}", path.display()), e))?;
+                Ok(Box::new(stream))
+            }
+            Target::Url(url) => {
+                let tcp = TcpStream::connect((url.host.as_str(), url.port))
+                    .await
+                    .map_err(|e| connect_error(format!("connecting to {}", url.authority()), e))?;
+                let Some((_, config)) = &self.tls else { return Ok(Box::new(tcp)) };
+                let name = match url.host.parse::<IpAddr>() {
+                    Ok(ip) => rustls::pki_types::ServerName::IpAddress(ip.into()),
+                    Err(_) => rustls::pki_types::ServerName::try_from(url.host.clone())
+                        .map_err(|_| LinkError::Tls(format!("{:?} is not a host name", url.host)))?,
+                };
+                let tls = tokio_rustls::TlsConnector::from(config.clone())
+                    .connect(name, tcp)
+                    .await
+                    .map_err(|e| LinkError::Tls(format!("TLS with {}: {e}", url.authority())))?;
+                Ok(Box::new(tls))
+            }
+        }
+    }
+
+    /// A connection ready for a request: the kept one, or a new one.
+    async fn sender(&mut self) -> Result<(SendRequest<Full<Bytes>>, bool), LinkError> {
+        if let Some(mut sender) = self.conn.take() {
+            if sender.ready().await.is_ok() {
+                return Ok((sender, true));
+            }
+        }
+        let io = self.connect().await?;
+        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+            .await
+            .map_err(|e| LinkError::Http(format!("HTTP handshake: {e}")))?;
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        Ok((sender, false))
+    }
+
+    pub(crate) async fn get(&mut self, path: &str, headers: &[(&str, &str)]) -> Result<Answer, LinkError> {
+        self.request(Method::GET, path, None, headers).await
+    }
+
+    pub(crate) async fn post(&mut self, path: &str, body: &Value) -> Result<Answer, LinkError> {
+        self.request(Method::POST, path, Some(Bytes::from(body.to_string())), &[]).await
+    }
+
+    /// One request; on a kept connection the agent closed meanwhile, tried
+    /// once more on a new one (a write is safe to repeat: its request id
+    /// makes the agent replay it, §9).
+    pub(crate) async fn request(
+        &mut self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+        headers: &[(&str, &str)],
+    ) -> Result<Answer, LinkError> {
+        let exchange = async {
+            let mut retried = false;
+            loop {
+                let (mut sender, reused) = self.sender().await?;
+                let request = self.build(method.clone(), path, body.clone(), headers)?;
+                match sender.send_request(request).await {
+                    Ok(response) => {
+                        let (parts, body) = response.into_parts();
+                        let bytes = body
+                            .collect()
+                            .await
+                            .map_err(|e| LinkError::Http(format!("reading the answer: {e}")))?
+                            .to_bytes();
+                        self.conn = Some(sender);
+                        let json = serde_json::from_slice(&bytes).ok();
+                        return Ok(Answer { status: parts.status.as_u16(), headers: parts.headers, json });
+                    }
+                    Err(e) if reused && !retried => {
+                        retried = true;
+                        let _ = e;
+                    }
+                    Err(e) => return Err(LinkError::Http(format!("{method} {path}: {e}"))),
+                }
+            }
+        };
+        let result = tokio::time::timeout(REQUEST_TIMEOUT, exchange).await;
+        match result {
+            Ok(answer) => answer,
+            Err(_) => {
+                self.conn = None;
+                Err(LinkError::Http(format!("{method} {path}: no answer in {} s", REQUEST_TIMEOUT.as_secs())))
+            }
+        }
+    }
+
+    fn build(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+        headers: &[(&str, &str)],
+    ) -> Result<Request<Full<Bytes>>, LinkError> {
+        let host = match &self.target {
+            Target::Socket(_) => "localhost".to_owned(),
+            Target::Url(u) => u.authority(),
+        };
+        let mut b = Request::builder().method(method).uri(path).header("host", host);
+        if body.is_some() {
+            b = b.header("content-type", "application/json");
+        }
+        if let (Some(token), Target::Url(_)) = (&self.token, &self.target) {
+            b = b.header("authorization", format!("Bearer {}", token.0));
+        }
+        for (name, value) in headers {
+            b = b.header(*name, *value);
+        }
+        // The message names the path only: the token must never reach it.
+        b.body(Full::new(body.unwrap_or_default()))
+            .map_err(|_| LinkError::Http(format!("a request to {path} could not be written")))
+    }
+}
+
+/// Percent-encodes an id or cursor for a URL path or query (§2: Collie
+/// percent-encodes, the agent decodes).
+pub(crate) fn enc(text: &str) -> String {
+    let mut out = String::new();
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_read_and_their_rule_checked() {
+        let u = Url::parse("https://127.0.0.1:8443").unwrap();
+        assert_eq!((u.https, u.host.as_str(), u.port), (true, "127.0.0.1", 8443));
+        assert!(u.rule().is_ok() && u.is_loopback());
+        let u = Url::parse("https://agent.example/").unwrap();
+        assert_eq!((u.port, u.explicit_port), (443, false));
+        assert!(!u.is_loopback());
+        assert!(Url::parse("http://127.0.0.1:9000").unwrap().rule().is_ok());
+        assert!(Url::parse("http://localhost").unwrap().rule().unwrap_err().contains("explicit port"));
+        assert!(Url::parse("http://10.0.0.2:80").unwrap().rule().unwrap_err().contains("only for"));
+        let v6 = Url::parse("https://[::1]:8443").unwrap();
+        assert_eq!((v6.host.as_str(), v6.port), ("::1", 8443));
+        assert!(v6.is_loopback());
+        assert_eq!(v6.to_string(), "https://[::1]:8443");
+        for bad in
+            ["127.0.0.1:8443", "ftp://x", "https://", "https://h:port", "https://h/v1/state", "https://u@h"]
+        {
+            assert!(Url::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn tokens_never_show_in_debug() {
+        let token = Token::new("s3cret-s3cret-s3cret-s3cret-s3cret".into());
+        let link =
+            Link::new(Target::Url(Url::parse("https://127.0.0.1:1").unwrap()), Some(token.clone()), None);
+        assert!(!format!("{token:?} {link:?}").contains("s3cret"));
+        assert!(token.is_printable() && token.len() >= 32);
+    }
+
+    #[test]
+    fn ids_are_percent_encoded() {
+        assert_eq!(enc("ticket-1"), "ticket-1");
+        assert_eq!(enc("a b/c?d#é+"), "a%20b%2Fc%3Fd%23%C3%A9%2B");
+    }
+}

@@ -1,0 +1,162 @@
+//! `cargo xtask doctor` against a healthy desk and against each broken
+//! layout: a relative path, a path too long, a socket folder others can
+//! read, a stale socket, a wrong token, a certificate that is not the
+//! pinned one.
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::process::Output;
+
+use support::{Desk, TestDir, doctor};
+
+fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// The line of `rule`, which must start with `verdict` (`ok`, `FAIL`, `skip`).
+fn line<'a>(out: &'a str, verdict: &str, rule: &str) -> &'a str {
+    out.lines()
+        .find(|l| l.split_whitespace().take(2).eq([verdict, &format!("{rule}:")]))
+        .unwrap_or_else(|| panic!("no `{verdict} {rule}:` line in:\n{out}"))
+}
+
+#[test]
+fn doctor_passes_a_healthy_desk_on_its_socket() {
+    let dir = TestDir::new("doc-ok");
+    let desk = Desk::socket(&dir, &[]);
+    let out = doctor(&desk.args(), None);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    for rule in [
+        "socket-path-absolute",
+        "socket-path-length",
+        "socket-not-private",
+        "socket-stale",
+        "hello",
+        "wire-range",
+        "caps",
+        "ready",
+    ] {
+        line(&t, "ok", rule);
+    }
+    assert!(
+        line(&t, "ok", "caps").contains("asks starters send steer abort rename close actions history reopen")
+    );
+    assert!(!t.contains("FAIL"), "{t}");
+}
+
+#[test]
+fn doctor_refuses_a_relative_path() {
+    let out = doctor(&["--socket".into(), "durable-desk/app.sock".into()], None);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    let l = line(&t, "FAIL", "socket-path-absolute");
+    assert!(l.contains("relative") && l.contains("fix:") && l.contains("§1.1"), "{l}");
+    line(&t, "skip", "hello");
+}
+
+#[test]
+fn doctor_refuses_a_path_over_103_bytes() {
+    let long = format!("/tmp/{}/app.sock", "d".repeat(100));
+    let out = doctor(&["--socket".into(), long], None);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    let l = line(&t, "FAIL", "socket-path-length");
+    assert!(l.contains("114 bytes") && l.contains("103"), "{l}");
+}
+
+#[test]
+fn doctor_names_a_socket_folder_others_can_read() {
+    let dir = TestDir::new("doc-open");
+    let desk = Desk::socket(&dir, &[]);
+    let folder = std::path::Path::new(&desk.address).parent().unwrap().to_owned();
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = doctor(&desk.args(), None);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    let l = line(&t, "FAIL", "socket-not-private");
+    assert!(l.contains(&format!("{} is open to group or others (mode 0755)", folder.display())), "{l}");
+    assert!(l.contains(&format!("fix: chmod 700 {}", folder.display())), "{l}");
+    // The other checks still run: the agent answers.
+    line(&t, "ok", "hello");
+    line(&t, "ok", "ready");
+    // A world-writable ancestor without the sticky bit is named too.
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let t = text(&doctor(&desk.args(), None));
+    let l = line(&t, "FAIL", "socket-not-private");
+    assert!(l.contains(&format!("{} is writable by group or others", dir.0.display())), "{l}");
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o700)).unwrap();
+    assert!(doctor(&desk.args(), None).status.success());
+}
+
+#[test]
+fn doctor_finds_a_stale_socket() {
+    let dir = TestDir::new("doc-stale");
+    let desk = Desk::socket(&dir, &[]);
+    let args = desk.args();
+    desk.kill();
+    assert!(std::path::Path::new(&args[1]).exists(), "SIGKILL leaves the socket file");
+    let out = doctor(&args, None);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    let l = line(&t, "FAIL", "socket-stale");
+    assert!(l.contains("connection refused") && l.contains("start the agent again"), "{l}");
+    line(&t, "ok", "socket-not-private");
+    line(&t, "skip", "ready");
+    // No socket at all.
+    std::fs::remove_file(&args[1]).unwrap();
+    let t = text(&doctor(&args, None));
+    assert!(line(&t, "FAIL", "socket-stale").contains("there is no socket at"), "{t}");
+}
+
+#[test]
+fn doctor_over_https_checks_url_certificate_and_token() {
+    let dir = TestDir::new("doc-https");
+    let desk = Desk::https(&dir, &[]);
+    let token = desk.token.clone().unwrap();
+    let out = doctor(&desk.args(), Some(&token));
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    for rule in ["url-scheme", "certificate", "token", "hello", "wire-range", "caps", "ready"] {
+        line(&t, "ok", rule);
+    }
+    assert!(line(&t, "ok", "certificate").contains(desk.fingerprint.as_deref().unwrap()));
+    assert!(!t.contains(&token), "the token shows:\n{t}");
+
+    // A wrong token: the agent's 401, named with its fix; the token never printed.
+    let wrong = "0123456789abcdef".repeat(4);
+    let out = doctor(&desk.args(), Some(&wrong));
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    let l = line(&t, "FAIL", "token");
+    assert!(l.contains("401 token-refused") && l.contains("fix:"), "{l}");
+    assert!(!t.contains(&wrong) && !t.contains(&token), "a token shows:\n{t}");
+    // No token at all.
+    let t = text(&doctor(&desk.args(), None));
+    assert!(line(&t, "FAIL", "token").contains("COLLIE_TOKEN is not set"), "{t}");
+
+    // Another pin: the fingerprint the agent shows, and the one expected.
+    let mut args = desk.args();
+    *args.last_mut().unwrap() = "ab".repeat(32);
+    let t = text(&doctor(&args, Some(&token)));
+    let l = line(&t, "FAIL", "certificate");
+    assert!(l.contains(desk.fingerprint.as_deref().unwrap()) && l.contains(&"AB:".repeat(31)), "{l}");
+    // No pin: the fingerprint to pin is shown.
+    let t = text(&doctor(&["--url".into(), desk.address.clone()], Some(&token)));
+    assert!(
+        line(&t, "FAIL", "certificate")
+            .contains(&format!("--fingerprint {}", desk.fingerprint.as_deref().unwrap()))
+    );
+    let t = text(&doctor(&["--url".into(), desk.address.clone(), "--insecure".into()], Some(&token)));
+    line(&t, "ok", "certificate");
+}
+
+#[test]
+fn doctor_refuses_plain_http_off_loopback() {
+    let t = text(&doctor(&["--url".into(), "http://192.0.2.1:8080".into()], Some(&"a".repeat(40))));
+    assert!(line(&t, "FAIL", "url-scheme").contains("only for 127.0.0.1 or localhost"), "{t}");
+    let t = text(&doctor(&["--url".into(), "ftp://127.0.0.1:21".into()], None));
+    line(&t, "FAIL", "url-scheme");
+}
