@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use durable_types::exchange::{Request, Response};
 use durable_types::{
-    CapsView, ErrorCode, Event, HelloPostResponse, HelloRequest, HelloResponse, Id, SDK_NAME, SDK_VERSION,
+    CapsView, ErrorCode, HelloPostResponse, HelloRequest, HelloResponse, Id, SDK_NAME, SDK_VERSION,
     STATE_SEQ_MEMORY, SdkInfo, StateResponse, WireRange,
 };
 
@@ -145,16 +145,6 @@ struct PaneSnapshotRef<'a> {
     dropped: bool,
 }
 
-/// `durable_types::EventsPage` borrowing the pane's tail.
-#[derive(serde::Serialize)]
-struct EventsPageRef<'a> {
-    ok: bool,
-    pane: &'a Id,
-    snapshot: bool,
-    next: u64,
-    events: Vec<&'a Event>,
-}
-
 /// `GET /v1/panes/{pane}/events?after=N`: the tail after `N`, or the
 /// pane's view when the reader fell behind (or is ahead: an earlier epoch).
 pub(crate) fn events(core: &Core, req: &Request, pane: Id) -> Result<Response, Response> {
@@ -166,13 +156,30 @@ pub(crate) fn events(core: &Core, req: &Request, pane: Id) -> Result<Response, R
     let behind = after.saturating_add(1) < p.first_retained();
     let ahead = after > p.last_seq();
     if !behind && !ahead {
-        // Written from the tail under the lock: no event is copied.
-        let events = p.events_after(after);
-        let next = events.last().map_or(after, |e| e.seq);
-        return Ok(respond::json(
-            200,
-            &EventsPageRef { ok: true, pane: &pane, snapshot: false, next, events },
-        ));
+        // The tail's events are kept encoded: the page is their bytes
+        // between a head and a tail, nothing encoded again.
+        let mut body = Vec::with_capacity(128);
+        body.extend_from_slice(b"{\"ok\":true,\"pane\":");
+        serde_json::to_writer(&mut body, &pane)
+            .map_err(|e| respond::error(ErrorCode::Internal, e.to_string()))?;
+        body.extend_from_slice(b",\"snapshot\":false,\"next\":");
+        let mut next = after;
+        let mut events = Vec::new();
+        for e in p.events_after(after) {
+            next = e.seq;
+            events.push(e.json.clone());
+        }
+        drop(st);
+        body.extend_from_slice(next.to_string().as_bytes());
+        body.extend_from_slice(b",\"events\":[");
+        for (i, e) in events.iter().enumerate() {
+            if i > 0 {
+                body.push(b',');
+            }
+            body.extend_from_slice(e);
+        }
+        body.extend_from_slice(b"]}");
+        return Ok(Response::json(200, body));
     }
     let (items, dropped) = p.view_items();
     let snapshot = PaneSnapshotRef {

@@ -1,6 +1,7 @@
 //! Panes: their fields, views and event tails, their turns and queued
 //! sends, and the panes closed by this process (kept for reopen).
 
+use bytes::Bytes;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
@@ -47,7 +48,9 @@ pub(crate) struct PaneData {
     state: PaneState,
     turn_id: Option<String>,
     last_seq: u64,
-    events: VecDeque<Event>,
+    /// The tail, each event kept as the JSON the events route sends: a read
+    /// copies bytes, it never encodes again.
+    events: VecDeque<EncodedEvent>,
     view: BTreeMap<u64, Arc<Item>>,
     view_index: HashMap<Id, u64>,
     next_order: u64,
@@ -61,6 +64,12 @@ pub(crate) struct PaneData {
     /// The running [`Turn`](crate::Turn)'s token and steer inbox.
     turn_inbox: Option<(u64, UnboundedSender<String>)>,
     queued: VecDeque<QueuedSend>,
+}
+
+/// One event of a pane's tail, encoded.
+pub(crate) struct EncodedEvent {
+    pub(crate) seq: u64,
+    pub(crate) json: Bytes,
 }
 
 /// A send that arrived during a turn, delivered once the pane goes idle.
@@ -163,9 +172,11 @@ impl PaneData {
         }
     }
 
-    /// The events of the tail after `after`.
-    pub(crate) fn events_after(&self, after: u64) -> Vec<&Event> {
-        self.events.iter().filter(|e| e.seq > after).collect()
+    /// The events of the tail after `after`, as JSON (seqs are contiguous
+    /// in the tail, so the first one is found by its position).
+    pub(crate) fn events_after(&self, after: u64) -> impl Iterator<Item = &EncodedEvent> {
+        let skip = after.saturating_add(1).saturating_sub(self.first_retained());
+        self.events.iter().skip(usize::try_from(skip).unwrap_or(usize::MAX))
     }
 
     /// The view's newest items (at most [`VIEW_LIMIT`]), and whether older
@@ -186,7 +197,11 @@ impl PaneData {
         if let EventBody::Item { item } = &body {
             self.put_in_view(item.clone());
         }
-        self.events.push_back(Event { seq: self.last_seq, ts, body });
+        let event = Event { seq: self.last_seq, ts, body };
+        // An event that cannot be encoded (it never happens: every field is
+        // plain data) is kept as null rather than lost from the count.
+        let json = serde_json::to_vec(&event).map_or_else(|_| Bytes::from_static(b"null"), Bytes::from);
+        self.events.push_back(EncodedEvent { seq: event.seq, json });
         while self.events.len() > tail_limit {
             self.events.pop_front();
         }
