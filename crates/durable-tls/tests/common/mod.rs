@@ -16,9 +16,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use durable_core::{CoreOptions, create_core};
+use durable_core::{Core, CoreOptions, PaneOptions, create_core};
 use durable_http::{SystemClock, random_epoch, stderr_warn};
-use durable_tls::{TlsOptions, serve};
+use durable_tls::{TlsOptions, TlsOptionsBuilder, serve};
+use durable_types::Item;
 
 pub const FIXTURE: &str = "DURABLE_TLS_FIXTURE";
 pub const FIXTURE_LISTEN: &str = "DURABLE_TLS_FIXTURE_LISTEN";
@@ -28,7 +29,13 @@ pub const FIXTURE_KEY: &str = "DURABLE_TLS_FIXTURE_KEY";
 pub const FIXTURE_CORE_ALLOW_ALWAYS: &str = "DURABLE_TLS_FIXTURE_CORE_ALLOW_ALWAYS";
 pub const FIXTURE_ALLOW_ALWAYS: &str = "DURABLE_TLS_FIXTURE_ALLOW_ALWAYS";
 pub const FIXTURE_HANDSHAKE_MS: &str = "DURABLE_TLS_FIXTURE_HANDSHAKE_MS";
-pub const FIXTURE_VARS: [&str; 8] = [
+pub const FIXTURE_HEADER_MS: &str = "DURABLE_TLS_FIXTURE_HEADER_MS";
+pub const FIXTURE_WRITE_MS: &str = "DURABLE_TLS_FIXTURE_WRITE_MS";
+pub const FIXTURE_MAX_CONNECTIONS: &str = "DURABLE_TLS_FIXTURE_MAX_CONNECTIONS";
+/// A pane `big` with this many reply items of 200,000 bytes each, for an
+/// answer larger than every socket buffer on the way.
+pub const FIXTURE_BIG_PANE: &str = "DURABLE_TLS_FIXTURE_BIG_PANE";
+pub const FIXTURE_VARS: [&str; 12] = [
     FIXTURE,
     FIXTURE_LISTEN,
     FIXTURE_PLAIN,
@@ -37,6 +44,10 @@ pub const FIXTURE_VARS: [&str; 8] = [
     FIXTURE_CORE_ALLOW_ALWAYS,
     FIXTURE_ALLOW_ALWAYS,
     FIXTURE_HANDSHAKE_MS,
+    FIXTURE_HEADER_MS,
+    FIXTURE_WRITE_MS,
+    FIXTURE_MAX_CONNECTIONS,
+    FIXTURE_BIG_PANE,
 ];
 
 /// 64 hex characters, like `openssl rand -hex 32`.
@@ -55,7 +66,7 @@ pub fn fixture_agent_process() {
     if std::env::var_os(FIXTURE).is_none() {
         return;
     }
-    let var = |name| std::env::var(name).ok();
+    let var = |name: &str| std::env::var(name).ok();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
         let core = create_core(
@@ -80,6 +91,13 @@ pub fn fixture_agent_process() {
         }
         if let Some(ms) = var(FIXTURE_HANDSHAKE_MS) {
             builder = builder.handshake_timeout(Duration::from_millis(ms.parse().unwrap()));
+        }
+        if let Some(ms) = var(FIXTURE_HEADER_MS) {
+            builder = builder.header_read_timeout(Duration::from_millis(ms.parse().unwrap()));
+        }
+        builder = connection_limits(builder, &var);
+        if let Some(n) = var(FIXTURE_BIG_PANE) {
+            big_pane(&core, n.parse().unwrap());
         }
         let started = match builder.build() {
             Ok(options) => serve(core.clone(), options).await,
@@ -107,6 +125,38 @@ pub fn fixture_agent_process() {
     });
 }
 
+/// The connection limits the fixture is given: a write-progress timeout and
+/// a cap on connections.
+fn connection_limits(
+    mut builder: TlsOptionsBuilder,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> TlsOptionsBuilder {
+    if let Some(ms) = var(FIXTURE_WRITE_MS) {
+        builder = builder.write_timeout(Duration::from_millis(ms.parse().unwrap()));
+    }
+    if let Some(n) = var(FIXTURE_MAX_CONNECTIONS) {
+        builder = builder.max_connections(n.parse().unwrap());
+    }
+    builder
+}
+
+/// A pane `big` (workspace `w`, tab `t`) holding `items` reply items of
+/// 200,000 bytes: its events view (`GET /v1/panes/big/events?after=0`) is
+/// about `items` × 200 kB.
+fn big_pane(core: &Core, items: usize) {
+    let pane = core
+        .workspace("w", "W")
+        .unwrap()
+        .tab("t", "T")
+        .unwrap()
+        .pane("big", PaneOptions::new("Big"))
+        .unwrap();
+    let text = "x".repeat(200_000);
+    for i in 0..items {
+        pane.write(Item::reply(&format!("r-{i}"), text.clone()).unwrap()).unwrap();
+    }
+}
+
 /// An agent running in a child process.
 pub struct Agent {
     child: Child,
@@ -118,7 +168,21 @@ pub struct Agent {
 
 impl Agent {
     pub fn spawn(envs: &[(&str, &str)]) -> Agent {
-        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        Agent::spawn_with(Command::new(std::env::current_exe().unwrap()), envs)
+    }
+
+    /// [`spawn`](Self::spawn), with at most `descriptors` open files in the
+    /// agent (`ulimit -n`): a machine where a flood of connections runs out
+    /// of them.
+    pub fn spawn_with_descriptors(descriptors: usize, envs: &[(&str, &str)]) -> Agent {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(format!("ulimit -n {descriptors} && exec \"$0\" \"$@\""))
+            .arg(std::env::current_exe().unwrap());
+        Agent::spawn_with(cmd, envs)
+    }
+
+    fn spawn_with(mut cmd: Command, envs: &[(&str, &str)]) -> Agent {
         cmd.args(["--exact", "fixture_agent_process", "--nocapture", "--test-threads=1"])
             .env_remove("COLLIE_TOKEN")
             .env_remove("COLLIE_TOKEN_NEXT")
