@@ -1,26 +1,29 @@
-//! One HTTP/1.1 connection: keep-alive, header- and body-read timeouts,
-//! graceful shutdown within a grace period, and every request carried to the
-//! core.
+//! One HTTP/1.1 connection: keep-alive, header- and body-read timeouts, the
+//! write-progress timeout, a close after every `401`, graceful shutdown
+//! within a grace period, and every request carried to the core.
 
 use std::fmt;
 use std::future::Future;
 use std::pin::pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use hyper::header::{HeaderValue, WWW_AUTHENTICATE};
+use hyper::header::{CONNECTION, HeaderValue, WWW_AUTHENTICATE};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use durable_core::Core;
-use durable_types::exchange::{Request, Response};
+use durable_types::exchange::{Caller, Request, Response};
 use durable_types::{ErrorBody, ErrorCode};
 
 use crate::caller::CallerSource;
 use crate::shutdown::Shutdown;
+use crate::slots::Slot;
 use crate::translate::{to_core_request, to_hyper_response};
+use crate::write_timeout::WriteTimeout;
 
 /// What answers the requests of a connection: the [`Core`], or a stand-in in
 /// tests.
@@ -35,12 +38,16 @@ impl Handler for Core {
     }
 }
 
-/// Settings of the HTTP layer, shared by both servers.
+/// Settings of the HTTP layer, shared by both servers: its timeouts and its
+/// cap on connections (`docs/reliability.md`, "Connections", says why each
+/// default is what it is).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct HttpOptions {
     header_read_timeout: Duration,
     body_read_timeout: Duration,
+    write_timeout: Duration,
+    max_connections: usize,
     shutdown_grace: Duration,
 }
 
@@ -49,6 +56,8 @@ impl Default for HttpOptions {
         HttpOptions {
             header_read_timeout: Self::DEFAULT_HEADER_READ_TIMEOUT,
             body_read_timeout: Self::DEFAULT_BODY_READ_TIMEOUT,
+            write_timeout: Self::DEFAULT_WRITE_TIMEOUT,
+            max_connections: Self::DEFAULT_MAX_CONNECTIONS,
             shutdown_grace: Self::DEFAULT_SHUTDOWN_GRACE,
         }
     }
@@ -61,6 +70,12 @@ impl HttpOptions {
     /// The default body-read timeout: 30 s for a whole request body.
     pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
+    /// The default write-progress timeout: 30 s.
+    pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
+    /// The default cap on a server's connections: 64.
+    pub const DEFAULT_MAX_CONNECTIONS: usize = 64;
+
     /// The default shutdown grace period: 10 s.
     pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
@@ -70,9 +85,11 @@ impl HttpOptions {
     }
 
     /// How long a client may take to send a request's headers. The clock
-    /// starts when the connection waits for a request, so this also bounds
-    /// how long an idle keep-alive connection stays open (Collie polls every
-    /// 2 to 10 s). A connection past it is closed.
+    /// starts when the connection waits for a request — when it opens, and
+    /// when an answer has been written — and bytes trickling in do not
+    /// restart it, so this bounds a slow sender (slowloris) and how long an
+    /// idle keep-alive connection stays open (Collie polls every 2 to 10 s).
+    /// A connection past it is closed without an answer. Default 30 s.
     pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
         self.header_read_timeout = timeout;
         self
@@ -98,6 +115,38 @@ impl HttpOptions {
         self.body_read_timeout
     }
 
+    /// How long a write of an answer may go without progress: when the
+    /// client reads nothing (the kernel's buffers and the TLS layer's are
+    /// full) for this long, the connection is closed, the rest of the answer
+    /// unsent. A slow reader that keeps reading is served whole. Default
+    /// 30 s.
+    pub fn write_timeout(mut self, timeout: Duration) -> Self {
+        self.write_timeout = timeout;
+        self
+    }
+
+    /// The write-progress timeout in force.
+    pub fn write_timeout_value(&self) -> Duration {
+        self.write_timeout
+    }
+
+    /// How many connections a [`Server`](crate::Server) holds at once (at
+    /// least 1; 0 is taken as 1). A connection counts from its accept, TLS
+    /// handshake included. Past the cap a new connection displaces one that
+    /// has not yet made a request its transport accepted (over HTTPS: with
+    /// an accepted token) — from the peer address holding the most such
+    /// connections, its oldest; when every connection has, the new one is
+    /// closed at once. Default 64.
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.max_connections = max.max(1);
+        self
+    }
+
+    /// The cap on connections in force.
+    pub fn max_connections_value(&self) -> usize {
+        self.max_connections
+    }
+
     /// How long [`Server::close`](crate::Server::close) (and a connection
     /// told to shut down) waits for the requests in flight and the core's
     /// work on them before it drops what is left. Default 10 s.
@@ -119,11 +168,15 @@ impl HttpOptions {
 ///   connection.
 /// - Each request's caller comes from `callers` ([`CallerSource`]); a
 ///   request it refuses gets that answer (`401`, with
-///   `WWW-Authenticate: Bearer`) and never reaches `handler`.
+///   `WWW-Authenticate: Bearer` and `Connection: close`), never reaches
+///   `handler`, and the connection closes once the answer is written.
 /// - The body is read under the 1 MiB limit ([`to_core_request`]) and
 ///   within the body-read timeout ([`HttpOptions::body_read_timeout`]): a
 ///   body not complete in time closes the connection without an answer, and
 ///   the request never reaches `handler`.
+/// - A write of an answer that makes no progress for
+///   [`HttpOptions::write_timeout`] (the client reads nothing) closes the
+///   connection.
 /// - The handler's future runs on a task of its own, so a client that goes
 ///   away cannot cut the core's work in half; that task is counted by
 ///   `shutdown` ([`Shutdown::drained`]) until it ends.
@@ -146,21 +199,50 @@ where
     H: Handler,
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    serve_in_slot(handler, io, callers, options, shutdown, None).await
+}
+
+/// [`serve_connection`] for a connection holding `slot` under a server's
+/// cap: its first request that the transport accepts proves it (it is then
+/// never displaced); one displaced meanwhile closes without an answer.
+pub(crate) async fn serve_in_slot<H, I>(
+    handler: H,
+    io: I,
+    callers: CallerSource,
+    options: &HttpOptions,
+    shutdown: Shutdown,
+    slot: Option<Arc<Slot>>,
+) -> Result<(), hyper::Error>
+where
+    H: Handler,
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let body_read_timeout = options.body_read_timeout;
     let tracker = shutdown.clone();
     let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
         let handler = handler.clone();
         let callers = callers.clone();
         let tracker = tracker.clone();
+        let slot = slot.clone();
         async move {
             let caller = match callers.admit(request.headers()) {
                 Ok(caller) => caller,
                 Err(refusal) => {
+                    // Nothing more is served on a connection that has not
+                    // shown a token: it cannot hold a place by sending
+                    // requests that are refused.
                     let mut out = to_hyper_response(refusal);
                     out.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+                    out.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
                     return Ok(out);
                 }
             };
+            if let Some(slot) = &slot
+                && caller != Caller::OtherUser
+                && !slot.prove()
+            {
+                return Err(ServiceError::Displaced);
+            }
             // An error out of the service makes hyper close the connection
             // without writing an answer.
             let request =
@@ -184,6 +266,7 @@ where
     });
     let mut builder = http1::Builder::new();
     builder.timer(TokioTimer::new()).keep_alive(true).header_read_timeout(options.header_read_timeout);
+    let io = WriteTimeout::new(io, options.write_timeout);
     let mut conn = pin!(builder.serve_connection(TokioIo::new(io), service));
     tokio::select! {
         done = conn.as_mut() => return done,
@@ -202,6 +285,9 @@ enum ServiceError {
     Body(hyper::Error),
     /// The body did not arrive whole within the body-read timeout.
     BodyTimeout(Duration),
+    /// A newer connection displaced this one under the cap before its
+    /// request could be served.
+    Displaced,
 }
 
 impl fmt::Display for ServiceError {
@@ -209,6 +295,7 @@ impl fmt::Display for ServiceError {
         match self {
             ServiceError::Body(e) => write!(f, "reading the request body failed: {e}"),
             ServiceError::BodyTimeout(t) => write!(f, "the request body did not arrive within {t:?}"),
+            ServiceError::Displaced => f.write_str("the connection was displaced under the connection cap"),
         }
     }
 }
@@ -217,7 +304,7 @@ impl std::error::Error for ServiceError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             ServiceError::Body(e) => Some(e),
-            ServiceError::BodyTimeout(_) => None,
+            ServiceError::BodyTimeout(_) | ServiceError::Displaced => None,
         }
     }
 }
@@ -249,6 +336,16 @@ mod tests {
         let o = o.body_read_timeout(Duration::from_millis(7)).shutdown_grace(Duration::from_millis(9));
         assert_eq!(o.body_read_timeout_value(), Duration::from_millis(7));
         assert_eq!(o.shutdown_grace_value(), Duration::from_millis(9));
+    }
+
+    #[test]
+    fn the_default_write_timeout_is_30_seconds_and_the_cap_64_connections() {
+        let o = HttpOptions::new();
+        assert_eq!(o.write_timeout_value(), Duration::from_secs(30));
+        assert_eq!(o.max_connections_value(), 64);
+        let o = o.write_timeout(Duration::from_millis(3)).max_connections(0);
+        assert_eq!(o.write_timeout_value(), Duration::from_millis(3));
+        assert_eq!(o.max_connections_value(), 1, "a cap of 0 is 1");
     }
 
     #[test]

@@ -20,12 +20,16 @@
 //! - [`serve_connection`]: HTTP/1.1 over any `AsyncRead + AsyncWrite`, with
 //!   keep-alive, a header-read timeout and a body-read timeout
 //!   ([`HttpOptions`]: a client that stalls its body is cut off before the
-//!   core sees the request), and graceful shutdown on a [`Shutdown`] signal
-//!   within a grace period.
+//!   core sees the request), a write-progress timeout (a client that reads
+//!   nothing is cut off), a close after every `401`, and graceful shutdown
+//!   on a [`Shutdown`] signal within a grace period.
 //! - [`spawn_driver`]: the loop that runs the core's jobs and fires its
 //!   deadlines with tokio time.
 //! - [`Server`] with a [`Listen`] source: an accept loop plus the driver,
-//!   closed with [`Server::close`] (stop accepting, let requests in flight
+//!   holding at most [`HttpOptions::max_connections`] connections (a
+//!   connection that has shown its token keeps its place; past the cap a new
+//!   one displaces one that has not), closed with [`Server::close`] (stop
+//!   accepting, let requests in flight
 //!   and the core's work on them finish — at most
 //!   [`HttpOptions::shutdown_grace`], then drop what is left — and stop the
 //!   driver).
@@ -37,7 +41,11 @@
 //!
 //! A server is then short: bind, implement [`Listen`] (accept, then find out
 //! who the peer is or do the TLS handshake inside the returned [`Incoming`]
-//! future), tell the core its caller-check mode, and call [`Server::start`].
+//! future, handed over as an [`Accepted`] with the peer's address), tell the
+//! core its caller-check mode, and call [`Server::start`].
+//!
+//! `docs/reliability.md` ("Connections") lists every limit, its default,
+//! why, and the test that proves it.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -46,13 +54,15 @@ mod connection;
 mod driver;
 mod server;
 mod shutdown;
+mod slots;
 mod system;
 mod translate;
+mod write_timeout;
 
 pub use caller::{CallerSource, TokenCheck, bearer_token, token_refused};
 pub use connection::{Handler, HttpOptions, serve_connection};
 pub use driver::spawn_driver;
-pub use server::{Incoming, Listen, Server};
+pub use server::{Accepted, Incoming, Listen, Server};
 pub use shutdown::Shutdown;
 pub use system::{SystemClock, random_epoch, stderr_warn};
 pub use translate::{DRAIN_MAX, read_body, to_core_request, to_hyper_response};

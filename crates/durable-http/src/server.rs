@@ -1,10 +1,12 @@
-//! A running server: an accept loop, its connections and the core's driver,
-//! closed together.
+//! A running server: an accept loop, its connections (under a cap) and the
+//! core's driver, closed together.
 
 use std::fmt;
 use std::future::Future;
 use std::io;
+use std::net::IpAddr;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -13,9 +15,10 @@ use tokio::task::{JoinHandle, JoinSet};
 use durable_core::Core;
 
 use crate::caller::CallerSource;
-use crate::connection::{Handler, HttpOptions, serve_connection};
+use crate::connection::{Handler, HttpOptions, serve_in_slot};
 use crate::driver::spawn_driver;
 use crate::shutdown::Shutdown;
+use crate::slots::Slots;
 
 /// The slow part of taking a connection — reading who the peer is, or a TLS
 /// handshake — run on the connection's own task, so the accept loop never
@@ -24,6 +27,35 @@ use crate::shutdown::Shutdown;
 /// target `durable`).
 pub type Incoming<Io> = Pin<Box<dyn Future<Output = io::Result<(Io, CallerSource)>> + Send>>;
 
+/// A connection just accepted: the slow part of taking it ([`Incoming`]),
+/// and the network address it comes from, when it has one. The address
+/// only decides which connection gives way under the cap
+/// ([`HttpOptions::max_connections`]): the peer holding the most
+/// connections that have not shown a token loses one first.
+pub struct Accepted<Io> {
+    incoming: Incoming<Io>,
+    peer: Option<IpAddr>,
+}
+
+impl<Io> Accepted<Io> {
+    /// A connection without a network address (a Unix socket's).
+    pub fn new(incoming: Incoming<Io>) -> Self {
+        Accepted { incoming, peer: None }
+    }
+
+    /// The peer's IP address (a TCP connection's).
+    pub fn peer(mut self, ip: IpAddr) -> Self {
+        self.peer = Some(ip);
+        self
+    }
+}
+
+impl<Io> fmt::Debug for Accepted<Io> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Accepted").field("peer", &self.peer).finish_non_exhaustive()
+    }
+}
+
 /// A source of connections for [`Server::start`] (a Unix listener, a TCP
 /// listener with TLS).
 pub trait Listen: Send + 'static {
@@ -31,14 +63,15 @@ pub trait Listen: Send + 'static {
     type Io: AsyncRead + AsyncWrite + Unpin + Send + 'static;
 
     /// Waits for the next connection. Return quickly after the accept
-    /// itself; put the slow part in the returned [`Incoming`]. An error here
-    /// is an accept failure (out of file descriptors, …): the loop writes a
-    /// warn line, pauses briefly and goes on.
+    /// itself; put the slow part in the returned [`Accepted`]'s
+    /// [`Incoming`]. An error here is an accept failure (out of file
+    /// descriptors, …): the loop writes a warn line, pauses briefly and goes
+    /// on.
     ///
     /// The loop may drop this future before it completes (when it wakes for
     /// something else) and call `accept` again: it must be cancel-safe, as
     /// tokio's `accept` is.
-    fn accept(&mut self) -> impl Future<Output = io::Result<Incoming<Self::Io>>> + Send;
+    fn accept(&mut self) -> impl Future<Output = io::Result<Accepted<Self::Io>>> + Send;
 }
 
 /// Pause after a failed accept, so that running out of file descriptors
@@ -47,6 +80,15 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(200);
 
 /// A server serving one core: its accept loop, its connections and the
 /// core's driver ([`spawn_driver`]).
+///
+/// It holds at most [`HttpOptions::max_connections`] connections at once,
+/// each served by [`serve_connection`](crate::serve_connection)'s rules.
+/// Past the cap a new connection displaces one that has not made a request
+/// its transport accepted (over HTTPS, one with an accepted token: Collie's
+/// connection, once it has polled, keeps its place under any flood); when
+/// every connection has, the new one is closed at once, before a byte is
+/// read. A `tracing` warning (target `durable`) says so, at most every
+/// 10 s.
 ///
 /// [`close`](Self::close) stops accepting, lets the requests in flight
 /// finish (idle keep-alive connections close at once) and the core's work on
@@ -124,28 +166,44 @@ async fn run<H: Handler, L: Listen>(
 ) {
     let driver_stop = Shutdown::new();
     let driver = spawn_driver(core.clone(), driver_stop.clone());
+    let slots = Slots::new(options.max_connections_value());
     let mut connections = JoinSet::new();
     loop {
-        let incoming = tokio::select! {
+        let accepted = tokio::select! {
             () = shutdown.triggered() => break,
             Some(_) = connections.join_next(), if !connections.is_empty() => continue,
             accepted = listener.accept() => accepted,
         };
-        match incoming {
-            Ok(incoming) => {
+        match accepted {
+            Ok(accepted) => {
+                // Refused (every place holds a proven connection): dropped,
+                // so closed at once.
+                let Some(slot) = slots.admit(accepted.peer) else { continue };
+                let slot = Arc::new(slot);
+                let incoming = accepted.incoming;
                 let handler = handler.clone();
                 let options = options.clone();
                 let shutdown = shutdown.clone();
                 connections.spawn(async move {
-                    let (io, callers) = match incoming.await {
-                        Ok(accepted) => accepted,
-                        Err(e) => {
-                            tracing::warn!(target: "durable", error = %e, "a connection failed before its first request");
-                            return;
+                    let serve = async {
+                        let (io, callers) = match incoming.await {
+                            Ok(accepted) => accepted,
+                            Err(e) => {
+                                tracing::warn!(target: "durable", error = %e, "a connection failed before its first request");
+                                return;
+                            }
+                        };
+                        let served = serve_in_slot(handler, io, callers, &options, shutdown, Some(slot.clone()));
+                        if let Err(e) = served.await {
+                            tracing::warn!(target: "durable", error = %e, "a connection failed");
                         }
                     };
-                    if let Err(e) = serve_connection(handler, io, callers, &options, shutdown).await {
-                        tracing::warn!(target: "durable", error = %e, "a connection failed");
+                    // Displaced: dropped where it stands (it has made no
+                    // request the transport accepted, so no work of the
+                    // core's is cut), which closes it.
+                    tokio::select! {
+                        () = serve => {}
+                        () = slot.displaced() => {}
                     }
                 });
             }
@@ -199,9 +257,13 @@ mod tests {
     impl Listen for ChannelListen {
         type Io = DuplexStream;
 
-        async fn accept(&mut self) -> io::Result<Incoming<DuplexStream>> {
+        async fn accept(&mut self) -> io::Result<Accepted<DuplexStream>> {
             match self.0.recv().await {
-                Some(io) => Ok(Box::pin(async move { Ok((io, CallerSource::Fixed(Caller::OtherProcess))) })),
+                Some(io) => {
+                    Ok(Accepted::new(Box::pin(
+                        async move { Ok((io, CallerSource::Fixed(Caller::OtherProcess))) },
+                    )))
+                }
                 None => std::future::pending().await,
             }
         }
@@ -241,6 +303,46 @@ mod tests {
         let (client, server) = tokio::io::duplex(64 * 1024);
         tx.send(server).unwrap();
         client
+    }
+
+    /// One request and its answer's status line on `io`.
+    async fn status_of_a_poll(io: &mut DuplexStream) -> String {
+        io.write_all(b"GET /v1/state HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+        let mut buf = Vec::new();
+        let mut byte = [0u8; 1];
+        while !buf.ends_with(b"\r\n\r\n") {
+            assert_eq!(io.read(&mut byte).await.unwrap(), 1, "closed mid-answer");
+            buf.push(byte[0]);
+        }
+        let mut body = [0u8; 11]; // {"ok":true}
+        io.read_exact(&mut body).await.unwrap();
+        String::from_utf8_lossy(&buf).lines().next().unwrap().to_owned()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn past_the_cap_a_new_connection_displaces_an_unproven_one_or_is_refused() {
+        let (server, tx) = server(Slow::default(), HttpOptions::new().max_connections(2));
+        let mut proven = connect(&tx);
+        assert_eq!(status_of_a_poll(&mut proven).await, "HTTP/1.1 200 OK");
+        let mut silent = connect(&tx);
+        let mut newer = connect(&tx);
+        // `silent` made no request: `newer` takes its place.
+        let mut rest = Vec::new();
+        tokio::time::timeout(Duration::from_secs(5), silent.read_to_end(&mut rest))
+            .await
+            .expect("the unproven connection was not displaced")
+            .unwrap();
+        assert_eq!(status_of_a_poll(&mut newer).await, "HTTP/1.1 200 OK");
+        // Both places now hold proven connections: a third is refused.
+        let mut refused = connect(&tx);
+        tokio::time::timeout(Duration::from_secs(5), refused.read_to_end(&mut rest))
+            .await
+            .expect("the connection past the cap was not refused")
+            .unwrap();
+        assert!(rest.is_empty(), "a refused connection gets no answer");
+        assert_eq!(status_of_a_poll(&mut proven).await, "HTTP/1.1 200 OK");
+        assert_eq!(status_of_a_poll(&mut newer).await, "HTTP/1.1 200 OK");
+        server.close().await;
     }
 
     #[tokio::test]

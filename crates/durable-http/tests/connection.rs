@@ -176,7 +176,7 @@ async fn shutdown_closes_an_idle_keep_alive_connection() {
 async fn a_request_without_the_token_gets_401_and_never_reaches_the_core() {
     let rec = Recorder::default();
     let callers = CallerSource::bearer(|t| t == b"0123456789abcdef0123456789abcdef");
-    let (mut io, _task) = start(rec.clone(), callers, HttpOptions::new(), Shutdown::new());
+    let (mut io, task) = start(rec.clone(), callers.clone(), HttpOptions::new(), Shutdown::new());
     io.write_all(b"GET /hello HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer nope\r\n\r\n").await.unwrap();
     let r = read_response(&mut io).await;
     assert!(r.starts_with("HTTP/1.1 401"), "{r}");
@@ -184,7 +184,12 @@ async fn a_request_without_the_token_gets_401_and_never_reaches_the_core() {
     assert!(r.contains("\"code\":\"token-refused\""), "{r}");
     assert!(!r.contains("nope"));
     assert!(rec.seen.lock().unwrap().is_empty());
+    // Nothing more on that connection: it says so, and closes.
+    assert!(r.to_ascii_lowercase().contains("connection: close"), "{r}");
+    assert_closed(&mut io).await;
+    tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
 
+    let (mut io, _task) = start(rec.clone(), callers, HttpOptions::new(), Shutdown::new());
     io.write_all(
         b"GET /hello HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer 0123456789abcdef0123456789abcdef\r\n\r\n",
     )
@@ -192,7 +197,41 @@ async fn a_request_without_the_token_gets_401_and_never_reaches_the_core() {
     .unwrap();
     let r = read_response(&mut io).await;
     assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    assert!(!r.to_ascii_lowercase().contains("connection: close"), "{r}");
     assert_eq!(rec.seen.lock().unwrap()[0].caller, Caller::Token);
+}
+
+/// A handler answering 200 with a body of `n` bytes.
+#[derive(Clone)]
+struct Big(usize);
+
+impl Handler for Big {
+    fn handle(&self, _request: Request) -> impl Future<Output = Response> + Send + 'static {
+        let n = self.0;
+        async move { Response::json(200, vec![b' '; n]) }
+    }
+}
+
+#[tokio::test]
+async fn an_answer_the_client_never_reads_is_cut_off_by_the_write_timeout() {
+    let (mut io, server) = tokio::io::duplex(4096);
+    let options = HttpOptions::new().write_timeout(Duration::from_millis(100));
+    let task = tokio::spawn(async move {
+        serve_connection(
+            Big(1 << 20),
+            server,
+            CallerSource::Fixed(Caller::Unknown),
+            &options,
+            Shutdown::new(),
+        )
+        .await
+    });
+    io.write_all(b"GET /v1/state HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    // Nothing is read: the connection ends with the timeout's error.
+    let ended =
+        tokio::time::timeout(Duration::from_secs(5), task).await.expect("the write was never cut off");
+    let e = ended.unwrap().unwrap_err();
+    assert!(format!("{e:?}").contains("made no progress"), "{e:?}");
 }
 
 /// Waits until the server closes `io`, at most `within`; panics if it stays

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use durable_core::{ActionHandler, ChatHandler, Core, CoreOptions, HistoryProvider, Hooks, Workspace};
 use durable_socket::{CallerCheck, SocketOptions};
@@ -21,6 +22,9 @@ pub struct OpenOptions {
     tail_limit: Option<usize>,
     hold_ms: Option<u64>,
     warn: Option<durable_core::WarnSink>,
+    max_connections: Option<usize>,
+    header_read_timeout: Option<Duration>,
+    write_timeout: Option<Duration>,
 }
 
 impl fmt::Debug for OpenOptions {
@@ -30,6 +34,9 @@ impl fmt::Debug for OpenOptions {
             .field("socket", &self.socket)
             .field("caps", &self.caps)
             .field("caller_check", &self.caller_check)
+            .field("max_connections", &self.max_connections)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("write_timeout", &self.write_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -45,6 +52,9 @@ impl OpenOptions {
             tail_limit: None,
             hold_ms: None,
             warn: None,
+            max_connections: None,
+            header_read_timeout: None,
+            write_timeout: None,
         })
     }
 }
@@ -88,6 +98,28 @@ impl OpenOptionsBuilder {
     /// How long an answer to an unknown ask is held, in ms (default 10 min).
     pub fn hold_ms(mut self, ms: u64) -> Self {
         self.0.hold_ms = Some(ms);
+        self
+    }
+
+    /// How many connections the socket holds at once (default 64). Past the
+    /// cap a new connection displaces the oldest one that has not yet made a
+    /// request; when every connection has, the new one is closed at once.
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.0.max_connections = Some(max);
+        self
+    }
+
+    /// How long a client may take to send a request's headers, and how
+    /// long an idle connection stays open (default 30 s).
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.0.header_read_timeout = Some(timeout);
+        self
+    }
+
+    /// How long the write of an answer may make no progress (the client
+    /// reads nothing) before the connection is closed (default 30 s).
+    pub fn write_timeout(mut self, timeout: Duration) -> Self {
+        self.0.write_timeout = Some(timeout);
         self
     }
 
@@ -170,6 +202,15 @@ pub async fn open_collie(options: impl Into<OpenOptions>) -> Result<Collie, Open
     let mut socket = SocketOptions::builder().caller_check(o.caller_check);
     if let Some(p) = o.socket {
         socket = socket.path(p);
+    }
+    if let Some(n) = o.max_connections {
+        socket = socket.max_connections(n);
+    }
+    if let Some(t) = o.header_read_timeout {
+        socket = socket.header_read_timeout(t);
+    }
+    if let Some(t) = o.write_timeout {
+        socket = socket.write_timeout(t);
     }
     let server = serve(&core, socket).await?;
     Ok(Collie { core, server })

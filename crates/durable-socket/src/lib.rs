@@ -47,6 +47,19 @@
 //! a sandbox that cannot reach the socket (a separate user, a mount
 //! namespace without the socket's folder, a container) — on Linux too.
 //!
+//! # Connections
+//!
+//! The caller check limits who connects; the limits of `durable-http` hold
+//! all the same: at most
+//! [`max_connections`](SocketOptionsBuilder::max_connections) (64) at once,
+//! a connection that has made a request keeping its place; headers whole
+//! within [`header_read_timeout`](SocketOptionsBuilder::header_read_timeout)
+//! (30 s, also the idle limit), a body within
+//! [`body_read_timeout`](SocketOptionsBuilder::body_read_timeout) (30 s),
+//! and an answer the client stops reading dropped after
+//! [`write_timeout`](SocketOptionsBuilder::write_timeout) (30 s) without
+//! progress.
+//!
 //! [`SocketServer::close`] stops accepting, lets requests in flight and the
 //! core's work on them finish (within the shutdown grace, 10 s by default),
 //! and removes the socket file; open asks stay open.

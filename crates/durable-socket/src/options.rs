@@ -76,6 +76,21 @@ impl SocketOptions {
     pub fn caller_check(&self) -> CallerCheck {
         self.caller_check
     }
+
+    /// The header-read timeout in force.
+    pub fn header_read_timeout(&self) -> Duration {
+        self.http.header_read_timeout_value()
+    }
+
+    /// The write-progress timeout in force.
+    pub fn write_timeout(&self) -> Duration {
+        self.http.write_timeout_value()
+    }
+
+    /// The cap on connections in force.
+    pub fn max_connections(&self) -> usize {
+        self.http.max_connections_value()
+    }
 }
 
 /// Builds [`SocketOptions`].
@@ -98,8 +113,9 @@ impl SocketOptionsBuilder {
         self
     }
 
-    /// How long a client may take to send a request's headers (and how long
-    /// an idle connection stays open). Default 30 s.
+    /// How long a client may take to send a request's headers, counted from
+    /// when the connection waits for one (bytes trickling in do not restart
+    /// it); also how long an idle connection stays open. Default 30 s.
     pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
         self.options.http = self.options.http.header_read_timeout(timeout);
         self
@@ -110,6 +126,22 @@ impl SocketOptionsBuilder {
     /// Default 30 s.
     pub fn body_read_timeout(mut self, timeout: Duration) -> Self {
         self.options.http = self.options.http.body_read_timeout(timeout);
+        self
+    }
+
+    /// How long the write of an answer may make no progress (the client
+    /// reads nothing) before the connection is closed. Default 30 s.
+    pub fn write_timeout(mut self, timeout: Duration) -> Self {
+        self.options.http = self.options.http.write_timeout(timeout);
+        self
+    }
+
+    /// How many connections the server holds at once (at least 1). Past the
+    /// cap a new connection displaces the oldest one that has not yet made
+    /// a request from the agent's own user; when every connection has, the
+    /// new one is closed at once. Default 64.
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.options.http = self.options.http.max_connections(max);
         self
     }
 
@@ -131,5 +163,26 @@ impl SocketOptionsBuilder {
     /// The options.
     pub fn build(self) -> SocketOptions {
         self.options
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_connection_limits_default_to_64_and_30_seconds_and_are_set_by_the_builder() {
+        let o = SocketOptions::builder().build();
+        assert_eq!(o.max_connections(), 64);
+        assert_eq!(o.write_timeout(), Duration::from_secs(30));
+        assert_eq!(o.header_read_timeout(), Duration::from_secs(30));
+        let o = SocketOptions::builder()
+            .max_connections(3)
+            .write_timeout(Duration::from_millis(5))
+            .header_read_timeout(Duration::from_millis(6))
+            .build();
+        assert_eq!(o.max_connections(), 3);
+        assert_eq!(o.write_timeout(), Duration::from_millis(5));
+        assert_eq!(o.header_read_timeout(), Duration::from_millis(6));
     }
 }

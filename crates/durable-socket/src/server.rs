@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use tokio::net::{UnixListener, UnixStream};
 
 use durable_core::{CallerCheckMode, Core};
-use durable_http::{CallerSource, Incoming, Listen, Server};
+use durable_http::{Accepted, CallerSource, Listen, Server};
 
 use crate::SOCKET_ENV;
 use crate::error::SocketError;
@@ -131,19 +131,19 @@ struct SocketListen {
 impl Listen for SocketListen {
     type Io = UnixStream;
 
-    async fn accept(&mut self) -> io::Result<Incoming<UnixStream>> {
+    async fn accept(&mut self) -> io::Result<Accepted<UnixStream>> {
         let (stream, _) = self.listener.accept().await?;
         let check = self.check;
         // Taken now: a peer process that started later is not the one that
         // connected (its pid was reused), and the check fails closed.
         let accepted = check.accepted();
         let observer = self.observer.clone();
-        Ok(Box::pin(async move {
+        Ok(Accepted::new(Box::pin(async move {
             let caller = check.caller_of(&stream, accepted);
             if let Some(observe) = observer {
                 observe(caller);
             }
             Ok((stream, CallerSource::Fixed(caller)))
-        }))
+        })))
     }
 }

@@ -38,6 +38,18 @@
 //! - Each connection's TLS handshake runs on its own task, within a timeout
 //!   ([`handshake_timeout`](TlsOptionsBuilder::handshake_timeout), 10 s), so
 //!   a slow client never holds up the others.
+//! - **Connections** are bounded by time and by number, never by a client's
+//!   good will: a request refused for its token is answered with
+//!   `Connection: close` and the connection closes; headers must be whole
+//!   within [`header_read_timeout`](TlsOptionsBuilder::header_read_timeout)
+//!   (30 s, also the idle keep-alive limit), a body within
+//!   [`body_read_timeout`](TlsOptionsBuilder::body_read_timeout) (30 s); an
+//!   answer the client stops reading is dropped after
+//!   [`write_timeout`](TlsOptionsBuilder::write_timeout) (30 s) without
+//!   progress; and at most
+//!   [`max_connections`](TlsOptionsBuilder::max_connections) (64) are held,
+//!   a connection that has shown the token keeping its place under any
+//!   flood.
 //!
 //! The crate has no Unix-only dependency: an agent on Windows uses
 //! `durable-core` and `durable-tls` alone.

@@ -205,6 +205,21 @@ impl TlsOptions {
         self.http.header_read_timeout_value()
     }
 
+    /// The body-read timeout in force.
+    pub fn body_read_timeout(&self) -> Duration {
+        self.http.body_read_timeout_value()
+    }
+
+    /// The write-progress timeout in force.
+    pub fn write_timeout(&self) -> Duration {
+        self.http.write_timeout_value()
+    }
+
+    /// The cap on connections in force.
+    pub fn max_connections(&self) -> usize {
+        self.http.max_connections_value()
+    }
+
     /// The TLS handshake timeout in force.
     pub fn handshake_timeout(&self) -> Duration {
         self.handshake_timeout
@@ -316,10 +331,48 @@ impl TlsOptionsBuilder {
         self
     }
 
-    /// How long a client may take to send a request's headers (and how long
-    /// an idle keep-alive connection stays open). Default 30 s.
+    /// How long a client may take to send a request's headers, counted from
+    /// when the connection waits for one (after the handshake, and after
+    /// each answer): bytes trickling in do not restart it, so it bounds a
+    /// slowloris client and how long an idle keep-alive connection stays
+    /// open. Default 30 s.
     pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
         self.http = self.http.header_read_timeout(timeout);
+        self
+    }
+
+    /// How long a client may take to send a request's whole body, counted
+    /// from the end of its headers; past it the connection closes and the
+    /// core never sees the request. Default 30 s.
+    pub fn body_read_timeout(mut self, timeout: Duration) -> Self {
+        self.http = self.http.body_read_timeout(timeout);
+        self
+    }
+
+    /// How long the write of an answer may make no progress (the client
+    /// reads nothing) before the connection is closed. Default 30 s.
+    pub fn write_timeout(mut self, timeout: Duration) -> Self {
+        self.http = self.http.write_timeout(timeout);
+        self
+    }
+
+    /// How many connections the server holds at once, TLS handshakes
+    /// included (at least 1). Past the cap a new connection displaces one
+    /// that has not yet made a request with an accepted token — from the
+    /// peer address holding the most such connections, its oldest — so a
+    /// flood without the token never takes Collie's place; when every
+    /// connection has shown the token, the new one is closed at once,
+    /// before its handshake. Default 64: far more than Collie uses, far
+    /// fewer than a process's usual file descriptors (256 on macOS).
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.http = self.http.max_connections(max);
+        self
+    }
+
+    /// How long [`TlsServer::close`](crate::TlsServer::close) waits for the
+    /// requests in flight and the core's work on them. Default 10 s.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.http = self.http.shutdown_grace(grace);
         self
     }
 
@@ -510,6 +563,27 @@ mod tests {
         assert_eq!(o.token_count(), 1);
         assert_eq!(o.handshake_timeout(), Duration::from_secs(10));
         assert_eq!(o.header_read_timeout(), Duration::from_secs(30));
+        assert_eq!(o.body_read_timeout(), Duration::from_secs(30));
+        assert_eq!(o.write_timeout(), Duration::from_secs(30));
+        assert_eq!(o.max_connections(), 64);
         assert_eq!(o.listen(), "127.0.0.1:1");
+    }
+
+    #[test]
+    fn the_connection_limits_are_set_by_the_builder() {
+        let o = base()
+            .listen("127.0.0.1:1")
+            .self_signed()
+            .header_read_timeout(Duration::from_millis(1))
+            .body_read_timeout(Duration::from_millis(2))
+            .write_timeout(Duration::from_millis(3))
+            .max_connections(5)
+            .shutdown_grace(Duration::from_millis(4))
+            .build()
+            .unwrap();
+        assert_eq!(o.header_read_timeout(), Duration::from_millis(1));
+        assert_eq!(o.body_read_timeout(), Duration::from_millis(2));
+        assert_eq!(o.write_timeout(), Duration::from_millis(3));
+        assert_eq!(o.max_connections(), 5);
     }
 }

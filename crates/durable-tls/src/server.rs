@@ -11,7 +11,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 
 use durable_core::Core;
-use durable_http::{CallerSource, Incoming, Listen, Server, Shutdown};
+use durable_http::{Accepted, CallerSource, Listen, Server, Shutdown};
 
 use crate::cert;
 use crate::error::TlsError;
@@ -156,14 +156,14 @@ struct TlsListen {
 impl Listen for TlsListen {
     type Io = TlsStream<TcpStream>;
 
-    async fn accept(&mut self) -> io::Result<Incoming<Self::Io>> {
-        let (stream, _) = self.listener.accept().await?;
+    async fn accept(&mut self) -> io::Result<Accepted<Self::Io>> {
+        let (stream, peer) = self.listener.accept().await?;
         let _ = stream.set_nodelay(true);
         let acceptor = self.acceptor.clone();
         let callers = self.callers.clone();
         let limit = self.handshake_timeout;
         let closing = self.closing.clone();
-        Ok(Box::pin(async move {
+        let incoming = Box::pin(async move {
             let handshake = tokio::time::timeout(limit, acceptor.accept(stream));
             let tls = tokio::select! {
                 done = handshake => {
@@ -174,7 +174,8 @@ impl Listen for TlsListen {
                 }
             };
             Ok((tls, callers))
-        }))
+        });
+        Ok(Accepted::new(incoming).peer(peer.ip()))
     }
 }
 
@@ -188,11 +189,11 @@ struct PlainListen {
 impl Listen for PlainListen {
     type Io = TcpStream;
 
-    async fn accept(&mut self) -> io::Result<Incoming<Self::Io>> {
-        let (stream, _) = self.listener.accept().await?;
+    async fn accept(&mut self) -> io::Result<Accepted<Self::Io>> {
+        let (stream, peer) = self.listener.accept().await?;
         let _ = stream.set_nodelay(true);
         let callers = self.callers.clone();
-        Ok(Box::pin(async move { Ok((stream, callers)) }))
+        Ok(Accepted::new(Box::pin(async move { Ok((stream, callers)) })).peer(peer.ip()))
     }
 }
 

@@ -1,0 +1,152 @@
+//! A stream whose writes must make progress: a write, flush or shutdown
+//! that stays pending (the client reads nothing, so its buffers and ours are
+//! full) for longer than the write timeout fails with
+//! [`io::ErrorKind::TimedOut`], and the connection closes.
+
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::Sleep;
+
+/// `io` with the write-progress timeout.
+pub(crate) struct WriteTimeout<I> {
+    io: I,
+    timeout: Duration,
+    /// Armed when a write first stays pending; disarmed by any progress.
+    stalled: Option<Pin<Box<Sleep>>>,
+}
+
+impl<I> fmt::Debug for WriteTimeout<I> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WriteTimeout")
+            .field("timeout", &self.timeout)
+            .field("stalled", &self.stalled.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<I> WriteTimeout<I> {
+    pub(crate) fn new(io: I, timeout: Duration) -> Self {
+        WriteTimeout { io, timeout, stalled: None }
+    }
+
+    /// Passes on a write's outcome: a completed one disarms the timer, a
+    /// pending one arms it (once) and fails when it has run out.
+    fn progress<T>(&mut self, cx: &mut Context<'_>, polled: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        match polled {
+            Poll::Ready(done) => {
+                self.stalled = None;
+                Poll::Ready(done)
+            }
+            Poll::Pending => {
+                let timeout = self.timeout;
+                let stalled = self.stalled.get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+                match stalled.as_mut().poll(cx) {
+                    Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("the client read nothing for {timeout:?}: the write made no progress"),
+                    ))),
+                    Poll::Pending => Poll::Pending,
+                }
+            }
+        }
+    }
+}
+
+impl<I: AsyncRead + Unpin> AsyncRead for WriteTimeout<I> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<I: AsyncWrite + Unpin> AsyncWrite for WriteTimeout<I> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let polled = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.progress(cx, polled)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let polled = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.progress(cx, polled)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let polled = Pin::new(&mut self.io).poll_flush(cx);
+        self.progress(cx, polled)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let polled = Pin::new(&mut self.io).poll_shutdown(cx);
+        self.progress(cx, polled)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_write_the_peer_never_reads_fails_after_the_timeout() {
+        let (server, _client) = tokio::io::duplex(16);
+        let mut io = WriteTimeout::new(server, Duration::from_millis(50));
+        let e = tokio::time::timeout(Duration::from_secs(5), io.write_all(&[0u8; 1024]))
+            .await
+            .expect("the write was never cut off")
+            .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        assert!(e.to_string().contains("made no progress"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_slow_but_steady_reader_is_served_whole() {
+        let (server, mut client) = tokio::io::duplex(16);
+        let mut io = WriteTimeout::new(server, Duration::from_millis(200));
+        let reader = tokio::spawn(async move {
+            let mut got = Vec::new();
+            let mut chunk = [0u8; 16];
+            loop {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                match client.read(&mut chunk).await.unwrap() {
+                    0 => return got,
+                    n => got.extend_from_slice(&chunk[..n]),
+                }
+            }
+        });
+        // 1 KiB at 16 bytes every 10 ms: longer than the timeout in all,
+        // but never without progress for that long.
+        io.write_all(&[7u8; 1024]).await.unwrap();
+        io.shutdown().await.unwrap();
+        drop(io);
+        assert_eq!(reader.await.unwrap(), vec![7u8; 1024]);
+    }
+
+    #[tokio::test]
+    async fn reads_pass_through() {
+        let (server, mut client) = tokio::io::duplex(64);
+        let mut io = WriteTimeout::new(server, Duration::from_millis(50));
+        client.write_all(b"hello").await.unwrap();
+        let mut buf = [0u8; 5];
+        io.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"hello");
+        assert!(format!("{io:?}").contains("WriteTimeout"));
+    }
+}
