@@ -384,3 +384,48 @@ async fn applied_held_answer_becomes_the_receipt_in_the_group_of_the_asks_pane()
     assert_eq!(without_replayed(&again.json), without_replayed(&r.json));
     assert_eq!(again.json["replayed"], true);
 }
+
+// ---------------------------------------------------------------------------
+// Claims (a store shared by several processes)
+
+/// A store that logs the calls of the receipt step.
+struct ClaimLog {
+    inner: MemoryReceiptStore,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl ReceiptStore for ClaimLog {
+    async fn get(&self, request_id: &str) -> Result<Lookup, StoreError> {
+        self.log.lock().unwrap().push(format!("get {request_id}"));
+        self.inner.get(request_id).await
+    }
+    async fn claim(&self, request_id: &str) -> Result<Lookup, StoreError> {
+        self.log.lock().unwrap().push(format!("claim {request_id}"));
+        self.inner.get(request_id).await
+    }
+    fn release(&self, request_id: &str) {
+        self.log.lock().unwrap().push(format!("release {request_id}"));
+    }
+    async fn put(&self, request_id: &str, receipt: Receipt, group: &str) -> Result<(), StoreError> {
+        self.log.lock().unwrap().push(format!("put {request_id}"));
+        self.inner.put(request_id, receipt, group).await
+    }
+}
+
+#[tokio::test]
+async fn the_receipt_step_claims_the_id_puts_then_releases_and_releases_a_refusal_too() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let h = Harness::with(|b| b.receipts(ClaimLog { inner: MemoryReceiptStore::new(), log: log.clone() }));
+    let ask = h.pane().ask(yes_no("c1")).unwrap();
+    // Refused (does not fit): claimed, then released, nothing put.
+    assert_eq!(h.answer(ask.id(), pick("r-1", "maybe")).await.status, 400);
+    assert_eq!(*log.lock().unwrap(), ["claim r-1", "release r-1"]);
+    log.lock().unwrap().clear();
+    // Applied: claimed, put, released.
+    assert_eq!(h.answer(ask.id(), pick("r-1", "yes")).await.status, 200);
+    assert_eq!(*log.lock().unwrap(), ["claim r-1", "put r-1", "release r-1"]);
+    log.lock().unwrap().clear();
+    // A replay: the claim finds the receipt, nothing to release.
+    assert_eq!(h.answer(ask.id(), pick("r-1", "no")).await.json["replayed"], true);
+    assert_eq!(*log.lock().unwrap(), ["claim r-1"]);
+}
