@@ -308,6 +308,9 @@ pub async fn scenario<S: ReceiptStore>(ops: Vec<(Op, At)>, stores: Vec<S>) -> Re
                     let mut ran = Vec::new();
                     model.processes[c].idle(p, &mut ran);
                     model.count(ran);
+                    // A store on a real database takes its time to record
+                    // the queued sends' turns: wait until they all ran.
+                    caught_up(&cores[c], p, &model.processes[c].panes[p]).await;
                 }
                 continue;
             }
@@ -379,18 +382,41 @@ pub async fn scenario<S: ReceiptStore>(ops: Vec<(Op, At)>, stores: Vec<S>) -> Re
 
     for (c, h) in cores.iter().enumerate() {
         for p in 0..PANES {
-            let view = h.view(&format!("p{p}")).await;
-            let users: Vec<String> = view["items"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|i| i["kind"] == "user")
-                .map(|i| i["requestId"].as_str().unwrap().to_owned())
-                .collect();
+            let users = delivered(h, p).await;
             prop_assert_eq!(&users, &model.processes[c].panes[p].delivered, "user items of p{} at {}", p, c);
         }
     }
     Ok(())
+}
+
+/// The `user` items of a pane's view: the sends delivered, in order.
+async fn delivered(h: &Harness, p: usize) -> Vec<String> {
+    let view = h.view(&format!("p{p}")).await;
+    view["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["kind"] == "user")
+        .map(|i| i["requestId"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Waits (at most 5 s) until the pane shows what the model says: its sends
+/// delivered and its turn over. The final check says what differs.
+async fn caught_up(h: &Harness, p: usize, model: &PaneModel) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while std::time::Instant::now() < deadline {
+        let state = h.state().await.json;
+        let working = state["panes"]
+            .as_array()
+            .and_then(|panes| panes.iter().find(|x| x["id"] == format!("p{p}")))
+            .is_some_and(|x| x["state"] == "working");
+        if delivered(h, p).await == model.delivered && working == model.working {
+            return;
+        }
+        tokio::task::yield_now().await;
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }
 
 /// Runs the futures at once, their outputs in order.
