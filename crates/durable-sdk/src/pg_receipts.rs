@@ -288,7 +288,8 @@ impl PgReceiptOptionsBuilder {
     }
 }
 
-/// `postgres://user@host:port/dbname`, never the password.
+/// `postgres://user@host:port/dbname` (a Unix socket folder in brackets),
+/// never the password.
 fn describe(config: &tokio_postgres::Config) -> String {
     let user = config.get_user().unwrap_or("");
     let hosts: Vec<String> = config
@@ -299,7 +300,7 @@ fn describe(config: &tokio_postgres::Config) -> String {
             let host = match h {
                 Host::Tcp(name) => name.clone(),
                 #[cfg(unix)]
-                Host::Unix(path) => path.display().to_string(),
+                Host::Unix(path) => format!("[{}]", path.display()),
             };
             match config.get_ports().get(i).or(config.get_ports().first()) {
                 Some(port) => format!("{host}:{port}"),
@@ -353,6 +354,21 @@ fn percent_decode(s: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// An error and its causes (tokio-postgres says "error connecting to
+/// server" and keeps the why in its source).
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        cause = c.source();
+    }
+    text
 }
 
 /// `text` with every secret replaced by `***`.
@@ -568,8 +584,8 @@ impl PgReceiptStore {
     fn db_err(&self, what: &str, e: tokio_postgres::Error) -> StoreError {
         match e.as_db_error() {
             Some(db) => self.err(what, format!("{} ({})", db.message(), db.code().code())),
-            None if e.is_closed() => self.err(&format!("{what}: cannot reach the database"), e),
-            None => self.err(what, e),
+            None if e.is_closed() => self.err(&format!("{what}: cannot reach the database"), chain(&e)),
+            None => self.err(what, chain(&e)),
         }
     }
 
@@ -579,7 +595,7 @@ impl PgReceiptStore {
         self.inner.pool.get().await.map_err(|e| match e {
             PoolError::Backend(e) => match e.as_db_error() {
                 Some(db) => self.err(&unreachable, format!("{} ({})", db.message(), db.code().code())),
-                None => self.err(&unreachable, e),
+                None => self.err(&unreachable, chain(&e)),
             },
             PoolError::Timeout(_) => self
                 .err(&unreachable, format!("no connection within {} ms", self.inner.claim_wait.as_millis())),
