@@ -272,6 +272,18 @@ async fn with_the_database_down_a_write_is_500_and_runs_nothing_then_works_again
     assert_eq!((log.count("r-1"), log.count("r-2")), (1, 1));
 }
 
+#[test]
+fn without_postgresql_the_tests_fail_and_say_how_to_install_it() {
+    let nowhere = std::path::Path::new("/nonexistent-postgresql-versions");
+    for ci in [false, true] {
+        let why = pg_support::server_bin_dir_in(Some("/nonexistent-bin".into()), nowhere, ci).unwrap_err();
+        assert!(why.contains("apt-get install -y --no-install-recommends postgresql"), "{why}");
+        assert_eq!(why.contains("required in CI"), ci, "{why}");
+    }
+    // Here it is installed (CI installs it): the server the tests use.
+    assert!(pg_support::server_bin_dir().unwrap().join("initdb").is_file());
+}
+
 /// Runs the futures at once (on this task), their outputs in order.
 async fn futures_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {
     let mut futures: Vec<_> = futures.into_iter().map(Box::pin).collect();

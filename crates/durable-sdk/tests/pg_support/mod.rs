@@ -23,14 +23,28 @@ pub const PASSWORD: &str = "pg-test-Secret-7f3a9c";
 /// Where `initdb` and `postgres` are: PATH, else the newest
 /// `/usr/lib/postgresql/<version>/bin`.
 pub fn server_bin_dir() -> Result<PathBuf, String> {
-    if let Some(path) = std::env::var_os("PATH") {
+    server_bin_dir_in(
+        std::env::var_os("PATH"),
+        Path::new("/usr/lib/postgresql"),
+        std::env::var_os("CI").is_some(),
+    )
+}
+
+/// [`server_bin_dir`] with its inputs given: `PATH`, Debian's folder of
+/// versions, and whether this is CI.
+pub fn server_bin_dir_in(
+    path: Option<std::ffi::OsString>,
+    versions: &Path,
+    ci: bool,
+) -> Result<PathBuf, String> {
+    if let Some(path) = path {
         for dir in std::env::split_paths(&path) {
             if dir.join("initdb").is_file() && dir.join("postgres").is_file() {
                 return Ok(dir);
             }
         }
     }
-    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir(versions)
         .into_iter()
         .flatten()
         .flatten()
@@ -40,11 +54,11 @@ pub fn server_bin_dir() -> Result<PathBuf, String> {
             (bin.join("initdb").is_file() && bin.join("postgres").is_file()).then_some((v, bin))
         })
         .collect();
-    versions.sort();
-    versions.pop().map(|(_, bin)| bin).ok_or_else(|| {
+    found.sort();
+    found.pop().map(|(_, bin)| bin).ok_or_else(|| {
         let how = "install Debian's server with `apt-get install -y --no-install-recommends postgresql` \
                    (.ci/run does so when initdb is missing)";
-        if std::env::var_os("CI").is_some() {
+        if ci {
             format!("PostgreSQL is required in CI and is not installed (no initdb on PATH nor in /usr/lib/postgresql/*/bin): {how}")
         } else {
             format!("these tests need a PostgreSQL server and none is installed (no initdb on PATH nor in /usr/lib/postgresql/*/bin): {how}")
