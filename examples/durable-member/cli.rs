@@ -25,6 +25,13 @@ WHERE IT SERVES (one of):
 STORE:
     --data DIR               the desk's store and receipts (default: $XDG_STATE_HOME/durable-desk,
                              else ~/.local/state/durable-desk)
+    --receipts URL           keep receipts and acknowledged sends in PostgreSQL instead of
+                             receipts.sqlite3 in the data folder: postgres://user:password@host/db
+                             (`?host=/run/postgresql` for a Unix socket). Also read from
+                             $DESK_RECEIPTS_URL, the better place for a password (a command line
+                             is visible to other users). Desks sharing one database and schema
+                             are one agent: another machine takes over its promises.
+    --receipts-schema NAME   the PostgreSQL schema for them (default durable_receipts)
 
 KNOBS (for tests):
     --caps LIST              comma-separated caps to declare (default: all)
@@ -67,6 +74,37 @@ pub(crate) struct Args {
     pub(crate) hold_ms: Option<u64>,
     pub(crate) receipts_per_group: Option<usize>,
     pub(crate) raise_delay_ms: u64,
+    /// A PostgreSQL URL for the receipts (`--receipts`; the desk also reads
+    /// `DESK_RECEIPTS_URL`). Its `Debug` hides it: it may hold a password.
+    pub(crate) receipts: Option<Secret>,
+    pub(crate) receipts_schema: Option<String>,
+}
+
+/// A value that may hold a password: shown as `<hidden>`.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct Secret(pub(crate) String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<hidden>")
+    }
+}
+
+/// The env variable the desk reads a receipts URL from.
+pub(crate) const RECEIPTS_URL_ENV: &str = "DESK_RECEIPTS_URL";
+
+/// `--receipts`, else a non-empty `DESK_RECEIPTS_URL`; it must be a
+/// PostgreSQL URL.
+pub(crate) fn receipts_url(flag: Option<Secret>, env: Option<String>) -> Result<Option<Secret>, String> {
+    let Some(url) = flag.or_else(|| env.filter(|v| !v.trim().is_empty()).map(Secret)) else {
+        return Ok(None);
+    };
+    if !(url.0.starts_with("postgres://") || url.0.starts_with("postgresql://")) {
+        return Err(format!(
+            "--receipts (or ${RECEIPTS_URL_ENV}) takes a postgres:// or postgresql:// URL; without it the receipts stay in the data folder"
+        ));
+    }
+    Ok(Some(url))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,6 +133,8 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
         hold_ms: None,
         receipts_per_group: None,
         raise_delay_ms: 0,
+        receipts: None,
+        receipts_schema: None,
     };
     let mut it = args.into_iter();
     while let Some(arg) = it.next() {
@@ -121,6 +161,8 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
             | "--accept-delay-ms"
             | "--hold-ms"
             | "--receipts-per-group"
+            | "--receipts"
+            | "--receipts-schema"
             | "--raise-delay-ms" => {
                 let value = match inline {
                     Some(v) => v,
@@ -147,6 +189,8 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
                         }
                         out.receipts_per_group = Some(n);
                     }
+                    "--receipts" => out.receipts = Some(Secret(value)),
+                    "--receipts-schema" => out.receipts_schema = Some(value),
                     _ => out.raise_delay_ms = number(&flag, &value)?,
                 }
             }
@@ -180,6 +224,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
             Transport::Https { listen, tls }
         }
     };
+    out.receipts = receipts_url(out.receipts, std::env::var(RECEIPTS_URL_ENV).ok())?;
     Ok(Command::Run(Box::new(out)))
 }
 
@@ -225,6 +270,27 @@ mod tests {
         assert_eq!(a.receipts_per_group, Some(3));
         assert!(a.caps.unwrap().has(durable_sdk::Cap::Send));
         assert!(!a.caps.unwrap().has(durable_sdk::Cap::Steer));
+    }
+
+    #[test]
+    fn receipts_go_to_postgres_from_the_flag_or_the_env_and_the_url_is_never_shown() {
+        let a =
+            run(&["--receipts", "postgres://desk:hunter2@db/agents", "--receipts-schema", "desk_1"]).unwrap();
+        assert_eq!(a.receipts, Some(Secret("postgres://desk:hunter2@db/agents".into())));
+        assert_eq!(a.receipts_schema.as_deref(), Some("desk_1"));
+        assert!(!format!("{a:?}").contains("hunter2"));
+        let env = |v: &str| Some(v.to_owned());
+        assert_eq!(
+            receipts_url(None, env("postgresql://h/d")).unwrap(),
+            Some(Secret("postgresql://h/d".into()))
+        );
+        assert_eq!(receipts_url(None, env(" ")).unwrap(), None, "an empty variable is no URL");
+        assert_eq!(receipts_url(None, None).unwrap(), None);
+        let flag = Some(Secret("postgres://flag/d".into()));
+        assert_eq!(receipts_url(flag.clone(), env("postgres://env/d")).unwrap(), flag, "the flag wins");
+        let e = receipts_url(None, env("mysql://h/d")).unwrap_err();
+        assert!(e.contains("postgres://") && !e.contains("mysql://h/d"), "{e}");
+        assert!(USAGE.contains("--receipts URL") && USAGE.contains("DESK_RECEIPTS_URL"));
     }
 
     #[test]

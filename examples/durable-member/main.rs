@@ -15,6 +15,10 @@
 //!   reopens, undecided asks and every conversation are kept in the store
 //!   (`desk.sqlite3` in the data folder), the receipts in the SDK's
 //!   `SqliteReceiptStore` (`receipts.sqlite3`): a restart keeps them all.
+//!   With `--receipts postgres://…` (or `DESK_RECEIPTS_URL`) the receipts
+//!   and the acknowledged sends go to PostgreSQL (`PgReceiptStore`)
+//!   instead: a desk started on another machine with the same database
+//!   replays the first one's answers and delivers its queued sends.
 
 mod asks;
 mod cli;
@@ -30,7 +34,7 @@ use std::time::Duration;
 
 use durable_sdk::socket::SocketOptions;
 use durable_sdk::tls::TlsOptions;
-use durable_sdk::{CoreOptions, SqliteReceiptStore, create_core, serve};
+use durable_sdk::{CoreOptions, PgReceiptOptions, PgReceiptStore, SqliteReceiptStore, create_core, serve};
 
 use crate::cli::{Args, Command, Tls, Transport};
 use crate::desk::{Desk, DeskHooks, Knobs};
@@ -97,14 +101,31 @@ async fn run(args: Args) -> Result<(), BoxError> {
     data_folder(&data)?;
     let store =
         Arc::new(Store::open(&data.join("desk.sqlite3")).map_err(|e| format!("the desk's store: {e}"))?);
-    let receipts = SqliteReceiptStore::open_with_capacity(
-        data.join("receipts.sqlite3"),
-        args.receipts_per_group.unwrap_or(durable_sdk::RECEIPTS_PER_GROUP),
-    )?;
+    let per_group = args.receipts_per_group.unwrap_or(durable_sdk::RECEIPTS_PER_GROUP);
 
     // Over HTTPS the token is the only barrier: no allow-always options.
     let https = matches!(args.transport, Transport::Https { .. });
-    let mut options = CoreOptions::builder().host_name("desk").allow_always(!https).receipts(receipts);
+    let mut options = CoreOptions::builder().host_name("desk").allow_always(!https);
+    options = match &args.receipts {
+        // Shared by every desk on this database and schema (a failover).
+        Some(url) => {
+            let mut pg = PgReceiptOptions::builder().url(url.0.clone()).per_group(per_group);
+            if let Some(schema) = &args.receipts_schema {
+                pg = pg.schema(schema.clone());
+            }
+            let store = PgReceiptStore::connect(pg.build()?)
+                .await
+                .map_err(|e| format!("the receipts database: {e}"))?;
+            options.receipts(store)
+        }
+        None => {
+            if args.receipts_schema.is_some() {
+                return Err("--receipts-schema goes with --receipts (or $DESK_RECEIPTS_URL)".into());
+            }
+            options
+                .receipts(SqliteReceiptStore::open_with_capacity(data.join("receipts.sqlite3"), per_group)?)
+        }
+    };
     if let Some(caps) = args.caps {
         options = options.caps(caps);
     }

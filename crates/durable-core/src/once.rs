@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::core::Core;
-use crate::receipts::{Lookup, Receipt, SendState};
+use crate::receipts::{DynReceiptStore, Lookup, Receipt, SendState};
 use crate::respond;
 
 /// What the first request for an id ended with: its receipt, or nothing
@@ -43,6 +43,19 @@ impl Claim<'_> {
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
         self.inflight.map.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.id);
+    }
+}
+
+/// The store's claim on a request id (`ReceiptStore::claim`), released
+/// when the write is over, however it ends (a dropped request too).
+struct StoreClaim<'a> {
+    store: &'a dyn DynReceiptStore,
+    id: &'a Id,
+}
+
+impl Drop for StoreClaim<'_> {
+    fn drop(&mut self) {
+        self.store.release_dyn(self.id.as_str());
     }
 }
 
@@ -136,7 +149,8 @@ impl Core {
             claim.settle(Some(receipt.clone()));
             return self.replay_of(request_id, &receipt).await;
         }
-        match self.shared.options.receipts.get_dyn(request_id.as_str()).await {
+        let store = &*self.shared.options.receipts;
+        match store.claim_dyn(request_id.as_str()).await {
             Ok(Lookup::Found(receipt)) => {
                 let resp = self.replay_of(request_id, &receipt).await;
                 claim.settle(Some(receipt));
@@ -157,14 +171,17 @@ impl Core {
                 return respond::error(ErrorCode::Internal, format!("the receipt store failed: {e}"));
             }
         }
+        // The id is ours in the store too (across processes) until released;
+        // it is released before a waiting repeat in this process wakes.
+        let store_claim = StoreClaim { store, id: request_id };
         let ran = run().await;
         match (ran.response.status, ran.group) {
             (200, Some(group)) => {
                 let body: Value = serde_json::from_slice(&ran.response.body).unwrap_or(Value::Null);
                 let receipt = Receipt { status: 200, body };
-                if let Err(e) =
-                    self.shared.options.receipts.put_dyn(request_id.as_str(), receipt.clone(), &group).await
-                {
+                let put = store.put_dyn(request_id.as_str(), receipt.clone(), &group).await;
+                drop(store_claim);
+                if let Err(e) = put {
                     // Applied but not durable: keep the receipt in memory so
                     // that a retry in this process replays it, never runs twice.
                     self.lock().keep_receipt(request_id.clone(), receipt.clone());
@@ -180,6 +197,7 @@ impl Core {
                 ran.response
             }
             _ => {
+                drop(store_claim);
                 claim.settle(None);
                 ran.response
             }

@@ -230,6 +230,33 @@ pub trait ReceiptStore: Send + Sync + 'static {
         group: &str,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
+    /// What the store knows of `request_id`, asked by the write about to
+    /// run it: the core calls this instead of [`get`](Self::get) in its
+    /// receipt step, then runs the write when it is [`Lookup::Unknown`],
+    /// then calls [`put`](Self::put) (a `200`) and in every case
+    /// [`release`](Self::release).
+    ///
+    /// A store shared by several agent processes claims the id here until
+    /// `put` or `release`, so that a repeat arriving at another process
+    /// meanwhile waits and then finds the receipt (one process runs the
+    /// write; the others replay its answer). The core already makes the
+    /// repeats *within* one process wait for the first; a claim is only
+    /// needed across processes. The default is [`get`](Self::get): no claim.
+    fn claim(&self, request_id: &str) -> impl Future<Output = Result<Lookup, StoreError>> + Send {
+        self.get(request_id)
+    }
+
+    /// Ends the claim [`claim`](Self::claim) took on `request_id`, if any:
+    /// the write was refused or failed (nothing to keep, another process
+    /// may run it), or `put` already ended the claim (nothing left to do).
+    /// Called once after every `claim` that answered
+    /// [`Lookup::Unknown`], also when the request is dropped midway, so it
+    /// cannot wait: a store that must talk to its database does so in the
+    /// background. The default does nothing.
+    fn release(&self, request_id: &str) {
+        let _ = request_id;
+    }
+
     /// Records a send before it is answered (§9.1): the core calls it first,
     /// then [`set_send_state`](Self::set_send_state) as its turn starts and
     /// ends. A store that keeps these across a restart lets the next run
@@ -280,6 +307,12 @@ impl<S: ReceiptStore> ReceiptStore for Arc<S> {
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
         S::put(self, request_id, receipt, group)
     }
+    fn claim(&self, request_id: &str) -> impl Future<Output = Result<Lookup, StoreError>> + Send {
+        S::claim(self, request_id)
+    }
+    fn release(&self, request_id: &str) {
+        S::release(self, request_id)
+    }
     fn record_send(&self, send: PendingSend) -> impl Future<Output = Result<(), StoreError>> + Send {
         S::record_send(self, send)
     }
@@ -304,6 +337,8 @@ impl<S: ReceiptStore> ReceiptStore for Arc<S> {
 /// The erased form the core keeps.
 pub(crate) trait DynReceiptStore: Send + Sync {
     fn get_dyn<'a>(&'a self, request_id: &'a str) -> BoxFuture<'a, Result<Lookup, StoreError>>;
+    fn claim_dyn<'a>(&'a self, request_id: &'a str) -> BoxFuture<'a, Result<Lookup, StoreError>>;
+    fn release_dyn(&self, request_id: &str);
     fn put_dyn<'a>(
         &'a self,
         request_id: &'a str,
@@ -345,6 +380,12 @@ impl<S: ReceiptStore> DynReceiptStore for S {
     }
     fn get_dyn<'a>(&'a self, request_id: &'a str) -> BoxFuture<'a, Result<Lookup, StoreError>> {
         Box::pin(self.get(request_id))
+    }
+    fn claim_dyn<'a>(&'a self, request_id: &'a str) -> BoxFuture<'a, Result<Lookup, StoreError>> {
+        Box::pin(self.claim(request_id))
+    }
+    fn release_dyn(&self, request_id: &str) {
+        self.release(request_id)
     }
     fn put_dyn<'a>(
         &'a self,

@@ -384,3 +384,71 @@ async fn applied_held_answer_becomes_the_receipt_in_the_group_of_the_asks_pane()
     assert_eq!(without_replayed(&again.json), without_replayed(&r.json));
     assert_eq!(again.json["replayed"], true);
 }
+
+// ---------------------------------------------------------------------------
+// Claims (a store shared by several processes)
+
+/// A store that logs the calls of the receipt step.
+struct ClaimLog {
+    inner: MemoryReceiptStore,
+    log: Arc<Mutex<Vec<String>>>,
+    put_gate: Option<Arc<Semaphore>>,
+}
+
+impl ReceiptStore for ClaimLog {
+    async fn get(&self, request_id: &str) -> Result<Lookup, StoreError> {
+        self.log.lock().unwrap().push(format!("get {request_id}"));
+        self.inner.get(request_id).await
+    }
+    async fn claim(&self, request_id: &str) -> Result<Lookup, StoreError> {
+        self.log.lock().unwrap().push(format!("claim {request_id}"));
+        self.inner.get(request_id).await
+    }
+    fn release(&self, request_id: &str) {
+        self.log.lock().unwrap().push(format!("release {request_id}"));
+    }
+    async fn put(&self, request_id: &str, receipt: Receipt, group: &str) -> Result<(), StoreError> {
+        self.log.lock().unwrap().push(format!("put {request_id}"));
+        if let Some(g) = &self.put_gate {
+            g.acquire().await.unwrap().forget();
+        }
+        self.inner.put(request_id, receipt, group).await
+    }
+}
+
+#[tokio::test]
+async fn the_receipt_step_claims_the_id_puts_then_releases_and_releases_a_refusal_too() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let store = ClaimLog { inner: MemoryReceiptStore::new(), log: log.clone(), put_gate: None };
+    let h = Harness::with(|b| b.receipts(store));
+    let ask = h.pane().ask(yes_no("c1")).unwrap();
+    // Refused (does not fit): claimed, then released, nothing put.
+    assert_eq!(h.answer(ask.id(), pick("r-1", "maybe")).await.status, 400);
+    assert_eq!(*log.lock().unwrap(), ["claim r-1", "release r-1"]);
+    log.lock().unwrap().clear();
+    // Applied: claimed, put, released.
+    assert_eq!(h.answer(ask.id(), pick("r-1", "yes")).await.status, 200);
+    assert_eq!(*log.lock().unwrap(), ["claim r-1", "put r-1", "release r-1"]);
+    log.lock().unwrap().clear();
+    // A replay: the claim finds the receipt, nothing to release.
+    assert_eq!(h.answer(ask.id(), pick("r-1", "no")).await.json["replayed"], true);
+    assert_eq!(*log.lock().unwrap(), ["claim r-1"]);
+}
+
+#[tokio::test]
+async fn a_request_dropped_while_its_write_runs_releases_its_claim() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let gate = Arc::new(Semaphore::new(0));
+    let store = ClaimLog { inner: MemoryReceiptStore::new(), log: log.clone(), put_gate: Some(gate.clone()) };
+    let h = Harness::with(|b| b.receipts(store));
+    let ask = h.pane().ask(yes_no("c1")).unwrap();
+    let path = format!("/v1/asks/{}", ask.id());
+    let request = Request::post(&path, pick("r-1", "yes").to_string(), Caller::OtherProcess);
+    let core = h.core.clone();
+    let task = tokio::spawn(async move { core.handle(request).await });
+    h.settle().await;
+    assert_eq!(*log.lock().unwrap(), ["claim r-1", "put r-1"], "held in put");
+    task.abort(); // the connection went away
+    assert!(task.await.unwrap_err().is_cancelled());
+    assert_eq!(*log.lock().unwrap(), ["claim r-1", "put r-1", "release r-1"]);
+}

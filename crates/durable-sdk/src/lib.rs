@@ -95,6 +95,8 @@
 mod open;
 #[cfg(all(feature = "socket", not(unix)))]
 mod open_unsupported;
+#[cfg(feature = "postgres")]
+mod pg_receipts;
 #[cfg(any(feature = "socket", feature = "tls"))]
 mod serve;
 #[cfg(feature = "sqlite-receipts")]
@@ -113,6 +115,9 @@ pub use serve::serve;
 #[cfg_attr(docsrs, doc(cfg(any(feature = "socket", feature = "tls"))))]
 pub use serve::{ServeError, Server, Transport, create_core, default_warn};
 
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub use pg_receipts::{PG_SCHEMA_VERSION, PgReceiptOptions, PgReceiptOptionsBuilder, PgReceiptStore};
 #[cfg(feature = "sqlite-receipts")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite-receipts")))]
 pub use sqlite_receipts::SqliteReceiptStore;

@@ -116,6 +116,13 @@ impl Desk {
 
     /// Starts the desk as `user` (its test folder handed to that user).
     pub fn start_as(dir: &TestDir, user: Option<u32>, extra: &[&str]) -> Desk {
+        Desk::start_with(dir, user, &[], extra)
+    }
+
+    /// Starts the desk as `user` with these environment variables (no
+    /// `DESK_RECEIPTS_URL` but one given here: the receipts stay in the
+    /// data folder unless the test says otherwise).
+    pub fn start_with(dir: &TestDir, user: Option<u32>, env: &[(&str, &str)], extra: &[&str]) -> Desk {
         if let Some(uid) = user {
             std::os::unix::fs::chown(&dir.0, Some(uid), Some(uid)).unwrap();
         }
@@ -124,6 +131,8 @@ impl Desk {
             .args(["--socket", &socket, "--data", &dir.data()])
             .args(extra)
             .env_remove("COLLIE_DURABLE_SOCKET")
+            .env_remove("DESK_RECEIPTS_URL")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -140,6 +149,7 @@ impl Desk {
             .args(extra)
             .env("COLLIE_TOKEN", token)
             .env_remove("COLLIE_TOKEN_NEXT")
+            .env_remove("DESK_RECEIPTS_URL")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

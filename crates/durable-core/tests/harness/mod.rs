@@ -291,3 +291,6 @@ impl durable_core::HistoryProvider for EmptyHistory {
 
 /// A recording handler and hook, to count executions per request id.
 pub mod recorder;
+
+/// The exactly-once property, for any receipt store.
+pub mod exactly_once;

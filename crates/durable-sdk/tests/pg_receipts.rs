@@ -1,0 +1,305 @@
+//! `PgReceiptStore` against a real PostgreSQL server (started by the test
+//! in a temporary folder, see `pg_support`): the memory store's semantics,
+//! the sends journal, the schema's version, claims shared by two agent
+//! processes, secrets kept out of messages, and a `500` that runs nothing
+//! while the database is down.
+#![cfg(feature = "postgres")]
+
+#[path = "../../durable-core/tests/harness/mod.rs"]
+mod harness;
+mod pg_support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use durable_core::{Lookup, MemoryReceiptStore, PendingSend, Receipt, ReceiptStore, SendState};
+use durable_sdk::{PG_SCHEMA_VERSION, PgReceiptOptions, PgReceiptStore};
+use harness::Harness;
+use harness::recorder::{Log, PaneExt, Recorder};
+use pg_support::{PASSWORD, PgServer, fresh_schema};
+use serde_json::json;
+
+fn receipt(n: u64) -> Receipt {
+    Receipt { status: 200, body: json!({"ok": true, "result": "sent", "n": n, "replayed": false}) }
+}
+
+async fn store_on(server: &PgServer, schema: &str, per_group: usize) -> PgReceiptStore {
+    let options =
+        PgReceiptOptions::builder().url(server.url()).schema(schema).per_group(per_group).build().unwrap();
+    PgReceiptStore::connect(options).await.unwrap()
+}
+
+async fn store(name: &str, per_group: usize) -> PgReceiptStore {
+    store_on(PgServer::shared(), &fresh_schema(name), per_group).await
+}
+
+/// A plain connection, to look at the tables.
+async fn psql(server: &PgServer) -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(&server.url(), tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(conn);
+    client
+}
+
+#[tokio::test]
+async fn put_then_get_returns_the_first_answer_whatever_the_group() {
+    let store = store("first", 1000).await;
+    assert_eq!(store.get("r-1").await.unwrap(), Lookup::Unknown);
+    store.put("r-1", receipt(1), "pane:ticket-1").await.unwrap();
+    assert_eq!(store.get("r-1").await.unwrap(), Lookup::Found(receipt(1)));
+    store.put("r-1", receipt(2), "renames").await.unwrap();
+    assert_eq!(store.get("r-1").await.unwrap(), Lookup::Found(receipt(1)), "the first answer stays");
+    // The body comes back as it was sent: key order kept.
+    let body = json!({"z": 1, "a": {"y": [1, 2], "b": null}, "replayed": false});
+    store.put("r-2", Receipt { status: 200, body: body.clone() }, "starters").await.unwrap();
+    let Lookup::Found(got) = store.get("r-2").await.unwrap() else { panic!("kept") };
+    assert_eq!(got.body.to_string(), body.to_string());
+}
+
+#[tokio::test]
+async fn a_group_keeps_per_group_receipts_and_remembers_evicted_ids_for_ten_times_more() {
+    let store = store("evict", 2).await;
+    store.put("a-0", receipt(0), "pane:a").await.unwrap();
+    store.put("a-1", receipt(1), "pane:a").await.unwrap();
+    store.put("b-0", receipt(9), "pane:b").await.unwrap();
+    store.put("a-2", receipt(2), "pane:a").await.unwrap();
+    assert_eq!(store.get("a-0").await.unwrap(), Lookup::Evicted);
+    assert_eq!(store.get("a-1").await.unwrap(), Lookup::Found(receipt(1)));
+    assert_eq!(store.get("b-0").await.unwrap(), Lookup::Found(receipt(9)), "other groups untouched");
+    for n in 3..=21 {
+        store.put(&format!("a-{n}"), receipt(n), "pane:a").await.unwrap();
+    }
+    assert_eq!(store.get("a-0").await.unwrap(), Lookup::Evicted, "19 ids passed: remembered");
+    store.put("a-22", receipt(22), "pane:a").await.unwrap();
+    assert_eq!(store.get("a-0").await.unwrap(), Lookup::Unknown, "20 ids passed: forgotten, as in memory");
+    assert_eq!(store.get("a-1").await.unwrap(), Lookup::Evicted);
+}
+
+#[tokio::test]
+async fn eviction_matches_the_memory_store_and_the_default_is_1000_per_group() {
+    let pg = store("like-memory", 3).await;
+    let memory = MemoryReceiptStore::with_capacity(3);
+    let groups = ["pane:x", "pane:y", "starters"];
+    for n in 0..80u64 {
+        let g = groups[(n as usize * 7 + n as usize / 5) % 3];
+        let id = format!("r-{n}");
+        pg.put(&id, receipt(n), g).await.unwrap();
+        memory.put(&id, receipt(n), g).await.unwrap();
+    }
+    for n in 0..80u64 {
+        let id = format!("r-{n}");
+        assert_eq!(pg.get(&id).await.unwrap(), memory.get(&id).await.unwrap(), "{id}");
+    }
+    let options = PgReceiptOptions::builder().url(PgServer::shared().url()).build().unwrap();
+    assert_eq!(options.per_group(), durable_sdk::RECEIPTS_PER_GROUP);
+}
+
+#[tokio::test]
+async fn receipts_evicted_ids_and_sends_survive_a_new_store_on_the_same_schema() {
+    let schema = fresh_schema("reopen");
+    let server = PgServer::shared();
+    {
+        let store = store_on(server, &schema, 1).await;
+        store.put("r-1", receipt(1), "closes").await.unwrap();
+        store.put("r-2", receipt(2), "closes").await.unwrap();
+        for (id, text) in [("s-1", "one"), ("s-2", "two"), ("s-3", "three")] {
+            store.record_send(PendingSend::new(id, "ticket-1", text, SendState::Queued)).await.unwrap();
+        }
+        store.set_send_state("s-1", SendState::Running).await.unwrap();
+        store.set_send_state("s-2", SendState::Done).await.unwrap();
+        store.set_send_state("s-9", SendState::Done).await.unwrap(); // not recorded: ignored
+        // Recorded again (a retry of one never answered): last in line.
+        store.record_send(PendingSend::new("s-1", "ticket-1", "one again", SendState::Queued)).await.unwrap();
+    }
+    let store = store_on(server, &schema, 1).await;
+    assert_eq!(store.get("r-2").await.unwrap(), Lookup::Found(receipt(2)));
+    assert_eq!(store.get("r-1").await.unwrap(), Lookup::Evicted);
+    store.put("r-3", receipt(3), "closes").await.unwrap();
+    assert_eq!(store.get("r-2").await.unwrap(), Lookup::Evicted, "the group's sequence goes on");
+    let left = store.unfinished_sends().await.unwrap();
+    let got: Vec<(&str, &str, SendState)> =
+        left.iter().map(|s| (s.request_id.as_str(), s.text.as_str(), s.state)).collect();
+    assert_eq!(got, [("s-3", "three", SendState::Queued), ("s-1", "one again", SendState::Queued)]);
+    assert_eq!(store.send_state("s-2").await.unwrap(), Some(SendState::Done));
+    assert_eq!(store.send_state("s-9").await.unwrap(), None);
+    store.set_send_state("s-3", SendState::Closed).await.unwrap();
+    assert_eq!(store.unfinished_sends().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn the_store_creates_its_schema_at_version_1_once_and_refuses_a_newer_one() {
+    let server = PgServer::shared();
+    let schema = fresh_schema("version");
+    // Four processes starting at once migrate once.
+    let stores = futures_all((0..4).map(|_| store_on(server, &schema, 10)).collect()).await;
+    drop(stores);
+    let db = psql(server).await;
+    let rows = db.query(&format!("SELECT version FROM \"{schema}\".schema_version"), &[]).await.unwrap();
+    let versions: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
+    assert_eq!(versions, [PG_SCHEMA_VERSION]);
+    let tables: Vec<String> = db
+        .query(
+            "SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1",
+            &[&schema],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(tables, ["evicted", "pending_send", "receipt", "receipt_group", "schema_version"]);
+    // A schema from a newer SDK is not touched.
+    db.execute(&format!("UPDATE \"{schema}\".schema_version SET version = 99"), &[]).await.unwrap();
+    let options = PgReceiptOptions::builder().url(server.url()).schema(&schema).build().unwrap();
+    let err = PgReceiptStore::connect(options).await.unwrap_err().to_string();
+    assert!(err.contains("version 99") && err.contains("newer"), "{err}");
+}
+
+#[tokio::test]
+async fn the_password_is_in_no_debug_no_error_and_a_wrong_one_says_so() {
+    let server = PgServer::shared();
+    let store = store("secret", 10).await;
+    let shown = format!("{store:?} {}", store.target());
+    assert!(!shown.contains(PASSWORD), "{shown}");
+    assert!(shown.contains("postgres://postgres@"), "{shown}");
+    let wrong = "Wrong-Pass-0xdeadbeef";
+    let options = PgReceiptOptions::builder().url(server.url_with_password(wrong)).build().unwrap();
+    assert!(!format!("{options:?}").contains(wrong));
+    let err = PgReceiptStore::connect(options).await.unwrap_err().to_string();
+    assert!(!err.contains(wrong), "{err}");
+    assert!(err.contains("password authentication failed"), "{err}");
+    assert!(err.contains("postgres://postgres@"), "names where it connects: {err}");
+}
+
+#[tokio::test]
+async fn a_claim_makes_another_process_wait_then_replay_and_a_release_lets_it_run() {
+    let schema = fresh_schema("claims");
+    let a = store_on(PgServer::shared(), &schema, 10).await;
+    let b = store_on(PgServer::shared(), &schema, 10).await;
+    // A claims r-1 and runs it; B's claim waits until A's receipt is committed.
+    assert_eq!(a.claim("r-1").await.unwrap(), Lookup::Unknown);
+    let waiting = tokio::spawn({
+        let b = b.clone();
+        async move { b.claim("r-1").await }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!waiting.is_finished(), "B waits for A's claim");
+    a.put("r-1", receipt(1), "pane:p").await.unwrap();
+    a.release("r-1");
+    assert_eq!(waiting.await.unwrap().unwrap(), Lookup::Found(receipt(1)), "then replays A's answer");
+    // A refused write releases its claim: B runs it.
+    assert_eq!(a.claim("r-2").await.unwrap(), Lookup::Unknown);
+    let waiting = tokio::spawn({
+        let b = b.clone();
+        async move { b.claim("r-2").await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!waiting.is_finished());
+    a.release("r-2");
+    assert_eq!(waiting.await.unwrap().unwrap(), Lookup::Unknown);
+    b.put("r-2", receipt(2), "pane:p").await.unwrap();
+    b.release("r-2");
+    assert_eq!(a.get("r-2").await.unwrap(), Lookup::Found(receipt(2)));
+}
+
+#[tokio::test]
+async fn a_claim_waits_at_most_claim_wait_then_fails() {
+    let schema = fresh_schema("wait");
+    let a = store_on(PgServer::shared(), &schema, 10).await;
+    let options = PgReceiptOptions::builder()
+        .url(PgServer::shared().url())
+        .schema(&schema)
+        .claim_wait(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let b = PgReceiptStore::connect(options).await.unwrap();
+    assert_eq!(a.claim("r-1").await.unwrap(), Lookup::Unknown);
+    let err = b.claim("r-1").await.unwrap_err().to_string();
+    assert!(err.contains("being run by another process"), "{err}");
+    a.release("r-1");
+}
+
+#[tokio::test]
+async fn two_agent_processes_sharing_the_database_run_a_duplicate_write_once() {
+    let schema = fresh_schema("two-cores");
+    let log = Log::default();
+    let mut cores = Vec::new();
+    for _ in 0..2 {
+        let store = store_on(PgServer::shared(), &schema, 10).await;
+        let h = Harness::with(|b| b.receipts(store));
+        h.pane().handlers(Recorder::new("pane", &log)).unwrap();
+        cores.push(h);
+    }
+    for n in 0..20 {
+        let body = json!({"requestId": format!("r-{n}"), "text": format!("hi {n}")});
+        let (x, y) = tokio::join!(
+            cores[0].post("/v1/panes/ticket-1/send", body.clone()),
+            cores[1].post("/v1/panes/ticket-1/send", body.clone())
+        );
+        assert_eq!((x.status, y.status), (200, 200), "{:?} {:?}", x.json, y.json);
+        let firsts = [&x, &y].iter().filter(|r| r.json["replayed"] == false).count();
+        assert_eq!(firsts, 1, "one process ran it, the other replayed: {:?} {:?}", x.json, y.json);
+        assert_eq!(harness::without_replayed(&x.json), harness::without_replayed(&y.json));
+    }
+    let calls = log.per_request();
+    assert_eq!(calls.len(), 20);
+    assert!(calls.values().all(|&n| n == 1), "{calls:?}");
+}
+
+#[tokio::test]
+async fn with_the_database_down_a_write_is_500_and_runs_nothing_then_works_again() {
+    let mut server = PgServer::start();
+    let store = Arc::new(store_on(&server, "desk", 10).await);
+    let log = Log::default();
+    let h = Harness::with(|b| b.receipts(store.clone()));
+    h.pane().handlers(Recorder::new("pane", &log)).unwrap();
+    let send = |id: &str| json!({"requestId": id, "text": "hi"});
+    assert_eq!(h.post("/v1/panes/ticket-1/send", send("r-1")).await.status, 200);
+
+    server.stop();
+    let r = h.post("/v1/panes/ticket-1/send", send("r-2")).await;
+    assert_eq!((r.status, r.code()), (500, "internal"), "{:?}", r.json);
+    let message = r.json["message"].as_str().unwrap();
+    assert!(message.contains("cannot reach the database"), "{message}");
+    assert!(!message.contains(PASSWORD), "{message}");
+    assert_eq!(log.count("r-2"), 0, "nothing ran");
+    let r = h.post("/v1/panes/ticket-1/send", send("r-1")).await;
+    assert_eq!((r.status, r.code()), (500, "internal"), "a replay cannot be read either: {:?}", r.json);
+
+    server.run();
+    let r = h.post("/v1/panes/ticket-1/send", send("r-2")).await;
+    assert_eq!(r.status, 200, "the pool connects again: {:?}", r.json);
+    assert_eq!(h.post("/v1/panes/ticket-1/send", send("r-1")).await.json["replayed"], true);
+    assert_eq!((log.count("r-1"), log.count("r-2")), (1, 1));
+}
+
+#[test]
+fn without_postgresql_the_tests_fail_and_say_how_to_install_it() {
+    let nowhere = std::path::Path::new("/nonexistent-postgresql-versions");
+    for ci in [false, true] {
+        let why = pg_support::server_bin_dir_in(Some("/nonexistent-bin".into()), nowhere, ci).unwrap_err();
+        assert!(why.contains("apt-get install -y --no-install-recommends postgresql"), "{why}");
+        assert_eq!(why.contains("required in CI"), ci, "{why}");
+    }
+    // Here it is installed (CI installs it): the server the tests use.
+    assert!(pg_support::server_bin_dir().unwrap().join("initdb").is_file());
+}
+
+/// Runs the futures at once (on this task), their outputs in order.
+async fn futures_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {
+    let mut futures: Vec<_> = futures.into_iter().map(Box::pin).collect();
+    let mut out: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (f, slot) in futures.iter_mut().zip(out.iter_mut()) {
+            if slot.is_none() {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => *slot = Some(v),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending { std::task::Poll::Pending } else { std::task::Poll::Ready(()) }
+    })
+    .await;
+    out.into_iter().map(|v| v.expect("ready")).collect()
+}

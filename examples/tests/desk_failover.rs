@@ -1,0 +1,190 @@
+//! The failover test (§9, §9.1, with `PgReceiptStore`): desk A and desk B
+//! on two data folders (two machines) share one PostgreSQL database, which
+//! this test starts in a temporary folder. Writes of every kind go to A,
+//! each twice at once; A is killed (`SIGKILL`) while a turn runs and sends
+//! wait in its queue; B starts with A's identity (the same receipts
+//! database and schema). Every request id A acknowledged, replayed against
+//! B, returns A's identical body with `replayed: true`; none runs again
+//! (B's tickets keep their names, no ticket is opened twice); the sends A
+//! acknowledged as queued are delivered by B, once; the one whose turn the
+//! kill cut is closed with a notice.
+
+mod desk_support;
+#[path = "../../crates/durable-sdk/tests/pg_support/mod.rs"]
+mod pg_support;
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use desk_support::{Desk, TestDir};
+use pg_support::PgServer;
+use serde_json::{Value, json};
+
+#[derive(Clone)]
+struct Write {
+    path: String,
+    body: Value,
+}
+
+impl Write {
+    fn id(&self) -> String {
+        self.body["requestId"].as_str().unwrap().to_owned()
+    }
+}
+
+fn writes() -> Vec<Write> {
+    let mut out = Vec::new();
+    for n in 0..16 {
+        let body = json!({"requestId": format!("snd-{n}"), "text": format!("message {n}")});
+        out.push(Write { path: "/v1/panes/ticket-1/send".into(), body });
+    }
+    for n in 0..3 {
+        let rename = json!({"requestId": format!("ren-{n}"), "target": "pane", "id": "ticket-1", "title": format!("Maria {n}")});
+        out.push(Write { path: "/v1/rename".into(), body: rename });
+        out.push(Write {
+            path: "/v1/starters/new-ticket".into(),
+            body: json!({"requestId": format!("new-{n}")}),
+        });
+    }
+    out
+}
+
+/// The turn ids that started on a pane, in order.
+fn turns(desk: &Desk, pane: &str) -> Vec<String> {
+    desk.events(pane)
+        .iter()
+        .filter(|e| e["type"] == "state" && e["state"] == "working")
+        .map(|e| e["turnId"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+#[test]
+fn desk_b_keeps_every_promise_desk_a_made_before_it_was_killed() {
+    let server = PgServer::start();
+    let url = server.url();
+    let (dir_a, dir_b) = (TestDir::new("failover-a"), TestDir::new("failover-b"));
+
+    // A reads the database from the environment; B will take the flag.
+    let a = Desk::start_with(
+        &dir_a,
+        None,
+        &[("DESK_RECEIPTS_URL", url.as_str())],
+        &["--receipts-schema", "desk", "--turn-ms", "400"],
+    );
+    let all = writes();
+    let mut answers: HashMap<String, Vec<(u16, Value)>> = HashMap::new();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|t| {
+                let (a, all) = (&a, &all);
+                s.spawn(move || {
+                    let mut order: Vec<&Write> = all.iter().collect();
+                    if t % 2 == 1 {
+                        order.reverse();
+                    }
+                    let half = order.len() / 2;
+                    let mine = if t < 2 { order[..half].to_vec() } else { order[half..].to_vec() };
+                    mine.into_iter().map(|w| (w.id(), a.post(&w.path, w.body.clone()))).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for h in handles {
+            for (id, answer) in h.join().unwrap() {
+                answers.entry(id).or_default().push(answer);
+            }
+        }
+    });
+    let state = a.state();
+    assert_eq!(Desk::pane(&state, "ticket-1").unwrap()["state"], "working", "the kill lands mid-turn");
+    let turns_a = turns(&a, "ticket-1");
+    let tickets = |state: &Value| {
+        state["panes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["id"].as_str().unwrap().starts_with("ticket-"))
+            .count()
+    };
+    let opened_on_a = tickets(&state);
+    a.kill();
+
+    // Concurrent duplicates got one answer at A: the same, the second replayed.
+    let mut acknowledged: HashMap<String, Value> = HashMap::new();
+    for (id, got) in &answers {
+        let ok: Vec<&Value> = got.iter().filter(|(s, _)| *s == 200).map(|(_, b)| b).collect();
+        if ok.is_empty() {
+            continue;
+        }
+        assert_eq!(ok.len(), 2, "{id}: {got:?}");
+        let firsts: Vec<&&Value> = ok.iter().filter(|b| b["replayed"] == false).collect();
+        assert_eq!(firsts.len(), 1, "{id}: exactly one ran: {got:?}");
+        acknowledged.insert(id.clone(), (*firsts[0]).clone());
+    }
+    let queued: Vec<&String> =
+        acknowledged.keys().filter(|id| acknowledged[*id]["result"] == "queued").collect();
+    assert!(queued.len() >= 5, "sends waited in A's queue: {}", queued.len());
+    assert!(acknowledged.keys().any(|id| id.starts_with("new-")), "A opened tickets");
+
+    // B: another data folder, the same receipts database (the flag this time).
+    let b = Desk::start(&dir_b, &["--receipts", &url, "--receipts-schema", "desk", "--turn-ms", "20"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut deliveries: HashMap<String, String> = HashMap::new();
+    for w in all.iter().filter(|w| acknowledged.contains_key(&w.id())) {
+        let mut expected = acknowledged[&w.id()].clone();
+        expected["replayed"] = json!(true);
+        loop {
+            let (status, again, delivery) = b.post_delivery(&w.path, w.body.clone());
+            assert_eq!(status, 200, "{}: {again}", w.id());
+            assert_eq!(again, expected, "{}: A's first answer, replayed by B", w.id());
+            if !w.id().starts_with("snd-") {
+                assert!(delivery.is_none(), "{}", w.id());
+                break;
+            }
+            let delivery = delivery.expect("a send's replay says where it stands (Durable-Delivery)");
+            if delivery == "done" || delivery == "closed" {
+                deliveries.insert(w.id(), delivery);
+                break;
+            }
+            assert!(Instant::now() < deadline, "{} still {delivery}", w.id());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    b.wait_idle("ticket-1");
+
+    // Nothing ran again on B: its ticket keeps its name, no ticket was opened.
+    let state = b.state();
+    assert_eq!(Desk::pane(&state, "ticket-1").unwrap()["title"], "Maria Lopez", "no rename ran on B");
+    assert!(opened_on_a > 1, "A opened tickets");
+    assert_eq!(tickets(&state), 1, "no starter ran on B (A had {opened_on_a} tickets)");
+
+    // B delivered the sends A queued, once each, and none that A had begun.
+    let turns_b = turns(&b, "ticket-1");
+    let unique: HashSet<&String> = turns_b.iter().collect();
+    assert_eq!(unique.len(), turns_b.len(), "a turn started twice on B: {turns_b:?}");
+    for id in &turns_b {
+        assert!(!turns_a.contains(id), "{id} ran on A and again on B");
+        assert_eq!(acknowledged[id]["result"], "queued", "{id}: B runs only what A queued");
+    }
+    let items = b.items("ticket-1");
+    for id in &queued {
+        let delivery = &deliveries[*id];
+        if turns_a.contains(id) || delivery == "closed" {
+            continue;
+        }
+        assert!(turns_b.contains(id), "{id}: A acknowledged it as queued, B must deliver it ({delivery})");
+        let n = id.strip_prefix("snd-").unwrap();
+        assert!(
+            items.iter().any(|i| i["text"] == format!("Got it: message {n}") && i.get("partial").is_none()),
+            "{id}: its reply is on B's ticket"
+        );
+    }
+    assert!(!turns_b.is_empty(), "B delivered A's queued sends");
+    // The turn the kill cut at A: closed by B with a notice, not run again.
+    let cut: Vec<&String> = deliveries.iter().filter(|(_, d)| *d == "closed").map(|(id, _)| id).collect();
+    assert!(!cut.is_empty(), "the send whose turn the kill cut is closed: {deliveries:?}");
+    for id in cut {
+        let notice = items.iter().find(|i| i["id"] == format!("cut-{id}"));
+        assert_eq!(notice.map(|n| n["kind"].clone()), Some(json!("notice")), "{id}: closed with a notice");
+    }
+    b.kill();
+}
