@@ -71,6 +71,9 @@ fn recorded<F: std::future::Future<Output = ()>>(test: impl FnOnce() -> F) -> Re
     let recorder = Recorder::default();
     let subscriber = tracing_subscriber::registry().with(recorder.clone());
     tracing::subscriber::with_default(subscriber, || {
+        // Another test's thread (no subscriber) may have cached these
+        // callsites as "never" at the same moment: ask again.
+        tracing::callsite::rebuild_interest_cache();
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         rt.block_on(test());
     });
