@@ -149,7 +149,7 @@ struct PaneSnapshotRef<'a> {
 /// pane's view when the reader fell behind (or is ahead: an earlier epoch).
 pub(crate) fn events(core: &Core, req: &Request, pane: Id) -> Result<Response, Response> {
     let after = Query::of(req).u64("after")?.unwrap_or(0);
-    let st = core.lock();
+    let mut st = core.lock();
     let Some(p) = st.pane(&pane) else {
         return Err(respond::error(ErrorCode::NotFound, format!("no open pane {pane}")));
     };
@@ -181,6 +181,13 @@ pub(crate) fn events(core: &Core, req: &Request, pane: Id) -> Result<Response, R
         body.extend_from_slice(b"]}");
         return Ok(Response::json(200, body));
     }
+    // Readers that fell behind between two changes get the same bytes.
+    if let Some(body) = st.snapshot_answer(&pane) {
+        return Ok(Response::json(200, body));
+    }
+    let Some(p) = st.pane(&pane) else {
+        return Err(respond::error(ErrorCode::NotFound, format!("no open pane {pane}")));
+    };
     let (items, dropped) = p.view_items();
     let snapshot = PaneSnapshotRef {
         ok: true,
@@ -193,5 +200,9 @@ pub(crate) fn events(core: &Core, req: &Request, pane: Id) -> Result<Response, R
         next: p.last_seq(),
         dropped,
     };
-    Ok(respond::json(200, &snapshot))
+    let resp = respond::json(200, &snapshot);
+    if resp.status == 200 {
+        st.keep_snapshot_answer(&pane, resp.body.clone());
+    }
+    Ok(resp)
 }

@@ -249,13 +249,24 @@ async fn run(o: &Options) -> Result<(), String> {
         Transport::Socket,
         &["--kind", "agent", "--panes", "1", "--events", "2000"],
     )?;
-    let events = Call::get("/v1/panes/p0/events?after=1500");
+    let events = Call::get("/v1/panes/p0/events?after=1700");
     let (_, body) = load::once(&full_pane.target, &events).await?;
     let bare = start_bare(&dir, "bare-events", Transport::Socket, &body)?;
     let a = measure(&full_pane, &events, 200).await?;
     let b = measure(&bare, &events, 200).await?;
     lines.push(Line {
-        case: format!("[socket] events read, 500 events ({} KiB)", body.len() / 1024),
+        case: format!("[socket] events read, 300 events from the tail ({} KiB)", body.len() / 1024),
+        agent: a,
+        baseline: Some(b),
+    });
+    print(lines.last().expect("just pushed"));
+    let behind = Call::get("/v1/panes/p0/events?after=0");
+    let (_, body) = load::once(&full_pane.target, &behind).await?;
+    let bare = start_bare(&dir, "bare-snapshot", Transport::Socket, &body)?;
+    let a = measure(&full_pane, &behind, 200).await?;
+    let b = measure(&bare, &behind, 200).await?;
+    lines.push(Line {
+        case: format!("[socket] behind the tail: the view, 2,000 items ({} KiB)", body.len() / 1024),
         agent: a,
         baseline: Some(b),
     });

@@ -75,6 +75,8 @@ pub(crate) struct State {
     layout_pos_seq: Option<u64>,
     /// The full state answer's bytes at a seq: polls between changes share them.
     full_answer: Option<(u64, Bytes)>,
+    /// The last pane snapshot answer (a reader behind the tail) at a seq.
+    snapshot_answer: Option<(u64, Id, Bytes)>,
 }
 
 impl State {
@@ -109,12 +111,27 @@ impl State {
             layout_pos: HashMap::new(),
             layout_pos_seq: None,
             full_answer: None,
+            snapshot_answer: None,
         }
     }
 
     /// The full state answer kept for `seq`, if it is the current one.
     pub(crate) fn full_answer(&self) -> Option<Bytes> {
         self.full_answer.as_ref().filter(|(seq, _)| *seq == self.seq).map(|(_, b)| b.clone())
+    }
+
+    /// The snapshot answer kept for `pane` at the current seq.
+    pub(crate) fn snapshot_answer(&self, pane: &Id) -> Option<Bytes> {
+        self.snapshot_answer
+            .as_ref()
+            .filter(|(seq, id, _)| *seq == self.seq && id == pane)
+            .map(|(_, _, b)| b.clone())
+    }
+
+    /// Keeps a pane's snapshot answer of the current seq (one pane's: the
+    /// readers behind at one time mostly read the same pane).
+    pub(crate) fn keep_snapshot_answer(&mut self, pane: &Id, body: Bytes) {
+        self.snapshot_answer = Some((self.seq, pane.clone(), body));
     }
 
     /// Keeps the full state answer of the current seq.
