@@ -152,7 +152,8 @@ async fn held_answers_are_bounded_in_bytes_and_the_oldest_goes_first() {
     let filler_hash = "c".repeat(64);
     let ask_id = |i: u32| format!("{i:032x}");
     let hold = |i: u32| {
-        let body = json!({"requestId": format!("h-{i}"), "answer": {"text": "t".repeat(1000)}, "hash": filler_hash});
+        let body =
+            json!({"requestId": format!("h-{i}"), "answer": {"text": "t".repeat(1000)}, "hash": filler_hash});
         let id = ask_id(i);
         let h = &h;
         async move {
