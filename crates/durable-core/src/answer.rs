@@ -65,6 +65,7 @@ fn held_response(ask_id: &str, request_id: &Id) -> Response {
 fn decide(core: &Core, ask_id: &Id, req: AnswerRequest) -> Ran {
     let now = core.now();
     let hold_ms = core.options().hold_ms;
+    let held_answer_bytes = core.options().held_answer_bytes;
     let mut st = core.lock();
     core.close_if_expired_locked(&mut st, ask_id.as_str(), now);
     let Some(open) = st.ask(ask_id.as_str()) else {
@@ -94,6 +95,7 @@ fn decide(core: &Core, ask_id: &Id, req: AnswerRequest) -> Ran {
                 arrived_at: now,
                 expires_at,
             },
+            held_answer_bytes,
         );
         core.add_timer(&mut st, expires_at, Timer::HoldExpiry(ask_id.to_string()));
         return Ran::unstored(held_response(ask_id.as_str(), &req.request_id));

@@ -74,7 +74,7 @@ pub use handlers::{
 };
 pub use history::{HistoryError, HistoryProvider, ItemsPage, RowsPage};
 pub use layout::{Pane, PaneOptions, Tab, Workspace};
-pub use options::{CoreOptions, CoreOptionsBuilder};
+pub use options::{CoreOptions, CoreOptionsBuilder, HELD_ANSWER_BYTES};
 pub use receipts::{Lookup, MemoryReceiptStore, PendingSend, Receipt, ReceiptStore, SendState, StoreError};
 pub use signal::{AbortController, AbortSignal};
 pub use turn::Turn;

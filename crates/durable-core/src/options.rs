@@ -8,6 +8,12 @@ use durable_types::{Caps, HOLD_MS, RuleError, TAIL_LIMIT};
 use crate::clock::{Clock, WarnSink};
 use crate::receipts::{DynReceiptStore, MemoryReceiptStore, ReceiptStore};
 
+/// The bytes of held answers (§7.1) kept at once, at most, unless
+/// [`CoreOptionsBuilder::held_answer_bytes`] says otherwise: 64 MiB. Past
+/// it the oldest held answers go first, as past the 1,000 held answers.
+/// (1,000 answers of up to 1 MiB each could otherwise keep about 1 GB.)
+pub const HELD_ANSWER_BYTES: usize = 64 * 1024 * 1024;
+
 /// Everything a core is built from. Built with [`CoreOptions::builder`].
 #[derive(Clone)]
 pub struct CoreOptions {
@@ -17,6 +23,7 @@ pub struct CoreOptions {
     pub(crate) allow_always: bool,
     pub(crate) tail_limit: usize,
     pub(crate) hold_ms: u64,
+    pub(crate) held_answer_bytes: usize,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) epoch: String,
     pub(crate) warn: WarnSink,
@@ -50,6 +57,7 @@ impl fmt::Debug for CoreOptions {
             .field("allow_always", &self.allow_always)
             .field("tail_limit", &self.tail_limit)
             .field("hold_ms", &self.hold_ms)
+            .field("held_answer_bytes", &self.held_answer_bytes)
             .field("epoch", &self.epoch)
             .finish_non_exhaustive()
     }
@@ -64,6 +72,7 @@ pub struct CoreOptionsBuilder {
     allow_always: Option<bool>,
     tail_limit: Option<usize>,
     hold_ms: Option<u64>,
+    held_answer_bytes: Option<usize>,
     clock: Option<Arc<dyn Clock>>,
     epoch: Option<String>,
     warn: Option<WarnSink>,
@@ -112,6 +121,16 @@ impl CoreOptionsBuilder {
     /// How long an answer to an unknown ask is held, in ms. Default 10 min.
     pub fn hold_ms(mut self, ms: u64) -> Self {
         self.hold_ms = Some(ms);
+        self
+    }
+
+    /// The bytes of held answers (§7.1) kept at once, at most. Default
+    /// [`HELD_ANSWER_BYTES`](HELD_ANSWER_BYTES), 64 MiB. Past it the
+    /// oldest held answers go, as past the 1,000 held answers: their request
+    /// ids are free again. The newest answer is always held, so a bound
+    /// under one answer's size keeps one.
+    pub fn held_answer_bytes(mut self, bytes: usize) -> Self {
+        self.held_answer_bytes = Some(bytes);
         self
     }
 
@@ -203,6 +222,7 @@ impl CoreOptionsBuilder {
             allow_always: self.allow_always.unwrap_or(true),
             tail_limit,
             hold_ms: self.hold_ms.unwrap_or(HOLD_MS),
+            held_answer_bytes: self.held_answer_bytes.unwrap_or(HELD_ANSWER_BYTES),
             clock,
             epoch,
             warn: self.warn.unwrap_or_else(|| Arc::new(|_: &str| {})),

@@ -140,6 +140,99 @@ async fn held_answers_are_capped_and_the_oldest_goes_first() {
     assert_eq!(last.status, 202, "the newest is still held");
 }
 
+/// Held answers are bounded in bytes as well as in number (wire.md,
+/// *Decisions of this SDK → Bounds*): past the bound the oldest goes first,
+/// as past the 1,000; a hold applied or expired makes room again.
+#[tokio::test]
+async fn held_answers_are_bounded_in_bytes_and_the_oldest_goes_first() {
+    // Each filler hold counts 32 (ask id) + 3 (request id) + 64 (hash) +
+    // 1,000 (text) = 1,099 bytes: four fit under 4,400, a fifth does not.
+    let h = Harness::with(|b| b.held_answer_bytes(4_400).hold_ms(10_000));
+    assert_eq!(durable_core::HELD_ANSWER_BYTES, 64 * 1024 * 1024, "the documented default");
+    let filler_hash = "c".repeat(64);
+    let ask_id = |i: u32| format!("{i:032x}");
+    let hold = |i: u32| {
+        let body =
+            json!({"requestId": format!("h-{i}"), "answer": {"text": "t".repeat(1000)}, "hash": filler_hash});
+        let id = ask_id(i);
+        let h = &h;
+        async move {
+            let r = h.answer(&id, body).await;
+            assert_eq!(r.status, 202, "h-{i}: {:?}", r.json);
+            assert_eq!(r.json["result"], "held");
+            h.clock.advance(1);
+        }
+    };
+    // Still held: its request id answers `202 held` again; dropped: the
+    // request id is free and, without a hash, the ask id is simply unknown.
+    let held = |i: u32| {
+        let h = &h;
+        let id = ask_id(i);
+        async move {
+            let r = h.answer(&id, json!({"requestId": format!("h-{i}"), "answer": {"text": "x"}})).await;
+            match r.status {
+                202 => true,
+                404 => false,
+                other => panic!("h-{i}: {other} {:?}", r.json),
+            }
+        }
+    };
+    for i in 0..4 {
+        hold(i).await;
+    }
+    for i in 0..4 {
+        assert!(held(i).await, "h-{i} fits under the bound");
+    }
+
+    // A real ask's answer, held before the agent raises it: one more hold
+    // past the bound, so the oldest filler goes.
+    let (real_id, real_hash) = {
+        let other = Harness::new();
+        let _ask = other.pane().ask(yes_no("call-1")).unwrap();
+        let s = other.state().await.json;
+        (s["asks"][0]["id"].as_str().unwrap().to_owned(), s["asks"][0]["hash"].as_str().unwrap().to_owned())
+    };
+    let r = h
+        .answer(&real_id, json!({"requestId": "real", "answer": {"optionIds": ["yes"]}, "hash": real_hash}))
+        .await;
+    assert_eq!(r.status, 202, "{:?}", r.json);
+    h.clock.advance(1);
+    assert!(!held(0).await, "past the byte bound the oldest hold went");
+    for i in 1..4 {
+        assert!(held(i).await, "h-{i} is kept");
+    }
+
+    // Applied: the ask is raised with the same hash and resolves at once;
+    // its bytes are free, so the next hold fits without dropping another.
+    let pane = h.pane();
+    let ask = pane.ask(yes_no("call-1")).unwrap();
+    assert!(h.open_ask_ids().await.is_empty(), "the held answer decided the ask at once");
+    ask.await.expect("the held answer was applied");
+    hold(4).await;
+    for i in 1..5 {
+        assert!(held(i).await, "after an applied hold, room for h-4 with h-{i} kept");
+    }
+
+    // Expired: h-1 (held at T0 + 1) runs out at T0 + 10,001, h-2 a
+    // millisecond later; the clock stands at T0 + 6. h-5 then fits with
+    // h-2..h-4 kept.
+    h.advance(10_001 - 6).await;
+    assert!(!held(1).await, "h-1 expired");
+    for i in 2..5 {
+        assert!(held(i).await, "h-{i} has not expired yet");
+    }
+    hold(5).await;
+    for i in 2..6 {
+        assert!(held(i).await, "after an expired hold, room for h-5 with h-{i} kept");
+    }
+    // And the bound still holds: one more, and the oldest goes.
+    hold(6).await;
+    assert!(!held(2).await, "past the byte bound again, the oldest went");
+    for i in 3..7 {
+        assert!(held(i).await, "h-{i} is kept");
+    }
+}
+
 /// Takes every send; its turn ends at once.
 struct Accept;
 

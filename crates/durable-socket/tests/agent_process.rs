@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
-use common::{ANSWER_BODY, ANSWER_PATH, TempDir, core, curl, is_root, set_mode};
+use common::{ANSWER_BODY, ANSWER_PATH, Need, TempDir, core, curl, needs, set_mode};
 use durable_socket::{SocketOptions, serve};
 
 const FIXTURE: &str = "DURABLE_SOCKET_FIXTURE";
@@ -23,7 +23,8 @@ const FIXTURE_CURL: &str = "DURABLE_SOCKET_FIXTURE_CURL";
 const FIXTURE_PYTHON: &str = "DURABLE_SOCKET_FIXTURE_PYTHON";
 
 /// Not a test of its own: the agent's body when this executable is run as a
-/// fixture (`DURABLE_SOCKET_FIXTURE` set); otherwise it returns at once.
+/// fixture (`DURABLE_SOCKET_FIXTURE` set, and `--ignored`: a normal run lists
+/// it as ignored, with its reason); otherwise it returns at once.
 ///
 /// It serves a core on `DURABLE_SOCKET_FIXTURE_PATH` (or, unset, on the
 /// default path), reports on stdout as `fixture: …` lines, optionally runs
@@ -32,6 +33,7 @@ const FIXTURE_PYTHON: &str = "DURABLE_SOCKET_FIXTURE_PYTHON";
 /// each line it prints relayed as `fixture: py <line>`), and closes when its
 /// stdin closes.
 #[test]
+#[ignore = "a child process's entry point: run by the tests that spawn it"]
 fn fixture_agent_process() {
     if std::env::var_os(FIXTURE).is_none() {
         return;
@@ -97,7 +99,9 @@ struct Agent {
 impl Agent {
     fn spawn(envs: &[(&str, OsString)], uid: Option<u32>) -> Agent {
         let mut cmd = Command::new(std::env::current_exe().unwrap());
-        cmd.args(["--exact", "fixture_agent_process", "--nocapture", "--test-threads=1"])
+        // `--ignored`: the entry point is ignored in a normal run, so
+        // that it does not count as a passing test.
+        cmd.args(["--ignored", "--exact", "fixture_agent_process", "--nocapture", "--test-threads=1"])
             .env(FIXTURE, "1")
             .env_remove("COLLIE_DURABLE_SOCKET")
             .env_remove(FIXTURE_PATH)
@@ -216,8 +220,8 @@ fn folder_for(uid: u32) -> TempDir {
 
 #[test]
 fn an_agent_running_as_another_uid_refuses_roots_connection_with_403() {
-    if !is_root() {
-        eprintln!("skipped: needs root to run the agent as another user");
+    // Root, to run the agent as another user.
+    if !needs(Need::Root, "an_agent_running_as_another_uid_refuses_roots_connection_with_403") {
         return;
     }
     let dir = folder_for(65534);
@@ -265,14 +269,6 @@ fn without_a_path_or_collie_durable_socket_start_up_fails_saying_so() {
     assert!(error.contains("COLLIE_DURABLE_SOCKET"), "{error}");
 }
 
-fn have_python3() -> bool {
-    let found = Command::new("python3").arg("-c").arg("pass").status().is_ok_and(|s| s.success());
-    if !found {
-        eprintln!("skipped: needs python3 (to fork and to rename a process)");
-    }
-    found
-}
-
 /// Runs `script` with python3 as a child of a fixture agent; returns the
 /// lines it printed.
 fn run_python_in_agent(script: &str) -> Vec<String> {
@@ -311,7 +307,8 @@ def post(sock):
 
 #[test]
 fn a_descendant_with_a_non_utf8_command_name_is_still_refused_a_write() {
-    if !have_python3() {
+    // python3, to fork and to rename a process.
+    if !needs(Need::Python3, "a_descendant_with_a_non_utf8_command_name_is_still_refused_a_write") {
         return;
     }
     // The agent's child renames itself to bytes that are not UTF-8 (as any
@@ -331,7 +328,8 @@ print('status', post(s))
 
 #[test]
 fn a_write_on_a_connection_whose_connecting_process_exited_is_refused() {
-    if !have_python3() {
+    // python3, to fork and to rename a process.
+    if !needs(Need::Python3, "a_write_on_a_connection_whose_connecting_process_exited_is_refused") {
         return;
     }
     // 200 times: a child of the agent's child connects, forks, and exits at

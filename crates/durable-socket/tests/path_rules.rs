@@ -7,7 +7,7 @@ use std::fs;
 use std::os::unix::fs::{MetadataExt, symlink};
 use std::path::Path;
 
-use common::{TempDir, core, curl_async, is_root, mode, set_mode};
+use common::{Need, TempDir, core, curl_async, mode, needs, set_mode};
 use durable_socket::{PrivacyRule, SocketError, SocketOptions, SocketServer, serve};
 
 async fn serve_at(path: &Path) -> Result<SocketServer, SocketError> {
@@ -183,8 +183,7 @@ async fn close_stops_accepting_and_removes_the_socket_file() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_folder_owned_by_another_user_is_refused() {
-    if !is_root() {
-        eprintln!("skipped: needs root to give a folder to another user");
+    if !needs(Need::Root, "a_folder_owned_by_another_user_is_refused") {
         return;
     }
     let dir = TempDir::new();
@@ -198,8 +197,7 @@ async fn a_folder_owned_by_another_user_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_socket_owned_by_another_user_is_refused() {
-    if !is_root() {
-        eprintln!("skipped: needs root to give a socket to another user");
+    if !needs(Need::Root, "a_socket_owned_by_another_user_is_refused") {
         return;
     }
     let dir = TempDir::new();
@@ -213,8 +211,7 @@ async fn a_socket_owned_by_another_user_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ancestor_owned_by_another_user_is_refused() {
-    if !is_root() {
-        eprintln!("skipped: needs root to give a folder to another user");
+    if !needs(Need::Root, "an_ancestor_owned_by_another_user_is_refused") {
         return;
     }
     // The other user cannot write in it by its mode (0755), but as its owner

@@ -16,6 +16,7 @@ use std::process::{Child, Command, Stdio};
 use common::*;
 
 #[test]
+#[ignore = "a child process's entry point: run by the tests that spawn it"]
 fn fixture_agent_process() {
     common::fixture_agent_process();
 }

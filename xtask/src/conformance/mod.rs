@@ -132,12 +132,7 @@ async fn run(options: Options) -> R<bool> {
         Err(e) => return Err(format!("{}: {e}", baseline_path.display())),
     };
     let cases = cases::all();
-    let every_name: Vec<String> = cases
-        .iter()
-        .flat_map(|c| {
-            [Transport::Socket, Transport::Tls].into_iter().filter(|t| c.runs_on(*t)).map(|t| c.name(t))
-        })
-        .collect();
+    let every_name = every_name(&cases);
     let bin = build_desk(&root)?;
     let built = started.elapsed();
     let started = Instant::now();
@@ -279,6 +274,16 @@ async fn run_case(case: &Case, cx: Ctx) -> R {
     }
 }
 
+/// The name of every case on every transport it runs on, as printed.
+fn every_name(cases: &[Case]) -> Vec<String> {
+    cases
+        .iter()
+        .flat_map(|c| {
+            [Transport::Socket, Transport::Tls].into_iter().filter(|t| c.runs_on(*t)).map(|t| c.name(t))
+        })
+        .collect()
+}
+
 /// Baseline entries that name no case of this run: each fails the run.
 fn stale_entries<'a>(baseline: &'a Baseline, every_name: &[String]) -> Vec<&'a String> {
     baseline.entries.keys().filter(|n| !every_name.contains(n)).collect()
@@ -382,18 +387,34 @@ mod tests {
         assert_eq!(stale_entries(&baseline, &names), [&"vanished_case".to_owned()]);
     }
 
+    /// The shipped baseline, empty or not: the file is there and parses,
+    /// every line that is not a comment is an entry (none is dropped), no
+    /// entry is stale against the real case names — and that check is live
+    /// even while the file lists nothing: the same text with a real case
+    /// added is accepted, with a made-up one it is stale.
     #[test]
     fn the_shipped_baseline_parses_and_names_real_cases() {
         let path = crate::project_root().join("xtask/conformance/expected-failures.txt");
-        let baseline = Baseline::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
-        let cases = cases::all();
-        for name in baseline.entries.keys() {
-            assert!(
-                cases.iter().any(|c| [Transport::Socket, Transport::Tls]
-                    .iter()
-                    .any(|t| c.runs_on(*t) && c.name(*t) == *name)),
-                "{name} matches no case"
-            );
-        }
+        let text = std::fs::read_to_string(&path).expect("the baseline file is shipped");
+        let baseline = Baseline::parse(&text).unwrap();
+        let lines = text.lines().filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#')).count();
+        assert_eq!(baseline.entries.len(), lines, "every non-comment line is an entry the run checks");
+
+        let names = every_name(&cases::all());
+        assert!(names.len() >= 2, "the cases the runner knows: {names:?}");
+        let unique: std::collections::BTreeSet<&String> = names.iter().collect();
+        assert_eq!(unique.len(), names.len(), "each case name is printed once");
+        assert!(names.iter().all(|n| n.ends_with(" [socket]") || n.ends_with(" [tls]")), "{names:?}");
+        assert!(stale_entries(&baseline, &names).is_empty(), "{:?}", stale_entries(&baseline, &names));
+
+        let real = &names[0];
+        let with_real = Baseline::parse(&format!("{text}\n{real}\tthe rule (§0) and what the desk did\n"))
+            .expect("an entry in the documented format, after the shipped text, parses");
+        assert!(with_real.entries.contains_key(real.as_str()));
+        assert!(stale_entries(&with_real, &names).is_empty(), "a real case is not stale");
+        assert!(report(real, Err("why".into()), &with_real) == Outcome::ExpectedFail);
+        let made_up = "no_such_rule [tls]".to_owned();
+        let with_made_up = Baseline::parse(&format!("{text}\n{made_up}\tgone\n")).unwrap();
+        assert_eq!(stale_entries(&with_made_up, &names), [&made_up], "a made-up name is stale");
     }
 }

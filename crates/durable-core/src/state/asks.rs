@@ -10,7 +10,9 @@ use crate::asks::{AskClosed, Decided};
 /// How many decided ask ids are remembered for `409 ask-closed`.
 const DECIDED_MEMORY: usize = 10_000;
 
-/// Answers held at once, at most: each may carry up to 1 MiB.
+/// Answers held at once, at most: each may carry up to 1 MiB, so the bytes
+/// they keep are bounded too (`CoreOptions::held_answer_bytes`, default
+/// [`HELD_ANSWER_BYTES`](crate::HELD_ANSWER_BYTES)).
 const HOLDS_MAX: usize = 1000;
 
 /// One open ask.
@@ -31,6 +33,18 @@ pub(crate) struct Hold {
     pub(crate) confirm_always: bool,
     pub(crate) arrived_at: Timestamp,
     pub(crate) expires_at: Timestamp,
+}
+
+impl Hold {
+    /// What this hold counts against the byte bound: the text it keeps
+    /// (ask id, request id, hash, the answer's strings and values as JSON).
+    fn bytes(&self, ask_id: &str) -> usize {
+        let a = &self.answer;
+        let options: usize = a.option_ids.iter().flatten().map(|o| o.len() + 3).sum();
+        let text = a.text.as_ref().map_or(0, String::len);
+        let values = a.values.as_ref().map_or(0, |v| serde_json::to_vec(v).map_or(0, |j| j.len()));
+        ask_id.len() + self.request_id.as_str().len() + self.hash.len() + options + text + values
+    }
 }
 
 impl State {
@@ -148,16 +162,24 @@ impl State {
     }
 
     /// Holds an answer for ask `id`. A newer hold for the same ask replaces
-    /// the older one; past [`HOLDS_MAX`] the oldest goes. Either way its
-    /// request id is free again.
-    pub(crate) fn hold_answer(&mut self, id: String, hold: Hold) {
+    /// the older one; past [`HOLDS_MAX`] holds, or past `max_bytes` held
+    /// bytes in all, the oldest go until the new one fits (the new one is
+    /// always kept). Either way their request ids are free again.
+    pub(crate) fn hold_answer(&mut self, id: String, hold: Hold, max_bytes: usize) {
         self.take_hold(&id);
-        if self.holds.len() >= HOLDS_MAX {
+        let bytes = hold.bytes(&id);
+        while !self.holds.is_empty()
+            && (self.holds.len() >= HOLDS_MAX || self.held_bytes.saturating_add(bytes) > max_bytes)
+        {
             let oldest = self.holds.iter().min_by_key(|(_, h)| h.arrived_at).map(|(id, _)| id.clone());
-            if let Some(old) = oldest {
-                self.take_hold(&old);
+            match oldest {
+                Some(old) => {
+                    self.take_hold(&old);
+                }
+                None => break,
             }
         }
+        self.held_bytes += bytes;
         self.hold_by_request.insert(hold.request_id.clone(), id.clone());
         self.holds.insert(id, hold);
     }
@@ -165,6 +187,7 @@ impl State {
     /// Removes the answer held for ask `id`; its request id is free again.
     pub(crate) fn take_hold(&mut self, id: &str) -> Option<Hold> {
         let hold = self.holds.remove(id)?;
+        self.held_bytes -= hold.bytes(id);
         self.hold_by_request.remove(&hold.request_id);
         Some(hold)
     }

@@ -51,6 +51,8 @@ pub(crate) struct State {
     decided_gen: u64,
     holds: HashMap<String, Hold>,
     hold_by_request: HashMap<Id, String>,
+    /// The bytes the held answers count, in all (`Hold::bytes`).
+    held_bytes: usize,
     /// Receipts applied but not (yet) in the store: a repeat replays them.
     memory_receipts: HashMap<Id, Receipt>,
     timers: Timers,
@@ -98,6 +100,7 @@ impl State {
             decided_gen: 0,
             holds: HashMap::new(),
             hold_by_request: HashMap::new(),
+            held_bytes: 0,
             memory_receipts: HashMap::new(),
             timers: Timers::default(),
             warned_versions: HashSet::new(),

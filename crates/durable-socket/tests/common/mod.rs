@@ -68,6 +68,68 @@ pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
 
+/// What a test needs that a machine may lack.
+#[derive(Clone, Copy, Debug)]
+pub enum Need {
+    /// To run as root (to give files to another user, to run as one).
+    Root,
+    /// `python3` on the `PATH` (to fork, to rename a process).
+    Python3,
+}
+
+impl Need {
+    fn name(self) -> &'static str {
+        match self {
+            Need::Root => "root",
+            Need::Python3 => "python3",
+        }
+    }
+
+    fn present(self) -> bool {
+        match self {
+            Need::Root => is_root(),
+            Need::Python3 => {
+                Command::new("python3").arg("-c").arg("pass").status().is_ok_and(|s| s.success())
+            }
+        }
+    }
+
+    fn how(self) -> &'static str {
+        match self {
+            Need::Root => {
+                "run the tests as root (CI does: its container's user is root), e.g. \
+                 `sudo -E env \"PATH=$PATH\" cargo test -p durable-socket`"
+            }
+            Need::Python3 => "install python3 (e.g. `apt-get install python3`) and put it on the PATH",
+        }
+    }
+}
+
+/// Whether `test` may run: `true` when what it needs is here. A test never
+/// passes having checked nothing: when it is missing, the test fails saying
+/// how to get it — always under CI (`CI` set), and elsewhere unless
+/// `DURABLE_TESTS_SKIP` names it (comma-separated, e.g. `root,python3`):
+/// then this says on the terminal (not captured) that the test was not
+/// checked, and returns `false`.
+pub fn needs(need: Need, test: &str) -> bool {
+    if need.present() {
+        return true;
+    }
+    let name = need.name();
+    let why = format!("{test} needs {name}: {}", need.how());
+    if std::env::var_os("CI").is_some() {
+        panic!("{why} (under CI a missing prerequisite is a failure, not a skip)");
+    }
+    let skip = std::env::var("DURABLE_TESTS_SKIP").unwrap_or_default();
+    if !skip.split(',').any(|s| s.trim() == name) {
+        panic!("{why}; or set DURABLE_TESTS_SKIP={name} to skip it knowingly outside CI");
+    }
+    // Written past the test harness's capture, so a skip is never silent.
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "NOT CHECKED: {test} (needs {name}; DURABLE_TESTS_SKIP={skip})");
+    false
+}
+
 /// One request with curl over the socket: (status, body). Status 0 when
 /// curl got no HTTP answer.
 pub fn curl(socket: &Path, method: &str, path: &str, body: Option<&str>) -> (u16, String) {

@@ -56,7 +56,8 @@ pub const TOKEN_NEXT: &str = "next-7b2e9d41c6a05f83e1d74b9a2c60f5e8d3b17a4c9e02f
 
 /// The agent's body when the test executable runs as a fixture
 /// (`DURABLE_TLS_FIXTURE` set; each test file calls it from a `#[test]` of
-/// that name); otherwise it returns at once.
+/// that name, ignored so that a normal run does not count it as passing, and
+/// spawned with `--ignored`); otherwise it returns at once.
 ///
 /// It serves a small core (allow-always off unless asked) with the TLS
 /// server, prints `fixture: listening <address>` (and `fixture: fingerprint
@@ -183,7 +184,9 @@ impl Agent {
     }
 
     fn spawn_with(mut cmd: Command, envs: &[(&str, &str)]) -> Agent {
-        cmd.args(["--exact", "fixture_agent_process", "--nocapture", "--test-threads=1"])
+        // `--ignored`: the entry point is ignored in a normal run, so
+        // that it does not count as a passing test.
+        cmd.args(["--ignored", "--exact", "fixture_agent_process", "--nocapture", "--test-threads=1"])
             .env_remove("COLLIE_TOKEN")
             .env_remove("COLLIE_TOKEN_NEXT")
             .stdin(Stdio::piped())
