@@ -10,38 +10,13 @@ mod desk_support;
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use desk_support::{Desk, TestDir};
+use desk_support::{Desk, TestDir, Write, mixed_writes};
 use serde_json::{Value, json};
 
 const TOKEN: &str = "crash-test-token-0123456789abcdef0123456789";
 
-/// One write: its path and body (the request id inside).
-#[derive(Clone)]
-struct Write {
-    path: String,
-    body: Value,
-}
-
-impl Write {
-    fn id(&self) -> String {
-        self.body["requestId"].as_str().unwrap().to_owned()
-    }
-}
-
 fn writes() -> Vec<Write> {
-    let mut out = Vec::new();
-    for n in 0..24 {
-        let body = json!({"requestId": format!("snd-{n}"), "text": format!("message {n}")});
-        out.push(Write { path: "/v1/panes/ticket-1/send".into(), body });
-    }
-    for n in 0..4 {
-        let rename = json!({"requestId": format!("ren-{n}"), "target": "pane", "id": "ticket-1", "title": format!("Maria {n}")});
-        out.push(Write { path: "/v1/rename".into(), body: rename });
-        out.push(Write {
-            path: "/v1/starters/new-ticket".into(),
-            body: json!({"requestId": format!("new-{n}")}),
-        });
-    }
+    let mut out = mixed_writes(24, 4);
     out.push(Write { path: "/v1/panes/ticket-2/actions/refund".into(), body: json!({"requestId": "act-1"}) });
     out
 }
@@ -50,7 +25,8 @@ fn crash_and_recover(https: bool) {
     let dir = TestDir::new(if https { "crash-https" } else { "crash-socket" });
     let start =
         |extra: &[&str]| if https { Desk::start_https(&dir, TOKEN, extra) } else { Desk::start(&dir, extra) };
-    let desk = start(&["--turn-ms", "400"]);
+    // Turns long enough that the kill lands in one (the state check below says so).
+    let desk = start(&["--turn-ms", "3000"]);
     // A second ticket for the refund's card, so that sends on the first are not held by it.
     let (status, _) = desk.post("/v1/starters/new-ticket", json!({"requestId": "setup-1"}));
     assert_eq!(status, 200);

@@ -16,37 +16,12 @@ mod pg_support;
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use desk_support::{Desk, TestDir};
+use desk_support::{Desk, TestDir, Write, mixed_writes};
 use pg_support::PgServer;
 use serde_json::{Value, json};
 
-#[derive(Clone)]
-struct Write {
-    path: String,
-    body: Value,
-}
-
-impl Write {
-    fn id(&self) -> String {
-        self.body["requestId"].as_str().unwrap().to_owned()
-    }
-}
-
 fn writes() -> Vec<Write> {
-    let mut out = Vec::new();
-    for n in 0..16 {
-        let body = json!({"requestId": format!("snd-{n}"), "text": format!("message {n}")});
-        out.push(Write { path: "/v1/panes/ticket-1/send".into(), body });
-    }
-    for n in 0..3 {
-        let rename = json!({"requestId": format!("ren-{n}"), "target": "pane", "id": "ticket-1", "title": format!("Maria {n}")});
-        out.push(Write { path: "/v1/rename".into(), body: rename });
-        out.push(Write {
-            path: "/v1/starters/new-ticket".into(),
-            body: json!({"requestId": format!("new-{n}")}),
-        });
-    }
-    out
+    mixed_writes(16, 3)
 }
 
 /// The turn ids that started on a pane, in order.

@@ -298,3 +298,35 @@ impl Desk {
         )
     }
 }
+
+/// One write the phone makes: its route and its body (the request id inside).
+#[derive(Clone)]
+pub struct Write {
+    pub path: String,
+    pub body: Value,
+}
+
+impl Write {
+    pub fn id(&self) -> String {
+        self.body["requestId"].as_str().unwrap().to_owned()
+    }
+}
+
+/// Writes of several kinds: `sends` sends on ticket-1, then `n` renames of
+/// it and `n` new tickets.
+pub fn mixed_writes(sends: usize, n: usize) -> Vec<Write> {
+    let mut out = Vec::new();
+    for i in 0..sends {
+        let body = json!({"requestId": format!("snd-{i}"), "text": format!("message {i}")});
+        out.push(Write { path: "/v1/panes/ticket-1/send".into(), body });
+    }
+    for i in 0..n {
+        let rename = json!({"requestId": format!("ren-{i}"), "target": "pane", "id": "ticket-1", "title": format!("Maria {i}")});
+        out.push(Write { path: "/v1/rename".into(), body: rename });
+        out.push(Write {
+            path: "/v1/starters/new-ticket".into(),
+            body: json!({"requestId": format!("new-{i}")}),
+        });
+    }
+    out
+}
