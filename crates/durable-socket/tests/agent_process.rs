@@ -22,20 +22,26 @@ const FIXTURE_PATH: &str = "DURABLE_SOCKET_FIXTURE_PATH";
 const FIXTURE_CURL: &str = "DURABLE_SOCKET_FIXTURE_CURL";
 const FIXTURE_PYTHON: &str = "DURABLE_SOCKET_FIXTURE_PYTHON";
 
-/// Not a test of its own: the agent's body when this executable is run as a
-/// fixture (`DURABLE_SOCKET_FIXTURE` set, and `--ignored`: a normal run lists
-/// it as ignored, with its reason); otherwise it returns at once.
+/// Spawned with `DURABLE_SOCKET_FIXTURE` set, the agent; run as a test, it
+/// checks what every other test here leans on: the fixture serves on the
+/// path it is given, says so, and closes cleanly when its stdin closes.
 ///
-/// It serves a core on `DURABLE_SOCKET_FIXTURE_PATH` (or, unset, on the
+/// As the agent it serves a core on `DURABLE_SOCKET_FIXTURE_PATH` (or, unset, on the
 /// default path), reports on stdout as `fixture: …` lines, optionally runs
 /// curl itself (a process the agent launches) or a python3 script
 /// (`DURABLE_SOCKET_FIXTURE_PYTHON`, given the socket path as its argument,
 /// each line it prints relayed as `fixture: py <line>`), and closes when its
 /// stdin closes.
 #[test]
-#[ignore = "a child process's entry point: run by the tests that spawn it"]
 fn fixture_agent_process() {
     if std::env::var_os(FIXTURE).is_none() {
+        let dir = TempDir::new();
+        let path = socket_in(&dir);
+        let mut agent = Agent::spawn(&[path_env(&path)], None);
+        assert_eq!(agent.expect("listening"), path.display().to_string());
+        agent.expect("ready");
+        let lines = agent.finish();
+        assert_eq!(lines.last().map(String::as_str), Some("closed"), "{lines:?}");
         return;
     }
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
@@ -99,9 +105,7 @@ struct Agent {
 impl Agent {
     fn spawn(envs: &[(&str, OsString)], uid: Option<u32>) -> Agent {
         let mut cmd = Command::new(std::env::current_exe().unwrap());
-        // `--ignored`: the entry point is ignored in a normal run, so
-        // that it does not count as a passing test.
-        cmd.args(["--ignored", "--exact", "fixture_agent_process", "--nocapture", "--test-threads=1"])
+        cmd.args(["--exact", "fixture_agent_process", "--nocapture", "--test-threads=1"])
             .env(FIXTURE, "1")
             .env_remove("COLLIE_DURABLE_SOCKET")
             .env_remove(FIXTURE_PATH)

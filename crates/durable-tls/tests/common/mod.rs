@@ -1,5 +1,5 @@
 //! What the TLS tests share: the fixture agent (this test executable run
-//! again in "fixture" mode, [`fixture_agent_process`]), the [`Agent`] that
+//! again in "fixture" mode, [`fixture_entry`]), the [`Agent`] that
 //! spawns and drives it, and the real clients spoken with (curl, Python).
 //!
 //! The fixture's settings, tokens included, reach it only through its own
@@ -54,19 +54,30 @@ pub const FIXTURE_VARS: [&str; 12] = [
 pub const TOKEN: &str = "3f9a1c07d2b84e6fa5c31d9e0b7f42a86e1d5c09b3a7f2e48d6c0b19a5e3f7d2";
 pub const TOKEN_NEXT: &str = "next-7b2e9d41c6a05f83e1d74b9a2c60f5e8d3b17a4c9e02f6d8";
 
-/// The agent's body when the test executable runs as a fixture
-/// (`DURABLE_TLS_FIXTURE` set; each test file calls it from a `#[test]` of
-/// that name, ignored so that a normal run does not count it as passing, and
-/// spawned with `--ignored`); otherwise it returns at once.
+/// The `fixture_agent_process` test of each test file. Spawned with
+/// `DURABLE_TLS_FIXTURE` set, it is the agent (see [`serve_as_fixture`]);
+/// run as a test, it checks what every other test leans on: the fixture
+/// serves HTTPS, says where, and closes cleanly when its stdin closes.
+pub fn fixture_entry() {
+    if std::env::var_os(FIXTURE).is_some() {
+        serve_as_fixture();
+        return;
+    }
+    let mut agent = Agent::spawn(&[token_env()]);
+    let address = agent.listening();
+    assert!(address.starts_with("https://127.0.0.1:"), "{address}");
+    let (status, _) = get(&address, "/hello", &[&bearer(TOKEN)]);
+    assert_eq!(status, 200);
+    agent.finish();
+}
+
+/// The agent's body when the test executable runs as a fixture.
 ///
 /// It serves a small core (allow-always off unless asked) with the TLS
 /// server, prints `fixture: listening <address>` (and `fixture: fingerprint
 /// <fp>` when self-signed) on stdout, and closes when its stdin closes. A
 /// start-up failure is printed on stderr and exits with status 2.
-pub fn fixture_agent_process() {
-    if std::env::var_os(FIXTURE).is_none() {
-        return;
-    }
+fn serve_as_fixture() {
     let var = |name: &str| std::env::var(name).ok();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
@@ -184,9 +195,7 @@ impl Agent {
     }
 
     fn spawn_with(mut cmd: Command, envs: &[(&str, &str)]) -> Agent {
-        // `--ignored`: the entry point is ignored in a normal run, so
-        // that it does not count as a passing test.
-        cmd.args(["--ignored", "--exact", "fixture_agent_process", "--nocapture", "--test-threads=1"])
+        cmd.args(["--exact", "fixture_agent_process", "--nocapture", "--test-threads=1"])
             .env_remove("COLLIE_TOKEN")
             .env_remove("COLLIE_TOKEN_NEXT")
             .stdin(Stdio::piped())
