@@ -7,11 +7,12 @@
 
 mod desk_support;
 
-use std::collections::{HashMap, HashSet};
-use std::time::{Duration, Instant};
+use std::collections::HashSet;
 
-use desk_support::{Desk, TestDir, Write, mixed_writes};
-use serde_json::{Value, json};
+use desk_support::{
+    Desk, TestDir, Write, acknowledged, mixed_writes, post_twice_at_once, replay_until_settled,
+};
+use serde_json::json;
 
 const TOKEN: &str = "crash-test-token-0123456789abcdef0123456789";
 
@@ -33,80 +34,21 @@ fn crash_and_recover(https: bool) {
 
     // Every write twice, from four threads at once, in different orders.
     let all = writes();
-    let mut answers: HashMap<String, Vec<(u16, Value)>> = HashMap::new();
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..4)
-            .map(|t| {
-                let (desk, all) = (&desk, &all);
-                s.spawn(move || {
-                    let mut order: Vec<&Write> = all.iter().collect();
-                    if t % 2 == 1 {
-                        order.reverse();
-                    }
-                    let half = order.len() / 2;
-                    let mine: Vec<&Write> =
-                        if t < 2 { order[..half].to_vec() } else { order[half..].to_vec() };
-                    mine.into_iter().map(|w| (w.id(), desk.post(&w.path, w.body.clone()))).collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        for h in handles {
-            for (id, answer) in h.join().unwrap() {
-                answers.entry(id).or_default().push(answer);
-            }
-        }
-    });
+    let answers = post_twice_at_once(&desk, &all);
     // Turns are running and sends are queued: the crash.
     let state = desk.state();
     assert_eq!(Desk::pane(&state, "ticket-1").unwrap()["state"], "working", "the kill lands mid-turn");
     desk.kill();
 
     // Concurrent duplicates got one answer: the same, the second marked replayed.
-    let mut acknowledged: HashMap<String, Value> = HashMap::new();
-    for (id, got) in &answers {
-        assert_eq!(got.len(), 2, "{id}");
-        let ok: Vec<&Value> = got.iter().filter(|(s, _)| *s == 200).map(|(_, b)| b).collect();
-        if ok.is_empty() {
-            continue; // refused both times (e.g. a full queue): nothing was promised
-        }
-        assert_eq!(ok.len(), 2, "{id}: a duplicate of an acknowledged write is acknowledged too: {got:?}");
-        let firsts: Vec<&&Value> = ok.iter().filter(|b| b["replayed"] == false).collect();
-        assert_eq!(firsts.len(), 1, "{id}: exactly one ran: {got:?}");
-        let mut first = (*firsts[0]).clone();
-        first["replayed"] = json!(true);
-        let replayed = ok.iter().find(|b| b["replayed"] == true).map(|b| (*b).clone()).unwrap();
-        assert_eq!(replayed, first, "{id}");
-        acknowledged.insert(id.clone(), (*firsts[0]).clone());
-    }
+    let acknowledged = acknowledged(&answers);
     let sends: Vec<&String> = acknowledged.keys().filter(|id| id.starts_with("snd-")).collect();
     assert!(sends.len() >= 10, "most sends were acknowledged: {}", sends.len());
     assert!(acknowledged.values().any(|b| b["result"] == "queued"), "some sends waited in the queue");
 
     let desk = start(&["--turn-ms", "20"]);
     // Every acknowledged write replays its first answer; sends also say where they stand.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut deliveries: HashMap<String, String> = HashMap::new();
-    for w in all.iter().filter(|w| acknowledged.contains_key(&w.id())) {
-        let first = &acknowledged[&w.id()];
-        loop {
-            let (status, again, delivery) = desk.post_delivery(&w.path, w.body.clone());
-            assert_eq!(status, 200, "{}: {again}", w.id());
-            let mut expected = first.clone();
-            expected["replayed"] = json!(true);
-            assert_eq!(again, expected, "{}: the first answer, replayed", w.id());
-            if !w.id().starts_with("snd-") {
-                assert!(delivery.is_none(), "{}", w.id());
-                break;
-            }
-            let delivery = delivery.expect("a send's replay says where it stands (Durable-Delivery)");
-            if delivery == "done" || delivery == "closed" {
-                deliveries.insert(w.id(), delivery);
-                break;
-            }
-            assert!(Instant::now() < deadline, "{} still {delivery}", w.id());
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
+    let deliveries = replay_until_settled(&desk, &all, &acknowledged);
     desk.wait_idle("ticket-1");
 
     // Carried out, or closed with a notice; and no turn ran twice.

@@ -13,10 +13,11 @@ mod desk_support;
 #[path = "../../crates/durable-sdk/tests/pg_support/mod.rs"]
 mod pg_support;
 
-use std::collections::{HashMap, HashSet};
-use std::time::{Duration, Instant};
+use std::collections::HashSet;
 
-use desk_support::{Desk, TestDir, Write, mixed_writes};
+use desk_support::{
+    Desk, TestDir, Write, acknowledged, mixed_writes, post_twice_at_once, replay_until_settled,
+};
 use pg_support::PgServer;
 use serde_json::{Value, json};
 
@@ -47,28 +48,7 @@ fn desk_b_keeps_every_promise_desk_a_made_before_it_was_killed() {
         &["--receipts-schema", "desk", "--turn-ms", "400"],
     );
     let all = writes();
-    let mut answers: HashMap<String, Vec<(u16, Value)>> = HashMap::new();
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..4)
-            .map(|t| {
-                let (a, all) = (&a, &all);
-                s.spawn(move || {
-                    let mut order: Vec<&Write> = all.iter().collect();
-                    if t % 2 == 1 {
-                        order.reverse();
-                    }
-                    let half = order.len() / 2;
-                    let mine = if t < 2 { order[..half].to_vec() } else { order[half..].to_vec() };
-                    mine.into_iter().map(|w| (w.id(), a.post(&w.path, w.body.clone()))).collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        for h in handles {
-            for (id, answer) in h.join().unwrap() {
-                answers.entry(id).or_default().push(answer);
-            }
-        }
-    });
+    let answers = post_twice_at_once(&a, &all);
     let state = a.state();
     assert_eq!(Desk::pane(&state, "ticket-1").unwrap()["state"], "working", "the kill lands mid-turn");
     let turns_a = turns(&a, "ticket-1");
@@ -84,17 +64,7 @@ fn desk_b_keeps_every_promise_desk_a_made_before_it_was_killed() {
     a.kill();
 
     // Concurrent duplicates got one answer at A: the same, the second replayed.
-    let mut acknowledged: HashMap<String, Value> = HashMap::new();
-    for (id, got) in &answers {
-        let ok: Vec<&Value> = got.iter().filter(|(s, _)| *s == 200).map(|(_, b)| b).collect();
-        if ok.is_empty() {
-            continue;
-        }
-        assert_eq!(ok.len(), 2, "{id}: {got:?}");
-        let firsts: Vec<&&Value> = ok.iter().filter(|b| b["replayed"] == false).collect();
-        assert_eq!(firsts.len(), 1, "{id}: exactly one ran: {got:?}");
-        acknowledged.insert(id.clone(), (*firsts[0]).clone());
-    }
+    let acknowledged = acknowledged(&answers);
     let queued: Vec<&String> =
         acknowledged.keys().filter(|id| acknowledged[*id]["result"] == "queued").collect();
     assert!(queued.len() >= 5, "sends waited in A's queue: {}", queued.len());
@@ -102,28 +72,7 @@ fn desk_b_keeps_every_promise_desk_a_made_before_it_was_killed() {
 
     // B: another data folder, the same receipts database (the flag this time).
     let b = Desk::start(&dir_b, &["--receipts", &url, "--receipts-schema", "desk", "--turn-ms", "20"]);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut deliveries: HashMap<String, String> = HashMap::new();
-    for w in all.iter().filter(|w| acknowledged.contains_key(&w.id())) {
-        let mut expected = acknowledged[&w.id()].clone();
-        expected["replayed"] = json!(true);
-        loop {
-            let (status, again, delivery) = b.post_delivery(&w.path, w.body.clone());
-            assert_eq!(status, 200, "{}: {again}", w.id());
-            assert_eq!(again, expected, "{}: A's first answer, replayed by B", w.id());
-            if !w.id().starts_with("snd-") {
-                assert!(delivery.is_none(), "{}", w.id());
-                break;
-            }
-            let delivery = delivery.expect("a send's replay says where it stands (Durable-Delivery)");
-            if delivery == "done" || delivery == "closed" {
-                deliveries.insert(w.id(), delivery);
-                break;
-            }
-            assert!(Instant::now() < deadline, "{} still {delivery}", w.id());
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
+    let deliveries = replay_until_settled(&b, &all, &acknowledged);
     b.wait_idle("ticket-1");
 
     // Nothing ran again on B: its ticket keeps its name, no ticket was opened.

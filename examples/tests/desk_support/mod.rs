@@ -330,3 +330,92 @@ pub fn mixed_writes(sends: usize, n: usize) -> Vec<Write> {
     }
     out
 }
+
+/// Posts every write twice at once, from four threads in two orders: the
+/// answers, by request id.
+pub fn post_twice_at_once(
+    desk: &Desk,
+    all: &[Write],
+) -> std::collections::HashMap<String, Vec<(u16, Value)>> {
+    let mut answers: std::collections::HashMap<String, Vec<(u16, Value)>> = std::collections::HashMap::new();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|t| {
+                s.spawn(move || {
+                    let mut order: Vec<&Write> = all.iter().collect();
+                    if t % 2 == 1 {
+                        order.reverse();
+                    }
+                    let half = order.len() / 2;
+                    let mine = if t < 2 { order[..half].to_vec() } else { order[half..].to_vec() };
+                    mine.into_iter().map(|w| (w.id(), desk.post(&w.path, w.body.clone()))).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for h in handles {
+            for (id, answer) in h.join().unwrap() {
+                answers.entry(id).or_default().push(answer);
+            }
+        }
+    });
+    answers
+}
+
+/// The first answer of each acknowledged write. A write answered once is
+/// answered twice, one of them replayed and otherwise the same; one refused
+/// both times (a full queue) promised nothing and is left out.
+pub fn acknowledged(
+    answers: &std::collections::HashMap<String, Vec<(u16, Value)>>,
+) -> std::collections::HashMap<String, Value> {
+    let mut out = std::collections::HashMap::new();
+    for (id, got) in answers {
+        assert_eq!(got.len(), 2, "{id}");
+        let ok: Vec<&Value> = got.iter().filter(|(s, _)| *s == 200).map(|(_, b)| b).collect();
+        if ok.is_empty() {
+            continue;
+        }
+        assert_eq!(ok.len(), 2, "{id}: a duplicate of an acknowledged write is acknowledged too: {got:?}");
+        let firsts: Vec<&&Value> = ok.iter().filter(|b| b["replayed"] == false).collect();
+        assert_eq!(firsts.len(), 1, "{id}: exactly one ran: {got:?}");
+        let mut first = (*firsts[0]).clone();
+        first["replayed"] = json!(true);
+        let replayed = ok.iter().find(|b| b["replayed"] == true).map(|b| (*b).clone()).unwrap();
+        assert_eq!(replayed, first, "{id}");
+        out.insert(id.clone(), (*firsts[0]).clone());
+    }
+    out
+}
+
+/// Replays every acknowledged write until each send is `done` or `closed`
+/// (within 30 s): each replay must be the first answer, replayed, and a
+/// send's must say where it stands (`Durable-Delivery`). Returns each
+/// send's last delivery state.
+pub fn replay_until_settled(
+    desk: &Desk,
+    all: &[Write],
+    acknowledged: &std::collections::HashMap<String, Value>,
+) -> std::collections::HashMap<String, String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut deliveries = std::collections::HashMap::new();
+    for w in all.iter().filter(|w| acknowledged.contains_key(&w.id())) {
+        let mut expected = acknowledged[&w.id()].clone();
+        expected["replayed"] = json!(true);
+        loop {
+            let (status, again, delivery) = desk.post_delivery(&w.path, w.body.clone());
+            assert_eq!(status, 200, "{}: {again}", w.id());
+            assert_eq!(again, expected, "{}: the first answer, replayed", w.id());
+            if !w.id().starts_with("snd-") {
+                assert!(delivery.is_none(), "{}", w.id());
+                break;
+            }
+            let delivery = delivery.expect("a send's replay says where it stands (Durable-Delivery)");
+            if delivery == "done" || delivery == "closed" {
+                deliveries.insert(w.id(), delivery);
+                break;
+            }
+            assert!(Instant::now() < deadline, "{} still {delivery}", w.id());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    deliveries
+}
