@@ -12,8 +12,8 @@ use std::process::ExitCode;
 
 use serde_json::Value;
 
-use crate::link::{Answer, Link, LinkError, Target, Token, Url};
-use crate::pin::{fingerprint_in, fingerprint_text};
+use crate::link::{AgentArgs, Answer, Link, LinkError, Target, Token, Url};
+use crate::pin::fingerprint_text;
 
 const USAGE: &str =
     "usage: cargo xtask doctor (--socket PATH | --url URL) [--fingerprint SHA256 | --insecure]
@@ -95,40 +95,13 @@ struct Args {
 }
 
 fn parse_args(args: &[String]) -> Result<Args, String> {
-    let (mut socket, mut url, mut pin, mut insecure) = (None, None, None, false);
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_owned())),
-            _ => (arg.as_str(), None),
-        };
-        let mut value =
-            || inline.clone().or_else(|| it.next().cloned()).ok_or_else(|| format!("{flag} needs a value"));
-        match flag {
-            "--socket" => socket = Some(PathBuf::from(value()?)),
-            "--url" => url = Some(value()?),
-            "--fingerprint" => {
-                pin = Some(
-                    fingerprint_in(&value()?)
-                        .ok_or("--fingerprint takes 64 hex digits (pairs with `:` allowed)")?,
-                )
-            }
-            "--insecure" => insecure = true,
-            "-h" | "--help" => return Err(String::new()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    let agent = match (socket, url) {
-        (Some(_), Some(_)) => return Err("--socket and --url exclude each other".into()),
-        (Some(path), None) => Agent::Socket(path),
+    let given = AgentArgs::parse(args, &[])?;
+    let agent = match given.place {
+        Ok(path) => Agent::Socket(path),
         // The URL's shape is the first check.
-        (None, Some(url)) => Url::parse(&url).map_or_else(Agent::BadUrl, Agent::Url),
-        (None, None) => match std::env::var_os("COLLIE_DURABLE_SOCKET").filter(|s| !s.is_empty()) {
-            Some(path) => Agent::Socket(PathBuf::from(path)),
-            None => return Err("say which agent: --socket PATH or --url URL".into()),
-        },
+        Err(url) => Url::parse(&url).map_or_else(Agent::BadUrl, Agent::Url),
     };
-    Ok(Args { agent, pin, insecure })
+    Ok(Args { agent, pin: given.pin, insecure: given.insecure })
 }
 
 pub(crate) fn main(args: &[String]) -> ExitCode {

@@ -15,14 +15,12 @@ mod term;
 mod tui;
 
 use std::io::{IsTerminal, Read};
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::link::{Link, Target, Token, Url, enc};
-use crate::pin::fingerprint_in;
+use crate::link::{AgentArgs, Link, Target, Token, Url, enc};
 use model::{Ask, Hello, Model, View, WIRE, short_id};
 
 pub(crate) use draw::clean;
@@ -71,45 +69,13 @@ struct Args {
 }
 
 fn parse_args(args: &[String]) -> Result<Args, String> {
-    let mut socket = None;
-    let mut url = None;
-    let mut pin = None;
-    let mut insecure = false;
-    let mut plain = false;
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_owned())),
-            _ => (arg.as_str(), None),
-        };
-        let mut value =
-            || inline.clone().or_else(|| it.next().cloned()).ok_or_else(|| format!("{flag} needs a value"));
-        match flag {
-            "--socket" => socket = Some(PathBuf::from(value()?)),
-            "--url" => url = Some(value()?),
-            "--fingerprint" => {
-                let v = value()?;
-                pin = Some(fingerprint_in(&v).ok_or_else(|| {
-                    "--fingerprint takes the certificate's SHA-256: 64 hex digits, pairs with `:` allowed"
-                        .to_owned()
-                })?);
-            }
-            "--insecure" => insecure = true,
-            "--plain" => plain = true,
-            "-h" | "--help" => return Err(String::new()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    let target = match (socket, url) {
-        (Some(_), Some(_)) => return Err("--socket and --url exclude each other".into()),
-        (Some(path), None) => Target::Socket(path),
-        (None, Some(url)) => Target::Url(Url::parse(&url)?),
-        (None, None) => match std::env::var_os("COLLIE_DURABLE_SOCKET").filter(|s| !s.is_empty()) {
-            Some(path) => Target::Socket(PathBuf::from(path)),
-            None => return Err("say where the agent is: --socket PATH or --url URL".into()),
-        },
+    let given = AgentArgs::parse(args, &["--plain"])?;
+    let target = match given.place {
+        Ok(path) => Target::Socket(path),
+        Err(url) => Target::Url(Url::parse(&url)?),
     };
-    Ok(Args { target, pin, insecure, plain })
+    let plain = given.switches.contains(&"--plain");
+    Ok(Args { target, pin: given.pin, insecure: given.insecure, plain })
 }
 
 /// The link the arguments ask for, or why not (the rules of §1.2).
