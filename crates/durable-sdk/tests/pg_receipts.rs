@@ -130,7 +130,7 @@ async fn the_store_creates_its_schema_at_version_1_once_and_refuses_a_newer_one(
     let server = PgServer::shared();
     let schema = fresh_schema("version");
     // Four processes starting at once migrate once.
-    let stores = futures_all((0..4).map(|_| store_on(server, &schema, 10)).collect()).await;
+    let stores = futures_util::future::join_all((0..4).map(|_| store_on(server, &schema, 10))).await;
     drop(stores);
     let db = psql(server).await;
     let rows = db.query(&format!("SELECT version FROM \"{schema}\".schema_version"), &[]).await.unwrap();
@@ -282,24 +282,4 @@ fn without_postgresql_the_tests_fail_and_say_how_to_install_it() {
     }
     // Here it is installed (CI installs it): the server the tests use.
     assert!(pg_support::server_bin_dir().unwrap().join("initdb").is_file());
-}
-
-/// Runs the futures at once (on this task), their outputs in order.
-async fn futures_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {
-    let mut futures: Vec<_> = futures.into_iter().map(Box::pin).collect();
-    let mut out: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (f, slot) in futures.iter_mut().zip(out.iter_mut()) {
-            if slot.is_none() {
-                match f.as_mut().poll(cx) {
-                    std::task::Poll::Ready(v) => *slot = Some(v),
-                    std::task::Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending { std::task::Poll::Pending } else { std::task::Poll::Ready(()) }
-    })
-    .await;
-    out.into_iter().map(|v| v.expect("ready")).collect()
 }

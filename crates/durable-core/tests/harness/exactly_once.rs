@@ -319,7 +319,7 @@ pub async fn scenario<S: ReceiptStore>(ops: Vec<(Op, At)>, stores: Vec<S>) -> Re
         let (path, body, rid) = request(op).unwrap();
         // The same write at every target at once.
         let replies: Vec<super::Reply> =
-            futures_join(to.iter().map(|&c| cores[c].post(&path, body.clone())).collect()).await;
+            futures_util::future::join_all(to.iter().map(|&c| cores[c].post(&path, body.clone()))).await;
         let at_text = format!(
             "step {step} {op:?} at {at:?}: got {:?}",
             replies.iter().map(|r| format!("{} {}", r.status, r.json)).collect::<Vec<_>>()
@@ -417,24 +417,4 @@ async fn caught_up(h: &Harness, p: usize, model: &PaneModel) {
         tokio::task::yield_now().await;
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
-}
-
-/// Runs the futures at once, their outputs in order.
-async fn futures_join<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {
-    let mut futures: Vec<_> = futures.into_iter().map(Box::pin).collect();
-    let mut out: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (f, slot) in futures.iter_mut().zip(out.iter_mut()) {
-            if slot.is_none() {
-                match f.as_mut().poll(cx) {
-                    std::task::Poll::Ready(v) => *slot = Some(v),
-                    std::task::Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending { std::task::Poll::Pending } else { std::task::Poll::Ready(()) }
-    })
-    .await;
-    out.into_iter().map(|v| v.expect("ready")).collect()
 }
