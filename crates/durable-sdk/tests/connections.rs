@@ -2,32 +2,14 @@
 //! the cap (docs/reliability.md, "Connections").
 #![cfg(unix)]
 
-use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+mod common;
+
 use std::time::Duration;
 
+use common::TempDir;
 use durable_sdk::{OpenOptions, open_collie};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
-
-/// A fresh private folder under the system temp folder, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let path = std::env::temp_dir().join(format!("dsdk-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir(&path).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).unwrap();
-        TempDir(path)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// `GET /hello` on `io`: the answer's status line.
 async fn hello(io: &mut UnixStream) -> String {

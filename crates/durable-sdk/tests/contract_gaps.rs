@@ -2,33 +2,15 @@
 //! checked, found by the coverage audit. Each test names its rule.
 #![cfg(unix)]
 
+mod common;
+
 use std::future::Future;
-use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
+use common::TempDir;
 use durable_sdk::exchange::{Caller, Request};
 use durable_sdk::{AskOption, AskSpec, OpenOptions, PaneOptions, open_collie};
-
-/// A fresh private folder under the system temp folder, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let path = std::env::temp_dir().join(format!("dsdk-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir(&path).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).unwrap();
-        TempDir(path)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn poll_once<F: Future + Unpin>(f: &mut F) -> Poll<F::Output> {
     Pin::new(f).poll(&mut Context::from_waker(Waker::noop()))

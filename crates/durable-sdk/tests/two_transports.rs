@@ -3,36 +3,20 @@
 //! closing the HTTPS server leaves the socket's driver running.
 #![cfg(all(unix, feature = "tls"))]
 
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use common::TempDir;
 use durable_sdk::socket::CallerCheck;
 use durable_sdk::tls::TlsOptions;
 use durable_sdk::{ChatHandler, OpenOptions, PaneOptions, Turn, open_collie, serve};
 
 const TOKEN: &str = "0123456789abcdef0123456789abcdef-two";
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let path = std::env::temp_dir().join(format!("dsdk-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir(&path).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).unwrap();
-        TempDir(path)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// `curl` in a blocking thread: the agent runs on this test's runtime.
 async fn curl(args: Vec<String>) -> serde_json::Value {
