@@ -21,7 +21,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use durable_sdk::socket::SocketOptions;
 use durable_sdk::tls::TlsOptions;
-use durable_sdk::{CoreOptions, Item, ItemBody, PaneOptions, create_core, serve};
+use durable_sdk::{CoreOptions, Item, PaneOptions, create_core, serve};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
@@ -100,16 +100,13 @@ async fn agent(args: &ServeArgs) -> Result<(), String> {
     // A full pane: items of 200 bytes.
     let text = "x".repeat(200);
     for n in 0..args.events {
-        let item =
-            Item::new(format!("i{n}").parse_id()?, ItemBody::Reply { text: text.clone(), partial: false });
+        let item = Item::reply(&format!("i{n}"), text.clone()).map_err(|x| e(&x))?;
         panes[0].write(item).map_err(|x| e(&x))?;
     }
     core.ready();
     // The last change: one pane, so a delta since the seq before it carries one pane.
     let middle = &panes[args.panes / 2];
-    middle
-        .write(Item::new("last".parse_id()?, ItemBody::Reply { text: "changed".into(), partial: false }))
-        .map_err(|x| e(&x))?;
+    middle.write(Item::reply("last", "changed").map_err(|x| e(&x))?).map_err(|x| e(&x))?;
     let server = match (&args.socket, &args.https) {
         (Some(path), _) => {
             serve(&core, SocketOptions::builder().path(path.clone())).await.map_err(|x| e(&x))?
@@ -137,22 +134,6 @@ async fn core_seq(core: &durable_sdk::Core) -> u64 {
     use durable_sdk::types::exchange::{Caller, Request};
     let resp = core.handle(Request::get("/v1/state", Caller::OtherProcess)).await;
     resp.body_json()["seq"].as_u64().unwrap_or(0)
-}
-
-trait ParseId {
-    fn parse_id(&self) -> Result<durable_sdk::Id, String>;
-}
-
-impl ParseId for str {
-    fn parse_id(&self) -> Result<durable_sdk::Id, String> {
-        durable_sdk::Id::new(self).map_err(|e| e.to_string())
-    }
-}
-
-impl ParseId for String {
-    fn parse_id(&self) -> Result<durable_sdk::Id, String> {
-        self.as_str().parse_id()
-    }
 }
 
 async fn bare(args: &ServeArgs) -> Result<(), String> {
