@@ -187,10 +187,11 @@ pub mod pi {
 pub use durable_core::{
     AbortController, AbortSignal, ActionHandler, ActionRequest, Approval, ApprovalFuture, ApprovalOptions,
     AskClosed, AskHandle, CallerCheckMode, ChatHandler, Clock, CloseRequest, Core, CoreOptions,
-    CoreOptionsBuilder, Decided, HandlerResult, HistoryError, HistoryProvider, Hooks, ItemsPage, Lookup,
-    ManualClock, MemoryReceiptStore, Pane, PaneOptions, Receipt, ReceiptStore, Refusal, RenameRequest,
-    Reopen, ReopenRequest, RowsPage, SendRequest, Started, StarterRequest, SteerRequest, StopRequest,
-    StoreError, Tab, Turn, WarnSink, Workspace, approval_spec, require_approval, user_item_id,
+    CoreOptionsBuilder, Decided, HELD_ANSWER_BYTES, HandlerResult, HistoryError, HistoryProvider, Hooks,
+    ItemsPage, Lookup, ManualClock, MemoryReceiptStore, Pane, PaneOptions, PendingSend, Receipt,
+    ReceiptStore, Refusal, RenameRequest, Reopen, ReopenRequest, RowsPage, SendRequest, SendState, Started,
+    StarterRequest, SteerRequest, StopRequest, StoreError, Tab, Turn, WarnSink, Workspace, approval_spec,
+    require_approval, user_item_id,
 };
 pub use durable_types::*;
 
