@@ -56,8 +56,9 @@ pub enum SocketError {
         /// The rule it breaks.
         rule: PrivacyRule,
     },
-    /// Another process still listens on the socket.
-    #[error("the socket {path:?} is already in use: another process listens on it")]
+    /// Another process still listens on the socket, or another agent is
+    /// starting on it (it holds the lock file beside it).
+    #[error("the socket {path:?} is already in use: another process listens on it or is starting on it")]
     InUse {
         /// The socket path.
         path: PathBuf,

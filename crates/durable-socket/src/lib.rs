@@ -16,7 +16,10 @@
 //!   `socket-not-private`); a path holding a control character, or ending
 //!   in `/`, is refused as a path rule;
 //! - the socket file gets mode 0600; a socket left by a crash (nothing
-//!   accepts on it) is replaced, a live one refused as already in use;
+//!   accepts on it) is replaced, a live one refused as already in use; the
+//!   agent holds `flock` on `<socket>.lock` beside it while it serves, so
+//!   that two agents starting at once on one stale socket cannot both take
+//!   it (the second is refused as already in use);
 //! - on Linux each connection's peer is read (`SO_PEERCRED`): the agent's own
 //!   process and the processes it launched are
 //!   [`Caller::SelfOrDescendant`](durable_types::exchange::Caller) (the core
@@ -38,7 +41,9 @@
 //!
 //! Where the check cannot tell, it fails closed: a peer whose `/proc` entry
 //! is gone or unreadable (it connected, passed the connection on and exited),
-//! a chain with a link gone, a pid reused since the connection was accepted,
+//! a chain with a link gone, a pid reused since the connection was accepted
+//! (with `SO_PEERPIDFD`, Linux 6.5 and later: a peer that exited before the
+//! check ended),
 //! or a peer in a pid namespace the agent cannot see is treated as the
 //! agent's own — its writes refused, its reads served. Collie never exits
 //! while its connection is open, so Collie itself is always told apart.

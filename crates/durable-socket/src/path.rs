@@ -2,14 +2,16 @@
 //! (contract §1.1) — checked, and the folder created, before binding.
 
 use std::ffi::OsString;
-use std::fs::{self, DirBuilder, Metadata};
+use std::fmt;
+use std::fs::{self, DirBuilder, File, Metadata, OpenOptions};
 use std::io::ErrorKind;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::UnixStream;
 use std::path::{Component, Path, PathBuf};
 
 use durable_types::SOCKET_PATH_MAX;
+use nix::fcntl::{Flock, FlockArg};
 
 use crate::error::{PrivacyRule, SocketError};
 
@@ -57,14 +59,57 @@ pub(crate) enum Existing {
     StaleRemoved,
 }
 
+/// The lock an agent holds on its socket path from before it looks at the
+/// path until its server is gone: `flock` on `<socket>.lock` beside the
+/// socket. Two agents starting at once on one stale socket would otherwise
+/// both find it stale, and the second would remove the first's new socket.
+/// The kernel drops the lock with the process, so a crash leaves none.
+pub(crate) struct PathLock {
+    _lock: Flock<File>,
+}
+
+impl fmt::Debug for PathLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PathLock")
+    }
+}
+
+/// The lock file's path: the socket's with `.lock` added.
+pub(crate) fn lock_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    PathBuf::from(name)
+}
+
+/// Takes the path's lock without waiting: held by another agent, the path
+/// is in use. The file is created with mode 0600 and never removed (removing
+/// it while another agent opens it would let both hold "the" lock).
+fn lock(path: &Path) -> Result<PathLock, SocketError> {
+    let lock_path = lock_path(path);
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .open(&lock_path)
+        .map_err(|e| SocketError::io("open the lock file", &lock_path, e))?;
+    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(lock) => Ok(PathLock { _lock: lock }),
+        Err((_, nix::errno::Errno::EWOULDBLOCK)) => Err(SocketError::InUse { path: path.to_owned() }),
+        Err((_, errno)) => Err(SocketError::io("lock", &lock_path, errno.into())),
+    }
+}
+
 /// Walks the path from `/`: every ancestor folder must be a real folder,
 /// owned by root or `uid`, not writable by group or others unless sticky;
 /// missing folders are created
 /// with mode 0700; the socket's folder must belong to `uid` with mode 0700.
-/// Then looks at the socket path itself: a symbolic link, something not a
-/// socket, another user's socket or a live one are refused; a stale one of
-/// ours is removed.
-pub(crate) fn prepare(path: &Path, uid: u32) -> Result<Existing, SocketError> {
+/// Then takes the path's [lock](PathLock) and looks at the socket path
+/// itself: a symbolic link, something not a socket, another user's socket
+/// or a live one are refused; a stale one of ours is removed.
+pub(crate) fn prepare(path: &Path, uid: u32) -> Result<(Existing, PathLock), SocketError> {
     let folder = path.parent().ok_or_else(|| SocketError::NotAFilePath { path: path.to_owned() })?;
     let mut current = PathBuf::new();
     for component in folder.components() {
@@ -86,7 +131,8 @@ pub(crate) fn prepare(path: &Path, uid: u32) -> Result<Existing, SocketError> {
             check_ancestor(&current, &meta, uid)?;
         }
     }
-    check_existing_socket(path, uid)
+    let lock = lock(path)?;
+    Ok((check_existing_socket(path, uid)?, lock))
 }
 
 fn create_private_folder(path: &Path) -> Result<Metadata, SocketError> {

@@ -1,5 +1,6 @@
 //! The caller check: who is at the other end of a connection (Linux
-//! `SO_PEERCRED` and the `/proc` parent chain).
+//! `SO_PEERCRED` and the `/proc` parent chain, with `SO_PEERPIDFD` where the
+//! kernel has it, 6.5 and later).
 //!
 //! The check fails closed: a peer it cannot place for sure — its `/proc`
 //! entry gone or unreadable, a link of its parent chain gone, a pid that was
@@ -211,10 +212,54 @@ impl PeerCheck {
                 _ => Caller::OtherUser,
             },
             // A peer the kernel will not describe is refused outright.
-            PeerCheck::Full { pid, uid, .. } => peer_cred(stream)
-                .map_or(Caller::OtherUser, |peer| classify(peer, pid, uid, accepted.0, read_stat)),
+            PeerCheck::Full { pid, uid, .. } => {
+                let Some(peer) = peer_cred(stream) else {
+                    return Caller::OtherUser;
+                };
+                // Taken before `/proc` is read: it names the process that
+                // connected, whatever its pid comes to name later.
+                let pidfd = peer_pidfd(stream);
+                let caller = classify(peer, pid, uid, accepted.0, read_stat);
+                confirm_alive(caller, peer.pid, pidfd.as_ref().map(pidfd_pid))
+            }
         }
     }
+}
+
+/// The last step of the check where the kernel gave the peer's pidfd:
+/// `now` is the pid the pidfd names after the chain was read. The same pid
+/// as the peer's means the process that connected was alive through every
+/// read, so no read was of another process under a reused pid. Otherwise
+/// (it exited, or the pidfd cannot be read) a peer placed outside the
+/// agent's tree fails closed. Without a pidfd (`None`, an older kernel)
+/// the start-time check of [`classify`] stands alone.
+pub(crate) fn confirm_alive(caller: Caller, peer_pid: i32, now: Option<Option<i32>>) -> Caller {
+    match (caller, now) {
+        (Caller::OtherProcess, Some(now)) if now != Some(peer_pid) => Caller::SelfOrDescendant,
+        _ => caller,
+    }
+}
+
+/// The peer's pidfd (`SO_PEERPIDFD`); `None` on a kernel without it.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn peer_pidfd(stream: &UnixStream) -> Option<std::os::fd::OwnedFd> {
+    use nix::sys::socket::{getsockopt, sockopt::PeerPidfd};
+    getsockopt(stream, PeerPidfd).ok()
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn peer_pidfd(_stream: &UnixStream) -> Option<std::os::fd::OwnedFd> {
+    None
+}
+
+/// The pid a pidfd names now, from the `Pid:` line of
+/// `/proc/self/fdinfo/<fd>`: the process's pid while it lives, `-1` once it
+/// exited, `0` when it is outside this pid namespace; `None` when that
+/// cannot be read.
+fn pidfd_pid(pidfd: &std::os::fd::OwnedFd) -> Option<i32> {
+    use std::os::fd::AsRawFd;
+    let info = fs::read_to_string(format!("/proc/self/fdinfo/{}", pidfd.as_raw_fd())).ok()?;
+    info.lines().find_map(|line| line.strip_prefix("Pid:")).and_then(|pid| pid.trim().parse().ok())
 }
 
 #[cfg_attr(any(target_os = "linux", target_os = "android"), allow(dead_code))]
@@ -501,6 +546,58 @@ mod tests {
         // Accepted after: it is what it is, a process outside the tree.
         assert_eq!(classify(peer, pid, uid, Some(after), read_stat), Caller::OtherProcess);
         let _ = Command::new("kill").arg(orphan.to_string()).status();
+    }
+
+    #[test]
+    fn a_peer_placed_outside_the_tree_that_exited_before_the_pidfd_check_fails_closed() {
+        let outside = Caller::OtherProcess;
+        assert_eq!(confirm_alive(outside, 500, Some(Some(500))), Caller::OtherProcess);
+        // Exited (-1), outside the namespace (0), or the pidfd unreadable.
+        for now in [Some(-1), Some(0), None] {
+            assert_eq!(confirm_alive(outside, 500, Some(now)), Caller::SelfOrDescendant, "{now:?}");
+        }
+        // No pidfd at all (an older kernel): the start-time check stands.
+        assert_eq!(confirm_alive(outside, 500, None), Caller::OtherProcess);
+        // Nothing else is changed by the pidfd.
+        for caller in [Caller::OtherUser, Caller::SelfOrDescendant] {
+            assert_eq!(confirm_alive(caller, 500, Some(Some(-1))), caller);
+        }
+    }
+
+    /// A real peer's pidfd: it names the peer while it lives and `-1` once
+    /// it exited, even though its pid could be given to another process.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_peer_pidfd_names_the_connecting_process_until_it_exits() {
+        let dir = std::env::temp_dir().join(format!("durable-pidfd-test-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s");
+        let _ = fs::remove_file(&path);
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        // The peer: a child that connects, then waits for its stdin to close.
+        let mut child = Command::new("python3")
+            .args(["-c", "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); sys.stdin.read()"])
+            .arg(&path)
+            .stdin(Stdio::piped())
+            .spawn()
+            .expect("python3 runs the connecting peer");
+        let (stream, _) = listener.accept().unwrap();
+        stream.set_nonblocking(true).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap();
+        let _guard = rt.enter();
+        let stream = UnixStream::from_std(stream).unwrap();
+        let Some(pidfd) = peer_pidfd(&stream) else {
+            // A kernel before 6.5: nothing to check here, and the fallback is
+            // tested above. Say so rather than pass in silence.
+            eprintln!("SO_PEERPIDFD is not supported by this kernel; the pidfd test checked nothing");
+            assert!(std::env::var_os("CI").is_none(), "CI machines have a kernel with SO_PEERPIDFD");
+            return;
+        };
+        assert_eq!(pidfd_pid(&pidfd), Some(child.id() as i32));
+        drop(child.stdin.take());
+        child.wait().unwrap();
+        assert_eq!(pidfd_pid(&pidfd), Some(-1));
+        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub async fn serve(core: Core, options: SocketOptions) -> Result<SocketServer, S
     let path = path::resolve(options.path.as_deref(), std::env::var_os(SOCKET_ENV))?;
     path::check_shape(&path)?;
     let uid = nix::unistd::geteuid().as_raw();
-    path::prepare(&path, uid)?;
+    let (_, lock) = path::prepare(&path, uid)?;
     let listener = UnixListener::bind(&path).map_err(|e| match e.kind() {
         ErrorKind::AddrInUse => SocketError::InUse { path: path.clone() },
         _ => SocketError::io("bind the socket", &path, e),
@@ -55,7 +55,13 @@ pub async fn serve(core: Core, options: SocketOptions) -> Result<SocketServer, S
     }
     let listen = SocketListen { listener, check, observer: options.observer };
     let server = Server::start(core, listen, options.http);
-    Ok(SocketServer { path, identity: (meta.dev(), meta.ino()), caller_check: mode, server: Some(server) })
+    Ok(SocketServer {
+        path,
+        identity: (meta.dev(), meta.ino()),
+        caller_check: mode,
+        server: Some(server),
+        lock: Some(lock),
+    })
 }
 
 /// A running socket server. [`close`](Self::close) it to stop; dropping it
@@ -67,6 +73,9 @@ pub struct SocketServer {
     identity: (u64, u64),
     caller_check: CallerCheckMode,
     server: Option<Server>,
+    /// Held until the socket file is removed, so that an agent starting
+    /// meanwhile waits for nothing and finds the path free or in use.
+    lock: Option<path::PathLock>,
 }
 
 impl fmt::Debug for SocketServer {
@@ -100,6 +109,7 @@ impl SocketServer {
             server.close().await;
         }
         self.remove_socket();
+        self.lock.take();
     }
 
     /// Removes the socket file if it is still the one this server bound.
@@ -117,6 +127,7 @@ impl Drop for SocketServer {
         if self.server.take().is_some() {
             self.remove_socket();
         }
+        // The lock goes after the socket file: a field drops after `drop`.
     }
 }
 

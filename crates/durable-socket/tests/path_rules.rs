@@ -146,16 +146,78 @@ async fn a_stale_socket_is_replaced() {
     fs::create_dir(&folder).unwrap();
     set_mode(&folder, 0o700);
     let path = folder.join("app.sock");
-    // A socket left by a crash: bound, never accepted on, listener gone.
-    drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
-    let refused = std::os::unix::net::UnixStream::connect(&path).unwrap_err();
-    assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
+    stale_socket_at(&path);
     let server = serve_at(&path).await.unwrap();
     assert!(std::os::unix::net::UnixStream::connect(&path).is_ok(), "a live socket replaced the stale one");
     assert_eq!(mode(&path), 0o600);
+    assert_eq!(mode(&folder.join("app.sock.lock")), 0o600, "the start-up lock beside it is private");
     let (status, _) = curl_async(&path, "GET", "/hello", None).await;
     assert_ne!(status, 0, "the new socket answers");
     server.close().await;
+}
+
+/// A socket left by a crash: bound, never accepted on, listener gone.
+fn stale_socket_at(path: &Path) {
+    drop(std::os::unix::net::UnixListener::bind(path).unwrap());
+    let refused = std::os::unix::net::UnixStream::connect(path).unwrap_err();
+    assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_agents_starting_at_once_on_one_stale_socket_leave_one_serving() {
+    let dir = TempDir::new();
+    let folder = dir.join("run");
+    fs::create_dir(&folder).unwrap();
+    set_mode(&folder, 0o700);
+    let path = folder.join("app.sock");
+    let handle = tokio::runtime::Handle::current();
+    // Without the lock, both find the socket stale, and the second removes
+    // the socket the first just bound: two agents "serving", one reachable.
+    for round in 0..40 {
+        stale_socket_at(&path);
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let start = |barrier: std::sync::Arc<std::sync::Barrier>| {
+            let (handle, path) = (handle.clone(), path.clone());
+            tokio::task::spawn_blocking(move || {
+                barrier.wait();
+                handle.block_on(serve_at(&path))
+            })
+        };
+        let (a, b) = (start(barrier.clone()), start(barrier));
+        let (a, b) = (a.await.unwrap(), b.await.unwrap());
+        let (server, refused) = match (a, b) {
+            (Ok(server), Err(e)) | (Err(e), Ok(server)) => (server, e),
+            (Ok(_), Ok(_)) => panic!("round {round}: both agents started on one socket path"),
+            (Err(a), Err(b)) => panic!("round {round}: neither started: {a}; {b}"),
+        };
+        assert!(matches!(refused, SocketError::InUse { .. }), "round {round}: {refused:?}");
+        assert!(refused.to_string().contains("already in use"), "{refused}");
+        let (status, _) = curl_async(&path, "GET", "/hello", None).await;
+        assert_eq!(status, 200, "round {round}: the agent that started answers on the path");
+        server.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_holding_the_start_up_lock_keeps_the_stale_socket_from_others() {
+    use nix::fcntl::{Flock, FlockArg};
+    let dir = TempDir::new();
+    let folder = dir.join("run");
+    fs::create_dir(&folder).unwrap();
+    set_mode(&folder, 0o700);
+    let path = folder.join("app.sock");
+    stale_socket_at(&path);
+    let lock_file = fs::File::create(folder.join("app.sock.lock")).unwrap();
+    let held = Flock::lock(lock_file, FlockArg::LockExclusiveNonblock).unwrap();
+    let e = serve_at(&path).await.unwrap_err();
+    assert!(matches!(e, SocketError::InUse { .. }), "{e:?}");
+    assert!(fs::symlink_metadata(&path).is_ok(), "the other agent's path is left alone");
+    // Released (the other agent exited): the stale socket is replaced.
+    drop(held);
+    let server = serve_at(&path).await.unwrap();
+    server.close().await;
+    assert!(folder.join("app.sock.lock").exists(), "the lock file stays: removing it would race");
+    serve_at(&path).await.unwrap().close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

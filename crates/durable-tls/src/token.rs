@@ -5,6 +5,7 @@ use std::fmt;
 
 use sha2::{Digest, Sha256};
 use subtle::{Choice, ConstantTimeEq};
+use zeroize::{Zeroize, Zeroizing};
 
 use durable_types::TOKEN_MIN;
 
@@ -16,13 +17,15 @@ pub const TOKEN_ENV: &str = "COLLIE_TOKEN";
 /// rotation, when set.
 pub const TOKEN_NEXT_ENV: &str = "COLLIE_TOKEN_NEXT";
 
-/// A token's bytes. Its `Debug` says `"<redacted>"`; nothing else prints it.
+/// A token's bytes. Its `Debug` says `"<redacted>"`; nothing else prints it,
+/// and its bytes are overwritten with zeros when it is dropped.
 #[derive(Clone)]
-pub(crate) struct Secret(Vec<u8>);
+pub(crate) struct Secret(Zeroizing<Vec<u8>>);
 
 impl Secret {
+    /// Takes `value` without copying it, so that no unwiped copy is left.
     pub(crate) fn new(value: String) -> Self {
-        Secret(value.into_bytes())
+        Secret(Zeroizing::new(value.into_bytes()))
     }
 }
 
@@ -56,7 +59,8 @@ pub(crate) fn from_env(name: &'static str) -> Result<Option<Secret>, TlsError> {
 }
 
 /// The tokens a server accepts, kept as SHA-256 digests so that every check
-/// compares fixed-size values.
+/// compares fixed-size values. The digests are wiped when the set is dropped:
+/// they are not the tokens, but nothing derived from a token outlives its use.
 #[derive(Clone)]
 pub(crate) struct TokenSet {
     digests: Vec<[u8; 32]>,
@@ -81,12 +85,26 @@ impl TokenSet {
     /// the tokens), so neither the time nor the answer tells which token, or
     /// which of its lengths, came close.
     pub(crate) fn accepts(&self, presented: &[u8]) -> bool {
-        let presented = digest(presented);
+        let presented = Zeroizing::new(digest(presented));
         let mut ok = Choice::from(0);
         for accepted in &self.digests {
             ok |= presented.ct_eq(accepted);
         }
         ok.into()
+    }
+}
+
+impl Drop for TokenSet {
+    fn drop(&mut self) {
+        self.wipe();
+    }
+}
+
+impl TokenSet {
+    /// Overwrites every digest with zeros and forgets them: the set then
+    /// accepts nothing.
+    fn wipe(&mut self) {
+        self.digests.zeroize();
     }
 }
 
@@ -103,6 +121,17 @@ mod tests {
 
     fn secret(s: &str) -> Secret {
         Secret::new(s.to_owned())
+    }
+
+    #[test]
+    fn a_wiped_token_set_holds_no_digest_and_accepts_nothing() {
+        let mut set = TokenSet::new([&secret(A)]);
+        assert!(set.accepts(A.as_bytes()));
+        set.wipe();
+        assert!(set.digests.is_empty());
+        assert!(!set.accepts(A.as_bytes()));
+        // Nor does it accept what a zeroed digest would have matched.
+        assert!(!set.accepts(b""));
     }
 
     #[test]
