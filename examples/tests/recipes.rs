@@ -1,20 +1,22 @@
 //! The recipes driven the way Collie would, each in its own process: the
-//! echo chat (a streamed reply, a steer, a stop) and the approval button
-//! (a card answered from the phone, then history).
+//! echo chat (a streamed reply, a steer, a stop), the approval button (a
+//! card answered from the phone, then history) and the two-pane shop. Each
+//! runs as a user without privileges (`nobody` when the tests run as root),
+//! as users run them.
 mod agent;
 
-use agent::{Agent, curl, eventually, post};
+use agent::{Agent, as_user, eventually, unprivileged};
 use serde_json::json;
 
 #[test]
 fn echo_streams_a_reply_a_steer_joins_it_and_a_stop_keeps_what_it_had() {
-    let a = Agent::start("echo");
-    let (_, hello) = curl(&a.socket, &["http://collie/hello"]);
+    let a = Agent::start_as("echo", unprivileged());
+    let (_, hello) = a.curl(&["http://collie/hello"]);
     assert_eq!((hello["caps"]["send"].clone(), hello["caps"]["rename"].clone()), (json!(true), json!(false)));
     let send = json!({"requestId": "r-1", "text": "one two three four"});
-    let (status, r) = post(&a.socket, "/v1/panes/chat/send", send);
+    let (status, r) = a.post("/v1/panes/chat/send", send);
     assert_eq!((status, r["result"].clone()), (200, json!("sent")), "{r}");
-    let (_, r) = post(&a.socket, "/v1/panes/chat/steer", json!({"requestId": "s-1", "text": "left"}));
+    let (_, r) = a.post("/v1/panes/chat/steer", json!({"requestId": "s-1", "text": "left"}));
     assert_eq!(r["result"], "steered", "{r}");
     let reply = eventually("the final reply", || {
         let item = a.item("chat", "reply-r-1");
@@ -22,11 +24,10 @@ fn echo_streams_a_reply_a_steer_joins_it_and_a_stop_keeps_what_it_had() {
     });
     assert_eq!(reply["text"], "You said: one [steered: left] two three four");
 
-    let (_, r) =
-        post(&a.socket, "/v1/panes/chat/send", json!({"requestId": "r-2", "text": "a b c d e f g h"}));
+    let (_, r) = a.post("/v1/panes/chat/send", json!({"requestId": "r-2", "text": "a b c d e f g h"}));
     assert_eq!(r["result"], "sent", "{r}");
     eventually("a partial reply", || a.item("chat", "reply-r-2")["partial"].as_bool());
-    let (_, r) = post(&a.socket, "/v1/panes/chat/stop", json!({"requestId": "x-1"}));
+    let (_, r) = a.post("/v1/panes/chat/stop", json!({"requestId": "x-1"}));
     assert_eq!(r["result"], "stopped", "{r}");
     let stopped = eventually("the reply after the stop", || {
         let item = a.item("chat", "reply-r-2");
@@ -35,29 +36,29 @@ fn echo_streams_a_reply_a_steer_joins_it_and_a_stop_keeps_what_it_had() {
     let text = stopped["text"].as_str().unwrap();
     assert!(text.starts_with("You said: a") && !text.ends_with(" h"), "{text}");
     eventually("the pane idle", || {
-        let (_, s) = curl(&a.socket, &["http://collie/v1/state"]);
+        let (_, s) = a.curl(&["http://collie/v1/state"]);
         (s["panes"][0]["state"] == "idle").then_some(())
     });
 }
 
 #[test]
 fn approval_raises_a_card_for_the_button_and_the_phones_allow_issues_the_refund() {
-    let a = Agent::start("approval");
-    let (_, r) = post(&a.socket, "/v1/panes/orders/actions/refund", json!({"requestId": "b-1"}));
+    let a = Agent::start_as("approval", unprivileged());
+    let (_, r) = a.post("/v1/panes/orders/actions/refund", json!({"requestId": "b-1"}));
     assert_eq!(r["result"], "done", "{r}");
-    let (_, state) = curl(&a.socket, &["http://collie/v1/state"]);
+    let (_, state) = a.curl(&["http://collie/v1/state"]);
     let ask = state["asks"][0].clone();
     assert_eq!(ask["title"], "refund wants to run");
     assert_eq!(ask["tool"]["call"], "refund(order: \"5521\", amount: 40)");
     let answer = json!({"requestId": "a-1", "answer": {"optionIds": ["allow"]}, "hash": ask["hash"]});
-    let (status, r) = post(&a.socket, &format!("/v1/asks/{}", ask["id"].as_str().unwrap()), answer);
+    let (status, r) = a.post(&format!("/v1/asks/{}", ask["id"].as_str().unwrap()), answer);
     assert_eq!((status, r["result"].clone()), (200, json!("answered")), "{r}");
     let notice = eventually("the refund notice", || {
         let item = a.item("orders", "notice-call-b-1");
         item["text"].as_str().map(str::to_owned)
     });
     assert_eq!(notice, "Refund of 40 issued");
-    let (_, history) = curl(&a.socket, &["http://collie/v1/history/orders"]);
+    let (_, history) = a.curl(&["http://collie/v1/history/orders"]);
     assert_eq!(history["items"][0]["text"], "Refund of 40 issued", "{history}");
 }
 
@@ -75,32 +76,32 @@ fn curl_https(token: &str, args: &[&str]) -> (u16, serde_json::Value) {
 
 #[test]
 fn the_two_pane_shop_chats_and_refunds_on_the_socket_and_over_https() {
-    let a = Agent::start("shop");
-    let (_, hello) = curl(&a.socket, &["http://collie/hello"]);
+    let a = Agent::start_as("shop", unprivileged());
+    let (_, hello) = a.curl(&["http://collie/hello"]);
     for cap in ["send", "steer", "abort", "actions", "history"] {
         assert_eq!(hello["caps"][cap], true, "{cap}: {hello}");
     }
-    let (_, r) = post(&a.socket, "/v1/panes/chat/send", json!({"requestId": "r-1", "text": "hi there"}));
+    let (_, r) = a.post("/v1/panes/chat/send", json!({"requestId": "r-1", "text": "hi there"}));
     assert_eq!(r["result"], "sent", "{r}");
     eventually("the chat's reply", || {
         (a.item("chat", "reply-r-1")["text"] == "You said: hi there").then_some(())
     });
-    let (_, r) = post(&a.socket, "/v1/panes/orders/actions/refund", json!({"requestId": "b-1"}));
+    let (_, r) = a.post("/v1/panes/orders/actions/refund", json!({"requestId": "b-1"}));
     assert_eq!(r["result"], "done", "{r}");
-    let (_, state) = curl(&a.socket, &["http://collie/v1/state"]);
+    let (_, state) = a.curl(&["http://collie/v1/state"]);
     let ask = state["asks"][0].clone();
     let answer = json!({"requestId": "a-1", "answer": {"optionIds": ["deny"]}, "hash": ask["hash"]});
-    post(&a.socket, &format!("/v1/asks/{}", ask["id"].as_str().unwrap()), answer);
+    a.post(&format!("/v1/asks/{}", ask["id"].as_str().unwrap()), answer);
     eventually("the refund's notice", || {
         (a.item("orders", "notice-call-b-1")["text"] == "No refund (phone)").then_some(())
     });
-    let (_, history) = curl(&a.socket, &["http://collie/v1/history/orders"]);
+    let (_, history) = a.curl(&["http://collie/v1/history/orders"]);
     assert_eq!(history["items"][0]["text"], "No refund (phone)", "{history}");
     drop(a);
 
     // The same agent over HTTPS, behind its one flag.
     let token = "7c3e1f0a9b8d7c6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c";
-    let mut child = std::process::Command::new(agent::example("shop"))
+    let mut child = as_user(unprivileged(), agent::example("shop"))
         .args(["--https", "127.0.0.1:0"])
         .env("COLLIE_TOKEN", token)
         .stdout(std::process::Stdio::piped())

@@ -4,8 +4,13 @@
 
 use std::io::{BufRead, BufReader, Lines};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdout, Stdio};
 use std::time::{Duration, Instant};
+
+#[path = "../user/mod.rs"]
+mod user;
+#[allow(unused_imports)] // each test binary uses what it needs
+pub use user::{as_user, unprivileged};
 
 /// `target/<profile>/examples/<name>`, built by `cargo test` beside this test.
 pub fn example(name: &str) -> PathBuf {
@@ -17,7 +22,13 @@ pub fn example(name: &str) -> PathBuf {
 
 /// `curl` over the socket: the status and the JSON body.
 pub fn curl(socket: &str, args: &[&str]) -> (u16, serde_json::Value) {
-    let out = Command::new("curl")
+    curl_as(None, socket, args)
+}
+
+/// `curl` over the socket as `user` (the agent's own user: the caller check
+/// refuses every other user).
+pub fn curl_as(user: Option<u32>, socket: &str, args: &[&str]) -> (u16, serde_json::Value) {
+    let out = as_user(user, "curl")
         .args(["-sS", "--unix-socket", socket, "-w", "\n%{http_code}"])
         .args(args)
         .output()
@@ -51,16 +62,24 @@ pub struct Agent {
     child: Child,
     pub stdout: Lines<BufReader<ChildStdout>>,
     pub socket: String,
+    /// The user the agent runs as (`None`: this process's).
+    pub user: Option<u32>,
 }
 
 impl Agent {
     /// Starts `name` with its socket in a fresh folder; waits for `listening`.
     pub fn start(name: &str) -> Agent {
+        Agent::start_as(name, None)
+    }
+
+    /// [`Agent::start`] as `user`: the agent makes its socket folder itself,
+    /// as that user, under the temp dir.
+    pub fn start_as(name: &str, user: Option<u32>) -> Agent {
         let dir = std::env::temp_dir().join(format!("durable-{name}-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let socket = dir.join(name).join("app.sock");
         let socket = socket.to_str().unwrap().to_owned();
-        let mut child = Command::new(example(name))
+        let mut child = as_user(user, example(name))
             .env("COLLIE_DURABLE_SOCKET", &socket)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -69,12 +88,29 @@ impl Agent {
         let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
         let first = stdout.next().expect("a line").expect("utf-8");
         assert_eq!(first, format!("listening {socket}"));
-        Agent { child, stdout, socket }
+        let owner = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(&socket).unwrap());
+        assert_eq!(
+            owner,
+            user.unwrap_or_else(|| nix::unistd::geteuid().as_raw()),
+            "the agent runs as its user"
+        );
+        Agent { child, stdout, socket, user }
+    }
+
+    /// `curl` over the agent's socket, as the agent's user.
+    pub fn curl(&self, args: &[&str]) -> (u16, serde_json::Value) {
+        curl_as(self.user, &self.socket, args)
+    }
+
+    /// A POST of a JSON body over the agent's socket, as the agent's user.
+    pub fn post(&self, path: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
+        let url = format!("http://collie{path}");
+        self.curl(&["-H", "Content-Type: application/json", "-d", &body.to_string(), &url])
     }
 
     /// The pane's item with this id in its view.
     pub fn item(&self, pane: &str, id: &str) -> serde_json::Value {
-        let (_, events) = curl(&self.socket, &[&format!("http://collie/v1/panes/{pane}/events?after=0")]);
+        let (_, events) = self.curl(&[&format!("http://collie/v1/panes/{pane}/events?after=0")]);
         let items: Vec<_> = events["events"]
             .as_array()
             .into_iter()

@@ -13,6 +13,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+#[path = "../user/mod.rs"]
+mod user;
+#[allow(unused_imports)] // each test binary uses what it needs
+pub use user::{as_user, unprivileged};
+
 /// `target/<profile>/examples/desk`, built by `cargo test` beside this test.
 pub fn desk_binary() -> PathBuf {
     let mut dir = std::env::current_exe().expect("test exe");
@@ -66,25 +71,6 @@ pub struct Desk {
     pub address: String,
     /// The user the desk runs as, when not this process's (its callers run as it too).
     user: Option<u32>,
-}
-
-/// `program` run as `user` through `setpriv`, or as this process.
-fn as_user(user: Option<u32>, program: impl AsRef<std::ffi::OsStr>) -> Command {
-    match user {
-        None => Command::new(program),
-        Some(uid) => {
-            let mut c = Command::new("setpriv");
-            c.arg(format!("--reuid={uid}")).arg(format!("--regid={uid}")).arg("--clear-groups").arg("--");
-            c.arg(program);
-            c
-        }
-    }
-}
-
-/// The user an agent test runs the desk as: `nobody` when the tests run as
-/// root (CI), else this user, who is unprivileged already.
-pub fn unprivileged() -> Option<u32> {
-    (nix::unistd::geteuid().is_root()).then_some(65534)
 }
 
 impl Drop for Desk {
