@@ -64,23 +64,24 @@ pub(crate) fn state(core: &Core, req: &Request) -> Result<Response, Response> {
     let since = Query::of(req).u64("since")?;
     let mut st = core.lock();
     let seq = st.seq();
-    let etag = format!("\"{}-{}\"", core.options().epoch, seq);
-    if req.if_none_match.as_deref().is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"))
+    let tag = st.etag(&core.options().epoch);
+    if req.if_none_match.as_deref().is_some_and(|v| v.split(',').any(|t| t.trim() == tag || t.trim() == "*"))
     {
         let mut resp = Response::json(304, Vec::new());
-        resp.etag = Some(etag);
+        resp.etag = Some(tag.to_owned());
         return Ok(resp);
     }
+    let etag = tag.to_owned();
     let full = match since {
         None | Some(0) => true,
         Some(n) => n > seq || seq - n > STATE_SEQ_MEMORY,
     };
-    if full {
-        // Between changes every full poll gets the same bytes, shared.
-        if let Some(body) = st.full_answer() {
-            return Ok(answer(body, etag));
-        }
-    } else {
+    // Between changes every poll of the same kind gets the same bytes, shared.
+    let kept = if full { st.full_answer() } else { st.delta_answer(since.unwrap_or(0)) };
+    if let Some(body) = kept {
+        return Ok(answer(body, etag));
+    }
+    if !full {
         st.refresh_layout_order();
     }
     let n = since.unwrap_or(0);
@@ -114,9 +115,19 @@ pub(crate) fn state(core: &Core, req: &Request) -> Result<Response, Response> {
         starters: layout.then(|| st.starters().to_vec()),
         asks: asks.into_iter().cloned().collect(),
     };
-    let mut resp = respond::json(200, &body);
-    if full && resp.status == 200 {
-        st.keep_full_answer(resp.body.clone());
+    let mut resp = if full {
+        // About the last one's size, with room for a little growth.
+        let last = st.full_answer_len();
+        respond::json_with_capacity(200, &body, last + last / 8)
+    } else {
+        respond::json(200, &body)
+    };
+    if resp.status == 200 {
+        if full {
+            st.keep_full_answer(resp.body.clone());
+        } else {
+            st.keep_delta_answer(n, resp.body.clone());
+        }
     }
     drop(st);
     resp.etag = Some(etag);

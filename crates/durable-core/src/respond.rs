@@ -14,6 +14,17 @@ pub(crate) fn json<T: Serialize>(status: u16, body: &T) -> Response {
     }
 }
 
+/// [`json`] written into a buffer of `capacity` bytes from the start: a
+/// large answer written again (the full state after a change) then grows
+/// no buffer step by step, and leaves no trail of freed ones behind.
+pub(crate) fn json_with_capacity<T: Serialize>(status: u16, body: &T, capacity: usize) -> Response {
+    let mut bytes = Vec::with_capacity(capacity);
+    match serde_json::to_writer(&mut bytes, body) {
+        Ok(()) => Response::json(status, bytes),
+        Err(_) => error(ErrorCode::Internal, "the answer could not be written as JSON"),
+    }
+}
+
 /// A failure with no extra field.
 pub(crate) fn error(code: ErrorCode, message: impl Into<String>) -> Response {
     failure(ErrorBody::new(code, message))

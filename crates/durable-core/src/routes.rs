@@ -41,9 +41,18 @@ impl Route<'_> {
     }
 }
 
+/// The most segments a route has (`/v1/panes/{p}/actions/{a}`).
+const MAX_SEGMENTS: usize = 5;
+
 fn parse_route(path: &str) -> Option<Route<'_>> {
-    let segs: Vec<&str> = path.strip_prefix('/')?.split('/').collect();
-    Some(match segs.as_slice() {
+    // Split into a fixed array: routing a poll allocates nothing.
+    let mut segs = [""; MAX_SEGMENTS];
+    let mut n = 0;
+    for seg in path.strip_prefix('/')?.split('/') {
+        *segs.get_mut(n)? = seg;
+        n += 1;
+    }
+    Some(match &segs[..n] {
         ["hello"] => Route::Hello,
         ["v1", "state"] => Route::State,
         ["v1", "panes", p, "events"] => Route::Events(p),

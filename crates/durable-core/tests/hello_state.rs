@@ -300,6 +300,40 @@ async fn state_since_answer_carries_the_etag_and_honours_if_none_match() {
 }
 
 #[tokio::test]
+async fn a_delta_kept_between_changes_is_only_served_to_the_same_since_at_the_same_seq() {
+    let h = Harness::new();
+    let a = h.pane_named("ticket-1");
+    let b = h.pane_named("ticket-2");
+    let seq = h.state().await.json["seq"].as_u64().unwrap();
+    a.write(reply("r-1", "one")).unwrap();
+    let first = h.state_since(seq).await;
+    let again = h.state_since(seq).await;
+    assert_eq!(first.json, again.json, "between changes the same delta is served");
+    assert_eq!(first.json["panes"].as_array().unwrap().len(), 1);
+    // Another `since` is its own delta, not the kept one.
+    let all = h.state_since(seq - 1).await;
+    assert_eq!(all.json["seq"], first.json["seq"]);
+    assert_ne!(all.json, first.json, "{}", all.json);
+    // A change makes the kept delta stale: the same `since` now has both panes.
+    b.write(reply("r-2", "two")).unwrap();
+    let after = h.state_since(seq).await;
+    assert_ne!(after.json["seq"], first.json["seq"]);
+    let ids: Vec<_> = after.json["panes"].as_array().unwrap().iter().map(|p| p["id"].clone()).collect();
+    assert_eq!(ids, [json!("ticket-1"), json!("ticket-2")]);
+    assert_ne!(after.etag, first.etag, "the tag moves with the seq");
+}
+
+#[tokio::test]
+async fn a_path_with_more_segments_than_any_route_is_not_found() {
+    let h = Harness::new();
+    h.pane();
+    for path in ["/v1/panes/ticket-1/actions/refund/more", "/v1/panes/ticket-1/events/x/y/z"] {
+        let r = h.post(path, json!({"requestId": "r-1"})).await;
+        assert_eq!((r.status, r.json["code"].clone()), (404, json!("not-found")), "{path}");
+    }
+}
+
+#[tokio::test]
 async fn state_full_answer_has_every_field_with_removed_empty() {
     let h = Harness::new();
     h.pane();

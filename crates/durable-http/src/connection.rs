@@ -4,11 +4,14 @@
 
 use std::fmt;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_util::FutureExt;
+use hyper::body::Body;
 use hyper::header::{CONNECTION, HeaderValue, WWW_AUTHENTICATE};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -16,7 +19,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use durable_core::Core;
-use durable_types::exchange::{Caller, Request, Response};
+use durable_types::exchange::{Caller, Method, Request, Response};
 use durable_types::{ErrorBody, ErrorCode};
 
 use crate::caller::CallerSource;
@@ -244,12 +247,29 @@ where
                 return Err(ServiceError::Displaced);
             }
             // An error out of the service makes hyper close the connection
-            // without writing an answer.
-            let request =
+            // without writing an answer. A request without a body (a poll)
+            // has nothing to wait for: no timer.
+            let request = if request.body().is_end_stream() {
+                to_core_request(request, caller).await.map_err(ServiceError::Body)?
+            } else {
                 match tokio::time::timeout(body_read_timeout, to_core_request(request, caller)).await {
                     Ok(read) => read.map_err(ServiceError::Body)?,
                     Err(_) => return Err(ServiceError::BodyTimeout(body_read_timeout)),
-                };
+                }
+            };
+            if request.method == Method::Get {
+                // A read changes nothing, so nothing must outlive the
+                // connection: it is answered on the connection's own task.
+                // A panic (a bug) still gets its `500`.
+                let response =
+                    AssertUnwindSafe(handler.handle(request)).catch_unwind().await.unwrap_or_else(|_| {
+                        tracing::warn!(target: "durable", "the core panicked while answering a read");
+                        internal()
+                    });
+                return Ok(to_hyper_response(response));
+            }
+            // A write runs to its end on a task of its own, even if the
+            // client goes away meanwhile, and a shutdown waits for it.
             let in_flight = tracker.track();
             let work = handler.handle(request);
             let task = tokio::spawn(async move {

@@ -326,3 +326,38 @@ async fn shutdown_grace_bounds_how_long_a_shutting_down_connection_waits_for_a_s
         .unwrap();
     assert!(rec.seen.lock().unwrap().is_empty());
 }
+
+/// Panics on every request: a bug in the core.
+#[derive(Clone)]
+struct Panicker;
+
+impl Handler for Panicker {
+    fn handle(&self, request: Request) -> impl Future<Output = Response> + Send + 'static {
+        async move { panic!("a bug answering {}", request.path) }
+    }
+}
+
+#[tokio::test]
+async fn a_core_that_panics_on_a_read_or_a_write_answers_500_internal() {
+    let (mut io, server) = tokio::io::duplex(1024 * 1024);
+    let options = HttpOptions::new();
+    tokio::spawn(async move {
+        let callers = CallerSource::Fixed(Caller::OtherProcess);
+        let _ = serve_connection(Panicker, server, callers, &options, Shutdown::new()).await;
+    });
+    // A read is answered on the connection's task, a write on a task of its
+    // own: both turn the panic into the same answer, and the connection
+    // goes on.
+    let requests = [
+        "GET /v1/state HTTP/1.1\r\nHost: x\r\n\r\n".to_owned(),
+        "POST /v1/close HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}".to_owned(),
+        "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n".to_owned(),
+    ];
+    for request in requests {
+        io.write_all(request.as_bytes()).await.unwrap();
+        let response = read_response(&mut io).await;
+        assert!(response.starts_with("HTTP/1.1 500"), "{request:?}: {response}");
+        assert!(response.contains("\"code\":\"internal\""), "{response}");
+        assert!(!response.contains("a bug answering"), "the panic's text stays inside: {response}");
+    }
+}

@@ -77,6 +77,11 @@ pub(crate) struct State {
     layout_pos_seq: Option<u64>,
     /// The full state answer's bytes at a seq: polls between changes share them.
     full_answer: Option<(u64, Bytes)>,
+    /// The last delta answer's bytes: (seq, since, bytes). Pollers at the
+    /// same place share it until the next change.
+    delta_answer: Option<(u64, u64, Bytes)>,
+    /// The state's `ETag` at a seq, made once per change, not per poll.
+    etag: Option<(u64, String)>,
     /// The last pane snapshot answer (a reader behind the tail) at a seq.
     snapshot_answer: Option<(u64, Id, Bytes)>,
 }
@@ -114,6 +119,8 @@ impl State {
             layout_pos: HashMap::new(),
             layout_pos_seq: None,
             full_answer: None,
+            delta_answer: None,
+            etag: None,
             snapshot_answer: None,
         }
     }
@@ -140,6 +147,34 @@ impl State {
     /// Keeps the full state answer of the current seq.
     pub(crate) fn keep_full_answer(&mut self, body: Bytes) {
         self.full_answer = Some((self.seq, body));
+    }
+
+    /// The size of the last full state answer kept, current or not: the
+    /// next one is about as large.
+    pub(crate) fn full_answer_len(&self) -> usize {
+        self.full_answer.as_ref().map_or(0, |(_, b)| b.len())
+    }
+
+    /// The delta answer since `since` kept at the current seq, if any.
+    pub(crate) fn delta_answer(&self, since: u64) -> Option<Bytes> {
+        self.delta_answer
+            .as_ref()
+            .filter(|(seq, n, _)| *seq == self.seq && *n == since)
+            .map(|(_, _, b)| b.clone())
+    }
+
+    /// Keeps the delta answer since `since` at the current seq.
+    pub(crate) fn keep_delta_answer(&mut self, since: u64, body: Bytes) {
+        self.delta_answer = Some((self.seq, since, body));
+    }
+
+    /// The state's `ETag` at the current seq: `"<epoch>-<seq>"`.
+    pub(crate) fn etag(&mut self, epoch: &str) -> &str {
+        let seq = self.seq;
+        if self.etag.as_ref().is_none_or(|(at, _)| *at != seq) {
+            self.etag = Some((seq, format!("\"{epoch}-{seq}\"")));
+        }
+        self.etag.as_ref().map_or("", |(_, tag)| tag)
     }
 
     /// Learns each pane's place in the layout, if the layout changed since.
