@@ -179,12 +179,16 @@ impl Core {
             (200, Some(group)) => {
                 let body: Value = serde_json::from_slice(&ran.response.body).unwrap_or(Value::Null);
                 let receipt = Receipt { status: 200, body };
+                // Applied: the receipt is kept in memory until the store has
+                // it, so that a repeat in this process replays it, never runs
+                // it twice, also when `put` fails or this request is dropped
+                // while `put` runs (its waiting repeats then run themselves:
+                // found by the exhaustive model check, issue #15).
+                self.lock().keep_receipt(request_id.clone(), receipt.clone());
                 let put = store.put_dyn(request_id.as_str(), receipt.clone(), &group).await;
                 drop(store_claim);
                 if let Err(e) = put {
-                    // Applied but not durable: keep the receipt in memory so
-                    // that a retry in this process replays it, never runs twice.
-                    self.lock().keep_receipt(request_id.clone(), receipt.clone());
+                    // Applied but not durable: the receipt stays in memory.
                     claim.settle(Some(receipt));
                     return respond::error(
                         ErrorCode::Internal,
@@ -193,6 +197,7 @@ impl Core {
                         ),
                     );
                 }
+                self.lock().forget_receipt(request_id);
                 claim.settle(Some(receipt));
                 ran.response
             }
