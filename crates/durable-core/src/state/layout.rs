@@ -56,7 +56,7 @@ impl State {
         self.workspaces
             .iter()
             .flat_map(|w| w.tabs.iter().flat_map(|t| t.panes.iter()))
-            .filter_map(|id| self.panes.get(id))
+            .filter_map(|id| self.panes.get(id).map(|p| &**p))
     }
 
     fn workspace(&self, id: &ScopeId) -> Option<&WorkspaceData> {

@@ -40,7 +40,9 @@ pub(crate) struct State {
     seq: u64,
     layout_seq: u64,
     workspaces: Vec<WorkspaceData>,
-    panes: HashMap<Id, PaneData>,
+    /// Boxed: a map keeps room for more entries than it holds, and an idle
+    /// pane's room is then a pointer, not the whole pane.
+    panes: HashMap<Id, Box<PaneData>>,
     removed: VecDeque<(Id, u64)>,
     closed: Vec<ClosedPane>,
     starters: Vec<StarterView>,
@@ -193,7 +195,7 @@ impl State {
         let mut changed: Vec<(usize, &PaneData)> = self
             .changes
             .range(seq.saturating_add(1)..)
-            .filter_map(|(at, id)| self.panes.get(id).filter(|p| p.changed_at() == *at))
+            .filter_map(|(at, id)| self.panes.get(id).map(|p| &**p).filter(|p| p.changed_at() == *at))
             .filter_map(|p| self.layout_pos.get(p.id()).map(|&i| (i, p)))
             .collect();
         changed.sort_by_key(|(i, _)| *i);

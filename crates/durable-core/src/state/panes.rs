@@ -81,7 +81,7 @@ pub(crate) struct QueuedSend {
 /// A pane closed by this process, kept so that reopen can restore it.
 pub(super) struct ClosedPane {
     view: ClosedView,
-    data: PaneData,
+    data: Box<PaneData>,
 }
 
 impl PaneData {
@@ -240,7 +240,7 @@ impl PaneData {
 
 impl State {
     pub(crate) fn pane(&self, id: &Id) -> Option<&PaneData> {
-        self.panes.get(id)
+        self.panes.get(id).map(|p| &**p)
     }
 
     pub(crate) fn is_open(&self, id: &Id) -> bool {
@@ -274,7 +274,7 @@ impl State {
         let last_seq = self.seq_floor.get(&id).copied().unwrap_or(0);
         let data = PaneData::new(id.clone(), tab.clone(), fields, last_seq);
         self.closed.retain(|c| c.view.id != id.as_str());
-        self.panes.insert(id.clone(), data);
+        self.panes.insert(id.clone(), Box::new(data));
         self.bump_layout();
         self.touch_pane(&id);
         true
