@@ -9,7 +9,10 @@
 //! they move with whatever else the machine does.
 //!
 //! `--window-ms N` (default 2000) sets each case's measured window,
-//! `--conns N` (default 16) the keep-alive connections.
+//! `--conns N` (default 16) the keep-alive connections, `--memory-seconds N`
+//! (default 60) how long the 10,000-pane agent is polled before its memory
+//! is read again. Where `cargo xtask install-pi` has put node in `.tools/`,
+//! each socket case is also served by `node:http` alone (`bare.js`).
 
 mod load;
 pub(crate) mod serve;
@@ -26,17 +29,28 @@ const TOKEN: &str = "bench-token-0123456789abcdef0123456789abcdef";
 struct Options {
     window: Duration,
     conns: usize,
+    /// How long the 10,000-pane agent is polled before its memory is read
+    /// again.
+    memory_window: Duration,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
-    let mut o = Options { window: Duration::from_millis(2000), conns: 16 };
+    let mut o =
+        Options { window: Duration::from_millis(2000), conns: 16, memory_window: Duration::from_secs(60) };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         let mut value = || it.next().cloned().ok_or_else(|| format!("{flag} needs a value"));
         match flag.as_str() {
             "--window-ms" => o.window = Duration::from_millis(value()?.parse().map_err(|e| format!("{e}"))?),
             "--conns" => o.conns = value()?.parse().map_err(|e| format!("{e}"))?,
-            other => return Err(format!("unknown argument {other:?} (--window-ms N, --conns N)")),
+            "--memory-seconds" => {
+                o.memory_window = Duration::from_secs(value()?.parse().map_err(|e| format!("{e}"))?)
+            }
+            other => {
+                return Err(format!(
+                    "unknown argument {other:?} (--window-ms N, --conns N, --memory-seconds N)"
+                ));
+            }
         }
     }
     Ok(o)
@@ -122,6 +136,8 @@ struct Line {
     case: String,
     agent: Figures,
     baseline: Option<Figures>,
+    /// The node baseline (`node:http` on the same socket), when node is there.
+    node: Option<Figures>,
 }
 
 fn print(line: &Line) {
@@ -130,9 +146,14 @@ fn print(line: &Line) {
         Some(b) => (format!("{:>8.1}", b.cpu_us), format!("{:>6.2}×", a.cpu_us / b.cpu_us)),
         None => ("       –".to_owned(), "      –".to_owned()),
     };
+    // How many times cheaper than node the agent is.
+    let node = match &line.node {
+        Some(n) => format!("{:>8.1} {:>6.2}×", n.cpu_us, n.cpu_us / a.cpu_us),
+        None => "       –       –".to_owned(),
+    };
     let errors = if a.errors > 0 { format!("  ({} errors)", a.errors) } else { String::new() };
     println!(
-        "{:<44} {:>8.1} {base} {ratio} {:>9.0} {:>7.0} {:>7.0}{errors}",
+        "{:<44} {:>8.1} {base} {ratio} {node} {:>9.0} {:>7.0} {:>7.0}{errors}",
         line.case, a.cpu_us, a.rps, a.p50_us, a.p99_us
     );
 }
@@ -151,12 +172,36 @@ async fn run(o: &Options) -> Result<(), String> {
         warmup.as_millis()
     );
     println!(
-        "{:<44} {:>8} {:>8} {:>7} {:>9} {:>7} {:>7}",
-        "case (server CPU µs per request)", "agent", "bare", "ratio", "agent r/s", "p50 µs", "p99 µs"
+        "{:<44} {:>8} {:>8} {:>7} {:>8} {:>7} {:>9} {:>7} {:>7}",
+        "case (server CPU µs per request)",
+        "agent",
+        "bare",
+        "ratio",
+        "node",
+        "÷agent",
+        "agent r/s",
+        "p50 µs",
+        "p99 µs"
     );
+    let node = node_binary();
+    if node.is_none() {
+        println!("(no node baseline: node is installed by `cargo xtask install-pi`)");
+    }
     let measure = |server: &Server, call: &Call, expect: u16| {
         let (target, call, pid) = (server.target.clone(), call.clone(), server.pid());
         async move { load::run(&target, &call, expect, pid, o.conns, warmup, o.window).await }
+    };
+    // The node baseline serving `body` on the socket, measured on `call`
+    // with the bare servers' tag.
+    let measure_node = |name: String, body: bytes::Bytes, call: Call, expect: u16| {
+        let node = node.clone();
+        let dir = dir.clone();
+        async move {
+            let Some(node) = node else { return Ok::<_, String>(None) };
+            let server = start_node(&node, &dir, &name, &body)?;
+            let call = Call { if_none_match: call.if_none_match.map(|_| "\"bench-1\"".to_owned()), ..call };
+            Ok(Some(measure(&server, &call, expect).await?))
+        }
     };
     let mut lines: Vec<Line> = Vec::new();
 
@@ -176,17 +221,27 @@ async fn run(o: &Options) -> Result<(), String> {
         let bare = start_bare(&dir, &format!("bare100-{t}"), transport, &body)?;
         let full_a = measure(&agent, &state, 200).await?;
         let full_b = measure(&bare, &state, 200).await?;
+        let on_socket = transport == Transport::Socket;
+        let full_n = match on_socket {
+            true => measure_node(format!("node100-{t}"), body.clone(), state.clone(), 200).await?,
+            false => None,
+        };
         lines.push(Line {
             case: format!("[{t}] full state, 100 panes ({} B)", body.len()),
             agent: full_a,
             baseline: Some(full_b),
+            node: full_n,
         });
         print(lines.last().expect("just pushed"));
         let tag_a = Call { if_none_match: Some(format!("\"{epoch}-{}\"", agent.seq)), ..state.clone() };
         let tag_b = Call { if_none_match: Some("\"bench-1\"".to_owned()), ..state.clone() };
         let nm_a = measure(&agent, &tag_a, 304).await?;
         let nm_b = measure(&bare, &tag_b, 304).await?;
-        lines.push(Line { case: format!("[{t}] 304 poll"), agent: nm_a, baseline: Some(nm_b) });
+        let nm_n = match on_socket {
+            true => measure_node(format!("node304-{t}"), body.clone(), tag_b.clone(), 304).await?,
+            false => None,
+        };
+        lines.push(Line { case: format!("[{t}] 304 poll"), agent: nm_a, baseline: Some(nm_b), node: nm_n });
         print(lines.last().expect("just pushed"));
     }
 
@@ -204,11 +259,13 @@ async fn run(o: &Options) -> Result<(), String> {
         let bare = start_bare(&dir, &format!("bare-delta{panes}"), Transport::Socket, &body)?;
         let a = measure(&agent, &delta, 200).await?;
         let b = measure(&bare, &delta, 200).await?;
+        let n = measure_node(format!("node-delta{panes}"), body.clone(), delta.clone(), 200).await?;
         delta_cost.push(a.cpu_us);
         lines.push(Line {
             case: format!("[socket] delta, 1 of {panes} panes changed"),
             agent: a,
             baseline: Some(b),
+            node: n,
         });
         print(lines.last().expect("just pushed"));
         if panes == 10_000 {
@@ -218,19 +275,23 @@ async fn run(o: &Options) -> Result<(), String> {
             let bare = start_bare(&dir, "bare-full10k", Transport::Socket, &full)?;
             let a = measure(&agent, &state, 200).await?;
             let b = measure(&bare, &state, 200).await?;
+            let n = measure_node("node-full10k".to_owned(), full.clone(), state.clone(), 200).await?;
             lines.push(Line {
                 case: format!("[socket] full state, 10,000 panes ({} KiB)", full.len() / 1024),
                 agent: a,
                 baseline: Some(b),
+                node: n,
             });
             print(lines.last().expect("just pushed"));
-            // Memory after more polling, against the idle figure.
-            let _ = measure(&agent, &state, 200).await?;
+            // Memory after a while of full polls, against the idle figure.
+            let polled =
+                load::run(&agent.target, &state, 200, agent.pid(), o.conns, warmup, o.memory_window).await?;
             let rss_polled = load::rss_kib(agent.pid())?;
             println!(
-                "memory: 10,000 idle panes {:.1} MiB; after {:.0} s of full polls {:.1} MiB ({:+.1} %)",
+                "memory: 10,000 idle panes {:.1} MiB; after {:.0} s of full polls ({:.0} requests) {:.1} MiB ({:+.1} %)",
                 rss_idle as f64 / 1024.0,
-                (warmup + o.window).as_secs_f64() * 3.0,
+                (warmup + o.window).as_secs_f64() * 3.0 + o.memory_window.as_secs_f64(),
+                polled.rps * o.memory_window.as_secs_f64(),
                 rss_polled as f64 / 1024.0,
                 (rss_polled as f64 / rss_idle as f64 - 1.0) * 100.0
             );
@@ -254,10 +315,12 @@ async fn run(o: &Options) -> Result<(), String> {
     let bare = start_bare(&dir, "bare-events", Transport::Socket, &body)?;
     let a = measure(&full_pane, &events, 200).await?;
     let b = measure(&bare, &events, 200).await?;
+    let n = measure_node("node-events".to_owned(), body.clone(), events.clone(), 200).await?;
     lines.push(Line {
         case: format!("[socket] events read, 300 events from the tail ({} KiB)", body.len() / 1024),
         agent: a,
         baseline: Some(b),
+        node: n,
     });
     print(lines.last().expect("just pushed"));
     let behind = Call::get("/v1/panes/p0/events?after=0");
@@ -265,10 +328,12 @@ async fn run(o: &Options) -> Result<(), String> {
     let bare = start_bare(&dir, "bare-snapshot", Transport::Socket, &body)?;
     let a = measure(&full_pane, &behind, 200).await?;
     let b = measure(&bare, &behind, 200).await?;
+    let n = measure_node("node-snapshot".to_owned(), body.clone(), behind.clone(), 200).await?;
     lines.push(Line {
         case: format!("[socket] behind the tail: the view, 2,000 items ({} KiB)", body.len() / 1024),
         agent: a,
         baseline: Some(b),
+        node: n,
     });
     print(lines.last().expect("just pushed"));
     let (rss_empty, rss_full) = (load::rss_kib(empty.pid())?, load::rss_kib(full_pane.pid())?);
@@ -305,6 +370,33 @@ fn rerun_release(args: &[String]) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `.tools/bin/node`, installed by `cargo xtask install-pi`, if it is there.
+fn node_binary() -> Option<PathBuf> {
+    let node = crate::project_root().join(".tools").join("bin").join("node");
+    node.exists().then_some(node)
+}
+
+/// The node baseline: `bare.js` serving `body` on a socket under `dir`.
+fn start_node(node: &Path, dir: &Path, name: &str, body: &[u8]) -> Result<Server, String> {
+    let (file, script) = (dir.join(format!("{name}.json")), dir.join("bare.js"));
+    std::fs::write(&file, body).map_err(|e| e.to_string())?;
+    std::fs::write(&script, include_str!("bare.js")).map_err(|e| e.to_string())?;
+    let mut child = Command::new(node)
+        .arg(&script)
+        .arg("--socket")
+        .arg(dir.join(name).join("app.sock"))
+        .arg("--body")
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("{}: {e}", node.display()))?;
+    let mut lines = BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
+    let line = lines.next().and_then(Result::ok).ok_or_else(|| format!("{name}: node did not start"))?;
+    let address = line.strip_prefix("listening ").ok_or("no `listening` line")?.to_owned();
+    Ok(Server { child, target: Target::from_address(&address, TOKEN), seq: 0 })
 }
 
 fn start_bare(dir: &Path, name: &str, transport: Transport, body: &[u8]) -> Result<Server, String> {
