@@ -30,7 +30,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The token the bearer check accepts.
 const TOKEN: &str = "fuzz-token-0123456789abcdef0123456789";
-/// Inputs served by one agent before a fresh one is built.
+/// Inputs served by one runtime and agent before fresh ones are built.
 const INPUTS_PER_AGENT: usize = 64;
 /// How long (virtual) a connection may last in all.
 const CONNECTION_MAX: Duration = Duration::from_secs(600);
@@ -228,21 +228,34 @@ fn check(answers: &[Answer]) {
     }
 }
 
-/// The runtime, and the agent it serves with its driver's stop signal.
+/// A runtime and the agent it serves, for [`INPUTS_PER_AGENT`] inputs: then
+/// both go, with every task left on the runtime (turns still waiting for a
+/// steer, the driver).
 struct World {
     rt: tokio::runtime::Runtime,
-    agent: Option<(Agent, Shutdown, usize)>,
+    agent: Agent,
+    inputs: usize,
 }
 
-thread_local! {
-    static WORLD: RefCell<World> = RefCell::new(World {
-        rt: tokio::runtime::Builder::new_current_thread()
+impl World {
+    fn new() -> World {
+        let rt = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .start_paused(true)
             .build()
-            .expect("a current-thread runtime"),
-        agent: None,
-    });
+            .expect("a current-thread runtime");
+        let agent = {
+            let _guard = rt.enter();
+            let agent = agent::build(Setup::default(), Arc::new(TokioClock::new()));
+            spawn_driver(agent.core.clone(), Shutdown::new());
+            agent
+        };
+        World { rt, agent, inputs: 0 }
+    }
+}
+
+thread_local! {
+    static WORLD: RefCell<Option<World>> = const { RefCell::new(None) };
 }
 
 async fn connection(agent: &Agent, bearer: bool, bytes: Vec<u8>, close_write: bool) -> Vec<u8> {
@@ -297,20 +310,14 @@ fuzz_target!(|data: &[u8]| {
     };
     let pool = Pool::default();
     let bytes = render(&input.pieces, &pool);
-    WORLD.with_borrow_mut(|world| {
-        let World { rt, agent } = world;
-        let _guard = rt.enter();
-        if agent.as_ref().is_none_or(|(_, _, n)| *n >= INPUTS_PER_AGENT) {
-            if let Some((_, stop, _)) = agent.take() {
-                stop.trigger();
-            }
-            let built = agent::build(Setup::default(), Arc::new(TokioClock::new()));
-            let stop = Shutdown::new();
-            spawn_driver(built.core.clone(), stop.clone());
-            *agent = Some((built, stop, 0));
+    WORLD.with_borrow_mut(|slot| {
+        if slot.as_ref().is_none_or(|w| w.inputs >= INPUTS_PER_AGENT) {
+            // The old runtime is dropped first, and its tasks with it.
+            *slot = None;
+            *slot = Some(World::new());
         }
-        let (agent, _, n) = agent.as_mut().expect("an agent was just made");
-        *n += 1;
+        let World { rt, agent, inputs } = slot.as_mut().expect("a world was just made");
+        *inputs += 1;
         // A `HEAD` answer announces a body it does not carry, so where one
         // may be asked the answers cannot be told apart: only their start is
         // checked.

@@ -23,7 +23,7 @@ use std::time::Instant;
 /// The cargo-fuzz the targets are run with.
 const CARGO_FUZZ_VERSION: &str = "0.13.2";
 /// How long `--smoke` runs each target, in seconds.
-const SMOKE_SECS: u64 = 15;
+const SMOKE_SECS: u64 = 10;
 /// The longest input, in bytes.
 const MAX_LEN: u32 = 4096;
 /// The longest one input may run, in seconds, before libFuzzer calls it a hang.
