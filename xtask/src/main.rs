@@ -5,11 +5,13 @@
 //! `cargo xtask install-pi` puts node 22 and the real Pi in `.tools/` for
 //! `durable-pi`'s live tests;
 //! `cargo xtask bench` measures what a poll costs against a bare hyper server;
+//! `cargo xtask fuzz` installs cargo-fuzz and runs the fuzz targets of `fuzz/`;
 //! `cargo test -p xtask` runs the tidy checks that keep the sans-IO core honest.
 
 mod bench;
 mod conformance;
 mod doctor;
+mod fuzz;
 mod install_pi;
 mod link;
 mod phone;
@@ -24,7 +26,8 @@ const USAGE: &str = "usage: cargo xtask conformance [--transport socket|tls|both
        cargo xtask phone (--socket PATH | --url URL) [--fingerprint SHA256 | --insecure] [--plain]
        cargo xtask doctor (--socket PATH | --url URL) [--fingerprint SHA256 | --insecure]
        cargo xtask install-pi
-       cargo xtask bench [--window-ms N] [--conns N]";
+       cargo xtask bench [--window-ms N] [--conns N]
+       cargo xtask fuzz (--smoke | --runs N | --time SECS) [--sanitizer address|none] [TARGET...]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -34,6 +37,7 @@ fn main() -> ExitCode {
         Some("phone") => phone::main(&args[1..]),
         Some("doctor") => doctor::main(&args[1..]),
         Some("bench") => bench::main(&args[1..]),
+        Some("fuzz") => fuzz::main(&args[1..]),
         // The bench's servers, each in a process of its own.
         Some("bench-serve") => bench::serve::main(&args[1..]),
         Some("-h" | "--help" | "help") => {

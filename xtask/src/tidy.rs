@@ -271,3 +271,36 @@ fn outside_references_are_found_and_ci_files_skipped() {
     assert!(outside_references(&[("b.md".to_owned(), "docs/wire.md §7.1".to_owned())]).is_empty());
     assert_eq!(checked_paths(b".ci/run\0README.md\0docs/wire.md\0"), ["README.md", "docs/wire.md"]);
 }
+
+/// The fuzz targets' names: one file each in `fuzz/fuzz_targets/`.
+fn fuzz_target_names(root: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(root.join("fuzz/fuzz_targets"))
+        .expect("fuzz/fuzz_targets")
+        .flatten()
+        .filter_map(|e| e.path().file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn every_fuzz_target_is_a_bin_of_the_fuzz_crate_with_seeds() {
+    let root = project_root();
+    let names = fuzz_target_names(&root);
+    assert!(!names.is_empty(), "no fuzz target in fuzz/fuzz_targets");
+    let manifest = std::fs::read_to_string(root.join("fuzz/Cargo.toml")).expect("fuzz/Cargo.toml");
+    for name in &names {
+        assert!(
+            manifest.contains(&format!("name = \"{name}\"\npath = \"fuzz_targets/{name}.rs\"")),
+            "fuzz/Cargo.toml has no [[bin]] for the target {name}"
+        );
+        let seeds = std::fs::read_dir(root.join("fuzz/corpus").join(name))
+            .map(|d| d.flatten().filter(|e| e.file_name().to_string_lossy().starts_with("seed-")).count())
+            .unwrap_or(0);
+        assert!(seeds > 0, "the fuzz target {name} has no seed in fuzz/corpus/{name}/ (files named seed-*)");
+    }
+    let root_manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("Cargo.toml");
+    assert!(root_manifest.contains("exclude = [\"fuzz\"]"), "the fuzz crate stays outside the workspace");
+    let ci = std::fs::read_to_string(root.join(".ci/run")).expect(".ci/run");
+    assert!(ci.lines().any(|l| l.trim() == "cargo xtask fuzz --smoke"), ".ci/run runs the fuzz smoke");
+}
