@@ -11,7 +11,7 @@
 //! `--window-ms N` (default 2000) sets each case's measured window,
 //! `--conns N` (default 16) the keep-alive connections.
 
-mod load;
+pub(crate) mod load;
 pub(crate) mod serve;
 
 use std::io::{BufRead, BufReader};
