@@ -40,6 +40,8 @@ KNOBS (for tests):
     --hold-ms N              how long an answer to an unknown ask is held (default 600000)
     --receipts-per-group N   receipts kept per group (default 1000)
     --raise-delay-ms N       serve first, raise the stored undecided asks N ms later
+    --max-connections N      connections held at once (default 64; `cargo xtask soak`
+                             raises it above its pollers)
 
     -h, --help               this text
 
@@ -74,6 +76,9 @@ pub(crate) struct Args {
     pub(crate) hold_ms: Option<u64>,
     pub(crate) receipts_per_group: Option<usize>,
     pub(crate) raise_delay_ms: u64,
+    /// The transport's cap on connections held at once (`None`: its
+    /// default, 64).
+    pub(crate) max_connections: Option<usize>,
     /// A PostgreSQL URL for the receipts (`--receipts`; the desk also reads
     /// `DESK_RECEIPTS_URL`). Its `Debug` hides it: it may hold a password.
     pub(crate) receipts: Option<Secret>,
@@ -133,6 +138,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
         hold_ms: None,
         receipts_per_group: None,
         raise_delay_ms: 0,
+        max_connections: None,
         receipts: None,
         receipts_schema: None,
     };
@@ -163,6 +169,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
             | "--receipts-per-group"
             | "--receipts"
             | "--receipts-schema"
+            | "--max-connections"
             | "--raise-delay-ms" => {
                 let value = match inline {
                     Some(v) => v,
@@ -188,6 +195,13 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
                             return Err("--receipts-per-group is at least 1".into());
                         }
                         out.receipts_per_group = Some(n);
+                    }
+                    "--max-connections" => {
+                        let n: usize = number(&flag, &value)?;
+                        if n == 0 {
+                            return Err("--max-connections is at least 1".into());
+                        }
+                        out.max_connections = Some(n);
                     }
                     "--receipts" => out.receipts = Some(Secret(value)),
                     "--receipts-schema" => out.receipts_schema = Some(value),
@@ -270,6 +284,18 @@ mod tests {
         assert_eq!(a.receipts_per_group, Some(3));
         assert!(a.caps.unwrap().has(durable_sdk::Cap::Send));
         assert!(!a.caps.unwrap().has(durable_sdk::Cap::Steer));
+    }
+
+    #[test]
+    fn max_connections_is_a_positive_count() {
+        assert_eq!(run(&[]).unwrap().max_connections, None);
+        assert_eq!(run(&["--max-connections", "1500"]).unwrap().max_connections, Some(1500));
+        let a = run(&["--listen", "127.0.0.1:0", "--self-signed", "--max-connections=300"]).unwrap();
+        assert_eq!(a.max_connections, Some(300));
+        assert!(run(&["--max-connections", "0"]).is_err());
+        assert!(run(&["--max-connections", "many"]).is_err());
+        assert!(run(&["--max-connections"]).is_err());
+        assert!(USAGE.contains("--max-connections N"));
     }
 
     #[test]

@@ -16,6 +16,7 @@ mod install_pi;
 mod link;
 mod phone;
 mod pin;
+mod soak;
 #[cfg(test)]
 mod tidy;
 
@@ -26,8 +27,10 @@ const USAGE: &str = "usage: cargo xtask conformance [--transport socket|tls|both
        cargo xtask phone (--socket PATH | --url URL) [--fingerprint SHA256 | --insecure] [--plain]
        cargo xtask doctor (--socket PATH | --url URL) [--fingerprint SHA256 | --insecure]
        cargo xtask install-pi
-       cargo xtask bench [--window-ms N] [--conns N]
-       cargo xtask fuzz (--smoke | --runs N | --time SECS) [--sanitizer address|none] [TARGET...]";
+       cargo xtask bench [--window-ms N] [--conns N] [--memory-seconds N]
+       cargo xtask fuzz (--smoke | --runs N | --time SECS) [--sanitizer address|none] [TARGET...]
+       cargo xtask soak [--seconds N] [--socket-pollers N] [--https-pollers N]
+       cargo xtask flood [--conns N] [--bodies N] [--held N] [--transport socket|https|both] [--desk PATH]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -40,6 +43,9 @@ fn main() -> ExitCode {
         Some("fuzz") => fuzz::main(&args[1..]),
         // The bench's servers, each in a process of its own.
         Some("bench-serve") => bench::serve::main(&args[1..]),
+        // Many pollers against the desk for a minute; memory after a flood.
+        Some("soak") => soak::main(&args[1..]),
+        Some("flood") => soak::flood_main(&args[1..]),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             ExitCode::SUCCESS

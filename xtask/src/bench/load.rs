@@ -58,9 +58,11 @@ pub(crate) struct Figures {
     pub(crate) errors: u64,
 }
 
-type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+/// A kept-alive HTTP/1.1 connection's sending half.
+pub(crate) type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
 
-async fn connect(target: &Target) -> Result<Sender, String> {
+/// A new keep-alive connection to `target` (over HTTPS, with any certificate).
+pub(crate) async fn connect(target: &Target) -> Result<Sender, String> {
     macro_rules! handshake {
         ($io:expr) => {{
             let (sender, conn) =
@@ -88,7 +90,8 @@ async fn connect(target: &Target) -> Result<Sender, String> {
     }
 }
 
-fn request(target: &Target, call: &Call) -> Request<Full<Bytes>> {
+/// `call` as a request to `target` (with the bearer token over HTTPS).
+pub(crate) fn request(target: &Target, call: &Call) -> Request<Full<Bytes>> {
     let mut b = Request::builder().method(call.method.clone()).uri(&call.path).header("host", "collie");
     if let Target::Https { token, .. } = target {
         b = b.header("authorization", format!("Bearer {token}"));

@@ -14,7 +14,7 @@
 //! is read again. Where `cargo xtask install-pi` has put node in `.tools/`,
 //! each socket case is also served by `node:http` alone (`bare.js`).
 
-mod load;
+pub(crate) mod load;
 pub(crate) mod serve;
 
 use std::io::{BufRead, BufReader};
