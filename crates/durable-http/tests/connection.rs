@@ -333,7 +333,8 @@ struct Panicker;
 
 impl Handler for Panicker {
     fn handle(&self, request: Request) -> impl Future<Output = Response> + Send + 'static {
-        async move { panic!("a bug answering {}", request.path) }
+        let path = request.path;
+        async move { panic!("a bug answering {path}") }
     }
 }
 
