@@ -255,7 +255,8 @@ impl Stats {
             let at = line.find(key)? + key.len();
             line[at..].trim_start().split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
         };
-        if line.contains(" INITED ") {
+        // `#2\tINITED cov: …`: a tab, not a space, before the word.
+        if line.split_whitespace().nth(1) == Some("INITED") {
             self.cov_start = num_after("cov:").unwrap_or(0);
         }
         if let Some(cov) = num_after("cov:") {
