@@ -44,6 +44,11 @@ impl Call {
     pub(crate) fn get(path: impl Into<String>) -> Call {
         Call { method: hyper::Method::GET, path: path.into(), if_none_match: None, body: None }
     }
+
+    /// A `POST` of a JSON body.
+    pub(crate) fn post(path: impl Into<String>, body: impl Into<Bytes>) -> Call {
+        Call { method: hyper::Method::POST, path: path.into(), if_none_match: None, body: Some(body.into()) }
+    }
 }
 
 /// What a window of load gave.
@@ -125,16 +130,39 @@ pub(crate) async fn run(
     warmup: Duration,
     window: Duration,
 ) -> Result<Figures, String> {
+    let call = call.clone();
+    let calls: Calls = Arc::new(move |_, _| call.clone());
+    run_each(target, calls, expect, server_pid, conns, warmup, window).await
+}
+
+/// What connection `c` sends as its `n`th request.
+pub(crate) type Calls = Arc<dyn Fn(usize, u64) -> Call + Send + Sync>;
+
+/// [`run`] with a request of its own for each connection and turn.
+pub(crate) async fn run_each(
+    target: &Target,
+    calls: Calls,
+    expect: u16,
+    server_pid: u32,
+    conns: usize,
+    warmup: Duration,
+    window: Duration,
+) -> Result<Figures, String> {
     let measuring = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
     let mut tasks = Vec::new();
-    for _ in 0..conns {
+    for conn in 0..conns {
         let mut sender = connect(target).await?;
-        let (target, call, measuring, stop) = (target.clone(), call.clone(), measuring.clone(), stop.clone());
+        let (target, calls, measuring, stop) =
+            (target.clone(), calls.clone(), measuring.clone(), stop.clone());
         tasks.push(tokio::spawn(async move {
             let mut latencies: Vec<u32> = Vec::new();
             let mut errors = 0u64;
-            while !stop.load(Ordering::Relaxed) {
+            for n in 0.. {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let call = calls(conn, n);
                 let started = Instant::now();
                 let ok = match sender.send_request(request(&target, &call)).await {
                     Ok(resp) => {

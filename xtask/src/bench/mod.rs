@@ -11,8 +11,13 @@
 //! `--window-ms N` (default 2000) sets each case's measured window,
 //! `--conns N` (default 16) the keep-alive connections, `--memory-seconds N`
 //! (default 60) how long the 10,000-pane agent is polled before its memory
-//! is read again. Where `cargo xtask install-pi` has put node in `.tools/`,
-//! each socket case is also served by `node:http` alone (`bare.js`).
+//! is read again, `--only GROUP,…` runs some of the groups of cases:
+//! `polls` (the full state and the `304`, both transports), `answers` (the
+//! answer round trip, both transports), `deltas` (10 and 10,000 panes, the
+//! full state at 10,000, memory) and `events` (a pane's events, memory of a
+//! full pane). Where `cargo xtask install-pi` has put node in `.tools/`,
+//! each case is also served by `node:http` (`node:https` over HTTPS) alone
+//! (`bare.js`).
 
 pub(crate) mod load;
 pub(crate) mod serve;
@@ -32,11 +37,26 @@ struct Options {
     /// How long the 10,000-pane agent is polled before its memory is read
     /// again.
     memory_window: Duration,
+    /// `--only`: the groups of cases to run (all when empty).
+    only: Vec<String>,
+}
+
+/// The groups of cases, for `--only`.
+const GROUPS: [&str; 4] = ["polls", "answers", "deltas", "events"];
+
+impl Options {
+    fn wants(&self, group: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|g| g == group)
+    }
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
-    let mut o =
-        Options { window: Duration::from_millis(2000), conns: 16, memory_window: Duration::from_secs(60) };
+    let mut o = Options {
+        window: Duration::from_millis(2000),
+        conns: 16,
+        memory_window: Duration::from_secs(60),
+        only: Vec::new(),
+    };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         let mut value = || it.next().cloned().ok_or_else(|| format!("{flag} needs a value"));
@@ -46,9 +66,18 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--memory-seconds" => {
                 o.memory_window = Duration::from_secs(value()?.parse().map_err(|e| format!("{e}"))?)
             }
+            "--only" => {
+                for group in value()?.split(',') {
+                    if !GROUPS.contains(&group) {
+                        return Err(format!("--only takes {}, not {group:?}", GROUPS.join(",")));
+                    }
+                    o.only.push(group.to_owned());
+                }
+            }
             other => {
                 return Err(format!(
-                    "unknown argument {other:?} (--window-ms N, --conns N, --memory-seconds N)"
+                    "unknown argument {other:?} (--window-ms N, --conns N, --memory-seconds N, --only {})",
+                    GROUPS.join(",")
                 ));
             }
         }
@@ -84,6 +113,8 @@ struct Server {
     child: Child,
     target: Target,
     seq: u64,
+    /// The hash of the agent's bench asks (`--asks`).
+    hash: Option<String>,
 }
 
 impl Drop for Server {
@@ -128,7 +159,11 @@ fn start(dir: &Path, name: &str, transport: Transport, args: &[&str]) -> Result<
         || lines.next().and_then(Result::ok).ok_or_else(|| format!("{name}: the server did not start"));
     let address = next()?.strip_prefix("listening ").ok_or("no `listening` line")?.to_owned();
     let seq = next()?.strip_prefix("seq ").and_then(|s| s.parse().ok()).ok_or("no `seq` line")?;
-    Ok(Server { child, target: Target::from_address(&address, TOKEN), seq })
+    let hash = match args.contains(&"--asks") {
+        true => Some(next()?.strip_prefix("hash ").ok_or("no `hash` line")?.to_owned()),
+        false => None,
+    };
+    Ok(Server { child, target: Target::from_address(&address, TOKEN), seq, hash })
 }
 
 /// One line of the report.
@@ -193,12 +228,12 @@ async fn run(o: &Options) -> Result<(), String> {
     };
     // The node baseline serving `body` on the socket, measured on `call`
     // with the bare servers' tag.
-    let measure_node = |name: String, body: bytes::Bytes, call: Call, expect: u16| {
+    let measure_node = |name: String, transport: Transport, body: bytes::Bytes, call: Call, expect: u16| {
         let node = node.clone();
         let dir = dir.clone();
         async move {
             let Some(node) = node else { return Ok::<_, String>(None) };
-            let server = start_node(&node, &dir, &name, &body)?;
+            let server = start_node(&node, &dir, &name, transport, &body)?;
             let call = Call { if_none_match: call.if_none_match.map(|_| "\"bench-1\"".to_owned()), ..call };
             Ok(Some(measure(&server, &call, expect).await?))
         }
@@ -207,141 +242,207 @@ async fn run(o: &Options) -> Result<(), String> {
 
     for transport in [Transport::Socket, Transport::Https] {
         let t = transport.name();
-        // A 100-pane agent: the full state, and the 304 poll.
-        let agent = start(&dir, &format!("agent100-{t}"), transport, &["--kind", "agent", "--panes", "100"])?;
-        let state = Call::get("/v1/state");
-        let (status, body) = load::once(&agent.target, &state).await?;
-        if status != 200 {
-            return Err(format!("the agent answered {status} to GET /v1/state"));
-        }
-        let epoch = serde_json::from_slice::<serde_json::Value>(&body).map_err(|e| e.to_string())?["epoch"]
-            .as_str()
-            .unwrap_or("")
-            .to_owned();
-        let bare = start_bare(&dir, &format!("bare100-{t}"), transport, &body)?;
-        let full_a = measure(&agent, &state, 200).await?;
-        let full_b = measure(&bare, &state, 200).await?;
-        let on_socket = transport == Transport::Socket;
-        let full_n = match on_socket {
-            true => measure_node(format!("node100-{t}"), body.clone(), state.clone(), 200).await?,
-            false => None,
-        };
-        lines.push(Line {
-            case: format!("[{t}] full state, 100 panes ({} B)", body.len()),
-            agent: full_a,
-            baseline: Some(full_b),
-            node: full_n,
-        });
-        print(lines.last().expect("just pushed"));
-        let tag_a = Call { if_none_match: Some(format!("\"{epoch}-{}\"", agent.seq)), ..state.clone() };
-        let tag_b = Call { if_none_match: Some("\"bench-1\"".to_owned()), ..state.clone() };
-        let nm_a = measure(&agent, &tag_a, 304).await?;
-        let nm_b = measure(&bare, &tag_b, 304).await?;
-        let nm_n = match on_socket {
-            true => measure_node(format!("node304-{t}"), body.clone(), tag_b.clone(), 304).await?,
-            false => None,
-        };
-        lines.push(Line { case: format!("[{t}] 304 poll"), agent: nm_a, baseline: Some(nm_b), node: nm_n });
-        print(lines.last().expect("just pushed"));
-    }
-
-    // Deltas of one changed pane, at 10 and at 10,000 panes, and the full state at 10,000.
-    let mut delta_cost = Vec::new();
-    for panes in [10usize, 10_000] {
-        let agent = start(
-            &dir,
-            &format!("agent{panes}"),
-            Transport::Socket,
-            &["--kind", "agent", "--panes", &panes.to_string()],
-        )?;
-        let delta = Call::get(format!("/v1/state?since={}", agent.seq - 1));
-        let (_, body) = load::once(&agent.target, &delta).await?;
-        let bare = start_bare(&dir, &format!("bare-delta{panes}"), Transport::Socket, &body)?;
-        let a = measure(&agent, &delta, 200).await?;
-        let b = measure(&bare, &delta, 200).await?;
-        let n = measure_node(format!("node-delta{panes}"), body.clone(), delta.clone(), 200).await?;
-        delta_cost.push(a.cpu_us);
-        lines.push(Line {
-            case: format!("[socket] delta, 1 of {panes} panes changed"),
-            agent: a,
-            baseline: Some(b),
-            node: n,
-        });
-        print(lines.last().expect("just pushed"));
-        if panes == 10_000 {
-            let rss_idle = load::rss_kib(agent.pid())?;
+        if o.wants("polls") {
+            // A 100-pane agent: the full state, and the 304 poll.
+            let agent =
+                start(&dir, &format!("agent100-{t}"), transport, &["--kind", "agent", "--panes", "100"])?;
             let state = Call::get("/v1/state");
-            let (_, full) = load::once(&agent.target, &state).await?;
-            let bare = start_bare(&dir, "bare-full10k", Transport::Socket, &full)?;
-            let a = measure(&agent, &state, 200).await?;
-            let b = measure(&bare, &state, 200).await?;
-            let n = measure_node("node-full10k".to_owned(), full.clone(), state.clone(), 200).await?;
+            let (status, body) = load::once(&agent.target, &state).await?;
+            if status != 200 {
+                return Err(format!("the agent answered {status} to GET /v1/state"));
+            }
+            let epoch =
+                serde_json::from_slice::<serde_json::Value>(&body).map_err(|e| e.to_string())?["epoch"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_owned();
+            let bare = start_bare(&dir, &format!("bare100-{t}"), transport, &body)?;
+            let full_a = measure(&agent, &state, 200).await?;
+            let full_b = measure(&bare, &state, 200).await?;
+            let full_n =
+                measure_node(format!("node100-{t}"), transport, body.clone(), state.clone(), 200).await?;
             lines.push(Line {
-                case: format!("[socket] full state, 10,000 panes ({} KiB)", full.len() / 1024),
+                case: format!("[{t}] full state, 100 panes ({} B)", body.len()),
+                agent: full_a,
+                baseline: Some(full_b),
+                node: full_n,
+            });
+            print(lines.last().expect("just pushed"));
+            let tag_a = Call { if_none_match: Some(format!("\"{epoch}-{}\"", agent.seq)), ..state.clone() };
+            let tag_b = Call { if_none_match: Some("\"bench-1\"".to_owned()), ..state.clone() };
+            let nm_a = measure(&agent, &tag_a, 304).await?;
+            let nm_b = measure(&bare, &tag_b, 304).await?;
+            let nm_n =
+                measure_node(format!("node304-{t}"), transport, body.clone(), tag_b.clone(), 304).await?;
+            lines.push(Line {
+                case: format!("[{t}] 304 poll"),
+                agent: nm_a,
+                baseline: Some(nm_b),
+                node: nm_n,
+            });
+            print(lines.last().expect("just pushed"));
+            drop((agent, bare));
+        }
+
+        if o.wants("answers") {
+            // The answer round trip: the agent raises an ask, the phone POSTs
+            // its answer, `ask()` resolves and the 200 arrives; against a bare
+            // POST of the same bytes.
+            let agent = start(
+                &dir,
+                &format!("agent-asks-{t}"),
+                transport,
+                &["--kind", "agent", "--panes", "1", "--asks", &o.conns.to_string()],
+            )?;
+            let answers = answer_calls(agent.hash.clone().ok_or("the agent printed no ask hash")?);
+            let bare = start_bare(&dir, &format!("bare-asks-{t}"), transport, b"{}")?;
+            let measure_each = |server: &Server| {
+                let (target, answers, pid) = (server.target.clone(), answers.clone(), server.pid());
+                async move { load::run_each(&target, answers, 200, pid, o.conns, warmup, o.window).await }
+            };
+            let a = measure_each(&agent).await?;
+            let b = measure_each(&bare).await?;
+            let n = match &node {
+                Some(node) => {
+                    let server = start_node(node, &dir, &format!("node-asks-{t}"), transport, b"{}")?;
+                    Some(measure_each(&server).await?)
+                }
+                None => None,
+            };
+            lines.push(Line {
+                case: format!("[{t}] answer round trip (vs a bare POST)"),
                 agent: a,
                 baseline: Some(b),
                 node: n,
             });
             print(lines.last().expect("just pushed"));
-            // Memory after a while of full polls, against the idle figure.
-            let polled =
-                load::run(&agent.target, &state, 200, agent.pid(), o.conns, warmup, o.memory_window).await?;
-            let rss_polled = load::rss_kib(agent.pid())?;
-            println!(
-                "memory: 10,000 idle panes {:.1} MiB; after {:.0} s of full polls ({:.0} requests) {:.1} MiB ({:+.1} %)",
-                rss_idle as f64 / 1024.0,
-                (warmup + o.window).as_secs_f64() * 3.0 + o.memory_window.as_secs_f64(),
-                polled.rps * o.memory_window.as_secs_f64(),
-                rss_polled as f64 / 1024.0,
-                (rss_polled as f64 / rss_idle as f64 - 1.0) * 100.0
-            );
         }
     }
-    println!(
-        "delta at 10,000 panes costs {:.2}× its cost at 10 (server CPU per request)",
-        delta_cost[1] / delta_cost[0]
-    );
 
-    // Reading a pane's events, and the memory of one full pane.
-    let empty = start(&dir, "agent-empty", Transport::Socket, &["--kind", "agent", "--panes", "1"])?;
-    let full_pane = start(
-        &dir,
-        "agent-events",
-        Transport::Socket,
-        &["--kind", "agent", "--panes", "1", "--events", "2000"],
-    )?;
-    let events = Call::get("/v1/panes/p0/events?after=1700");
-    let (_, body) = load::once(&full_pane.target, &events).await?;
-    let bare = start_bare(&dir, "bare-events", Transport::Socket, &body)?;
-    let a = measure(&full_pane, &events, 200).await?;
-    let b = measure(&bare, &events, 200).await?;
-    let n = measure_node("node-events".to_owned(), body.clone(), events.clone(), 200).await?;
-    lines.push(Line {
-        case: format!("[socket] events read, 300 events from the tail ({} KiB)", body.len() / 1024),
-        agent: a,
-        baseline: Some(b),
-        node: n,
-    });
-    print(lines.last().expect("just pushed"));
-    let behind = Call::get("/v1/panes/p0/events?after=0");
-    let (_, body) = load::once(&full_pane.target, &behind).await?;
-    let bare = start_bare(&dir, "bare-snapshot", Transport::Socket, &body)?;
-    let a = measure(&full_pane, &behind, 200).await?;
-    let b = measure(&bare, &behind, 200).await?;
-    let n = measure_node("node-snapshot".to_owned(), body.clone(), behind.clone(), 200).await?;
-    lines.push(Line {
-        case: format!("[socket] behind the tail: the view, 2,000 items ({} KiB)", body.len() / 1024),
-        agent: a,
-        baseline: Some(b),
-        node: n,
-    });
-    print(lines.last().expect("just pushed"));
-    let (rss_empty, rss_full) = (load::rss_kib(empty.pid())?, load::rss_kib(full_pane.pid())?);
-    println!(
-        "memory: one full pane (2,000 items of 200 B, 500 events kept) {:.1} MiB over an empty agent ({:.1} MiB)",
-        rss_full.saturating_sub(rss_empty) as f64 / 1024.0,
-        rss_empty as f64 / 1024.0
-    );
+    if o.wants("deltas") {
+        // Deltas of one changed pane, at 10 and at 10,000 panes, and the full state at 10,000.
+        let mut delta_cost = Vec::new();
+        for panes in [10usize, 10_000] {
+            let agent = start(
+                &dir,
+                &format!("agent{panes}"),
+                Transport::Socket,
+                &["--kind", "agent", "--panes", &panes.to_string()],
+            )?;
+            let delta = Call::get(format!("/v1/state?since={}", agent.seq - 1));
+            let (_, body) = load::once(&agent.target, &delta).await?;
+            let bare = start_bare(&dir, &format!("bare-delta{panes}"), Transport::Socket, &body)?;
+            let a = measure(&agent, &delta, 200).await?;
+            let b = measure(&bare, &delta, 200).await?;
+            let n = measure_node(
+                format!("node-delta{panes}"),
+                Transport::Socket,
+                body.clone(),
+                delta.clone(),
+                200,
+            )
+            .await?;
+            delta_cost.push(a.cpu_us);
+            lines.push(Line {
+                case: format!("[socket] delta, 1 of {panes} panes changed"),
+                agent: a,
+                baseline: Some(b),
+                node: n,
+            });
+            print(lines.last().expect("just pushed"));
+            if panes == 10_000 {
+                let rss_idle = load::rss_kib(agent.pid())?;
+                let state = Call::get("/v1/state");
+                let (_, full) = load::once(&agent.target, &state).await?;
+                let bare = start_bare(&dir, "bare-full10k", Transport::Socket, &full)?;
+                let a = measure(&agent, &state, 200).await?;
+                let b = measure(&bare, &state, 200).await?;
+                let n = measure_node(
+                    "node-full10k".to_owned(),
+                    Transport::Socket,
+                    full.clone(),
+                    state.clone(),
+                    200,
+                )
+                .await?;
+                lines.push(Line {
+                    case: format!("[socket] full state, 10,000 panes ({} KiB)", full.len() / 1024),
+                    agent: a,
+                    baseline: Some(b),
+                    node: n,
+                });
+                print(lines.last().expect("just pushed"));
+                // Memory after a while of full polls, against the idle figure.
+                let polled =
+                    load::run(&agent.target, &state, 200, agent.pid(), o.conns, warmup, o.memory_window)
+                        .await?;
+                let rss_polled = load::rss_kib(agent.pid())?;
+                // The same binary with one pane: what is the process's, not the panes'.
+                let empty =
+                    start(&dir, "agent-empty10k", Transport::Socket, &["--kind", "agent", "--panes", "1"])?;
+                let rss_empty = load::rss_kib(empty.pid())?;
+                println!(
+                    "memory: 10,000 idle panes {:.1} MiB ({:.1} MiB over a one-pane agent); after {:.0} s of full polls ({:.0} requests) {:.1} MiB ({:+.1} %)",
+                    rss_idle as f64 / 1024.0,
+                    rss_idle.saturating_sub(rss_empty) as f64 / 1024.0,
+                    (warmup + o.window).as_secs_f64() * 3.0 + o.memory_window.as_secs_f64(),
+                    polled.rps * o.memory_window.as_secs_f64(),
+                    rss_polled as f64 / 1024.0,
+                    (rss_polled as f64 / rss_idle as f64 - 1.0) * 100.0
+                );
+            }
+        }
+        println!(
+            "delta at 10,000 panes costs {:.2}× its cost at 10 (server CPU per request)",
+            delta_cost[1] / delta_cost[0]
+        );
+    }
+
+    if o.wants("events") {
+        // Reading a pane's events, and the memory of one full pane.
+        let empty = start(&dir, "agent-empty", Transport::Socket, &["--kind", "agent", "--panes", "1"])?;
+        let full_pane = start(
+            &dir,
+            "agent-events",
+            Transport::Socket,
+            &["--kind", "agent", "--panes", "1", "--events", "2000"],
+        )?;
+        let events = Call::get("/v1/panes/p0/events?after=1700");
+        let (_, body) = load::once(&full_pane.target, &events).await?;
+        let bare = start_bare(&dir, "bare-events", Transport::Socket, &body)?;
+        let a = measure(&full_pane, &events, 200).await?;
+        let b = measure(&bare, &events, 200).await?;
+        let n = measure_node("node-events".to_owned(), Transport::Socket, body.clone(), events.clone(), 200)
+            .await?;
+        lines.push(Line {
+            case: format!("[socket] events read, 300 events from the tail ({} KiB)", body.len() / 1024),
+            agent: a,
+            baseline: Some(b),
+            node: n,
+        });
+        print(lines.last().expect("just pushed"));
+        let behind = Call::get("/v1/panes/p0/events?after=0");
+        let (_, body) = load::once(&full_pane.target, &behind).await?;
+        let bare = start_bare(&dir, "bare-snapshot", Transport::Socket, &body)?;
+        let a = measure(&full_pane, &behind, 200).await?;
+        let b = measure(&bare, &behind, 200).await?;
+        let n =
+            measure_node("node-snapshot".to_owned(), Transport::Socket, body.clone(), behind.clone(), 200)
+                .await?;
+        lines.push(Line {
+            case: format!("[socket] behind the tail: the view, 2,000 items ({} KiB)", body.len() / 1024),
+            agent: a,
+            baseline: Some(b),
+            node: n,
+        });
+        print(lines.last().expect("just pushed"));
+        let (rss_empty, rss_full) = (load::rss_kib(empty.pid())?, load::rss_kib(full_pane.pid())?);
+        println!(
+            "memory: one full pane (2,000 items of 200 B, 500 events kept) {:.1} MiB over an empty agent ({:.1} MiB)",
+            rss_full.saturating_sub(rss_empty) as f64 / 1024.0,
+            rss_empty as f64 / 1024.0
+        );
+    }
     let errors: u64 = lines.iter().map(|l| l.agent.errors).sum();
     println!("bench: {} cases in {:.0} s, {errors} errors", lines.len(), started.elapsed().as_secs_f64());
     let _ = std::fs::remove_dir_all(&dir);
@@ -349,6 +450,16 @@ async fn run(o: &Options) -> Result<(), String> {
         return Err(format!("{errors} requests did not get the expected answer"));
     }
     Ok(())
+}
+
+/// Connection `c`'s `n`th answer: `yes` to the bench agent's ask
+/// `t<c>-<n>` on pane `p0`, with the ask's hash, as Collie sends it.
+fn answer_calls(hash: String) -> load::Calls {
+    std::sync::Arc::new(move |c, n| {
+        let ask = durable_sdk::types::ask_id_for("p0", &serve::ask_call_id(c, n));
+        let body = format!(r#"{{"requestId":"r{c}-{n}","answer":{{"optionIds":["yes"]}},"hash":"{hash}"}}"#);
+        Call::post(format!("/v1/asks/{ask}"), body)
+    })
 }
 
 fn rerun_release(args: &[String]) -> ExitCode {
@@ -378,17 +489,32 @@ fn node_binary() -> Option<PathBuf> {
     node.exists().then_some(node)
 }
 
-/// The node baseline: `bare.js` serving `body` on a socket under `dir`.
-fn start_node(node: &Path, dir: &Path, name: &str, body: &[u8]) -> Result<Server, String> {
+/// The node baseline: `bare.js` serving `body` on a socket under `dir`, or
+/// over HTTPS on loopback with a self-signed certificate written there.
+fn start_node(
+    node: &Path,
+    dir: &Path,
+    name: &str,
+    transport: Transport,
+    body: &[u8],
+) -> Result<Server, String> {
     let (file, script) = (dir.join(format!("{name}.json")), dir.join("bare.js"));
     std::fs::write(&file, body).map_err(|e| e.to_string())?;
     std::fs::write(&script, include_str!("bare.js")).map_err(|e| e.to_string())?;
-    let mut child = Command::new(node)
-        .arg(&script)
-        .arg("--socket")
-        .arg(dir.join(name).join("app.sock"))
-        .arg("--body")
-        .arg(&file)
+    let mut cmd = Command::new(node);
+    cmd.arg(&script).arg("--body").arg(&file);
+    match transport {
+        Transport::Socket => cmd.arg("--socket").arg(dir.join(name).join("app.sock")),
+        Transport::Https => {
+            let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()])
+                .map_err(|e| e.to_string())?;
+            let (cert_file, key_file) = (dir.join(format!("{name}.crt")), dir.join(format!("{name}.key")));
+            std::fs::write(&cert_file, cert.cert.pem()).map_err(|e| e.to_string())?;
+            std::fs::write(&key_file, cert.key_pair.serialize_pem()).map_err(|e| e.to_string())?;
+            cmd.args(["--https", "127.0.0.1:0", "--cert"]).arg(cert_file).arg("--key").arg(key_file)
+        }
+    };
+    let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -396,7 +522,7 @@ fn start_node(node: &Path, dir: &Path, name: &str, body: &[u8]) -> Result<Server
     let mut lines = BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
     let line = lines.next().and_then(Result::ok).ok_or_else(|| format!("{name}: node did not start"))?;
     let address = line.strip_prefix("listening ").ok_or("no `listening` line")?.to_owned();
-    Ok(Server { child, target: Target::from_address(&address, TOKEN), seq: 0 })
+    Ok(Server { child, target: Target::from_address(&address, TOKEN), seq: 0, hash: None })
 }
 
 fn start_bare(dir: &Path, name: &str, transport: Transport, body: &[u8]) -> Result<Server, String> {

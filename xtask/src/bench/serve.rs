@@ -4,10 +4,16 @@
 //! - `agent`: a durable agent (`durable_sdk::create_core` + `serve`) with
 //!   `--panes N` idle panes; pane `p0` holds `--events E` items; the last
 //!   change writes one item on the middle pane, so `?since=<seq − 1>` is a
-//!   delta of one pane.
+//!   delta of one pane. With `--asks N`, pane `p0` also keeps four choice
+//!   asks open per answer slot `0..N` (tool call ids `t<slot>-<n>`): each
+//!   answered one resolves its `ask()`, and the slot's task raises the
+//!   next, so a client answering `t<slot>-0, t<slot>-1, …` always finds
+//!   its ask open. It prints `hash <h>` (every such ask has the same hash:
+//!   the id is not part of it) after `seq`.
 //! - `bare`: hyper 1.x alone, serving the bytes of `--body FILE` to every
-//!   `GET` (with an `ETag`, and `304` for a matching `If-None-Match`) and a
-//!   small JSON to every `POST`: what serving those bytes costs at least.
+//!   `GET` (with an `ETag`, and `304` for a matching `If-None-Match`) and,
+//!   once it has read the body, a small JSON to every `POST`: what serving
+//!   those bytes costs at least.
 //!
 //! Both take `--socket PATH` or `--https 127.0.0.1:0` (a self-signed
 //! certificate; the agent checks the bearer token in `COLLIE_TOKEN`, the
@@ -21,7 +27,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use durable_sdk::socket::SocketOptions;
 use durable_sdk::tls::TlsOptions;
-use durable_sdk::{CoreOptions, Item, PaneOptions, create_core, serve};
+use durable_sdk::{AskOption, AskSpec, CoreOptions, Item, PaneOptions, create_core, serve};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
@@ -34,11 +40,28 @@ pub(crate) struct ServeArgs {
     panes: usize,
     events: usize,
     body: Option<PathBuf>,
+    asks: usize,
+}
+
+/// Asks a slot keeps open at once: a client's next ask is raised three
+/// round trips before it is answered.
+const ASKS_AHEAD: u64 = 4;
+
+/// The tool call id of a bench ask.
+pub(crate) fn ask_call_id(slot: usize, n: u64) -> String {
+    format!("t{slot}-{n}")
 }
 
 fn parse(args: &[String]) -> Result<ServeArgs, String> {
-    let mut out =
-        ServeArgs { kind: String::new(), socket: None, https: None, panes: 10, events: 0, body: None };
+    let mut out = ServeArgs {
+        kind: String::new(),
+        socket: None,
+        https: None,
+        panes: 10,
+        events: 0,
+        body: None,
+        asks: 0,
+    };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         let mut value = || it.next().cloned().ok_or_else(|| format!("{flag} needs a value"));
@@ -49,6 +72,7 @@ fn parse(args: &[String]) -> Result<ServeArgs, String> {
             "--panes" => out.panes = value()?.parse().map_err(|e| format!("--panes: {e}"))?,
             "--events" => out.events = value()?.parse().map_err(|e| format!("--events: {e}"))?,
             "--body" => out.body = Some(value()?.into()),
+            "--asks" => out.asks = value()?.parse().map_err(|e| format!("--asks: {e}"))?,
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -122,9 +146,32 @@ async fn agent(args: &ServeArgs) -> Result<(), String> {
         }
         _ => unreachable!("parse checked"),
     };
+    for slot in 0..args.asks {
+        let pane = panes[0].clone();
+        tokio::spawn(async move {
+            let raise = |n: u64| {
+                let options = [AskOption::new("yes", "Yes"), AskOption::new("no", "No")];
+                pane.ask(AskSpec::choice(ask_call_id(slot, n), "Go on?", options))
+            };
+            let mut open = std::collections::VecDeque::new();
+            for n in 0..ASKS_AHEAD {
+                open.push_back(raise(n).expect("a valid ask"));
+            }
+            for n in ASKS_AHEAD.. {
+                let Some(ask) = open.pop_front() else { break };
+                if ask.await.is_err() {
+                    break;
+                }
+                open.push_back(raise(n).expect("a valid ask"));
+            }
+        });
+    }
     let seq = core_seq(&core).await;
     println!("listening {}", server.address());
     println!("seq {seq}");
+    if args.asks > 0 {
+        println!("hash {}", ask_hash_of(&core).await.ok_or("no open ask in the state")?);
+    }
     std::future::pending::<()>().await;
     Ok(())
 }
@@ -143,6 +190,29 @@ async fn core_seq(core: &durable_sdk::Core) -> u64 {
     serde_json::from_slice::<Seq>(&resp.body).map_or(0, |s| s.seq)
 }
 
+/// The hash of the first open ask in the agent's state.
+async fn ask_hash_of(core: &durable_sdk::Core) -> Option<String> {
+    use durable_sdk::types::exchange::{Caller, Request};
+    #[derive(serde::Deserialize)]
+    struct Hashes {
+        asks: Vec<Hash>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Hash {
+        hash: String,
+    }
+    // The slots' tasks raise their first asks once this runtime's one
+    // worker gets to them.
+    for _ in 0..100 {
+        let resp = core.handle(Request::get("/v1/state", Caller::OtherProcess)).await;
+        if let Some(a) = serde_json::from_slice::<Hashes>(&resp.body).ok()?.asks.into_iter().next() {
+            return Some(a.hash);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    None
+}
+
 async fn bare(args: &ServeArgs) -> Result<(), String> {
     let body = match &args.body {
         Some(path) => Bytes::from(std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?),
@@ -154,17 +224,20 @@ async fn bare(args: &ServeArgs) -> Result<(), String> {
         let body = body.clone();
         async move {
             let etag = "\"bench-1\"";
-            let mut resp = if tls && !req.headers().contains_key(hyper::header::AUTHORIZATION) {
+            let authorized = !tls || req.headers().contains_key(hyper::header::AUTHORIZATION);
+            let post = req.method() == hyper::Method::POST;
+            let if_none_match = req.headers().get(hyper::header::IF_NONE_MATCH).cloned();
+            if post {
+                // A server that answers a write has read its body first.
+                let _ = http_body_util::BodyExt::collect(req.into_body()).await;
+            }
+            let mut resp = if !authorized {
                 Response::builder().status(401).body(Full::new(Bytes::from_static(b"{\"ok\":false}")))
-            } else if req.method() == hyper::Method::POST {
+            } else if post {
                 Response::builder()
                     .status(200)
                     .body(Full::new(Bytes::from_static(b"{\"ok\":true,\"result\":\"answered\"}")))
-            } else if req
-                .headers()
-                .get(hyper::header::IF_NONE_MATCH)
-                .is_some_and(|v| v.as_bytes() == etag.as_bytes())
-            {
+            } else if if_none_match.is_some_and(|v| v.as_bytes() == etag.as_bytes()) {
                 Response::builder().status(304).body(Full::new(Bytes::new()))
             } else {
                 Response::builder().status(200).body(Full::new((*body).clone()))
