@@ -216,6 +216,48 @@ pub(crate) async fn run_each(
     })
 }
 
+/// Sends exactly `per_conn` requests on each of `conns` keep-alive
+/// connections, one in flight on each: connection `c` sends
+/// `calls(c, from)`, `calls(c, from + 1)`, …. Returns how many did not get
+/// `expect`.
+pub(crate) async fn count(
+    target: &Target,
+    calls: &Calls,
+    expect: u16,
+    conns: usize,
+    from: u64,
+    per_conn: u64,
+) -> Result<u64, String> {
+    let mut tasks = Vec::new();
+    for conn in 0..conns {
+        let mut sender = connect(target).await?;
+        let (target, calls) = (target.clone(), calls.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut errors = 0u64;
+            for n in from..from + per_conn {
+                let resp = sender.send_request(request(&target, &calls(conn, n))).await;
+                let ok = match resp {
+                    Ok(resp) => {
+                        let status = resp.status().as_u16();
+                        resp.into_body().collect().await.is_ok() && status == expect
+                    }
+                    Err(_) => false,
+                };
+                if !ok {
+                    errors += 1;
+                    sender = connect(&target).await?;
+                }
+            }
+            Ok::<_, String>(errors)
+        }));
+    }
+    let mut errors = 0;
+    for t in tasks {
+        errors += t.await.map_err(|e| e.to_string())??;
+    }
+    Ok(errors)
+}
+
 /// utime + stime of a process, in clock ticks.
 pub(crate) fn cpu_ticks(pid: u32) -> Result<u64, String> {
     let stat =

@@ -19,6 +19,7 @@
 //! each case is also served by `node:http` (`node:https` over HTTPS) alone
 //! (`bare.js`).
 
+mod instructions;
 pub(crate) mod load;
 pub(crate) mod serve;
 
@@ -39,6 +40,8 @@ struct Options {
     memory_window: Duration,
     /// `--only`: the groups of cases to run (all when empty).
     only: Vec<String>,
+    /// `--instructions`: count instructions under callgrind instead.
+    instructions: bool,
 }
 
 /// The groups of cases, for `--only`.
@@ -56,6 +59,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         conns: 16,
         memory_window: Duration::from_secs(60),
         only: Vec::new(),
+        instructions: false,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -66,6 +70,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--memory-seconds" => {
                 o.memory_window = Duration::from_secs(value()?.parse().map_err(|e| format!("{e}"))?)
             }
+            "--instructions" => o.instructions = true,
             "--only" => {
                 for group in value()?.split(',') {
                     if !GROUPS.contains(&group) {
@@ -76,7 +81,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             }
             other => {
                 return Err(format!(
-                    "unknown argument {other:?} (--window-ms N, --conns N, --memory-seconds N, --only {})",
+                    "unknown argument {other:?} (--window-ms N, --conns N, --memory-seconds N, --only {}, --instructions)",
                     GROUPS.join(",")
                 ));
             }
@@ -99,7 +104,11 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
         }
     };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
-    match rt.map_err(|e| e.to_string()).and_then(|rt| rt.block_on(run(&options))) {
+    let run = |rt: tokio::runtime::Runtime| match options.instructions {
+        true => rt.block_on(instructions::run(&options)),
+        false => rt.block_on(run(&options)),
+    };
+    match rt.map_err(|e| e.to_string()).and_then(run) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("bench: {e}");
@@ -115,6 +124,9 @@ struct Server {
     seq: u64,
     /// The hash of the agent's bench asks (`--asks`).
     hash: Option<String>,
+    /// Requests each connection has sent under `--instructions`, so that
+    /// the next count goes on with new request numbers.
+    counted: std::cell::Cell<u64>,
 }
 
 impl Drop for Server {
@@ -146,8 +158,29 @@ impl Transport {
 }
 
 fn start(dir: &Path, name: &str, transport: Transport, args: &[&str]) -> Result<Server, String> {
+    start_under(dir, name, transport, args, None)
+}
+
+/// [`start`], under `valgrind --tool=callgrind` writing its counts to
+/// `callgrind_dir/cg.<pid>.out*` when that is given.
+fn start_under(
+    dir: &Path,
+    name: &str,
+    transport: Transport,
+    args: &[&str],
+    callgrind_dir: Option<&Path>,
+) -> Result<Server, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mut cmd = Command::new(exe);
+    let mut cmd = match callgrind_dir {
+        Some(out) => {
+            let mut cmd = Command::new("valgrind");
+            cmd.args(["--tool=callgrind", "--quiet"])
+                .arg(format!("--callgrind-out-file={}", out.join("cg.%p.out").display()))
+                .arg(exe);
+            cmd
+        }
+        None => Command::new(exe),
+    };
     cmd.arg("bench-serve").args(args).env("COLLIE_TOKEN", TOKEN);
     match transport {
         Transport::Socket => cmd.arg("--socket").arg(dir.join(name).join("app.sock")),
@@ -163,7 +196,13 @@ fn start(dir: &Path, name: &str, transport: Transport, args: &[&str]) -> Result<
         true => Some(next()?.strip_prefix("hash ").ok_or("no `hash` line")?.to_owned()),
         false => None,
     };
-    Ok(Server { child, target: Target::from_address(&address, TOKEN), seq, hash })
+    Ok(Server {
+        child,
+        target: Target::from_address(&address, TOKEN),
+        seq,
+        hash,
+        counted: Default::default(),
+    })
 }
 
 /// One line of the report.
@@ -522,12 +561,65 @@ fn start_node(
     let mut lines = BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
     let line = lines.next().and_then(Result::ok).ok_or_else(|| format!("{name}: node did not start"))?;
     let address = line.strip_prefix("listening ").ok_or("no `listening` line")?.to_owned();
-    Ok(Server { child, target: Target::from_address(&address, TOKEN), seq: 0, hash: None })
+    Ok(Server {
+        child,
+        target: Target::from_address(&address, TOKEN),
+        seq: 0,
+        hash: None,
+        counted: Default::default(),
+    })
 }
 
 fn start_bare(dir: &Path, name: &str, transport: Transport, body: &[u8]) -> Result<Server, String> {
+    start_bare_under(dir, name, transport, body, None)
+}
+
+/// [`start_bare`], under callgrind when `callgrind_dir` is given (see [`start_under`]).
+fn start_bare_under(
+    dir: &Path,
+    name: &str,
+    transport: Transport,
+    body: &[u8],
+    callgrind_dir: Option<&Path>,
+) -> Result<Server, String> {
     let file: PathBuf = dir.join(format!("{name}.json"));
     std::fs::write(&file, body).map_err(|e| e.to_string())?;
     let file = file.to_str().ok_or("a temp path that is not UTF-8")?.to_owned();
-    start(dir, name, transport, &["--kind", "bare", "--body", &file])
+    start_under(dir, name, transport, &["--kind", "bare", "--body", &file], callgrind_dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn only_takes_known_groups_and_instructions_is_a_flag() {
+        let o = parse(&args(&["--only", "polls,answers", "--instructions"])).unwrap();
+        assert!(o.instructions);
+        assert!(o.wants("polls") && o.wants("answers"));
+        assert!(!o.wants("deltas") && !o.wants("events"));
+        let all = parse(&[]).unwrap();
+        assert!(!all.instructions);
+        assert!(GROUPS.iter().all(|g| all.wants(g)), "no --only runs every group");
+        let e = parse(&args(&["--only", "polls,nope"])).err().unwrap();
+        assert!(e.contains("nope") && e.contains("polls,answers,deltas,events"), "{e}");
+    }
+
+    #[test]
+    fn each_answer_goes_to_its_own_ask_with_its_own_request_id() {
+        let calls = answer_calls("ab".repeat(32));
+        let (a, b) = (calls(0, 7), calls(1, 7));
+        assert_eq!(a.method, hyper::Method::POST);
+        assert_eq!(a.path, format!("/v1/asks/{}", durable_sdk::types::ask_id_for("p0", "t0-7")));
+        assert_ne!(a.path, b.path);
+        let body: serde_json::Value = serde_json::from_slice(a.body.as_deref().unwrap()).unwrap();
+        assert_eq!(body["requestId"], "r0-7");
+        assert_eq!(body["answer"]["optionIds"][0], "yes");
+        assert_eq!(body["hash"], "ab".repeat(32));
+        assert_eq!(serve::ask_call_id(0, 7), "t0-7");
+    }
 }
