@@ -16,7 +16,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::load::{self, Call, Calls};
-use super::{Options, Server, Transport, answer_calls, start_bare_under, start_under};
+use super::{Options, Server, Transport, answer_calls, start_bare_under, start_under, state_and_epoch};
 
 /// Connections, one request in flight on each.
 const CONNS: usize = 4;
@@ -52,15 +52,7 @@ pub(super) async fn run(o: &Options) -> Result<(), String> {
         if wants("polls") {
             let agent = start_counted(&dir, &format!("agent100-{t}"), transport, &["--panes", "100"])?;
             let state = Call::get("/v1/state");
-            let (status, body) = load::once(&agent.target, &state).await?;
-            if status != 200 {
-                return Err(format!("the agent answered {status} to GET /v1/state"));
-            }
-            let epoch =
-                serde_json::from_slice::<serde_json::Value>(&body).map_err(|e| e.to_string())?["epoch"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_owned();
+            let (body, epoch) = state_and_epoch(&agent.target).await?;
             let bare = start_bare_under(&dir, &format!("bare100-{t}"), transport, &body, Some(&dir))?;
             let a = per_request(&dir, &agent, &same(&state), 200, 100).await?;
             let b = per_request(&dir, &bare, &same(&state), 200, 100).await?;

@@ -286,15 +286,7 @@ async fn run(o: &Options) -> Result<(), String> {
             let agent =
                 start(&dir, &format!("agent100-{t}"), transport, &["--kind", "agent", "--panes", "100"])?;
             let state = Call::get("/v1/state");
-            let (status, body) = load::once(&agent.target, &state).await?;
-            if status != 200 {
-                return Err(format!("the agent answered {status} to GET /v1/state"));
-            }
-            let epoch =
-                serde_json::from_slice::<serde_json::Value>(&body).map_err(|e| e.to_string())?["epoch"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_owned();
+            let (body, epoch) = state_and_epoch(&agent.target).await?;
             let bare = start_bare(&dir, &format!("bare100-{t}"), transport, &body)?;
             let full_a = measure(&agent, &state, 200).await?;
             let full_b = measure(&bare, &state, 200).await?;
@@ -489,6 +481,20 @@ async fn run(o: &Options) -> Result<(), String> {
         return Err(format!("{errors} requests did not get the expected answer"));
     }
     Ok(())
+}
+
+/// The agent's full state answer and its epoch.
+async fn state_and_epoch(target: &Target) -> Result<(bytes::Bytes, String), String> {
+    let (status, body) = load::once(target, &Call::get("/v1/state")).await?;
+    if status != 200 {
+        return Err(format!("the agent answered {status} to GET /v1/state"));
+    }
+    #[derive(serde::Deserialize)]
+    struct Epoch {
+        epoch: String,
+    }
+    let epoch = serde_json::from_slice::<Epoch>(&body).map_err(|e| e.to_string())?.epoch;
+    Ok((body, epoch))
 }
 
 /// Connection `c`'s `n`th answer: `yes` to the bench agent's ask
