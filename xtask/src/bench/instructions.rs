@@ -46,10 +46,9 @@ pub(super) async fn run(o: &Options) -> Result<(), String> {
     );
     println!("{:<48} {:>10} {:>10} {:>7}", "case", "agent", "bare", "ratio");
     let mut lines = Vec::new();
-    let wants = |g: &str| o.only.is_empty() || o.only.iter().any(|x| x == g);
     for transport in [Transport::Socket, Transport::Https] {
         let t = transport.name();
-        if wants("polls") {
+        if o.wants("polls") {
             let agent = start_counted(&dir, &format!("agent100-{t}"), transport, &["--panes", "100"])?;
             let state = Call::get("/v1/state");
             let (body, epoch) = state_and_epoch(&agent.target).await?;
@@ -63,7 +62,7 @@ pub(super) async fn run(o: &Options) -> Result<(), String> {
             let b = per_request(&dir, &bare, &same(&tag_b), 304, 250).await?;
             lines.push(report(format!("[{t}] 304 poll"), a, b));
         }
-        if wants("answers") {
+        if o.wants("answers") {
             let slots = CONNS.to_string();
             let agent = start_counted(
                 &dir,
@@ -78,7 +77,7 @@ pub(super) async fn run(o: &Options) -> Result<(), String> {
             lines.push(report(format!("[{t}] answer round trip (vs a bare POST)"), a, b));
         }
     }
-    if wants("deltas") {
+    if o.wants("deltas") {
         let mut delta = Vec::new();
         for panes in [10usize, 10_000] {
             let agent = start_counted(
@@ -113,7 +112,7 @@ pub(super) async fn run(o: &Options) -> Result<(), String> {
             delta[1] / delta[0]
         );
     }
-    if wants("events") {
+    if o.wants("events") {
         let agent =
             start_counted(&dir, "agent-events", Transport::Socket, &["--panes", "1", "--events", "2000"])?;
         for (name, path) in [

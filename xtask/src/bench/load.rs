@@ -110,6 +110,18 @@ pub(crate) fn request(target: &Target, call: &Call) -> Request<Full<Bytes>> {
     b.body(Full::new(call.body.clone().unwrap_or_default())).expect("a valid request")
 }
 
+/// One request on a kept-alive connection, its body read to the end:
+/// whether it got `expect`.
+async fn send(sender: &mut Sender, target: &Target, call: &Call, expect: u16) -> bool {
+    match sender.send_request(request(target, call)).await {
+        Ok(resp) => {
+            let status = resp.status().as_u16();
+            resp.into_body().collect().await.is_ok() && status == expect
+        }
+        Err(_) => false,
+    }
+}
+
 /// One request on a fresh connection: its status and body.
 pub(crate) async fn once(target: &Target, call: &Call) -> Result<(u16, Bytes), String> {
     let mut sender = connect(target).await?;
@@ -162,15 +174,8 @@ pub(crate) async fn run_each(
                 if stop.load(Ordering::Relaxed) {
                     break;
                 }
-                let call = calls(conn, n);
                 let started = Instant::now();
-                let ok = match sender.send_request(request(&target, &call)).await {
-                    Ok(resp) => {
-                        let status = resp.status().as_u16();
-                        resp.into_body().collect().await.is_ok() && status == expect
-                    }
-                    Err(_) => false,
-                };
+                let ok = send(&mut sender, &target, &calls(conn, n), expect).await;
                 if measuring.load(Ordering::Relaxed) {
                     latencies.push(started.elapsed().as_micros().min(u128::from(u32::MAX)) as u32);
                     if !ok {
@@ -235,15 +240,7 @@ pub(crate) async fn count(
         tasks.push(tokio::spawn(async move {
             let mut errors = 0u64;
             for n in from..from + per_conn {
-                let resp = sender.send_request(request(&target, &calls(conn, n))).await;
-                let ok = match resp {
-                    Ok(resp) => {
-                        let status = resp.status().as_u16();
-                        resp.into_body().collect().await.is_ok() && status == expect
-                    }
-                    Err(_) => false,
-                };
-                if !ok {
+                if !send(&mut sender, &target, &calls(conn, n), expect).await {
                     errors += 1;
                     sender = connect(&target).await?;
                 }

@@ -176,25 +176,29 @@ async fn agent(args: &ServeArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The agent's current change sequence, read through its own state route.
-async fn core_seq(core: &durable_sdk::Core) -> u64 {
+/// The agent's state answer, read through its own route, as `T` (only the
+/// fields `T` names: a `serde_json::Value` of a 10,000-pane answer would
+/// leave the allocator holding some 20 MiB that the memory figures would
+/// then count against the agent).
+async fn read_state<T: serde::de::DeserializeOwned>(core: &durable_sdk::Core) -> Option<T> {
     use durable_sdk::types::exchange::{Caller, Request};
-    // Only `seq` is read: a `serde_json::Value` of a 10,000-pane answer
-    // would leave the allocator holding some 20 MiB that the memory figures
-    // would then count against the agent.
+    let resp = core.handle(Request::get("/v1/state", Caller::OtherProcess)).await;
+    serde_json::from_slice(&resp.body).ok()
+}
+
+/// The agent's current change sequence.
+async fn core_seq(core: &durable_sdk::Core) -> u64 {
     #[derive(serde::Deserialize)]
     struct Seq {
         seq: u64,
     }
-    let resp = core.handle(Request::get("/v1/state", Caller::OtherProcess)).await;
-    serde_json::from_slice::<Seq>(&resp.body).map_or(0, |s| s.seq)
+    read_state::<Seq>(core).await.map_or(0, |s| s.seq)
 }
 
 /// The hash of the first open ask in the agent's state.
 async fn ask_hash_of(core: &durable_sdk::Core) -> Option<String> {
-    use durable_sdk::types::exchange::{Caller, Request};
     #[derive(serde::Deserialize)]
-    struct Hashes {
+    struct Asks {
         asks: Vec<Hash>,
     }
     #[derive(serde::Deserialize)]
@@ -204,8 +208,7 @@ async fn ask_hash_of(core: &durable_sdk::Core) -> Option<String> {
     // The slots' tasks raise their first asks once this runtime's one
     // worker gets to them.
     for _ in 0..100 {
-        let resp = core.handle(Request::get("/v1/state", Caller::OtherProcess)).await;
-        if let Some(a) = serde_json::from_slice::<Hashes>(&resp.body).ok()?.asks.into_iter().next() {
+        if let Some(a) = read_state::<Asks>(core).await?.asks.into_iter().next() {
             return Some(a.hash);
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;

@@ -1,0 +1,79 @@
+//! The bench's agent with `--asks`, driven with curl as Collie answers a
+//! card: every answer to the next ask of a slot is `200 answered`, the
+//! slot keeps four asks open whatever was answered, and an ask the agent
+//! has not raised yet holds the answer instead (so the bench's round trips
+//! measure real asks, not refusals).
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use durable_sdk::types::ask_id_for;
+use support::{TestDir, xtask};
+
+struct Served(Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn curl(socket: &str, path: &str, body: Option<&str>) -> serde_json::Value {
+    let mut cmd = Command::new("curl");
+    cmd.args(["-s", "--unix-socket", socket]);
+    if let Some(body) = body {
+        cmd.args(["-H", "Content-Type: application/json", "-d", body]);
+    }
+    let out = cmd.arg(format!("http://bench{path}")).output().expect("curl runs");
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{path}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn answer(socket: &str, call_id: &str, request_id: &str, hash: &str) -> serde_json::Value {
+    let body = format!(r#"{{"requestId":"{request_id}","answer":{{"optionIds":["yes"]}},"hash":"{hash}"}}"#);
+    curl(socket, &format!("/v1/asks/{}", ask_id_for("p0", call_id)), Some(&body))
+}
+
+#[test]
+fn the_bench_agent_raises_the_next_ask_as_each_is_answered() {
+    let dir = TestDir::new("bench-asks");
+    let socket = dir.socket();
+    let mut child = Command::new(xtask())
+        .args(["bench-serve", "--kind", "agent", "--panes", "1", "--asks", "1", "--socket", &socket])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("xtask bench-serve starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let served = Served(child);
+    let mut next = || lines.next().expect("a line").expect("stdout");
+    assert_eq!(next(), format!("listening {socket}"));
+    assert!(next().starts_with("seq "));
+    let hash = next().strip_prefix("hash ").expect("a `hash` line").to_owned();
+    assert!(durable_sdk::types::is_hash(&hash), "{hash}");
+
+    for n in 0..10 {
+        let a = answer(&socket, &format!("t0-{n}"), &format!("r0-{n}"), &hash);
+        assert_eq!(a["result"], "answered", "answer {n}: {a}");
+        assert_eq!(a["askId"], ask_id_for("p0", &format!("t0-{n}")));
+    }
+    // Four open again: t0-10 … t0-13 (the last raised once t0-9 resolved).
+    let mut open = Vec::new();
+    for _ in 0..100 {
+        let state = curl(&socket, "/v1/state", None);
+        open = state["asks"].as_array().unwrap().iter().map(|a| a["toolCallId"].clone()).collect();
+        if open.len() == 4 && open.contains(&"t0-13".into()) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let want: Vec<serde_json::Value> = (10..14).map(|n| format!("t0-{n}").into()).collect();
+    assert_eq!(open, want);
+    // An ask not raised yet: the answer is held, not answered.
+    let early = answer(&socket, "t0-20", "r0-20", &hash);
+    assert_eq!(early["result"], "held", "{early}");
+    drop(served);
+}
