@@ -86,7 +86,7 @@ impl Session {
                     self.receipts.note(&response);
                     self.pool.harvest(&response.body);
                     if let Some(etag) = &response.etag {
-                        self.last_etag = Some(etag.clone());
+                        self.last_etag = Some(etag.as_str().to_owned());
                     }
                 }
                 Step::Advance(ms) => self.driver.advance(u64::from(*ms)),

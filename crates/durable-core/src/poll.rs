@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use durable_types::exchange::{Request, Response};
+use durable_types::exchange::{Request, Response, Tag};
 use durable_types::{
     CapsView, ErrorCode, HelloPostResponse, HelloRequest, HelloResponse, Id, SDK_NAME, SDK_VERSION,
     STATE_SEQ_MEMORY, SdkInfo, StateResponse, WireRange,
@@ -64,14 +64,12 @@ pub(crate) fn state(core: &Core, req: &Request) -> Result<Response, Response> {
     let since = Query::of(req).u64("since")?;
     let mut st = core.lock();
     let seq = st.seq();
-    let tag = st.etag(&core.options().epoch);
-    if req.if_none_match.as_deref().is_some_and(|v| v.split(',').any(|t| t.trim() == tag || t.trim() == "*"))
-    {
-        let mut resp = Response::json(304, Vec::new());
-        resp.etag = Some(tag.to_owned());
+    let etag = st.etag(&core.options().epoch);
+    if req.if_none_match.as_deref().is_some_and(|v| matches_tag(v, &etag)) {
+        let mut resp = Response::json(304, bytes::Bytes::new());
+        resp.etag = Some(etag);
         return Ok(resp);
     }
-    let etag = tag.to_owned();
     let full = match since {
         None | Some(0) => true,
         Some(n) => n > seq || seq - n > STATE_SEQ_MEMORY,
@@ -134,8 +132,14 @@ pub(crate) fn state(core: &Core, req: &Request) -> Result<Response, Response> {
     Ok(resp)
 }
 
+/// Whether an `If-None-Match` value names `tag`: the tag itself (what
+/// Collie sends back, checked first), or a list holding it or `*`.
+fn matches_tag(if_none_match: &str, tag: &Tag) -> bool {
+    *tag == if_none_match || if_none_match.split(',').any(|t| *tag == t.trim() || t.trim() == "*")
+}
+
 /// A state answer: its bytes and its tag.
-fn answer(body: bytes::Bytes, etag: String) -> Response {
+fn answer(body: bytes::Bytes, etag: Tag) -> Response {
     let mut resp = Response::json(200, body);
     resp.etag = Some(etag);
     resp
@@ -222,4 +226,20 @@ pub(crate) fn events(core: &Core, req: &Request, pane: Id) -> Result<Response, R
         st.keep_snapshot_answer(&pane, resp.body.clone());
     }
     Ok(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn if_none_match_names_the_tag_alone_in_a_list_or_as_a_star() {
+        let tag = Tag::from("\"e-7\"");
+        for yes in ["\"e-7\"", "\"x-1\", \"e-7\"", " \"e-7\" ,\"x\"", "*", "\"x\", *"] {
+            assert!(matches_tag(yes, &tag), "{yes} names the tag");
+        }
+        for no in ["", "\"e-70\"", "e-7", "\"x-1\",\"e-8\"", "**", "W/\"e-7\""] {
+            assert!(!matches_tag(no, &tag), "{no} does not");
+        }
+    }
 }

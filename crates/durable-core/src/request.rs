@@ -51,8 +51,11 @@ pub(crate) struct Query(Vec<(String, String)>);
 
 impl Query {
     pub(crate) fn parse(query: Option<&str>) -> Query {
+        let Some(query) = query else {
+            // Most polls have none: nothing to split.
+            return Query(Vec::new());
+        };
         let pairs = query
-            .unwrap_or("")
             .split('&')
             .filter(|p| !p.is_empty())
             .map(|p| {

@@ -15,7 +15,7 @@ use hyper::body::Body;
 use hyper::header::{CONNECTION, HeaderValue, WWW_AUTHENTICATE};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use durable_core::Core;
@@ -25,7 +25,9 @@ use durable_types::{ErrorBody, ErrorCode};
 use crate::caller::CallerSource;
 use crate::shutdown::Shutdown;
 use crate::slots::Slot;
-use crate::translate::{to_core_request, to_hyper_response};
+use crate::timer::ConnectionTimer;
+use crate::translate::{to_core_request, to_core_request_without_body, to_hyper_response};
+use crate::until::until;
 use crate::write_timeout::WriteTimeout;
 
 /// What answers the requests of a connection: the [`Core`], or a stand-in in
@@ -250,7 +252,7 @@ where
             // without writing an answer. A request without a body (a poll)
             // has nothing to wait for: no timer.
             let request = if request.body().is_end_stream() {
-                to_core_request(request, caller).await.map_err(ServiceError::Body)?
+                to_core_request_without_body(&request, caller)
             } else {
                 match tokio::time::timeout(body_read_timeout, to_core_request(request, caller)).await {
                     Ok(read) => read.map_err(ServiceError::Body)?,
@@ -285,12 +287,11 @@ where
         }
     });
     let mut builder = http1::Builder::new();
-    builder.timer(TokioTimer::new()).keep_alive(true).header_read_timeout(options.header_read_timeout);
+    builder.timer(ConnectionTimer::new()).keep_alive(true).header_read_timeout(options.header_read_timeout);
     let io = WriteTimeout::new(io, options.write_timeout);
     let mut conn = pin!(builder.serve_connection(TokioIo::new(io), service));
-    tokio::select! {
-        done = conn.as_mut() => return done,
-        () = shutdown.triggered() => {}
+    if let Some(done) = until(conn.as_mut(), shutdown.triggered()).await {
+        return done;
     }
     conn.as_mut().graceful_shutdown();
     // Past the grace, the connection is dropped (closed) as it is.

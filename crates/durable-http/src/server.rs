@@ -19,6 +19,7 @@ use crate::connection::{Handler, HttpOptions, serve_in_slot};
 use crate::driver::spawn_driver;
 use crate::shutdown::Shutdown;
 use crate::slots::Slots;
+use crate::until::until;
 
 /// The slow part of taking a connection — reading who the peer is, or a TLS
 /// handshake — run on the connection's own task, so the accept loop never
@@ -201,10 +202,7 @@ async fn run<H: Handler, L: Listen>(
                     // Displaced: dropped where it stands (it has made no
                     // request the transport accepted, so no work of the
                     // core's is cut), which closes it.
-                    tokio::select! {
-                        () = serve => {}
-                        () = slot.displaced() => {}
-                    }
+                    until(serve, slot.displaced()).await;
                 });
             }
             Err(e) => {

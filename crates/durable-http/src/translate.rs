@@ -69,15 +69,31 @@ where
     let (parts, body) = request.into_parts();
     let declared = declared_length(&parts.headers);
     let body = read_body(body, declared, BODY_MAX).await?;
-    let if_none_match = parts.headers.get(IF_NONE_MATCH).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    Ok(Request {
-        method: Method::from_name(parts.method.as_str()),
-        path: parts.uri.path().to_owned(),
-        query: parts.uri.query().map(str::to_owned),
-        if_none_match,
+    Ok(core_request(&parts.method, &parts.uri, &parts.headers, body, caller))
+}
+
+/// [`to_core_request`] for a request whose body is known to be empty
+/// (`Body::is_end_stream`, as a poll's is): nothing to wait for, so no
+/// read and no future.
+pub fn to_core_request_without_body<B>(request: &hyper::Request<B>, caller: Caller) -> Request {
+    core_request(request.method(), request.uri(), request.headers(), Body::Complete(Bytes::new()), caller)
+}
+
+fn core_request(
+    method: &hyper::Method,
+    uri: &hyper::Uri,
+    headers: &HeaderMap,
+    body: Body,
+    caller: Caller,
+) -> Request {
+    Request {
+        method: Method::from_name(method.as_str()),
+        path: uri.path().to_owned(),
+        query: uri.query().map(str::to_owned),
+        if_none_match: headers.get(IF_NONE_MATCH).and_then(|v| v.to_str().ok()).map(str::to_owned),
         body,
         caller,
-    })
+    }
 }
 
 fn declared_length(headers: &HeaderMap) -> Option<u64> {
@@ -96,7 +112,8 @@ pub fn to_hyper_response(response: Response) -> hyper::Response<Full<Bytes>> {
     if has_body {
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     }
-    if let Some(etag) = response.etag.and_then(|e| HeaderValue::from_str(&e).ok()) {
+    // The tag's bytes are shared, not copied; the check is the header's.
+    if let Some(etag) = response.etag.and_then(|e| HeaderValue::from_maybe_shared(e.bytes().clone()).ok()) {
         headers.insert(ETAG, etag);
     }
     if let Some(allow) = response.allow {

@@ -136,6 +136,31 @@ async fn a_client_slow_to_send_headers_is_cut_off_by_the_header_read_timeout() {
     assert!(rec.seen.lock().unwrap().is_empty());
 }
 
+/// The header-read clock starts again at every request: a connection that
+/// keeps asking outlives the timeout many times over, and one that then
+/// trickles a head in is cut off as the first request would have been (the
+/// timer is re-armed for each request, not made anew).
+#[tokio::test]
+async fn the_header_read_timeout_starts_again_at_each_request_of_a_kept_alive_connection() {
+    let rec = Recorder::default();
+    let timeout = Duration::from_millis(300);
+    let options = HttpOptions::new().header_read_timeout(timeout);
+    let (mut io, task) = start(rec.clone(), CallerSource::Fixed(Caller::Unknown), options, Shutdown::new());
+    let started = std::time::Instant::now();
+    let mut served = 0;
+    while started.elapsed() < timeout * 4 {
+        io.write_all(b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+        let r = read_response(&mut io).await;
+        assert!(r.starts_with("HTTP/1.1 200"), "request {served}: {r}");
+        served += 1;
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+    io.write_all(b"GET /hello HTTP/1.1\r\nHost").await.unwrap();
+    assert_closed(&mut io).await;
+    tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
+    assert_eq!(rec.seen.lock().unwrap().len(), served, "the trickled head never reached the core");
+}
+
 #[tokio::test]
 async fn shutdown_lets_the_request_in_flight_finish_then_closes() {
     let gate = Arc::new(Notify::new());

@@ -108,7 +108,7 @@ pub struct Response {
     /// The status code.
     pub status: u16,
     /// The `ETag` header, for state answers.
-    pub etag: Option<String>,
+    pub etag: Option<Tag>,
     /// The `Allow` header, for `405` answers.
     pub allow: Option<&'static str>,
     /// The `Durable-Delivery` header, on the replay of a send whose store
@@ -131,5 +131,91 @@ impl Response {
             return serde_json::Value::Null;
         }
         serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// An `ETag` value as the core keeps it: shared bytes, so that every answer
+/// carrying the same tag hands out the same buffer instead of a copy (the
+/// servers put it in the header as it is). Reads as a `&str`.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Tag(Bytes);
+
+impl Tag {
+    /// The tag as text, quotes included.
+    pub fn as_str(&self) -> &str {
+        // Made from a `str` only, so always UTF-8.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+
+    /// The tag's bytes, shared.
+    pub fn bytes(&self) -> &Bytes {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Tag {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl From<String> for Tag {
+    fn from(tag: String) -> Self {
+        Tag(Bytes::from(tag))
+    }
+}
+
+impl From<&str> for Tag {
+    fn from(tag: &str) -> Self {
+        Tag(Bytes::copy_from_slice(tag.as_bytes()))
+    }
+}
+
+impl From<Tag> for String {
+    fn from(tag: Tag) -> Self {
+        tag.as_str().to_owned()
+    }
+}
+
+impl PartialEq<str> for Tag {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other.as_bytes()
+    }
+}
+
+impl PartialEq<&str> for Tag {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == other.as_bytes()
+    }
+}
+
+impl std::fmt::Debug for Tag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl std::fmt::Display for Tag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tag_reads_as_the_text_it_was_made_from_and_shares_its_bytes() {
+        let tag = Tag::from(String::from("\"e-1\""));
+        assert_eq!(tag.as_str(), "\"e-1\"");
+        assert_eq!(&*tag, "\"e-1\"");
+        assert!(tag == "\"e-1\"" && tag != "\"e-2\"");
+        assert_eq!(Tag::from("\"e-1\""), tag);
+        assert_eq!(format!("{tag} {tag:?}"), "\"e-1\" \"\\\"e-1\\\"\"");
+        assert_eq!(String::from(tag.clone()), "\"e-1\"");
+        let copy = tag.clone();
+        assert_eq!(copy.bytes().as_ptr(), tag.bytes().as_ptr(), "a clone shares the buffer");
     }
 }

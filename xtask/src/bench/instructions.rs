@@ -128,7 +128,14 @@ pub(super) async fn run(o: &Options) -> Result<(), String> {
         }
     }
     println!("bench --instructions: {} cases in {:.0} s", lines.len(), started.elapsed().as_secs_f64());
-    let _ = std::fs::remove_dir_all(&dir);
+    match o.keep_dumps {
+        // One dump per count, in the order of the report's lines, agent
+        // then bare (`callgrind_annotate --inclusive=yes <dump>`).
+        true => println!("the callgrind dumps are in {}", dir.display()),
+        false => {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
     Ok(())
 }
 

@@ -42,6 +42,8 @@ struct Options {
     only: Vec<String>,
     /// `--instructions`: count instructions under callgrind instead.
     instructions: bool,
+    /// `--keep-dumps`: leave the callgrind dumps for `callgrind_annotate`.
+    keep_dumps: bool,
 }
 
 /// The groups of cases, for `--only`.
@@ -60,6 +62,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         memory_window: Duration::from_secs(60),
         only: Vec::new(),
         instructions: false,
+        keep_dumps: false,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -71,6 +74,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
                 o.memory_window = Duration::from_secs(value()?.parse().map_err(|e| format!("{e}"))?)
             }
             "--instructions" => o.instructions = true,
+            "--keep-dumps" => o.keep_dumps = true,
             "--only" => {
                 for group in value()?.split(',') {
                     if !GROUPS.contains(&group) {
@@ -81,7 +85,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             }
             other => {
                 return Err(format!(
-                    "unknown argument {other:?} (--window-ms N, --conns N, --memory-seconds N, --only {}, --instructions)",
+                    "unknown argument {other:?} (--window-ms N, --conns N, --memory-seconds N, --only {}, --instructions, --keep-dumps)",
                     GROUPS.join(",")
                 ));
             }
@@ -605,7 +609,8 @@ mod tests {
     #[test]
     fn only_takes_known_groups_and_instructions_is_a_flag() {
         let o = parse(&args(&["--only", "polls,answers", "--instructions"])).unwrap();
-        assert!(o.instructions);
+        assert!(o.instructions && !o.keep_dumps);
+        assert!(parse(&args(&["--instructions", "--keep-dumps"])).unwrap().keep_dumps);
         assert!(o.wants("polls") && o.wants("answers"));
         assert!(!o.wants("deltas") && !o.wants("events"));
         let all = parse(&[]).unwrap();

@@ -59,6 +59,22 @@ impl State {
             .filter_map(|id| self.panes.get(id).map(|p| &**p))
     }
 
+    /// Learns each pane's place in the layout, if the layout changed since.
+    pub(crate) fn refresh_layout_order(&mut self) {
+        if self.layout_pos_seq != Some(self.layout_seq) {
+            let at = self.layout_seq;
+            let ids = self.workspaces.iter().flat_map(|w| w.tabs.iter().flat_map(|t| t.panes.iter()));
+            let mut i = 0;
+            for id in ids {
+                if let Some(pane) = self.panes.get_mut(id) {
+                    pane.set_layout_pos(at, i);
+                    i += 1;
+                }
+            }
+            self.layout_pos_seq = Some(at);
+        }
+    }
+
     fn workspace(&self, id: &ScopeId) -> Option<&WorkspaceData> {
         self.workspaces.iter().find(|w| &w.id == id)
     }

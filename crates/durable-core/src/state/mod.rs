@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use bytes::Bytes;
 
+use durable_types::exchange::Tag;
 use durable_types::{DecidedBy, Id, STATE_SEQ_MEMORY, StarterView, Timestamp};
 
 use crate::receipts::Receipt;
@@ -74,8 +75,6 @@ pub(crate) struct State {
     /// after `since` here, not every pane (an entry whose pane changed
     /// again or closed is stale, and skipped).
     changes: BTreeMap<u64, Id>,
-    /// Each pane's place in the layout, as of `layout_pos_seq`.
-    layout_pos: HashMap<Id, usize>,
     layout_pos_seq: Option<u64>,
     /// The full state answer's bytes at a seq: polls between changes share them.
     full_answer: Option<(u64, Bytes)>,
@@ -83,7 +82,7 @@ pub(crate) struct State {
     /// same place share it until the next change.
     delta_answer: Option<(u64, u64, Bytes)>,
     /// The state's `ETag` at a seq, made once per change, not per poll.
-    etag: Option<(u64, String)>,
+    etag: Option<(u64, Tag)>,
     /// The last pane snapshot answer (a reader behind the tail) at a seq.
     snapshot_answer: Option<(u64, Id, Bytes)>,
 }
@@ -118,7 +117,6 @@ impl State {
             turn_tokens: 0,
             seq_floor: HashMap::new(),
             changes: BTreeMap::new(),
-            layout_pos: HashMap::new(),
             layout_pos_seq: None,
             full_answer: None,
             delta_answer: None,
@@ -171,20 +169,15 @@ impl State {
     }
 
     /// The state's `ETag` at the current seq: `"<epoch>-<seq>"`.
-    pub(crate) fn etag(&mut self, epoch: &str) -> &str {
+    pub(crate) fn etag(&mut self, epoch: &str) -> Tag {
         let seq = self.seq;
-        if self.etag.as_ref().is_none_or(|(at, _)| *at != seq) {
-            self.etag = Some((seq, format!("\"{epoch}-{seq}\"")));
-        }
-        self.etag.as_ref().map_or("", |(_, tag)| tag)
-    }
-
-    /// Learns each pane's place in the layout, if the layout changed since.
-    pub(crate) fn refresh_layout_order(&mut self) {
-        if self.layout_pos_seq != Some(self.layout_seq) {
-            self.layout_pos =
-                self.panes_in_layout_order().enumerate().map(|(i, p)| (p.id().clone(), i)).collect();
-            self.layout_pos_seq = Some(self.layout_seq);
+        match &self.etag {
+            Some((at, tag)) if *at == seq => tag.clone(),
+            _ => {
+                let tag = Tag::from(format!("\"{epoch}-{seq}\""));
+                self.etag = Some((seq, tag.clone()));
+                tag
+            }
         }
     }
 
@@ -196,7 +189,7 @@ impl State {
             .changes
             .range(seq.saturating_add(1)..)
             .filter_map(|(at, id)| self.panes.get(id).map(|p| &**p).filter(|p| p.changed_at() == *at))
-            .filter_map(|p| self.layout_pos.get(p.id()).map(|&i| (i, p)))
+            .filter_map(|p| self.layout_pos_seq.and_then(|at| p.layout_pos_at(at)).map(|i| (i, p)))
             .collect();
         changed.sort_by_key(|(i, _)| *i);
         changed.into_iter().map(|(_, p)| p).collect()

@@ -57,6 +57,11 @@ pub(crate) struct PaneData {
     dropped: bool,
     actions: Vec<ActionView>,
     changed_at: u64,
+    /// The pane's place in the layout and the layout seq it was learnt at
+    /// (`State::refresh_layout_order`): kept here, not in a map of ids, so
+    /// that learning it allocates nothing.
+    /// `(u64::MAX, _)` until learnt.
+    layout_pos: (u64, usize),
     warned_partial: bool,
     /// The pane's own handlers (the agent-wide ones serve a pane without).
     takers: PaneTakers,
@@ -103,6 +108,7 @@ impl PaneData {
             dropped: false,
             actions: Vec::new(),
             changed_at: 0,
+            layout_pos: (u64::MAX, 0),
             warned_partial: false,
             takers: PaneTakers::default(),
             turn_cancel: None,
@@ -128,6 +134,16 @@ impl PaneData {
     }
 
     /// The sequence of the pane's last change (for `since` in the poll).
+    /// The pane's place in the layout, if it was learnt at `layout_seq`.
+    pub(crate) fn layout_pos_at(&self, layout_seq: u64) -> Option<usize> {
+        let (at, pos) = self.layout_pos;
+        (at == layout_seq).then_some(pos)
+    }
+
+    pub(crate) fn set_layout_pos(&mut self, layout_seq: u64, pos: usize) {
+        self.layout_pos = (layout_seq, pos);
+    }
+
     pub(crate) fn changed_at(&self) -> u64 {
         self.changed_at
     }

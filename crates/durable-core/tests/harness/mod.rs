@@ -42,7 +42,7 @@ impl From<Response> for Reply {
         Reply {
             status: r.status,
             json: r.body_json(),
-            etag: r.etag.clone(),
+            etag: r.etag.as_deref().map(str::to_owned),
             allow: r.allow,
             delivery: r.delivery,
         }
