@@ -96,12 +96,23 @@ impl Core {
 pub(crate) struct Ran {
     pub(crate) response: Response,
     pub(crate) group: Option<String>,
+    /// The response's body as the receipt keeps it, when the route made it
+    /// as a `Value`: then it is not parsed back from the bytes.
+    pub(crate) receipt_body: Option<Value>,
 }
 
 impl Ran {
     /// A response that is not stored (a refusal, a `202 held`).
     pub(crate) fn unstored(response: Response) -> Ran {
-        Ran { response, group: None }
+        Ran { response, group: None, receipt_body: None }
+    }
+
+    /// A `200` whose receipt is kept in `group`, its body `body`.
+    pub(crate) fn stored(body: Value, group: String) -> Ran {
+        let response = respond::json(200, &body);
+        // A body that could not be written is an error answer, not stored.
+        let receipt_body = (response.status == 200).then_some(body);
+        Ran { response, group: Some(group), receipt_body }
     }
 }
 
@@ -177,7 +188,10 @@ impl Core {
         let ran = run().await;
         match (ran.response.status, ran.group) {
             (200, Some(group)) => {
-                let body: Value = serde_json::from_slice(&ran.response.body).unwrap_or(Value::Null);
+                let body = match ran.receipt_body {
+                    Some(body) => body,
+                    None => serde_json::from_slice(&ran.response.body).unwrap_or(Value::Null),
+                };
                 let receipt = Receipt { status: 200, body };
                 // Applied: the receipt is kept in memory until the store has
                 // it, so that a repeat in this process replays it, never runs

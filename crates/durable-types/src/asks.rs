@@ -716,7 +716,18 @@ fn check_kind(
 impl Ask {
     /// The hash of this ask as it is sent (see [`ask_hash`]).
     pub fn compute_hash(&self) -> String {
-        ask_hash(&serde_json::to_value(self).unwrap_or(Value::Null))
+        // Written from the typed ask, not through a `Value` (`canonical`
+        // says why); the same bytes, which debug builds check.
+        let hash = match crate::canonical::hash_input(self, &crate::hash::ASK_HASH_EXCLUDED) {
+            Ok(input) => crate::hash::sha256_hex(&input),
+            Err(_) => ask_hash(&serde_json::to_value(self).unwrap_or(Value::Null)),
+        };
+        debug_assert_eq!(
+            hash,
+            ask_hash(&serde_json::to_value(self).unwrap_or(Value::Null)),
+            "the typed hash input differs from the Value one"
+        );
+        hash
     }
 
     /// Whether picking `option_id` is an allow-always pick.

@@ -19,7 +19,7 @@ pub const ASK_HASH_EXCLUDED: [&str; 9] =
 /// Hex characters in an ask id: the first half of a SHA-256.
 const ASK_ID_HEX: usize = 32;
 
-fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha256::digest(bytes);
     let mut out = String::with_capacity(digest.len() * 2);
@@ -60,15 +60,16 @@ pub fn ask_id_for(pane_id: &str, tool_call_id: &str) -> String {
 /// assert_eq!(durable_types::canonical_json(&v), r#"{"a":{"c":"é","d":[true,null]},"b":1}"#);
 /// ```
 pub fn canonical_json(v: &Value) -> String {
-    let mut out = String::new();
+    let mut out = Vec::new();
     write_canonical(v, &mut out, false, &[]);
-    out
+    into_text(out)
 }
 
 /// Writes `v` canonically. When `drop_nulls` is set, object fields whose
 /// value is `null` are left out at every level; `skip` names top-level
-/// fields to leave out.
-fn write_canonical(v: &Value, out: &mut String, drop_nulls: bool, skip: &[&str]) {
+/// fields to leave out. Keys, strings and scalars go through `serde_json`'s
+/// compact writer straight into `out`: no text is made and thrown away.
+fn write_canonical(v: &Value, out: &mut Vec<u8>, drop_nulls: bool, skip: &[&str]) {
     match v {
         Value::Object(map) => {
             let mut entries: Vec<(&String, &Value)> = map
@@ -76,35 +77,41 @@ fn write_canonical(v: &Value, out: &mut String, drop_nulls: bool, skip: &[&str])
                 .filter(|(k, v)| !(skip.contains(&k.as_str()) || (drop_nulls && v.is_null())))
                 .collect();
             entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
+            out.push(b'{');
             for (i, (k, v)) in entries.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
-                write_string(k, out);
-                out.push(':');
+                write_scalar(k, out);
+                out.push(b':');
                 write_canonical(v, out, drop_nulls, &[]);
             }
-            out.push('}');
+            out.push(b'}');
         }
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write_canonical(item, out, drop_nulls, &[]);
             }
-            out.push(']');
+            out.push(b']');
         }
         // Null, bool, number, string: exactly as serde_json writes them.
-        scalar => out.push_str(&scalar.to_string()),
+        scalar => write_scalar(scalar, out),
     }
 }
 
-fn write_string(s: &str, out: &mut String) {
-    // `Value`'s Display is serde_json's compact writer, and cannot fail.
-    out.push_str(&Value::String(s.to_owned()).to_string());
+/// A key or a scalar as serde_json's compact writer writes it.
+fn write_scalar<T: serde::Serialize + ?Sized>(v: &T, out: &mut Vec<u8>) {
+    // Into a `Vec` a string, a key or a `Value` scalar cannot fail.
+    let _ = serde_json::to_writer(out, v);
+}
+
+/// The canonical bytes as text: serde_json writes UTF-8 only.
+fn into_text(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_default()
 }
 
 /// The exact text the ask hash is computed over: [`canonical_json`] of the
@@ -114,7 +121,11 @@ fn write_string(s: &str, out: &mut String) {
 ///
 /// A value that is not an object is canonicalized as it is.
 pub fn ask_hash_input(ask_wire_object: &Value) -> String {
-    let mut out = String::new();
+    into_text(hash_input_bytes(ask_wire_object))
+}
+
+fn hash_input_bytes(ask_wire_object: &Value) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
     write_canonical(ask_wire_object, &mut out, true, &ASK_HASH_EXCLUDED);
     out
 }
@@ -127,7 +138,7 @@ pub fn ask_hash_input(ask_wire_object: &Value) -> String {
 /// assert!(durable_types::is_hash(&durable_types::ask_hash(&ask)));
 /// ```
 pub fn ask_hash(ask_wire_object: &Value) -> String {
-    sha256_hex(ask_hash_input(ask_wire_object).as_bytes())
+    sha256_hex(&hash_input_bytes(ask_wire_object))
 }
 
 /// Whether `s` has the shape of an ask hash as the agent writes it: exactly

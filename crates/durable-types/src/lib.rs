@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 mod asks;
+mod canonical;
 mod caps;
 mod constants;
 mod error;
