@@ -23,9 +23,9 @@ use durable_types::exchange::{Caller, Method, Request, Response};
 use durable_types::{ErrorBody, ErrorCode};
 
 use crate::caller::CallerSource;
+use crate::header_clock::HeaderClock;
 use crate::shutdown::Shutdown;
 use crate::slots::Slot;
-use crate::timer::ConnectionTimer;
 use crate::translate::{to_core_request, to_core_request_without_body, to_hyper_response};
 use crate::until::until;
 use crate::write_timeout::WriteTimeout;
@@ -224,12 +224,18 @@ where
 {
     let body_read_timeout = options.body_read_timeout;
     let tracker = shutdown.clone();
+    let clock = HeaderClock::start(options.header_read_timeout);
+    let service_clock = clock.clone();
     let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
         let handler = handler.clone();
         let callers = callers.clone();
         let tracker = tracker.clone();
         let slot = slot.clone();
+        // The wait for a request stops here and starts again once the
+        // answer is written.
+        let serving = service_clock.serving();
         async move {
+            let _serving = serving;
             let caller = match callers.admit(request.headers()) {
                 Ok(caller) => caller,
                 Err(refusal) => {
@@ -286,16 +292,39 @@ where
             Ok::<_, ServiceError>(to_hyper_response(response))
         }
     });
+    // No timer for hyper: the header-read timeout is the connection's own
+    // (`HeaderClock` says why).
     let mut builder = http1::Builder::new();
-    builder.timer(ConnectionTimer::new()).keep_alive(true).header_read_timeout(options.header_read_timeout);
-    let io = WriteTimeout::new(io, options.write_timeout);
+    builder.keep_alive(true);
+    let io = WriteTimeout::new(io, options.write_timeout).with_clock(clock.clone());
     let mut conn = pin!(builder.serve_connection(TokioIo::new(io), service));
-    if let Some(done) = until(conn.as_mut(), shutdown.triggered()).await {
-        return done;
+    let stop = async {
+        tokio::select! {
+            biased;
+            () = shutdown.triggered() => Stop::Shutdown,
+            () = clock.expired() => Stop::HeaderTimeout,
+        }
+    };
+    match until(conn.as_mut(), stop).await {
+        Ok(done) => return done,
+        // Dropped without an answer, as a slow sender's connection is.
+        Err(Stop::HeaderTimeout) => {
+            tracing::debug!(target: "durable", timeout = ?options.header_read_timeout, "no request within the header-read timeout: the connection is closed");
+            return Ok(());
+        }
+        Err(Stop::Shutdown) => {}
     }
     conn.as_mut().graceful_shutdown();
     // Past the grace, the connection is dropped (closed) as it is.
     tokio::time::timeout(options.shutdown_grace, conn).await.unwrap_or(Ok(()))
+}
+
+/// Why a connection stops before its client closes it.
+enum Stop {
+    /// The server shuts down: the request in flight finishes first.
+    Shutdown,
+    /// No request came within the header-read timeout.
+    HeaderTimeout,
 }
 
 /// Why the service gave up on a request: hyper then closes the connection

@@ -52,11 +52,11 @@
 mod caller;
 mod connection;
 mod driver;
+mod header_clock;
 mod server;
 mod shutdown;
 mod slots;
 mod system;
-mod timer;
 mod translate;
 mod until;
 mod write_timeout;

@@ -202,7 +202,7 @@ async fn run<H: Handler, L: Listen>(
                     // Displaced: dropped where it stands (it has made no
                     // request the transport accepted, so no work of the
                     // core's is cut), which closes it.
-                    until(serve, slot.displaced()).await;
+                    let _ = until(serve, slot.displaced()).await;
                 });
             }
             Err(e) => {

@@ -16,10 +16,10 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use futures_util::task::AtomicWaker;
 
-/// Runs `work` to its end, unless `signal` ends first: then `work` is
-/// dropped where it stands and the answer is `None`. `work` is polled first
-/// at each wake, so work that has ended is never polled again.
-pub(crate) async fn until<W: Future, S: Future<Output = ()>>(work: W, signal: S) -> Option<W::Output> {
+/// Runs `work` to its end (`Ok`), unless `signal` ends first (`Err`, with
+/// the signal's output): then `work` is dropped where it stands. `work` is
+/// polled first at each wake, so work that has ended is never polled again.
+pub(crate) async fn until<W: Future, S: Future>(work: W, signal: S) -> Result<W::Output, S::Output> {
     let mut work = pin!(work);
     let mut signal = pin!(signal);
     // Woken: the signal's first poll is owed.
@@ -27,15 +27,15 @@ pub(crate) async fn until<W: Future, S: Future<Output = ()>>(work: W, signal: S)
     let signal_waker = Waker::from(tee.clone());
     poll_fn(|cx| {
         if let Poll::Ready(out) = work.as_mut().poll(cx) {
-            return Poll::Ready(Some(out));
+            return Poll::Ready(Ok(out));
         }
         // Registered before the flag is read: a wake after the read finds
         // this task's waker and polls again.
         tee.task.register(cx.waker());
         if tee.woken.swap(false, Ordering::AcqRel)
-            && signal.as_mut().poll(&mut Context::from_waker(&signal_waker)).is_ready()
+            && let Poll::Ready(out) = signal.as_mut().poll(&mut Context::from_waker(&signal_waker))
         {
-            return Poll::Ready(None);
+            return Poll::Ready(Err(out));
         }
         Poll::Pending
     })
@@ -71,7 +71,7 @@ mod tests {
     #[tokio::test]
     async fn work_that_ends_first_is_the_answer() {
         let never = std::future::pending::<()>();
-        assert_eq!(until(async { 7 }, never).await, Some(7));
+        assert_eq!(until(async { 7 }, never).await, Ok(7));
     }
 
     #[tokio::test]
@@ -88,7 +88,7 @@ mod tests {
         )
         .await
         .expect("the signal ends it");
-        assert_eq!(out, None);
+        assert_eq!(out, Err(()));
     }
 
     #[tokio::test]
@@ -106,7 +106,7 @@ mod tests {
             }
             "done"
         };
-        assert_eq!(until(work, signal).await, Some("done"));
+        assert_eq!(until(work, signal).await, Ok("done"));
         assert_eq!(signal_polls.load(Ordering::SeqCst), 1, "polled once, at the start");
     }
 
@@ -114,6 +114,6 @@ mod tests {
     async fn a_signal_that_has_fired_already_ends_it_at_the_first_poll() {
         let notify = Notify::new();
         notify.notify_one();
-        assert_eq!(until(std::future::pending::<()>(), notify.notified()).await, None);
+        assert_eq!(until(std::future::pending::<()>(), notify.notified()).await, Err(()));
     }
 }

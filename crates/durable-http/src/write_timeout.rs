@@ -7,11 +7,14 @@ use std::fmt;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
+
+use crate::header_clock::HeaderClock;
 
 /// `io` with the write-progress timeout.
 pub(crate) struct WriteTimeout<I> {
@@ -19,6 +22,9 @@ pub(crate) struct WriteTimeout<I> {
     timeout: Duration,
     /// Armed when a write first stays pending; disarmed by any progress.
     stalled: Option<Pin<Box<Sleep>>>,
+    /// Told of each write's progress: the wait for the next request runs
+    /// from the end of an answer's write.
+    clock: Option<Arc<HeaderClock>>,
 }
 
 impl<I> fmt::Debug for WriteTimeout<I> {
@@ -32,7 +38,21 @@ impl<I> fmt::Debug for WriteTimeout<I> {
 
 impl<I> WriteTimeout<I> {
     pub(crate) fn new(io: I, timeout: Duration) -> Self {
-        WriteTimeout { io, timeout, stalled: None }
+        WriteTimeout { io, timeout, stalled: None, clock: None }
+    }
+
+    /// Tells `clock` of every write that makes progress.
+    pub(crate) fn with_clock(mut self, clock: Arc<HeaderClock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    fn wrote(&self, polled: &Poll<io::Result<usize>>) {
+        if let (Poll::Ready(Ok(n)), Some(clock)) = (polled, &self.clock)
+            && *n > 0
+        {
+            clock.wrote();
+        }
     }
 
     /// Passes on a write's outcome: a completed one disarms the timer, a
@@ -71,6 +91,7 @@ impl<I: AsyncRead + Unpin> AsyncRead for WriteTimeout<I> {
 impl<I: AsyncWrite + Unpin> AsyncWrite for WriteTimeout<I> {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let polled = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.wrote(&polled);
         self.progress(cx, polled)
     }
 
@@ -80,6 +101,7 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for WriteTimeout<I> {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let polled = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.wrote(&polled);
         self.progress(cx, polled)
     }
 

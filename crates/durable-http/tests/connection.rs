@@ -259,6 +259,43 @@ async fn an_answer_the_client_never_reads_is_cut_off_by_the_write_timeout() {
     assert!(format!("{e:?}").contains("made no progress"), "{e:?}");
 }
 
+/// The header-read clock waits while an answer is being written: a client
+/// that reads a large answer slowly, for longer than the header-read
+/// timeout, still gets all of it, and the connection then serves the next
+/// request.
+#[tokio::test]
+async fn a_slow_reader_of_a_large_answer_outlasts_the_header_read_timeout() {
+    let (mut io, server) = tokio::io::duplex(4096);
+    let options = HttpOptions::new().header_read_timeout(Duration::from_millis(200));
+    let n = 256 * 1024;
+    tokio::spawn(async move {
+        let _ = serve_connection(Big(n), server, CallerSource::Fixed(Caller::Unknown), &options, Shutdown::new())
+            .await;
+    });
+    io.write_all(b"GET /v1/state HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    let started = std::time::Instant::now();
+    let mut got = Vec::new();
+    let mut chunk = vec![0u8; 16 * 1024];
+    while got.len() < n {
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        let k = io.read(&mut chunk).await.unwrap();
+        assert!(k > 0, "closed after {} bytes, {:?} in", got.len(), started.elapsed());
+        got.extend_from_slice(&chunk[..k]);
+    }
+    assert!(started.elapsed() > Duration::from_millis(400), "the read took longer than the timeout");
+    let head_end = got.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    while got.len() < head_end + n {
+        let k = io.read(&mut chunk).await.unwrap();
+        assert!(k > 0, "closed mid-answer");
+        got.extend_from_slice(&chunk[..k]);
+    }
+    assert_eq!(got.len(), head_end + n, "the whole answer");
+    io.write_all(b"GET /v1/state HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    let mut first = [0u8; 12];
+    io.read_exact(&mut first).await.unwrap();
+    assert_eq!(&first, b"HTTP/1.1 200", "the next request is served");
+}
+
 /// Waits until the server closes `io`, at most `within`; panics if it stays
 /// open longer.
 async fn assert_closed_within(io: &mut DuplexStream, within: Duration) {

@@ -1,0 +1,123 @@
+//! The header-read timeout of one connection, kept by the connection
+//! instead of by hyper.
+//!
+//! The clock runs while the connection waits for a request: from its open,
+//! and again from the moment an answer has been written (each write's
+//! progress moves it on, so a slow reader that keeps reading is not cut
+//! off). It stops while a request is being served, its body read included
+//! (that has its own timeout). Bytes of a head trickling in do not restart
+//! it. Past it, the connection is dropped without an answer.
+//!
+//! Why not hyper's `header_read_timeout`: with it, hyper asks its timer for
+//! a fresh sleep at every request and, to start it, reads the socket once
+//! more after each answer (a read that finds nothing) — about 900
+//! instructions and a system call per request (`docs/benchmarks.md`). Here
+//! a request costs two atomic stores and a clock read, and the one sleep
+//! (in [`HeaderClock::expired`]) wakes once per timeout at most.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// While a request is being served.
+const SERVING: u64 = u64::MAX;
+
+/// The clock of one connection; shared by its service, its writes and the
+/// watch in [`HeaderClock::expired`].
+#[derive(Debug)]
+pub(crate) struct HeaderClock {
+    opened: Instant,
+    timeout: Duration,
+    /// Milliseconds after `opened` at which the wait began, or `SERVING`.
+    waiting_since: AtomicU64,
+}
+
+impl HeaderClock {
+    /// A clock running from now.
+    pub(crate) fn start(timeout: Duration) -> Arc<HeaderClock> {
+        Arc::new(HeaderClock { opened: Instant::now(), timeout, waiting_since: AtomicU64::new(0) })
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(SERVING - 1)
+    }
+
+    /// Stops the clock until the returned guard is dropped (the request has
+    /// its answer), when it starts again.
+    pub(crate) fn serving(self: &Arc<Self>) -> Serving {
+        self.waiting_since.store(SERVING, Ordering::Relaxed);
+        Serving(self.clone())
+    }
+
+    /// An answer's write made progress: the wait starts again from now.
+    pub(crate) fn wrote(&self) {
+        let now = self.now_ms();
+        // Never over `SERVING`: a write while a request is served (there is
+        // none in HTTP/1.1 without pipelining's answers) leaves it stopped.
+        let _ = self
+            .waiting_since
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |since| (since != SERVING).then_some(now));
+    }
+
+    /// Ends when the connection has waited for a request longer than the
+    /// timeout. Polled only when its own sleep wakes (see `until`).
+    pub(crate) async fn expired(&self) {
+        loop {
+            let since = self.waiting_since.load(Ordering::Relaxed);
+            let from = if since == SERVING { self.now_ms() } else { since };
+            let deadline = self.opened + Duration::from_millis(from) + self.timeout;
+            if since != SERVING && Instant::now() >= deadline {
+                return;
+            }
+            tokio::time::sleep_until(deadline).await;
+        }
+    }
+}
+
+/// A request being served: the clock stands still until this is dropped.
+#[derive(Debug)]
+pub(crate) struct Serving(Arc<HeaderClock>);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let clock = &self.0;
+        clock.waiting_since.store(clock.now_ms(), Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn the_clock_runs_from_the_open_and_stops_while_a_request_is_served() {
+        let clock = HeaderClock::start(Duration::from_secs(30));
+        tokio::time::advance(Duration::from_secs(20)).await;
+        let serving = clock.serving();
+        // Served for longer than the timeout: not expired.
+        assert!(tokio::time::timeout(Duration::from_secs(60), clock.expired()).await.is_err());
+        drop(serving);
+        // The wait starts again at the answer: 29 s are not enough, 30 are.
+        assert!(tokio::time::timeout(Duration::from_secs(29), clock.expired()).await.is_err());
+        let waited = Instant::now();
+        clock.expired().await;
+        assert!(waited.elapsed() <= Duration::from_secs(2), "expired about 30 s after the answer");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn each_write_of_an_answer_starts_the_wait_again() {
+        let clock = HeaderClock::start(Duration::from_secs(30));
+        for _ in 0..5 {
+            tokio::time::advance(Duration::from_secs(20)).await;
+            clock.wrote();
+        }
+        // 100 s since the open, 0 since the last write.
+        assert!(tokio::time::timeout(Duration::from_secs(29), clock.expired()).await.is_err());
+        let serving = clock.serving();
+        clock.wrote();
+        assert!(tokio::time::timeout(Duration::from_secs(60), clock.expired()).await.is_err(), "stopped");
+        drop(serving);
+    }
+}
