@@ -269,8 +269,9 @@ async fn a_slow_reader_of_a_large_answer_outlasts_the_header_read_timeout() {
     let options = HttpOptions::new().header_read_timeout(Duration::from_millis(200));
     let n = 256 * 1024;
     tokio::spawn(async move {
-        let _ = serve_connection(Big(n), server, CallerSource::Fixed(Caller::Unknown), &options, Shutdown::new())
-            .await;
+        let _ =
+            serve_connection(Big(n), server, CallerSource::Fixed(Caller::Unknown), &options, Shutdown::new())
+                .await;
     });
     io.write_all(b"GET /v1/state HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
     let started = std::time::Instant::now();
