@@ -292,10 +292,11 @@ where
             Ok::<_, ServiceError>(to_hyper_response(response))
         }
     });
-    // No timer for hyper: the header-read timeout is the connection's own
-    // (`HeaderClock` says why).
+    // No timer for hyper, and its own header-read timeout off (its default
+    // would only warn that no timer is set): the timeout is the
+    // connection's (`HeaderClock` says why).
     let mut builder = http1::Builder::new();
-    builder.keep_alive(true);
+    builder.keep_alive(true).header_read_timeout(None);
     let io = WriteTimeout::new(io, options.write_timeout).with_clock(clock.clone());
     let mut conn = pin!(builder.serve_connection(TokioIo::new(io), service));
     let stop = async {
