@@ -716,16 +716,13 @@ fn check_kind(
 impl Ask {
     /// The hash of this ask as it is sent (see [`ask_hash`]).
     pub fn compute_hash(&self) -> String {
-        // Written from the typed ask, not through a `Value` (`canonical`
+        // Written from the typed ask, not through a `Value` (`canonical.rs`
         // says why); the same bytes, which debug builds check.
-        let hash = match crate::canonical::hash_input(self, &crate::hash::ASK_HASH_EXCLUDED) {
-            Ok(input) => crate::hash::sha256_hex(&input),
-            Err(_) => ask_hash(&serde_json::to_value(self).unwrap_or(Value::Null)),
-        };
+        let hash = crate::hash::ask_hash_of(self);
         debug_assert_eq!(
             hash,
             ask_hash(&serde_json::to_value(self).unwrap_or(Value::Null)),
-            "the typed hash input differs from the Value one"
+            "the typed ask's hash differs from its Value's"
         );
         hash
     }

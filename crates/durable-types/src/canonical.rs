@@ -1,40 +1,44 @@
-//! The ask hash's input written straight from a typed value: a `serde`
-//! serializer that writes canonical JSON (keys sorted at every level,
-//! `null` fields left out, some top-level fields skipped) without building a
-//! `serde_json::Value` first.
+//! Canonical JSON written straight from any `Serialize` value: a `serde`
+//! serializer that sorts object keys at every level and, for the ask hash,
+//! leaves out `null` fields and some top-level fields. It is the one writer
+//! of canonical JSON: [`canonical_json`](crate::canonical_json) and the ask
+//! hash of a `Value` go through it, and so does the hash of a typed `Ask`,
+//! without building a `serde_json::Value` first.
 //!
-//! Why: going through a `Value` cost more than the hashing itself. Every
-//! object became an `IndexMap` (with `preserve_order` each key is
+//! Why typed: going through a `Value` cost more than the hashing itself.
+//! Every object became an `IndexMap` (with `preserve_order` each key is
 //! SipHashed), every string was copied into it, and then it was all
 //! dropped again: about a fifth of an answer's round trip
 //! (`docs/benchmarks.md`).
 //!
-//! The bytes are the same as [`ask_hash_input`](crate::ask_hash_input) of the
-//! value's `serde_json::to_value`, by construction:
-//! - scalars and strings are written by `serde_json`'s compact writer, as
-//!   a `Value` would write them (an `f32` is widened to `f64` first, as
-//!   `to_value` does; a non-finite float is `null`);
-//! - enums take the shapes `to_value` gives them (`"Variant"`,
+//! A typed value is written as its `serde_json::to_value` would be:
+//! - scalars and strings by `serde_json`'s compact writer (an `f32` widened
+//!   to `f64` first, as `to_value` does; a non-finite float is `null`);
+//! - enums in the shapes `to_value` gives them (`"Variant"`,
 //!   `{"Variant": …}`);
-//! - an object's entries are sorted by key (a key given twice keeps its
-//!   last value, as a map does), and an entry whose value is `null` is left
-//!   out.
+//! - an object's entries sorted by key; a key given twice (a flattened
+//!   field) keeps its last value, as a map does.
 //!
-//! Debug builds (the tests, the fuzz targets) check each hash against the
-//! `Value` path as well.
+//! Debug builds (the tests, the fuzz targets) check each ask's hash against
+//! the hash of its `Value`.
 
 use std::borrow::Cow;
 
 use serde::ser::{self, Impossible, Serialize};
 
-/// The canonical bytes of `v`, `null` fields left out at every level and
-/// the keys in `skip` left out of the top-level object.
-pub(crate) fn hash_input<T: Serialize + ?Sized>(
-    v: &T,
-    skip: &'static [&'static str],
-) -> Result<Vec<u8>, Error> {
+/// What to leave out while writing.
+#[derive(Clone, Copy)]
+pub(crate) struct Omit {
+    /// Object fields whose value is `null`, at every level.
+    pub(crate) nulls: bool,
+    /// These keys of the top-level object.
+    pub(crate) top: &'static [&'static str],
+}
+
+/// The canonical bytes of `v`, with what `omit` says left out.
+pub(crate) fn write<T: Serialize + ?Sized>(v: &T, omit: Omit) -> Result<Vec<u8>, Error> {
     let mut out = Vec::with_capacity(256);
-    v.serialize(Canonical { out: &mut out, skip })?;
+    v.serialize(Canonical { out: &mut out, omit })?;
     Ok(out)
 }
 
@@ -60,8 +64,8 @@ impl ser::Error for Error {
 /// Writes one value into `out`.
 struct Canonical<'a> {
     out: &'a mut Vec<u8>,
-    /// Top-level keys to leave out; empty below the top.
-    skip: &'static [&'static str],
+    /// What to leave out here (`top` is emptied below the top).
+    omit: Omit,
 }
 
 impl Canonical<'_> {
@@ -70,10 +74,18 @@ impl Canonical<'_> {
     }
 }
 
-/// Writes `v` into a buffer of its own (an object's entry).
-fn value_bytes<T: Serialize + ?Sized>(v: &T) -> Result<Vec<u8>, Error> {
+impl Omit {
+    /// What is left out below the top-level object.
+    fn below(self) -> Omit {
+        Omit { top: &[], ..self }
+    }
+}
+
+/// Writes `v`, a value below the top, into a buffer of its own (an
+/// object's entry, a variant's data).
+fn value_bytes<T: Serialize + ?Sized>(v: &T, omit: Omit) -> Result<Vec<u8>, Error> {
     let mut out = Vec::new();
-    v.serialize(Canonical { out: &mut out, skip: &[] })?;
+    v.serialize(Canonical { out: &mut out, omit: omit.below() })?;
     Ok(out)
 }
 
@@ -174,12 +186,12 @@ impl<'a> ser::Serializer for Canonical<'a> {
         variant: &'static str,
         v: &T,
     ) -> Result<(), Error> {
-        let value = value_bytes(v)?;
+        let value = value_bytes(v, self.omit)?;
         tagged(self.out, variant, &value)
     }
     fn serialize_seq(self, _: Option<usize>) -> Result<Array<'a>, Error> {
         self.out.push(b'[');
-        Ok(Array { out: self.out, first: true })
+        Ok(Array { out: self.out, omit: self.omit.below(), first: true })
     }
     fn serialize_tuple(self, len: usize) -> Result<Array<'a>, Error> {
         self.serialize_seq(Some(len))
@@ -194,10 +206,10 @@ impl<'a> ser::Serializer for Canonical<'a> {
         variant: &'static str,
         _: usize,
     ) -> Result<TaggedArray<'a>, Error> {
-        Ok(TaggedArray { parent: self.out, variant, items: vec![b'['], first: true })
+        Ok(TaggedArray { parent: self.out, variant, omit: self.omit.below(), items: vec![b'['], first: true })
     }
     fn serialize_map(self, _: Option<usize>) -> Result<Finish<'a>, Error> {
-        Ok(Finish { parent: self.out, object: Object::new(self.skip) })
+        Ok(Finish { parent: self.out, object: Object::new(self.omit) })
     }
     fn serialize_struct(self, _: &'static str, len: usize) -> Result<Finish<'a>, Error> {
         self.serialize_map(Some(len))
@@ -209,13 +221,14 @@ impl<'a> ser::Serializer for Canonical<'a> {
         variant: &'static str,
         _: usize,
     ) -> Result<TaggedObject<'a>, Error> {
-        Ok(TaggedObject { parent: self.out, variant, object: Object::new(&[]) })
+        Ok(TaggedObject { parent: self.out, variant, object: Object::new(self.omit.below()) })
     }
 }
 
 /// An array's items, written in order.
 struct Array<'a> {
     out: &'a mut Vec<u8>,
+    omit: Omit,
     first: bool,
 }
 
@@ -224,54 +237,38 @@ impl Array<'_> {
         if !std::mem::take(&mut self.first) {
             self.out.push(b',');
         }
-        v.serialize(Canonical { out: self.out, skip: &[] })
-    }
-
-    fn close(self) {
-        self.out.push(b']');
+        v.serialize(Canonical { out: self.out, omit: self.omit })
     }
 }
 
-impl ser::SerializeSeq for Array<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Error> {
-        self.item(v)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.close();
-        Ok(())
-    }
+/// A sequence, a tuple and a tuple struct are all an array.
+macro_rules! array_of {
+    ($($trait:ident :: $method:ident),*) => {$(
+        impl ser::$trait for Array<'_> {
+            type Ok = ();
+            type Error = Error;
+            fn $method<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Error> {
+                self.item(v)
+            }
+            fn end(self) -> Result<(), Error> {
+                self.out.push(b']');
+                Ok(())
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Array<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Error> {
-        self.item(v)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.close();
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleStruct for Array<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Error> {
-        self.item(v)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.close();
-        Ok(())
-    }
-}
+array_of!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field
+);
 
 /// `{"variant": [items]}`.
 struct TaggedArray<'a> {
     parent: &'a mut Vec<u8>,
     variant: &'static str,
+    omit: Omit,
     items: Vec<u8>,
     first: bool,
 }
@@ -280,7 +277,7 @@ impl ser::SerializeTupleVariant for TaggedArray<'_> {
     type Ok = ();
     type Error = Error;
     fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Error> {
-        Array { out: &mut self.items, first: std::mem::take(&mut self.first) }.item(v)
+        Array { out: &mut self.items, omit: self.omit, first: std::mem::take(&mut self.first) }.item(v)
     }
     fn end(mut self) -> Result<(), Error> {
         self.items.push(b']');
@@ -291,23 +288,22 @@ impl ser::SerializeTupleVariant for TaggedArray<'_> {
 /// An object's entries, kept until its end, then sorted.
 struct Object {
     entries: Vec<(Cow<'static, str>, Vec<u8>)>,
-    skip: &'static [&'static str],
+    omit: Omit,
     /// A key given by `serialize_key`, waiting for its value.
     key: Option<String>,
 }
 
 impl Object {
-    fn new(skip: &'static [&'static str]) -> Object {
-        Object { entries: Vec::new(), skip, key: None }
+    fn new(omit: Omit) -> Object {
+        Object { entries: Vec::new(), omit, key: None }
     }
 
     fn entry<T: Serialize + ?Sized>(&mut self, key: Cow<'static, str>, v: &T) -> Result<(), Error> {
-        if self.skip.contains(&&*key) {
+        if self.omit.top.contains(&&*key) {
             return Ok(());
         }
-        let value = value_bytes(v)?;
-        // A `null` field is left out of the hash input.
-        if value != b"null" {
+        let value = value_bytes(v, self.omit)?;
+        if !(self.omit.nulls && value == b"null") {
             self.entries.push((key, value));
         }
         Ok(())
@@ -518,20 +514,38 @@ fn key_must_be_a_string() -> Error {
 mod tests {
     use std::collections::BTreeMap;
 
-    use proptest::prelude::*;
     use serde::Serialize;
-    use serde_json::Value;
+    use serde_json::{Map, Value};
 
-    use super::hash_input;
-    use crate::hash::{ASK_HASH_EXCLUDED, ask_hash_input};
+    use super::{Omit, write};
+    use crate::hash::ASK_HASH_EXCLUDED;
 
-    /// The `Value` path this writer stands in for.
+    const HASH: Omit = Omit { nulls: true, top: &ASK_HASH_EXCLUDED };
+
+    /// Without this writer: the value's `to_value`, its `null` fields and
+    /// excluded top-level fields removed and its keys sorted by hand, then
+    /// serde_json's own compact writer.
     fn through_value<T: Serialize>(v: &T) -> String {
-        ask_hash_input(&serde_json::to_value(v).unwrap())
+        fn sorted(v: Value, top: &[&str]) -> Value {
+            match v {
+                Value::Object(map) => {
+                    let mut entries: Vec<_> = map
+                        .into_iter()
+                        .filter(|(k, v)| !v.is_null() && !top.contains(&k.as_str()))
+                        .map(|(k, v)| (k, sorted(v, &[])))
+                        .collect();
+                    entries.sort_by(|a, b| a.0.cmp(&b.0));
+                    Value::Object(entries.into_iter().collect::<Map<_, _>>())
+                }
+                Value::Array(items) => Value::Array(items.into_iter().map(|v| sorted(v, &[])).collect()),
+                other => other,
+            }
+        }
+        serde_json::to_string(&sorted(serde_json::to_value(v).unwrap(), &ASK_HASH_EXCLUDED)).unwrap()
     }
 
     fn typed<T: Serialize>(v: &T) -> String {
-        String::from_utf8(hash_input(v, &ASK_HASH_EXCLUDED).unwrap()).unwrap()
+        String::from_utf8(write(v, HASH).unwrap()).unwrap()
     }
 
     #[derive(Serialize)]
@@ -599,33 +613,5 @@ mod tests {
         assert_eq!(text, through_value(&v));
         assert!(!text.contains("dropped at the top") && text.contains("kept below the top"), "{text}");
         assert!(text.contains("\"zeta\":9") && !text.contains("\"zeta\":1"), "{text}");
-    }
-
-    fn json_value() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<i64>().prop_map(Value::from),
-            any::<u64>().prop_map(Value::from),
-            any::<f64>().prop_map(Value::from),
-            ".{0,8}".prop_map(Value::String),
-        ];
-        leaf.prop_recursive(4, 48, 6, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-                prop::collection::vec(
-                    (prop_oneof!["[a-z]{1,3}", ".{0,4}", Just("id".to_owned())], inner),
-                    0..6
-                )
-                .prop_map(|entries| Value::Object(entries.into_iter().collect())),
-            ]
-        })
-    }
-
-    proptest! {
-        #[test]
-        fn any_json_value_is_written_as_the_value_path_writes_it(v in json_value()) {
-            prop_assert_eq!(typed(&v), through_value(&v));
-        }
     }
 }

@@ -9,6 +9,8 @@
 //!   when the question changes.
 
 use serde_json::Value;
+
+use crate::canonical::Omit;
 use sha2::{Digest, Sha256};
 
 /// The top-level fields of a wire ask that the ask hash leaves out: who and
@@ -60,58 +62,16 @@ pub fn ask_id_for(pane_id: &str, tool_call_id: &str) -> String {
 /// assert_eq!(durable_types::canonical_json(&v), r#"{"a":{"c":"é","d":[true,null]},"b":1}"#);
 /// ```
 pub fn canonical_json(v: &Value) -> String {
-    let mut out = Vec::new();
-    write_canonical(v, &mut out, false, &[]);
-    into_text(out)
+    into_text(crate::canonical::write(v, Omit { nulls: false, top: &[] }))
 }
 
-/// Writes `v` canonically. When `drop_nulls` is set, object fields whose
-/// value is `null` are left out at every level; `skip` names top-level
-/// fields to leave out. Keys, strings and scalars go through `serde_json`'s
-/// compact writer straight into `out`: no text is made and thrown away.
-fn write_canonical(v: &Value, out: &mut Vec<u8>, drop_nulls: bool, skip: &[&str]) {
-    match v {
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map
-                .iter()
-                .filter(|(k, v)| !(skip.contains(&k.as_str()) || (drop_nulls && v.is_null())))
-                .collect();
-            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            out.push(b'{');
-            for (i, (k, v)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_scalar(k, out);
-                out.push(b':');
-                write_canonical(v, out, drop_nulls, &[]);
-            }
-            out.push(b'}');
-        }
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_canonical(item, out, drop_nulls, &[]);
-            }
-            out.push(b']');
-        }
-        // Null, bool, number, string: exactly as serde_json writes them.
-        scalar => write_scalar(scalar, out),
-    }
-}
+/// What the ask hash leaves out of the wire ask.
+const HASH_OMITS: Omit = Omit { nulls: true, top: &ASK_HASH_EXCLUDED };
 
-/// A key or a scalar as serde_json's compact writer writes it.
-fn write_scalar<T: serde::Serialize + ?Sized>(v: &T, out: &mut Vec<u8>) {
-    // Into a `Vec` a string, a key or a `Value` scalar cannot fail.
-    let _ = serde_json::to_writer(out, v);
-}
-
-/// The canonical bytes as text: serde_json writes UTF-8 only.
-fn into_text(bytes: Vec<u8>) -> String {
-    String::from_utf8(bytes).unwrap_or_default()
+/// The canonical bytes as text: serde_json writes UTF-8 only, and a `Value`
+/// (string keys only) is always written.
+fn into_text(bytes: Result<Vec<u8>, crate::canonical::Error>) -> String {
+    bytes.ok().and_then(|b| String::from_utf8(b).ok()).unwrap_or_default()
 }
 
 /// The exact text the ask hash is computed over: [`canonical_json`] of the
@@ -121,13 +81,16 @@ fn into_text(bytes: Vec<u8>) -> String {
 ///
 /// A value that is not an object is canonicalized as it is.
 pub fn ask_hash_input(ask_wire_object: &Value) -> String {
-    into_text(hash_input_bytes(ask_wire_object))
+    into_text(crate::canonical::write(ask_wire_object, HASH_OMITS))
 }
 
-fn hash_input_bytes(ask_wire_object: &Value) -> Vec<u8> {
-    let mut out = Vec::with_capacity(256);
-    write_canonical(ask_wire_object, &mut out, true, &ASK_HASH_EXCLUDED);
-    out
+/// The ask hash of any value serialized as the wire ask is: its canonical
+/// bytes written straight from it (`canonical.rs`). A value that cannot be
+/// written (a map key that is not a string) hashes as `null`, as its
+/// `Value` would.
+pub(crate) fn ask_hash_of<T: serde::Serialize + ?Sized>(ask: &T) -> String {
+    let input = crate::canonical::write(ask, HASH_OMITS).unwrap_or_else(|_| b"null".to_vec());
+    sha256_hex(&input)
 }
 
 /// The ask hash: SHA-256 (64 lowercase hex characters) of
@@ -138,7 +101,7 @@ fn hash_input_bytes(ask_wire_object: &Value) -> Vec<u8> {
 /// assert!(durable_types::is_hash(&durable_types::ask_hash(&ask)));
 /// ```
 pub fn ask_hash(ask_wire_object: &Value) -> String {
-    sha256_hex(&hash_input_bytes(ask_wire_object))
+    ask_hash_of(ask_wire_object)
 }
 
 /// Whether `s` has the shape of an ask hash as the agent writes it: exactly

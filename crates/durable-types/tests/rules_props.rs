@@ -10,7 +10,9 @@
 //! `PROPTEST_CASES` (e.g. `PROPTEST_CASES=20000`) for a deeper run.
 
 use durable_types::text::{self, Cleaned, is_forbidden_in_body, is_forbidden_in_line, truncate_bytes};
-use durable_types::{CURSOR_MAX, Cursor, ID_MAX, Id, ScopeId, canonical_json};
+use durable_types::{
+    ASK_HASH_EXCLUDED, CURSOR_MAX, Cursor, ID_MAX, Id, ScopeId, ask_hash_input, canonical_json,
+};
 use proptest::prelude::*;
 use serde_json::{Map, Value};
 
@@ -440,18 +442,48 @@ proptest! {
 
     #[test]
     fn canonical_json_is_compact_and_sorted(v in json_value()) {
-        // serde_json's own compact writer on a deeply key-sorted copy.
-        fn sorted(v: &Value) -> Value {
-            match v {
-                Value::Object(map) => {
-                    let mut keys: Vec<&String> = map.keys().collect();
-                    keys.sort();
-                    Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&map[k]))).collect())
-                }
-                Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-                other => other.clone(),
-            }
+        prop_assert_eq!(canonical_json(&v), serde_json::to_string(&sorted(&v, false, &[])).unwrap());
+    }
+
+    #[test]
+    fn the_ask_hash_input_is_that_without_null_fields_or_the_excluded_top_fields(
+        v in json_value(),
+        excluded in prop::collection::vec(prop::sample::select(&ASK_HASH_EXCLUDED[..]), 0..4),
+        nulls in prop::collection::vec(json_key(), 0..3),
+    ) {
+        // An object with some excluded keys and some null fields on top of
+        // whatever was drawn.
+        let mut top = match v {
+            Value::Object(map) => map,
+            other => Map::from_iter([("v".to_owned(), other)]),
+        };
+        for k in excluded {
+            top.insert(k.to_owned(), Value::from(1));
         }
-        prop_assert_eq!(canonical_json(&v), serde_json::to_string(&sorted(&v)).unwrap());
+        for k in nulls {
+            top.insert(k, Value::Null);
+        }
+        let v = Value::Object(top);
+        let expected = serde_json::to_string(&sorted(&v, true, &ASK_HASH_EXCLUDED)).unwrap();
+        prop_assert_eq!(ask_hash_input(&v), expected);
+    }
+}
+
+/// serde_json's own compact writer's input: a deeply key-sorted copy of
+/// `v`, its `null` fields dropped at every level when `drop_nulls`, the
+/// `top` keys dropped from the top-level object.
+fn sorted(v: &Value, drop_nulls: bool, top: &[&str]) -> Value {
+    match v {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map
+                .iter()
+                .filter(|(k, v)| !(top.contains(&k.as_str()) || (drop_nulls && v.is_null())))
+                .map(|(k, _)| k)
+                .collect();
+            keys.sort();
+            Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&map[k], drop_nulls, &[]))).collect())
+        }
+        Value::Array(items) => Value::Array(items.iter().map(|i| sorted(i, drop_nulls, &[])).collect()),
+        other => other.clone(),
     }
 }

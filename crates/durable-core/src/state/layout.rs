@@ -53,19 +53,15 @@ impl State {
 
     /// Open panes in the layout's order: workspaces, tabs, then panes in their tab.
     pub(crate) fn panes_in_layout_order(&self) -> impl Iterator<Item = &PaneData> {
-        self.workspaces
-            .iter()
-            .flat_map(|w| w.tabs.iter().flat_map(|t| t.panes.iter()))
-            .filter_map(|id| self.panes.get(id).map(|p| &**p))
+        ids_in_layout(&self.workspaces).filter_map(|id| self.panes.get(id).map(|p| &**p))
     }
 
     /// Learns each pane's place in the layout, if the layout changed since.
     pub(crate) fn refresh_layout_order(&mut self) {
         if self.layout_pos_seq != Some(self.layout_seq) {
             let at = self.layout_seq;
-            let ids = self.workspaces.iter().flat_map(|w| w.tabs.iter().flat_map(|t| t.panes.iter()));
             let mut i = 0;
-            for id in ids {
+            for id in ids_in_layout(&self.workspaces) {
                 if let Some(pane) = self.panes.get_mut(id) {
                     pane.set_layout_pos(at, i);
                     i += 1;
@@ -196,4 +192,10 @@ impl State {
             self.bump_layout();
         }
     }
+}
+
+/// The pane ids of the layout, workspace by workspace, tab by tab (a free
+/// function, so that the panes can be borrowed apart while it runs).
+fn ids_in_layout(workspaces: &[WorkspaceData]) -> impl Iterator<Item = &Id> {
+    workspaces.iter().flat_map(|w| w.tabs.iter().flat_map(|t| t.panes.iter()))
 }

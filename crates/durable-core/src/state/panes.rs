@@ -57,10 +57,10 @@ pub(crate) struct PaneData {
     dropped: bool,
     actions: Vec<ActionView>,
     changed_at: u64,
-    /// The pane's place in the layout and the layout seq it was learnt at
+    /// The layout seq at which the pane's place in the layout was learnt
+    /// (`u64::MAX` until it is), and that place
     /// (`State::refresh_layout_order`): kept here, not in a map of ids, so
     /// that learning it allocates nothing.
-    /// `(u64::MAX, _)` until learnt.
     layout_pos: (u64, usize),
     warned_partial: bool,
     /// The pane's own handlers (the agent-wide ones serve a pane without).
@@ -133,7 +133,6 @@ impl PaneData {
         self.last_seq
     }
 
-    /// The sequence of the pane's last change (for `since` in the poll).
     /// The pane's place in the layout, if it was learnt at `layout_seq`.
     pub(crate) fn layout_pos_at(&self, layout_seq: u64) -> Option<usize> {
         let (at, pos) = self.layout_pos;
@@ -144,6 +143,7 @@ impl PaneData {
         self.layout_pos = (layout_seq, pos);
     }
 
+    /// The sequence of the pane's last change (for `since` in the poll).
     pub(crate) fn changed_at(&self) -> u64 {
         self.changed_at
     }
