@@ -9,7 +9,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
-use durable_types::exchange::{Request, Response};
+use durable_types::exchange::{Read, Request, Response};
 use durable_types::{Cap, Caps, Timestamp};
 
 use crate::handlers::{ActionHandler, ChatHandler, DynHooks, Hooks, PaneTakers};
@@ -115,6 +115,20 @@ impl Core {
     pub fn handle(&self, request: Request) -> impl Future<Output = Response> + Send + 'static {
         let core = self.clone();
         async move { crate::routes::route(&core, request).await }
+    }
+
+    /// Answers a read at once from a request borrowed from the transport
+    /// (nothing copied), or `None` when the read must wait — the history
+    /// routes ask the program's provider — and goes to [`Core::handle`]
+    /// instead. An answer is exactly what [`Core::handle`] would give the
+    /// same request as a `GET`: the same checks in the same order (another
+    /// user, the route, the method), the same bytes and `ETag`.
+    ///
+    /// Why: a poll comes every 2 s from each phone that watches; this way
+    /// it costs no owned copy of its path, query and `If-None-Match`, and
+    /// no future.
+    pub fn answer_read(&self, read: &Read<'_>) -> Option<Response> {
+        crate::routes::read(self, read)
     }
 
     /// The earliest time at which the driver must call [`Core::tick`].

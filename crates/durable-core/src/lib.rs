@@ -15,11 +15,15 @@
 //!   [`Request`](durable_types::exchange::Request) (method, path, query,
 //!   `If-None-Match`, body, and who the caller is) and returns a
 //!   [`Response`](durable_types::exchange::Response) (status, `ETag`, JSON body).
+//!   A `GET` may instead go to [`Core::answer_read`] as a borrowed
+//!   [`Read`](durable_types::exchange::Read): it answers at once, with no
+//!   copy and no future, every read but the history routes (for those it
+//!   says `None`, and [`Core::handle`] answers).
 //! - Time, from the [`Clock`] given in [`CoreOptions`], and the driver's
 //!   [`Core::tick`] when a deadline passes.
 //!
 //! **What comes out**
-//! - Responses, from [`Core::handle`].
+//! - Responses, from [`Core::handle`] (and [`Core::answer_read`]).
 //! - Deadlines: [`Core::next_deadline`] is the earliest time at which the core
 //!   wants [`Core::tick`] called (ask expiry, held answers, the 5 s `busy`
 //!   wait).
@@ -36,7 +40,9 @@
 //!    [`Core::next_deadline`] or until woken; call [`Core::tick`] with the
 //!    clock's time.
 //! 3. For each request, await [`Core::handle`] (concurrently with others: the
-//!    future is `Send + 'static`).
+//!    future is `Send + 'static`); a `GET` may first go to
+//!    [`Core::answer_read`], and to [`Core::handle`] only when that says
+//!    `None`.
 //!
 //! The program's handles can be used from any thread at any time.
 #![forbid(unsafe_code)]

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use durable_types::exchange::{Request, Response, Tag};
+use durable_types::exchange::{Caller, Response, Tag};
 use durable_types::{
     CapsView, ErrorCode, HelloPostResponse, HelloRequest, HelloResponse, Id, SDK_NAME, SDK_VERSION,
     STATE_SEQ_MEMORY, SdkInfo, StateResponse, WireRange,
@@ -13,14 +13,11 @@ use crate::core::Core;
 use crate::request::Query;
 use crate::respond;
 
-pub(crate) fn hello(core: &Core, req: &Request) -> Response {
+pub(crate) fn hello(core: &Core, caller: Caller) -> Response {
     // A core served on a socket and over HTTPS at once: each transport says
     // its own check (a request that came with a token is HTTPS).
-    let caller_check = if req.caller == durable_types::exchange::Caller::Token {
-        crate::CallerCheckMode::Token
-    } else {
-        core.caller_check()
-    };
+    let caller_check =
+        if caller == Caller::Token { crate::CallerCheckMode::Token } else { core.caller_check() };
     let ready = core.lock().is_ready();
     let opts = core.options();
     respond::json(
@@ -60,12 +57,16 @@ pub(crate) fn hello_post(core: &Core, hello: HelloRequest) -> Response {
 }
 
 /// `GET /v1/state[?since=N]`, with the `ETag` and `304`.
-pub(crate) fn state(core: &Core, req: &Request) -> Result<Response, Response> {
-    let since = Query::of(req).u64("since")?;
+pub(crate) fn state(
+    core: &Core,
+    query: Option<&str>,
+    if_none_match: Option<&str>,
+) -> Result<Response, Response> {
+    let since = Query::parse(query).u64("since")?;
     let mut st = core.lock();
     let seq = st.seq();
     let etag = st.etag(&core.options().epoch);
-    if req.if_none_match.as_deref().is_some_and(|v| matches_tag(v, &etag)) {
+    if if_none_match.is_some_and(|v| matches_tag(v, &etag)) {
         let mut resp = Response::json(304, bytes::Bytes::new());
         resp.etag = Some(etag);
         return Ok(resp);
@@ -162,8 +163,8 @@ struct PaneSnapshotRef<'a> {
 
 /// `GET /v1/panes/{pane}/events?after=N`: the tail after `N`, or the
 /// pane's view when the reader fell behind (or is ahead: an earlier epoch).
-pub(crate) fn events(core: &Core, req: &Request, pane: Id) -> Result<Response, Response> {
-    let after = Query::of(req).u64("after")?.unwrap_or(0);
+pub(crate) fn events(core: &Core, query: Option<&str>, pane: Id) -> Result<Response, Response> {
+    let after = Query::parse(query).u64("after")?.unwrap_or(0);
     let mut st = core.lock();
     let Some(p) = st.pane(&pane) else {
         return Err(respond::error(ErrorCode::NotFound, format!("no open pane {pane}")));

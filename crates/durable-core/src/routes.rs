@@ -1,7 +1,7 @@
 //! Routing: from a request value to the route that answers it, with the
 //! checks every route shares (method, caller).
 
-use durable_types::exchange::{Caller, Method, Request, Response};
+use durable_types::exchange::{Caller, Method, Read, Request, Response};
 use durable_types::{Cap, ErrorCode};
 
 use crate::core::Core;
@@ -9,6 +9,7 @@ use crate::request::{body, path_id};
 use crate::respond;
 
 /// The routes of wire v1.
+#[derive(Clone, Copy)]
 enum Route<'a> {
     Hello,
     State,
@@ -77,15 +78,15 @@ fn parse_route(path: &str) -> Option<Route<'_>> {
 
 /// A `tracing` warning naming the check that refused a caller. The path is
 /// written escaped (it comes from the network).
-fn refused_caller(check: &'static str, req: &Request) {
-    tracing::warn!(target: "durable", check, method = ?req.method, path = ?req.path, "caller refused");
+fn refused_caller(check: &'static str, method: &Method, path: &str) {
+    tracing::warn!(target: "durable", check, ?method, path = ?path, "caller refused");
 }
 
 /// Checks shared by every write, in the contract's order after the route:
 /// caller (403), then capability (409).
-fn write_gate(core: &Core, req: &Request, cap: Cap) -> Result<(), Response> {
-    if req.caller == Caller::SelfOrDescendant {
-        refused_caller("self-or-descendant", req);
+fn write_gate(core: &Core, method: &Method, path: &str, caller: Caller, cap: Cap) -> Result<(), Response> {
+    if caller == Caller::SelfOrDescendant {
+        refused_caller("self-or-descendant", method, path);
         return Err(respond::error(
             ErrorCode::CallerRefused,
             "a write from the agent itself or a process it launched is refused",
@@ -100,28 +101,29 @@ fn write_gate(core: &Core, req: &Request, cap: Cap) -> Result<(), Response> {
     Ok(())
 }
 
-/// Answers one request.
-pub(crate) async fn route(core: &Core, req: Request) -> Response {
+/// The checks every request passes before its route's handler, in the
+/// contract's order: another user (403), the route (404), the method (405),
+/// then for a write the caller (403) and the capability (409).
+fn gate<'p>(core: &Core, method: &Method, path: &'p str, caller: Caller) -> Result<Route<'p>, Response> {
     // Another user id is refused outright (§1.1), before anything about the
     // agent's routes is told.
-    if req.caller == Caller::OtherUser {
-        refused_caller("other-user", &req);
-        return respond::error(ErrorCode::CallerRefused, "a connection from another user is refused");
+    if caller == Caller::OtherUser {
+        refused_caller("other-user", method, path);
+        return Err(respond::error(ErrorCode::CallerRefused, "a connection from another user is refused"));
     }
-    let Some(route) = parse_route(&req.path) else {
-        return respond::not_found(format!("no route {}", req.path));
+    let Some(route) = parse_route(path) else {
+        return Err(respond::not_found(format!("no route {path}")));
     };
-    let method_ok = match (&req.method, &route) {
+    let method_ok = match (method, &route) {
         (Method::Get, Route::Hello) | (Method::Post, Route::Hello) => true,
         (Method::Get, r) => !r.is_write(),
         (Method::Post, r) => r.is_write(),
         _ => false,
     };
     if !method_ok {
-        let mut resp =
-            respond::error(ErrorCode::MethodNotAllowed, format!("{} takes {}", req.path, route.allow()));
+        let mut resp = respond::error(ErrorCode::MethodNotAllowed, format!("{path} takes {}", route.allow()));
         resp.allow = Some(route.allow());
-        return resp;
+        return Err(resp);
     }
     let cap = match &route {
         Route::Send(_) => Some(Cap::Send),
@@ -136,25 +138,56 @@ pub(crate) async fn route(core: &Core, req: Request) -> Response {
         _ => None,
     };
     if let Some(cap) = cap {
-        if let Err(resp) = write_gate(core, &req, cap) {
-            return resp;
-        }
+        write_gate(core, method, path, caller, cap)?;
     }
+    Ok(route)
+}
+
+/// Answers a read at once, or `None` for one that must wait (the history
+/// routes ask the program's provider): [`route`] answers those.
+pub(crate) fn read(core: &Core, read: &Read<'_>) -> Option<Response> {
+    let route = match gate(core, &Method::Get, read.path, read.caller) {
+        Ok(route) => route,
+        Err(refused) => return Some(refused),
+    };
+    read_now(core, route, read).map(|answered| answered.unwrap_or_else(|resp| resp))
+}
+
+/// The reads answered without waiting: `GET /hello`, the state and a
+/// pane's events.
+fn read_now(core: &Core, route: Route<'_>, read: &Read<'_>) -> Option<Result<Response, Response>> {
+    Some(match route {
+        Route::Hello => Ok(crate::poll::hello(core, read.caller)),
+        Route::State => crate::poll::state(core, read.query, read.if_none_match),
+        Route::Events(p) => path_id(p, "pane")
+            .map_err(Response::from)
+            .and_then(|pane| crate::poll::events(core, read.query, pane)),
+        _ => return None,
+    })
+}
+
+/// Answers one request.
+pub(crate) async fn route(core: &Core, req: Request) -> Response {
+    let route = match gate(core, &req.method, &req.path, req.caller) {
+        Ok(route) => route,
+        Err(refused) => return refused,
+    };
     dispatch(core, route, &req).await.unwrap_or_else(|resp| resp)
 }
 
 /// Hands the request to its route's handler, with the path ids and the body
 /// parsed to the route's types (path ids first, then the body).
 async fn dispatch(core: &Core, route: Route<'_>, req: &Request) -> Result<Response, Response> {
+    if let Some(read) = req.as_read()
+        && let Some(answered) = read_now(core, route, &read)
+    {
+        return answered;
+    }
     // When a write came, for its receipt and events; a read needs no clock.
     let arrival = || core.now();
     Ok(match route {
-        Route::Hello => match req.method {
-            Method::Get => crate::poll::hello(core, req),
-            _ => crate::poll::hello_post(core, body(req)?),
-        },
-        Route::State => crate::poll::state(core, req)?,
-        Route::Events(p) => crate::poll::events(core, req, path_id(p, "pane")?)?,
+        Route::Hello => crate::poll::hello_post(core, body(req)?),
+        Route::State | Route::Events(_) => unreachable!("the gate lets only a GET through, answered above"),
         Route::History => {
             history_gate(core)?;
             crate::history::list(core, req).await?

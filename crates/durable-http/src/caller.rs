@@ -2,11 +2,13 @@
 //! peer), or a bearer-token check made on every request (HTTPS).
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use hyper::HeaderMap;
 use hyper::header::AUTHORIZATION;
+use subtle::ConstantTimeEq;
+use zeroize::Zeroizing;
 
 use durable_types::exchange::{Caller, Response};
 use durable_types::{ErrorBody, ErrorCode};
@@ -28,6 +30,12 @@ pub enum CallerSource {
     /// check accepts: it then reaches the core as [`Caller::Token`];
     /// otherwise it is answered `401 token-refused` at once, its body unread,
     /// and the core never sees it (contract §1.2).
+    ///
+    /// A connection remembers the token the check last accepted on it and
+    /// accepts those same bytes again without asking the check: the check
+    /// must not change its mind about a token while a connection lives (the
+    /// TLS server's set is fixed at start-up). A token taken back must be
+    /// taken back by closing the connections that showed it.
     Bearer(TokenCheck),
 }
 
@@ -48,11 +56,16 @@ impl CallerSource {
                     Some(_) => "not accepted",
                     None => "missing",
                 };
-                // Says which check and why, never the token or the header.
-                tracing::warn!(target: "durable", check = "bearer-token", reason, "caller refused");
-                Err(token_refused())
+                self.refuse(reason)
             }
         }
+    }
+
+    /// The refusal of a request whose token was `reason`, with its warning.
+    fn refuse(&self, reason: &'static str) -> Result<Caller, Response> {
+        // Says which check and why, never the token or the header.
+        tracing::warn!(target: "durable", check = "bearer-token", reason, "caller refused");
+        Err(token_refused())
     }
 }
 
@@ -62,6 +75,52 @@ impl fmt::Debug for CallerSource {
             CallerSource::Fixed(caller) => f.debug_tuple("Fixed").field(caller).finish(),
             CallerSource::Bearer(_) => f.write_str("Bearer(..)"),
         }
+    }
+}
+
+/// The callers of one connection: its [`CallerSource`] and, over HTTPS,
+/// the token this connection last had accepted.
+///
+/// Why: the check (the TLS server's) hashes the presented token with
+/// SHA-256 to compare it in constant time with every accepted token — about
+/// 3,500 instructions, most of a small answer's cost over HTTPS, paid on
+/// every poll of a kept-alive connection. A later request of the same
+/// connection that presents the very bytes accepted before is accepted by a
+/// constant-time comparison with them instead; any other token goes through
+/// the check again. The accepted set does not change while a server runs,
+/// so the answer is the check's. The kept bytes are the connection's own
+/// (its peer sent them), are never printed, and are wiped when replaced or
+/// when the connection ends.
+pub(crate) struct ConnectionCallers {
+    source: CallerSource,
+    accepted: Mutex<Option<Zeroizing<Vec<u8>>>>,
+}
+
+impl ConnectionCallers {
+    pub(crate) fn new(source: CallerSource) -> Self {
+        ConnectionCallers { source, accepted: Mutex::new(None) }
+    }
+
+    /// [`CallerSource::admit`], with the connection's accepted token kept.
+    pub(crate) fn admit(&self, headers: &HeaderMap) -> Result<Caller, Response> {
+        let CallerSource::Bearer(check) = &self.source else {
+            return self.source.admit(headers);
+        };
+        let Some(token) = bearer_token(headers) else {
+            return self.source.admit(headers);
+        };
+        let mut accepted = self.accepted.lock().unwrap_or_else(|e| e.into_inner());
+        // `ct_eq` on slices of unequal lengths is false at once: only the
+        // length of this connection's own token can be told from the time.
+        if accepted.as_ref().is_some_and(|kept| bool::from(kept.as_slice().ct_eq(token))) {
+            return Ok(Caller::Token);
+        }
+        if check(token) {
+            *accepted = Some(Zeroizing::new(token.to_vec()));
+            return Ok(Caller::Token);
+        }
+        drop(accepted);
+        self.source.refuse("not accepted")
     }
 }
 
@@ -135,6 +194,40 @@ mod tests {
             assert_eq!(body["code"], "token-refused");
             assert!(!String::from_utf8_lossy(&refused.body).contains("bad"));
         }
+    }
+
+    #[test]
+    fn a_connection_checks_its_token_once_and_any_other_token_again() {
+        let checks = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = checks.clone();
+        let source = CallerSource::bearer(move |t| {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            t == b"good" || t == b"next"
+        });
+        let count = || checks.load(std::sync::atomic::Ordering::SeqCst);
+        let conn = ConnectionCallers::new(source.clone());
+        for _ in 0..3 {
+            assert_eq!(conn.admit(&headers(&["Bearer good"])), Ok(Caller::Token));
+        }
+        assert_eq!(count(), 1, "the same token on the same connection is checked once");
+        // Another token is checked, accepted or not; a refused one is not kept.
+        assert_eq!(conn.admit(&headers(&["Bearer goo"])).unwrap_err().status, 401);
+        assert_eq!(conn.admit(&headers(&["Bearer goodx"])).unwrap_err().status, 401);
+        assert_eq!(conn.admit(&headers(&["Bearer bad!"])).unwrap_err().status, 401);
+        assert_eq!(count(), 4);
+        assert_eq!(conn.admit(&headers(&[])).unwrap_err().status, 401, "no token at all");
+        assert_eq!(conn.admit(&headers(&["Bearer good"])), Ok(Caller::Token));
+        assert_eq!(count(), 4, "the accepted token is still kept");
+        assert_eq!(conn.admit(&headers(&["Bearer next"])), Ok(Caller::Token));
+        assert_eq!(conn.admit(&headers(&["Bearer next"])), Ok(Caller::Token));
+        assert_eq!(count(), 5, "a second accepted token replaces the first");
+        // Another connection keeps its own.
+        let other = ConnectionCallers::new(source);
+        assert_eq!(other.admit(&headers(&["Bearer next"])), Ok(Caller::Token));
+        assert_eq!(count(), 6);
+        // A fixed caller is the source's, whatever the headers.
+        let fixed = ConnectionCallers::new(CallerSource::Fixed(Caller::OtherProcess));
+        assert_eq!(fixed.admit(&headers(&["Bearer x"])), Ok(Caller::OtherProcess));
     }
 
     #[test]

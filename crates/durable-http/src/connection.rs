@@ -19,14 +19,14 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use durable_core::Core;
-use durable_types::exchange::{Caller, Method, Request, Response};
+use durable_types::exchange::{Caller, Method, Read, Request, Response};
 use durable_types::{ErrorBody, ErrorCode};
 
-use crate::caller::CallerSource;
+use crate::caller::{CallerSource, ConnectionCallers};
 use crate::header_clock::HeaderClock;
 use crate::shutdown::Shutdown;
 use crate::slots::Slot;
-use crate::translate::{to_core_request, to_core_request_without_body, to_hyper_response};
+use crate::translate::{read_of, to_core_request, to_core_request_without_body, to_hyper_response};
 use crate::until::until;
 use crate::write_timeout::WriteTimeout;
 
@@ -35,11 +35,23 @@ use crate::write_timeout::WriteTimeout;
 pub trait Handler: Clone + Send + Sync + 'static {
     /// Answers one request.
     fn handle(&self, request: Request) -> impl Future<Output = Response> + Send + 'static;
+
+    /// Answers a `GET` at once from the request borrowed from hyper's
+    /// buffers, or `None` to have it copied into a [`Request`] and carried
+    /// to [`Handler::handle`]. The default answers nothing at once.
+    fn answer_read(&self, read: &Read<'_>) -> Option<Response> {
+        let _ = read;
+        None
+    }
 }
 
 impl Handler for Core {
     fn handle(&self, request: Request) -> impl Future<Output = Response> + Send + 'static {
         Core::handle(self, request)
+    }
+
+    fn answer_read(&self, read: &Read<'_>) -> Option<Response> {
+        Core::answer_read(self, read)
     }
 }
 
@@ -226,9 +238,12 @@ where
     let tracker = shutdown.clone();
     let clock = HeaderClock::start(options.header_read_timeout);
     let service_clock = clock.clone();
+    let callers = ConnectionCallers::new(callers);
     let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
         let handler = handler.clone();
-        let callers = callers.clone();
+        // Decided here, before the request's future: the connection's
+        // callers (its kept token) need not be shared with it.
+        let admitted = callers.admit(request.headers());
         let tracker = tracker.clone();
         let slot = slot.clone();
         // The wait for a request stops here and starts again once the
@@ -236,7 +251,7 @@ where
         let serving = service_clock.serving();
         async move {
             let _serving = serving;
-            let caller = match callers.admit(request.headers()) {
+            let caller = match admitted {
                 Ok(caller) => caller,
                 Err(refusal) => {
                     // Nothing more is served on a connection that has not
@@ -254,10 +269,25 @@ where
             {
                 return Err(ServiceError::Displaced);
             }
+            let no_body = request.body().is_end_stream();
+            if no_body && let Some(read) = read_of(&request, caller) {
+                // Most reads (every poll) are answered from hyper's own
+                // buffers at once, on the connection's task: nothing is
+                // copied, and nothing outlives the connection. A panic (a
+                // bug) still gets its `500`.
+                match std::panic::catch_unwind(AssertUnwindSafe(|| handler.answer_read(&read))) {
+                    Ok(Some(response)) => return Ok(to_hyper_response(response)),
+                    Ok(None) => {}
+                    Err(_) => {
+                        tracing::warn!(target: "durable", "the core panicked while answering a read");
+                        return Ok(to_hyper_response(internal()));
+                    }
+                }
+            }
             // An error out of the service makes hyper close the connection
             // without writing an answer. A request without a body (a poll)
             // has nothing to wait for: no timer.
-            let request = if request.body().is_end_stream() {
+            let request = if no_body {
                 to_core_request_without_body(&request, caller)
             } else {
                 match tokio::time::timeout(body_read_timeout, to_core_request(request, caller)).await {

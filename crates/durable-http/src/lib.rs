@@ -7,7 +7,9 @@
 //! - [`SystemClock`], [`random_epoch`] and [`stderr_warn`]: what a server
 //!   hands [`CoreOptions`](durable_core::CoreOptions) (the core reads no
 //!   clock, no random source and writes nowhere by itself).
-//! - [`to_core_request`] (and [`to_core_request_without_body`] for a poll) and [`to_hyper_response`]: translation between
+//! - [`to_core_request`] (and [`to_core_request_without_body`] for a
+//!   bodiless request, [`read_of`] for a `GET` borrowed as the core's
+//!   [`Read`](durable_types::exchange::Read)) and [`to_hyper_response`]: translation between
 //!   hyper's messages and the core's plain [`Request`] / [`Response`], with
 //!   the 1 MiB body limit ([`BODY_MAX`](durable_types::BODY_MAX)) enforced
 //!   while the body streams in: past the limit reading stops and the core is
@@ -67,7 +69,9 @@ pub use driver::spawn_driver;
 pub use server::{Accepted, Incoming, Listen, Server};
 pub use shutdown::Shutdown;
 pub use system::{SystemClock, random_epoch, stderr_warn};
-pub use translate::{DRAIN_MAX, read_body, to_core_request, to_core_request_without_body, to_hyper_response};
+pub use translate::{
+    DRAIN_MAX, read_body, read_of, to_core_request, to_core_request_without_body, to_hyper_response,
+};
 
 #[doc(no_inline)]
 pub use durable_types::exchange::{Caller, Request, Response};

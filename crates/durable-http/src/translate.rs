@@ -9,7 +9,7 @@ use hyper::header::{ALLOW, CONTENT_LENGTH, CONTENT_TYPE, ETAG, HeaderValue, IF_N
 use hyper::{HeaderMap, StatusCode};
 
 use durable_types::BODY_MAX;
-use durable_types::exchange::{Body, Caller, Method, Request, Response};
+use durable_types::exchange::{Body, Caller, Method, Read, Request, Response};
 
 /// How much of a too-large body is read and thrown away before answering:
 /// a client that sends its whole body before reading the answer (most do)
@@ -77,6 +77,17 @@ where
 /// read and no future.
 pub fn to_core_request_without_body<B>(request: &hyper::Request<B>, caller: Caller) -> Request {
     core_request(request.method(), request.uri(), request.headers(), Body::Complete(Bytes::new()), caller)
+}
+
+/// A `GET` as the core's borrowed [`Read`]: its path, query and
+/// `If-None-Match` stay in hyper's buffers. `None` for any other method.
+pub fn read_of<B>(request: &hyper::Request<B>, caller: Caller) -> Option<Read<'_>> {
+    (request.method() == hyper::Method::GET).then(|| Read {
+        path: request.uri().path(),
+        query: request.uri().query(),
+        if_none_match: request.headers().get(IF_NONE_MATCH).and_then(|v| v.to_str().ok()),
+        caller,
+    })
 }
 
 fn core_request(
@@ -247,6 +258,34 @@ mod tests {
         assert_eq!(r.method, Method::Other("PUT".into()));
         assert_eq!(r.query, None);
         assert_eq!(r.body, Body::Complete(Bytes::from_static(b"aa")));
+    }
+
+    #[tokio::test]
+    async fn a_get_reads_as_the_request_it_would_have_been() {
+        let request = hyper::Request::get("/v1/panes/a%2Fb/events?after=3")
+            .header(IF_NONE_MATCH, "\"0123456789abcdef-4\"")
+            .body(full(0))
+            .unwrap();
+        let read = read_of(&request, Caller::Token).unwrap();
+        assert_eq!(read.path, "/v1/panes/a%2Fb/events");
+        assert_eq!(read.query, Some("after=3"));
+        assert_eq!(read.if_none_match, Some("\"0123456789abcdef-4\""));
+        let owned = to_core_request(request, Caller::Token).await.unwrap();
+        assert_eq!(
+            owned.as_read(),
+            Some(
+                read_of(
+                    &hyper::Request::get("/v1/panes/a%2Fb/events?after=3")
+                        .header(IF_NONE_MATCH, "\"0123456789abcdef-4\"")
+                        .body(())
+                        .unwrap(),
+                    Caller::Token
+                )
+                .unwrap()
+            )
+        );
+        let post = hyper::Request::post("/v1/state").body(full(0)).unwrap();
+        assert_eq!(read_of(&post, Caller::Token), None);
     }
 
     #[test]

@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use durable_http::{CallerSource, Handler, HttpOptions, Shutdown, serve_connection};
-use durable_types::exchange::{Body, Caller, Request, Response};
+use durable_types::exchange::{Body, Caller, Read, Request, Response};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 use tokio::sync::Notify;
 
@@ -226,6 +226,36 @@ async fn a_request_without_the_token_gets_401_and_never_reaches_the_core() {
     assert_eq!(rec.seen.lock().unwrap()[0].caller, Caller::Token);
 }
 
+#[tokio::test]
+async fn on_a_connection_that_showed_its_token_a_wrong_token_is_still_refused() {
+    let rec = Recorder::default();
+    let checks = Arc::new(Mutex::new(0usize));
+    let counted = checks.clone();
+    let callers = CallerSource::bearer(move |t| {
+        *counted.lock().unwrap() += 1;
+        t == b"0123456789abcdef0123456789abcdef"
+    });
+    let (mut io, task) = start(rec.clone(), callers, HttpOptions::new(), Shutdown::new());
+    let good = b"GET /v1/state HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer 0123456789abcdef0123456789abcdef\r\n\r\n";
+    for _ in 0..3 {
+        io.write_all(good).await.unwrap();
+        let r = read_response(&mut io).await;
+        assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    }
+    assert_eq!(*checks.lock().unwrap(), 1, "the connection's token is checked once");
+    // The same length, one byte off: refused, and the connection closes.
+    io.write_all(b"GET /v1/state HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer 0123456789abcdef0123456789abcdeF\r\n\r\n")
+        .await
+        .unwrap();
+    let r = read_response(&mut io).await;
+    assert!(r.starts_with("HTTP/1.1 401"), "{r}");
+    assert!(r.contains("\"code\":\"token-refused\""), "{r}");
+    assert_closed(&mut io).await;
+    tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
+    assert_eq!(rec.seen.lock().unwrap().len(), 3, "the refused request never reached the core");
+    assert!(rec.seen.lock().unwrap().iter().all(|r| r.caller == Caller::Token));
+}
+
 /// A handler answering 200 with a body of `n` bytes.
 #[derive(Clone)]
 struct Big(usize);
@@ -390,7 +420,8 @@ async fn shutdown_grace_bounds_how_long_a_shutting_down_connection_waits_for_a_s
     assert!(rec.seen.lock().unwrap().is_empty());
 }
 
-/// Panics on every request: a bug in the core.
+/// Panics on every request: a bug in the core. `GET /hello` panics in the
+/// borrowed read, every other request in `handle`.
 #[derive(Clone)]
 struct Panicker;
 
@@ -398,6 +429,13 @@ impl Handler for Panicker {
     fn handle(&self, request: Request) -> impl Future<Output = Response> + Send + 'static {
         let path = request.path;
         async move { panic!("a bug answering {path}") }
+    }
+
+    fn answer_read(&self, read: &Read<'_>) -> Option<Response> {
+        if read.path == "/hello" {
+            panic!("a bug answering {} at once", read.path);
+        }
+        None
     }
 }
 
@@ -409,9 +447,9 @@ async fn a_core_that_panics_on_a_read_or_a_write_answers_500_internal() {
         let callers = CallerSource::Fixed(Caller::OtherProcess);
         let _ = serve_connection(Panicker, server, callers, &options, Shutdown::new()).await;
     });
-    // A read is answered on the connection's task, a write on a task of its
-    // own: both turn the panic into the same answer, and the connection
-    // goes on.
+    // A read is answered on the connection's task (at once or through
+    // `handle`), a write on a task of its own: each turns the panic into
+    // the same answer, and the connection goes on.
     let requests = [
         "GET /v1/state HTTP/1.1\r\nHost: x\r\n\r\n".to_owned(),
         "POST /v1/close HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}".to_owned(),

@@ -102,6 +102,36 @@ impl Request {
     }
 }
 
+impl Request {
+    /// The request as a [`Read`], when it is a `GET` (its body is not
+    /// looked at: a read has none that counts).
+    pub fn as_read(&self) -> Option<Read<'_>> {
+        (self.method == Method::Get).then(|| Read {
+            path: &self.path,
+            query: self.query.as_deref(),
+            if_none_match: self.if_none_match.as_deref(),
+            caller: self.caller,
+        })
+    }
+}
+
+/// A `GET` request borrowed from wherever the transport keeps it: what a
+/// read needs, nothing copied. The core answers most reads from it at once
+/// (`Core::answer_read` in `durable-core`); a poll, every 2 s from each
+/// phone that watches, then costs no owned copy of its path, query and
+/// `If-None-Match`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Read<'a> {
+    /// The path as sent, still percent-encoded, without the query.
+    pub path: &'a str,
+    /// The raw query string (after `?`), if any.
+    pub query: Option<&'a str>,
+    /// The `If-None-Match` header, when present.
+    pub if_none_match: Option<&'a str>,
+    /// Who sent it.
+    pub caller: Caller,
+}
+
 /// One response, to be written back as HTTP.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Response {
@@ -205,6 +235,19 @@ impl std::fmt::Display for Tag {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_get_reads_as_a_borrowed_read_and_nothing_else_does() {
+        let get = Request::get("/v1/state?since=3", Caller::Token).with_if_none_match("\"e-1\"");
+        let read = get.as_read().unwrap();
+        assert_eq!(read.path, "/v1/state");
+        assert_eq!(read.query, Some("since=3"));
+        assert_eq!(read.if_none_match, Some("\"e-1\""));
+        assert_eq!(read.caller, Caller::Token);
+        assert!(std::ptr::eq(read.path, get.path.as_str()), "borrowed, not copied");
+        assert_eq!(Request::post("/v1/state", "{}", Caller::Token).as_read(), None);
+        assert_eq!(Request::new(Method::Other("PUT".into()), "/v1/state", Caller::Token).as_read(), None);
+    }
 
     #[test]
     fn a_tag_reads_as_the_text_it_was_made_from_and_shares_its_bytes() {
