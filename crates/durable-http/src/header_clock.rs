@@ -12,8 +12,9 @@
 //! a fresh sleep at every request and, to start it, reads the socket once
 //! more after each answer (a read that finds nothing) — about 900
 //! instructions and a system call per request (`docs/benchmarks.md`). Here
-//! a request costs two atomic stores and a clock read, and the one sleep
-//! (in [`HeaderClock::expired`]) wakes once per timeout at most.
+//! a request costs two atomic stores and, at the write of its answer, one
+//! clock read; the one sleep (in [`HeaderClock::expired`]) wakes once per
+//! timeout at most.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,6 +24,10 @@ use tokio::time::Instant;
 
 /// While a request is being served.
 const SERVING: u64 = u64::MAX;
+/// A request has its answer, not yet written: the write starts the wait
+/// (reading the clock once per request, not at the answer and again at the
+/// write). Should no write come, the watch starts it when it next looks.
+const ANSWERED: u64 = u64::MAX - 1;
 
 /// The clock of one connection; shared by its service, its writes and the
 /// watch in [`HeaderClock::expired`].
@@ -41,11 +46,11 @@ impl HeaderClock {
     }
 
     fn now_ms(&self) -> u64 {
-        u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(SERVING - 1)
+        u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(ANSWERED - 1)
     }
 
     /// Stops the clock until the returned guard is dropped (the request has
-    /// its answer), when it starts again.
+    /// its answer); it starts again when the answer is written.
     pub(crate) fn serving(self: &Arc<Self>) -> Serving {
         self.waiting_since.store(SERVING, Ordering::Relaxed);
         Serving(self.clone())
@@ -65,8 +70,22 @@ impl HeaderClock {
     /// timeout. Polled only when its own sleep wakes (see `until`).
     pub(crate) async fn expired(&self) {
         loop {
-            let since = self.waiting_since.load(Ordering::Relaxed);
-            let from = if since == SERVING { self.now_ms() } else { since };
+            let mut since = self.waiting_since.load(Ordering::Relaxed);
+            if since == ANSWERED {
+                // An answer no write followed (yet): the wait starts now,
+                // unless a write or a new request came in between.
+                let now = self.now_ms();
+                since = match self.waiting_since.compare_exchange(
+                    ANSWERED,
+                    now,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => now,
+                    Err(current) => current,
+                };
+            }
+            let from = if since == SERVING || since == ANSWERED { self.now_ms() } else { since };
             let deadline = self.opened + Duration::from_millis(from) + self.timeout;
             if since != SERVING && Instant::now() >= deadline {
                 return;
@@ -82,8 +101,7 @@ pub(crate) struct Serving(Arc<HeaderClock>);
 
 impl Drop for Serving {
     fn drop(&mut self) {
-        let clock = &self.0;
-        clock.waiting_since.store(clock.now_ms(), Ordering::Relaxed);
+        self.0.waiting_since.store(ANSWERED, Ordering::Relaxed);
     }
 }
 
@@ -99,7 +117,9 @@ mod tests {
         // Served for longer than the timeout: not expired.
         assert!(tokio::time::timeout(Duration::from_secs(60), clock.expired()).await.is_err());
         drop(serving);
-        // The wait starts again at the answer: 29 s are not enough, 30 are.
+        clock.wrote();
+        // The wait starts again at the answer's write: 29 s are not enough,
+        // 30 are.
         assert!(tokio::time::timeout(Duration::from_secs(29), clock.expired()).await.is_err());
         let waited = Instant::now();
         clock.expired().await;
@@ -119,5 +139,29 @@ mod tests {
         clock.wrote();
         assert!(tokio::time::timeout(Duration::from_secs(60), clock.expired()).await.is_err(), "stopped");
         drop(serving);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_wait_starts_at_the_write_of_the_answer_not_at_the_answer() {
+        let clock = HeaderClock::start(Duration::from_secs(30));
+        drop(clock.serving());
+        // The answer took 25 s to be written (a slow reader).
+        tokio::time::advance(Duration::from_secs(25)).await;
+        clock.wrote();
+        assert!(tokio::time::timeout(Duration::from_secs(29), clock.expired()).await.is_err());
+        let waited = Instant::now();
+        clock.expired().await;
+        assert!(waited.elapsed() <= Duration::from_secs(2), "expired about 30 s after the write");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_no_write_follows_still_lets_the_clock_run_out() {
+        let clock = HeaderClock::start(Duration::from_secs(30));
+        let answered = Instant::now();
+        drop(clock.serving());
+        clock.expired().await;
+        // From the watch's first look at the latest: one timeout, not two.
+        assert!(answered.elapsed() >= Duration::from_secs(30));
+        assert!(answered.elapsed() <= Duration::from_secs(31), "{:?}", answered.elapsed());
     }
 }
