@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::FutureExt;
+use futures_util::future::{Either, ready};
 use hyper::body::Body;
 use hyper::header::{CONNECTION, HeaderValue, WWW_AUTHENTICATE};
 use hyper::server::conn::http1;
@@ -240,87 +241,90 @@ where
     let service_clock = clock.clone();
     let callers = ConnectionCallers::new(callers);
     let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-        let handler = handler.clone();
-        // Decided here, before the request's future: the connection's
-        // callers (its kept token) need not be shared with it.
-        let admitted = callers.admit(request.headers());
-        let tracker = tracker.clone();
-        let slot = slot.clone();
         // The wait for a request stops here and starts again once the
         // answer is written.
         let serving = service_clock.serving();
-        async move {
-            let _serving = serving;
-            let caller = match admitted {
-                Ok(caller) => caller,
-                Err(refusal) => {
-                    // Nothing more is served on a connection that has not
-                    // shown a token: it cannot hold a place by sending
-                    // requests that are refused.
-                    let mut out = to_hyper_response(refusal);
-                    out.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-                    out.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
-                    return Ok(out);
-                }
-            };
-            if let Some(slot) = &slot
-                && caller != Caller::OtherUser
-                && !slot.prove()
-            {
-                return Err(ServiceError::Displaced);
+        // What can be answered at once is answered here, on the
+        // connection's task, with a ready future: nothing is cloned for it
+        // and no large future is built and moved (a poll, every 2 s from
+        // each phone that watches, is such a request). The rest gets a
+        // boxed future.
+        let caller = match callers.admit(request.headers()) {
+            Ok(caller) => caller,
+            Err(refusal) => {
+                // Nothing more is served on a connection that has not shown
+                // a token: it cannot hold a place by sending requests that
+                // are refused.
+                let mut out = to_hyper_response(refusal);
+                out.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+                out.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
+                return Either::Left(ready(Ok(out)));
             }
-            let no_body = request.body().is_end_stream();
-            if no_body && let Some(read) = read_of(&request, caller) {
-                // Most reads (every poll) are answered from hyper's own
-                // buffers at once, on the connection's task: nothing is
-                // copied, and nothing outlives the connection. A panic (a
-                // bug) still gets its `500`.
-                match std::panic::catch_unwind(AssertUnwindSafe(|| handler.answer_read(&read))) {
-                    Ok(Some(response)) => return Ok(to_hyper_response(response)),
-                    Ok(None) => {}
-                    Err(_) => {
-                        tracing::warn!(target: "durable", "the core panicked while answering a read");
-                        return Ok(to_hyper_response(internal()));
-                    }
-                }
-            }
-            // An error out of the service makes hyper close the connection
-            // without writing an answer. A request without a body (a poll)
-            // has nothing to wait for: no timer.
-            let request = if no_body {
-                to_core_request_without_body(&request, caller)
-            } else {
-                match tokio::time::timeout(body_read_timeout, to_core_request(request, caller)).await {
-                    Ok(read) => read.map_err(ServiceError::Body)?,
-                    Err(_) => return Err(ServiceError::BodyTimeout(body_read_timeout)),
-                }
-            };
-            if request.method == Method::Get {
-                // A read changes nothing, so nothing must outlive the
-                // connection: it is answered on the connection's own task.
-                // A panic (a bug) still gets its `500`.
-                let response =
-                    AssertUnwindSafe(handler.handle(request)).catch_unwind().await.unwrap_or_else(|_| {
-                        tracing::warn!(target: "durable", "the core panicked while answering a read");
-                        internal()
-                    });
-                return Ok(to_hyper_response(response));
-            }
-            // A write runs to its end on a task of its own, even if the
-            // client goes away meanwhile, and a shutdown waits for it.
-            let in_flight = tracker.track();
-            let work = handler.handle(request);
-            let task = tokio::spawn(async move {
-                let response = work.await;
-                drop(in_flight);
-                response
-            });
-            let response = task.await.unwrap_or_else(|e| {
-                tracing::warn!(target: "durable", error = %e, "the core's task failed to answer a request");
-                internal()
-            });
-            Ok::<_, ServiceError>(to_hyper_response(response))
+        };
+        if let Some(slot) = &slot
+            && caller != Caller::OtherUser
+            && !slot.prove()
+        {
+            return Either::Left(ready(Err(ServiceError::Displaced)));
         }
+        let no_body = request.body().is_end_stream();
+        if no_body && let Some(read) = read_of(&request, caller) {
+            // Most reads (every poll) are answered from hyper's own buffers:
+            // nothing is copied, and nothing outlives the connection. A
+            // panic (a bug) still gets its `500`.
+            match std::panic::catch_unwind(AssertUnwindSafe(|| handler.answer_read(&read))) {
+                Ok(Some(response)) => return Either::Left(ready(Ok(to_hyper_response(response)))),
+                Ok(None) => {}
+                Err(_) => {
+                    tracing::warn!(target: "durable", "the core panicked while answering a read");
+                    return Either::Left(ready(Ok(to_hyper_response(internal()))));
+                }
+            }
+        }
+        let handler = handler.clone();
+        let tracker = tracker.clone();
+        Either::Right(
+            async move {
+                let _serving = serving;
+                // An error out of the service makes hyper close the
+                // connection without writing an answer. A request without a
+                // body has nothing to wait for: no timer.
+                let request = if no_body {
+                    to_core_request_without_body(&request, caller)
+                } else {
+                    match tokio::time::timeout(body_read_timeout, to_core_request(request, caller)).await {
+                        Ok(read) => read.map_err(ServiceError::Body)?,
+                        Err(_) => return Err(ServiceError::BodyTimeout(body_read_timeout)),
+                    }
+                };
+                if request.method == Method::Get {
+                    // A read changes nothing, so nothing must outlive the
+                    // connection: it is answered on the connection's own
+                    // task. A panic (a bug) still gets its `500`.
+                    let response =
+                        AssertUnwindSafe(handler.handle(request)).catch_unwind().await.unwrap_or_else(|_| {
+                            tracing::warn!(target: "durable", "the core panicked while answering a read");
+                            internal()
+                        });
+                    return Ok(to_hyper_response(response));
+                }
+                // A write runs to its end on a task of its own, even if the
+                // client goes away meanwhile, and a shutdown waits for it.
+                let in_flight = tracker.track();
+                let work = handler.handle(request);
+                let task = tokio::spawn(async move {
+                    let response = work.await;
+                    drop(in_flight);
+                    response
+                });
+                let response = task.await.unwrap_or_else(|e| {
+                    tracing::warn!(target: "durable", error = %e, "the core's task failed to answer a request");
+                    internal()
+                });
+                Ok::<_, ServiceError>(to_hyper_response(response))
+            }
+            .boxed(),
+        )
     });
     // No timer for hyper, and its own header-read timeout off (its default
     // would only warn that no timer is set): the timeout is the
