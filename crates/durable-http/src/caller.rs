@@ -1,5 +1,6 @@
 //! Who sent a request: a caller fixed for the whole connection (the socket's
-//! peer), or a bearer-token check made on every request (HTTPS).
+//! peer), or a bearer token every request must carry (HTTPS), checked once
+//! per token a connection shows.
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -15,7 +16,9 @@ use durable_types::{ErrorBody, ErrorCode};
 
 /// A token check: true when the presented bearer token is accepted. The TLS
 /// server supplies it (a constant-time comparison); the token is never
-/// logged or echoed.
+/// logged or echoed. A connection asks it once for each token it shows and
+/// remembers the answer while it lives (see [`CallerSource::Bearer`]), so
+/// it must not change its mind about a token while a connection lives.
 pub type TokenCheck = Arc<dyn Fn(&[u8]) -> bool + Send + Sync>;
 
 /// How [`serve_connection`](crate::serve_connection) finds the caller of
@@ -40,7 +43,9 @@ pub enum CallerSource {
 }
 
 impl CallerSource {
-    /// A bearer-token source from a check function.
+    /// A bearer-token source from a check function, which must not change
+    /// its mind about a token while a connection lives (see
+    /// [`CallerSource::Bearer`]).
     pub fn bearer(check: impl Fn(&[u8]) -> bool + Send + Sync + 'static) -> Self {
         CallerSource::Bearer(Arc::new(check))
     }
@@ -119,6 +124,9 @@ impl ConnectionCallers {
             *accepted = Some(Zeroizing::new(token.to_vec()));
             return Ok(Caller::Token);
         }
+        // The connection closes after this refusal; forget the token anyway,
+        // so that nothing here leans on that.
+        *accepted = None;
         drop(accepted);
         self.source.refuse("not accepted")
     }
@@ -210,21 +218,27 @@ mod tests {
             assert_eq!(conn.admit(&headers(&["Bearer good"])), Ok(Caller::Token));
         }
         assert_eq!(count(), 1, "the same token on the same connection is checked once");
-        // Another token is checked, accepted or not; a refused one is not kept.
+        // Another token is checked, accepted or not.
         assert_eq!(conn.admit(&headers(&["Bearer goo"])).unwrap_err().status, 401);
+        assert_eq!(count(), 2);
+        assert_eq!(conn.admit(&headers(&[])).unwrap_err().status, 401, "no token at all");
+        // A refusal forgets the kept token (the connection closes after it
+        // anyway): the next one is checked again.
+        assert_eq!(conn.admit(&headers(&["Bearer good"])), Ok(Caller::Token));
+        assert_eq!(count(), 3);
         assert_eq!(conn.admit(&headers(&["Bearer goodx"])).unwrap_err().status, 401);
         assert_eq!(conn.admit(&headers(&["Bearer bad!"])).unwrap_err().status, 401);
-        assert_eq!(count(), 4);
-        assert_eq!(conn.admit(&headers(&[])).unwrap_err().status, 401, "no token at all");
+        assert_eq!(count(), 5);
+        assert_eq!(conn.admit(&headers(&["Bearer next"])), Ok(Caller::Token));
+        assert_eq!(conn.admit(&headers(&["Bearer next"])), Ok(Caller::Token));
+        assert_eq!(count(), 6);
         assert_eq!(conn.admit(&headers(&["Bearer good"])), Ok(Caller::Token));
-        assert_eq!(count(), 4, "the accepted token is still kept");
-        assert_eq!(conn.admit(&headers(&["Bearer next"])), Ok(Caller::Token));
-        assert_eq!(conn.admit(&headers(&["Bearer next"])), Ok(Caller::Token));
-        assert_eq!(count(), 5, "a second accepted token replaces the first");
+        assert_eq!(conn.admit(&headers(&["Bearer good"])), Ok(Caller::Token));
+        assert_eq!(count(), 7, "a second accepted token replaces the first");
         // Another connection keeps its own.
         let other = ConnectionCallers::new(source);
         assert_eq!(other.admit(&headers(&["Bearer next"])), Ok(Caller::Token));
-        assert_eq!(count(), 6);
+        assert_eq!(count(), 8);
         // A fixed caller is the source's, whatever the headers.
         let fixed = ConnectionCallers::new(CallerSource::Fixed(Caller::OtherProcess));
         assert_eq!(fixed.admit(&headers(&["Bearer x"])), Ok(Caller::OtherProcess));

@@ -195,9 +195,11 @@ impl HttpOptions {
 /// - A write of an answer that makes no progress for
 ///   [`HttpOptions::write_timeout`] (the client reads nothing) closes the
 ///   connection.
-/// - The handler's future runs on a task of its own, so a client that goes
+/// - A write's future runs on a task of its own, so a client that goes
 ///   away cannot cut the core's work in half; that task is counted by
-///   `shutdown` ([`Shutdown::drained`]) until it ends.
+///   `shutdown` ([`Shutdown::drained`]) until it ends. A read changes
+///   nothing and is answered on the connection's own task (most at once,
+///   through [`Handler::answer_read`]).
 /// - When `shutdown` fires, a request in flight finishes and its answer is
 ///   written; then the connection closes instead of waiting for another.
 ///   After [`HttpOptions::shutdown_grace`] the connection is dropped as it

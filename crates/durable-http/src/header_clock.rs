@@ -12,9 +12,12 @@
 //! a fresh sleep at every request and, to start it, reads the socket once
 //! more after each answer (a read that finds nothing) — about 900
 //! instructions and a system call per request (`docs/benchmarks.md`). Here
-//! a request costs two atomic stores and, at the write of its answer, one
-//! clock read; the one sleep (in [`HeaderClock::expired`]) wakes once per
-//! timeout at most.
+//! a request costs two atomic stores and a clock read per write of its
+//! answer that makes progress (one, for a small answer); the one sleep (in
+//! [`HeaderClock::expired`]) wakes once per timeout at most. An answer whose
+//! write never makes progress is left to the write timeout; should the
+//! watch find the wait still pending, it starts it then, so the connection
+//! still closes, at most two timeouts after the answer.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,7 +38,8 @@ const ANSWERED: u64 = u64::MAX - 1;
 pub(crate) struct HeaderClock {
     opened: Instant,
     timeout: Duration,
-    /// Milliseconds after `opened` at which the wait began, or `SERVING`.
+    /// Milliseconds after `opened` at which the wait began, or `SERVING`,
+    /// or `ANSWERED`.
     waiting_since: AtomicU64,
 }
 
@@ -85,7 +89,7 @@ impl HeaderClock {
                     Err(current) => current,
                 };
             }
-            let from = if since == SERVING || since == ANSWERED { self.now_ms() } else { since };
+            let from = if since == SERVING { self.now_ms() } else { since };
             let deadline = self.opened + Duration::from_millis(from) + self.timeout;
             if since != SERVING && Instant::now() >= deadline {
                 return;
@@ -95,7 +99,8 @@ impl HeaderClock {
     }
 }
 
-/// A request being served: the clock stands still until this is dropped.
+/// A request being served: the clock stands still until this is dropped,
+/// and then until the answer's first write (or the watch's next look).
 #[derive(Debug)]
 pub(crate) struct Serving(Arc<HeaderClock>);
 
@@ -160,7 +165,9 @@ mod tests {
         let answered = Instant::now();
         drop(clock.serving());
         clock.expired().await;
-        // From the watch's first look at the latest: one timeout, not two.
+        // The watch's first look comes after the answer here, so the wait
+        // runs one timeout from it (had the watch been asleep since before
+        // the answer, it would be up to two).
         assert!(answered.elapsed() >= Duration::from_secs(30));
         assert!(answered.elapsed() <= Duration::from_secs(31), "{:?}", answered.elapsed());
     }
