@@ -39,7 +39,9 @@ pub trait Handler: Clone + Send + Sync + 'static {
 
     /// Answers a `GET` at once from the request borrowed from hyper's
     /// buffers, or `None` to have it copied into a [`Request`] and carried
-    /// to [`Handler::handle`]. The default answers nothing at once.
+    /// to [`Handler::handle`]. The default answers nothing at once. It runs
+    /// on the connection's task, inside hyper's call to the service, so it
+    /// must not block (the core takes its state lock, briefly).
     fn answer_read(&self, read: &Read<'_>) -> Option<Response> {
         let _ = read;
         None
