@@ -20,7 +20,14 @@ pub(crate) fn json<T: Serialize>(status: u16, body: &T) -> Response {
 pub(crate) fn json_with_capacity<T: Serialize>(status: u16, body: &T, capacity: usize) -> Response {
     let mut bytes = Vec::with_capacity(capacity);
     match serde_json::to_writer(&mut bytes, body) {
-        Ok(()) => Response::json(status, bytes),
+        Ok(()) => {
+            // Such an answer is kept until the next change, room and all
+            // (the first one, with no size to go by, grew by doubling).
+            if bytes.capacity() - bytes.len() > bytes.len() / 8 {
+                bytes.shrink_to_fit();
+            }
+            Response::json(status, bytes)
+        }
         Err(_) => error(ErrorCode::Internal, "the answer could not be written as JSON"),
     }
 }

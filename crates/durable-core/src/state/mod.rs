@@ -24,11 +24,11 @@ use crate::timers::{Timer, Timers};
 
 pub(crate) use asks::Hold;
 pub(crate) use layout::TabKey;
-pub(crate) use panes::{PaneFields, QueuedSend, SessionId};
+pub(crate) use panes::{PaneData, PaneFields, QueuedSend, SessionId};
 
 use asks::OpenAsk;
 use layout::WorkspaceData;
-use panes::{ClosedPane, PaneData};
+use panes::ClosedPane;
 
 /// Collie versions warned about at most (the version comes from the network).
 const WARNED_VERSIONS_MAX: usize = 64;

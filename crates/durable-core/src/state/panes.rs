@@ -5,9 +5,7 @@ use bytes::Bytes;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
-use durable_types::{
-    ActionView, ClosedView, Event, EventBody, Id, Item, PaneState, PaneView, Timestamp, VIEW_LIMIT,
-};
+use durable_types::{ActionView, ClosedView, Event, EventBody, Id, Item, PaneState, Timestamp, VIEW_LIMIT};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::State;
@@ -75,6 +73,26 @@ pub(crate) struct PaneData {
 pub(crate) struct EncodedEvent {
     pub(crate) seq: u64,
     pub(crate) json: Bytes,
+}
+
+/// `durable_types::PaneView` borrowing the pane: the same fields, names
+/// and order (a test reads the state answer back as `StateResponse` and
+/// writes it again byte for byte).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PaneViewRef<'a> {
+    id: &'a Id,
+    tab: String,
+    title: &'a str,
+    harness: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cwd: Option<&'a str>,
+    session_id: Option<String>,
+    state: PaneState,
+    turn_id: Option<&'a str>,
+    last_seq: u64,
+    open_asks: &'a [&'a str],
+    actions: &'a [ActionView],
 }
 
 /// A send that arrived during a turn, delivered once the pane goes idle.
@@ -172,19 +190,22 @@ impl PaneData {
         }
     }
 
-    pub(crate) fn view_item(&self, has_history: bool) -> PaneView {
-        PaneView {
-            id: self.id.clone(),
+    /// The pane as the state poll shows it (`durable_types::PaneView`),
+    /// borrowed: written straight into the answer, no owned copy of its
+    /// strings.
+    pub(crate) fn view_ref<'a>(&'a self, has_history: bool, open_asks: &'a [&'a str]) -> PaneViewRef<'a> {
+        PaneViewRef {
+            id: &self.id,
             tab: self.tab.wire(),
-            title: self.title.clone(),
-            harness: self.harness.clone(),
-            cwd: self.cwd.clone(),
+            title: &self.title,
+            harness: &self.harness,
+            cwd: self.cwd.as_deref(),
             session_id: self.session_id(has_history),
             state: self.state,
-            turn_id: self.turn_id.clone(),
+            turn_id: self.turn_id.as_deref(),
             last_seq: self.last_seq,
-            open_asks: Vec::new(),
-            actions: self.actions.clone(),
+            open_asks,
+            actions: &self.actions,
         }
     }
 
