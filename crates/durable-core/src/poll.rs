@@ -112,7 +112,6 @@ pub(crate) fn state(
     } else {
         respond::json(200, &body)
     };
-    drop(body);
     if resp.status == 200 {
         if full {
             st.keep_full_answer(resp.body.clone());

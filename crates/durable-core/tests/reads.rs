@@ -5,13 +5,9 @@
 mod harness;
 
 use durable_core::types::exchange::{Caller, Request};
-use durable_core::types::{Caps, Id, Item, ItemBody};
+use durable_core::types::{Caps, Item};
 use harness::Harness;
 use serde_json::{Value, json};
-
-fn reply(item: &str, text: &str) -> Item {
-    Item::new(Id::new(item).unwrap(), ItemBody::Reply { text: text.into(), partial: false })
-}
 
 /// What `answer_read` gives the request, and what `handle` gives it.
 async fn both(
@@ -74,8 +70,8 @@ async fn every_read_answered_at_once_is_the_contracts_answer_and_the_one_handle_
     use Expect::*;
     let h = Harness::new();
     let pane = h.pane();
-    pane.write(reply("r1", "hello")).unwrap();
-    pane.write(reply("r2", "again")).unwrap();
+    pane.write(Item::reply("r1", "hello").unwrap()).unwrap();
+    pane.write(Item::reply("r2", "again").unwrap()).unwrap();
     let etag = h.state().await.etag.expect("a state answer has an ETag");
     let seq = h.seq().await;
     let get = |p: &str| Request::get(p, Caller::OtherProcess);

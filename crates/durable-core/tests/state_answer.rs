@@ -3,14 +3,16 @@
 //! out byte for byte (the same fields, names, order and omissions).
 mod harness;
 
+use durable_core::types::exchange::{Caller, Request};
 use durable_core::types::{AskOption, AskSpec, Cap, Caps, StateResponse};
-use durable_core::{Pane, PaneOptions};
+use durable_core::{AskHandle, Pane, PaneOptions};
 use harness::Harness;
 
 /// An agent whose panes show every field of a pane view, each way it can
 /// be: a `cwd` or none, a session id given, derived or `null`, a turn, open
-/// asks, actions; with a closed pane and a starter.
-fn varied(h: &Harness) -> Vec<Pane> {
+/// asks, actions; with a closed pane and a starter. The asks stay open while
+/// their handles are kept.
+fn varied(h: &Harness) -> (Vec<Pane>, Vec<AskHandle>) {
     let tab = h.core.workspace("support", "Support").unwrap().tab("main", "Tickets").unwrap();
     let plain = tab.pane("plain", PaneOptions::new("Plain").harness("desk")).unwrap();
     let full = tab
@@ -24,20 +26,18 @@ fn varied(h: &Harness) -> Vec<Pane> {
     full.action("escalate", "Escalate", None).unwrap();
     let yes_no =
         |call: &str| AskSpec::choice(call, "Go?", [AskOption::new("yes", "Yes"), AskOption::new("no", "No")]);
-    std::mem::forget(full.ask(yes_no("call-1")).unwrap());
-    std::mem::forget(full.ask(yes_no("call-2")).unwrap());
-    std::mem::forget(plain.ask(yes_no("call-3")).unwrap());
+    let asks = vec![
+        full.ask(yes_no("call-1")).unwrap(),
+        full.ask(yes_no("call-2")).unwrap(),
+        plain.ask(yes_no("call-3")).unwrap(),
+    ];
     gone.close();
     h.core.starter("new", "New ticket").unwrap();
-    vec![plain, full, unnamed]
+    (vec![plain, full, unnamed], asks)
 }
 
 async fn assert_is_its_wire_type(h: &Harness, path: &str) -> serde_json::Value {
-    let req = durable_core::types::exchange::Request::get(
-        path,
-        durable_core::types::exchange::Caller::OtherProcess,
-    );
-    let r = h.core.handle(req).await;
+    let r = h.core.handle(Request::get(path, Caller::OtherProcess)).await;
     assert_eq!(r.status, 200, "{path}");
     let typed: StateResponse = serde_json::from_slice(&r.body).expect("the answer reads as StateResponse");
     let again = serde_json::to_vec(&typed).unwrap();
@@ -49,7 +49,7 @@ async fn assert_is_its_wire_type(h: &Harness, path: &str) -> serde_json::Value {
 async fn the_state_answer_is_its_wire_type_written_whole_or_as_a_delta() {
     for caps in [Caps::all(), Caps::all().without(Cap::History)] {
         let h = Harness::with_caps(caps);
-        let panes = varied(&h);
+        let (panes, _asks) = varied(&h);
         let full = assert_is_its_wire_type(&h, "/v1/state").await;
         // Every variant is in it, so the comparison covers each.
         let views = full["panes"].as_array().unwrap();

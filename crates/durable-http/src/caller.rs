@@ -61,17 +61,17 @@ impl CallerSource {
                     Some(_) => "not accepted",
                     None => "missing",
                 };
-                self.refuse(reason)
+                refuse(reason)
             }
         }
     }
+}
 
-    /// The refusal of a request whose token was `reason`, with its warning.
-    fn refuse(&self, reason: &'static str) -> Result<Caller, Response> {
-        // Says which check and why, never the token or the header.
-        tracing::warn!(target: "durable", check = "bearer-token", reason, "caller refused");
-        Err(token_refused())
-    }
+/// The refusal of a request whose token was `reason`, with its warning.
+fn refuse(reason: &'static str) -> Result<Caller, Response> {
+    // Says which check and why, never the token or the header.
+    tracing::warn!(target: "durable", check = "bearer-token", reason, "caller refused");
+    Err(token_refused())
 }
 
 impl fmt::Debug for CallerSource {
@@ -129,7 +129,7 @@ impl ConnectionCallers {
         // so that nothing here leans on that.
         *accepted = None;
         drop(accepted);
-        self.source.refuse("not accepted")
+        refuse("not accepted")
     }
 }
 
@@ -207,13 +207,14 @@ mod tests {
 
     #[test]
     fn a_connection_checks_its_token_once_and_any_other_token_again() {
-        let checks = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let checks = Arc::new(AtomicUsize::new(0));
         let counted = checks.clone();
         let source = CallerSource::bearer(move |t| {
-            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            counted.fetch_add(1, Ordering::SeqCst);
             t == b"good" || t == b"next"
         });
-        let count = || checks.load(std::sync::atomic::Ordering::SeqCst);
+        let count = || checks.load(Ordering::SeqCst);
         let conn = ConnectionCallers::new(source.clone());
         for _ in 0..3 {
             assert_eq!(conn.admit(&headers(&["Bearer good"])), Ok(Caller::Token));

@@ -279,10 +279,7 @@ where
             match std::panic::catch_unwind(AssertUnwindSafe(|| handler.answer_read(&read))) {
                 Ok(Some(response)) => return Either::Left(ready(Ok(to_hyper_response(response)))),
                 Ok(None) => {}
-                Err(_) => {
-                    tracing::warn!(target: "durable", "the core panicked while answering a read");
-                    return Either::Left(ready(Ok(to_hyper_response(internal()))));
-                }
+                Err(_) => return Either::Left(ready(Ok(to_hyper_response(read_panicked())))),
             }
         }
         let handler = handler.clone();
@@ -306,10 +303,7 @@ where
                     // connection: it is answered on the connection's own
                     // task. A panic (a bug) still gets its `500`.
                     let response =
-                        AssertUnwindSafe(handler.handle(request)).catch_unwind().await.unwrap_or_else(|_| {
-                            tracing::warn!(target: "durable", "the core panicked while answering a read");
-                            internal()
-                        });
+                        AssertUnwindSafe(handler.handle(request)).catch_unwind().await.unwrap_or_else(|_| read_panicked());
                     return Ok(to_hyper_response(response));
                 }
                 // A write runs to its end on a task of its own, even if the
@@ -400,6 +394,12 @@ impl std::error::Error for ServiceError {
 
 /// The answer when the core's task failed (a bug): `500 internal`, saying
 /// nothing more.
+/// The answer to a read the core panicked on (a bug), with its warning.
+fn read_panicked() -> Response {
+    tracing::warn!(target: "durable", "the core panicked while answering a read");
+    internal()
+}
+
 fn internal() -> Response {
     let body = ErrorBody::new(ErrorCode::Internal, "the agent failed to answer this request");
     let bytes = serde_json::to_vec(&body).unwrap_or_default();

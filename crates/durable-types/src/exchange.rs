@@ -100,9 +100,7 @@ impl Request {
         self.if_none_match = Some(etag.into());
         self
     }
-}
 
-impl Request {
     /// The request as a [`Read`], when it is a `GET` (its body is not
     /// looked at: a read has none that counts).
     pub fn as_read(&self) -> Option<Read<'_>> {
