@@ -124,5 +124,8 @@ fn decide(core: &Core, ask_id: &Id, req: AnswerRequest) -> Ran {
     };
     let pane = open.pane.clone();
     core.close_ask_locked(&mut st, ask_id.as_str(), DecidedBy::Phone, Outcome::Answered, Some(answer), now);
-    Ran::stored(answered_body(ask_id.as_str(), now, &req.request_id), format!("pane:{pane}"))
+    Ran::stored(
+        Response::json(200, answered_body(ask_id.as_str(), now, &req.request_id)),
+        format!("pane:{pane}"),
+    )
 }

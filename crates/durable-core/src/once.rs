@@ -68,7 +68,9 @@ pub(crate) fn replay(receipt: &Receipt) -> Response {
 /// `Durable-Delivery` header, §9.1) when the store keeps sends. The body is
 /// the first answer's, as §9 requires.
 fn replay_with(receipt: &Receipt, delivery: Option<SendState>) -> Response {
-    let mut body = receipt.body.clone();
+    let Ok(mut body) = receipt.body_json() else {
+        return respond::error(ErrorCode::Internal, "a kept receipt is damaged: its body is not JSON");
+    };
     if let Value::Object(m) = &mut body {
         m.insert("replayed".into(), Value::Bool(true));
     }
@@ -80,7 +82,13 @@ fn replay_with(receipt: &Receipt, delivery: Option<SendState>) -> Response {
 impl Core {
     /// The replay of a receipt; a send's with its delivery state.
     async fn replay_of(&self, request_id: &Id, receipt: &Receipt) -> Response {
-        let is_send = matches!(receipt.body.get("result").and_then(Value::as_str), Some("sent" | "queued"));
+        #[derive(serde::Deserialize)]
+        struct Result<'a> {
+            #[serde(borrow)]
+            result: Option<std::borrow::Cow<'a, str>>,
+        }
+        let result = serde_json::from_slice::<Result<'_>>(&receipt.body).ok().and_then(|r| r.result);
+        let is_send = matches!(result.as_deref(), Some("sent" | "queued"));
         if !is_send {
             return replay(receipt);
         }
@@ -92,27 +100,22 @@ impl Core {
 }
 
 /// What a run of a write gives back: the response, and the receipt group
-/// when it is a success to keep.
+/// when it is a success to keep (its receipt is the response's own bytes).
 pub(crate) struct Ran {
     pub(crate) response: Response,
     pub(crate) group: Option<String>,
-    /// The response's body as the receipt keeps it, when the route made it
-    /// as a `Value`: then it is not parsed back from the bytes.
-    pub(crate) receipt_body: Option<Value>,
 }
 
 impl Ran {
     /// A response that is not stored (a refusal, a `202 held`).
     pub(crate) fn unstored(response: Response) -> Ran {
-        Ran { response, group: None, receipt_body: None }
+        Ran { response, group: None }
     }
 
-    /// A `200` whose receipt is kept in `group`, its body `body`.
-    pub(crate) fn stored(body: Value, group: String) -> Ran {
-        let response = respond::json(200, &body);
-        // A body that could not be written is an error answer, not stored.
-        let receipt_body = (response.status == 200).then_some(body);
-        Ran { response, group: Some(group), receipt_body }
+    /// A `200` whose receipt is kept in `group` (a body that could not be
+    /// written is an error answer, which is not stored).
+    pub(crate) fn stored(response: Response, group: String) -> Ran {
+        Ran { response, group: Some(group) }
     }
 }
 
@@ -188,11 +191,8 @@ impl Core {
         let ran = run().await;
         match (ran.response.status, ran.group) {
             (200, Some(group)) => {
-                let body = match ran.receipt_body {
-                    Some(body) => body,
-                    None => serde_json::from_slice(&ran.response.body).unwrap_or(Value::Null),
-                };
-                let receipt = Receipt { status: 200, body };
+                // The bytes the response sends, shared, not copied.
+                let receipt = Receipt::new(200, ran.response.body.clone());
                 // Applied: the receipt is kept in memory until the store has
                 // it, so that a repeat in this process replays it, never runs
                 // it twice, also when `put` fails or this request is dropped

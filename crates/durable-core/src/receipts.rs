@@ -9,18 +9,79 @@ use std::future::Future;
 use std::sync::Arc;
 
 use crate::handlers::BoxFuture;
+use bytes::Bytes;
 use durable_types::{EVICTED_MEMORY_FACTOR, RECEIPTS_PER_GROUP};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
-/// A stored answer: the status and the body as first sent
+/// A stored answer: the status and the JSON body as first sent
 /// (`"replayed": false`; the core sets it to true when it replays).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// The body is kept as the bytes that were sent, not as a parsed value:
+/// storing, keeping and handing a receipt around copies nothing, and a
+/// store writes it as it is. It is parsed only when it is replayed.
+///
+/// As JSON (`Serialize`, `Deserialize`) a receipt is
+/// `{"status":200,"body":{…}}`, its body written as the JSON it is, so a
+/// store may keep it as one line.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Receipt {
     /// The HTTP status of the first answer (200).
     pub status: u16,
-    /// The JSON body of the first answer.
-    pub body: Value,
+    /// The JSON body of the first answer, byte for byte.
+    pub body: Bytes,
+}
+
+impl Receipt {
+    /// A receipt of `body`, the JSON text of the first answer (not
+    /// checked here: a body that does not parse is refused when it is
+    /// replayed, as `500 internal`).
+    pub fn new(status: u16, body: impl Into<Bytes>) -> Self {
+        Receipt { status, body: body.into() }
+    }
+
+    /// A receipt whose body is `body` written as JSON.
+    pub fn of_json(status: u16, body: &Value) -> Self {
+        // Writing a `Value` into a Vec cannot fail: every key is a string.
+        Receipt::new(status, serde_json::to_vec(body).unwrap_or_else(|_| b"null".to_vec()))
+    }
+
+    /// The body parsed as JSON.
+    pub fn body_json(&self) -> Result<Value, serde_json::Error> {
+        serde_json::from_slice(&self.body)
+    }
+}
+
+impl fmt::Debug for Receipt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Receipt")
+            .field("status", &self.status)
+            .field("body", &String::from_utf8_lossy(&self.body))
+            .finish()
+    }
+}
+
+/// The JSON form of a receipt: its body written as the JSON it is.
+#[derive(Serialize, Deserialize)]
+struct ReceiptJson<B> {
+    status: u16,
+    body: B,
+}
+
+impl Serialize for Receipt {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let text = std::str::from_utf8(&self.body).map_err(serde::ser::Error::custom)?;
+        let body: &RawValue = serde_json::from_str(text).map_err(serde::ser::Error::custom)?;
+        ReceiptJson { status: self.status, body }.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Receipt {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let r = ReceiptJson::<Box<RawValue>>::deserialize(deserializer)?;
+        Ok(Receipt::new(r.status, Bytes::from(r.body.get().as_bytes().to_vec())))
+    }
 }
 
 /// What a [`ReceiptStore`] knows of a request id.

@@ -82,7 +82,7 @@ const QUEUE_MAX: usize = 64;
 pub(crate) type Takers = (PaneTakers, PaneTakers);
 
 fn ok(resp: WriteResponse, group: String) -> Ran {
-    Ran { response: respond::json(200, &resp), group: Some(group), receipt_body: None }
+    Ran::stored(respond::json(200, &resp), group)
 }
 
 fn refused(reason: String) -> Ran {

@@ -20,7 +20,7 @@ fn pick(request_id: &str, option: &str) -> Value {
 }
 
 fn receipt(n: usize) -> Receipt {
-    Receipt { status: 200, body: json!({"ok": true, "n": n}) }
+    Receipt::of_json(200, &json!({"ok": true, "n": n}))
 }
 
 /// A store that records what it was given and can hold `get` or `put`
@@ -451,4 +451,60 @@ async fn a_request_dropped_while_its_write_runs_releases_its_claim() {
     task.abort(); // the connection went away
     assert!(task.await.unwrap_err().is_cancelled());
     assert_eq!(*log.lock().unwrap(), ["claim r-1", "put r-1", "release r-1"]);
+}
+
+// ---------------------------------------------------------------------------
+// The receipt's own form
+
+/// A store that hands back, for every id, the receipt it was made with.
+struct FixedStore(Receipt);
+
+impl ReceiptStore for FixedStore {
+    async fn get(&self, _request_id: &str) -> Result<Lookup, StoreError> {
+        Ok(Lookup::Found(self.0.clone()))
+    }
+    async fn put(&self, _request_id: &str, _receipt: Receipt, _group: &str) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn the_kept_receipt_is_the_answer_as_sent_byte_for_byte() {
+    let store = Arc::new(MemoryReceiptStore::new());
+    let h = Harness::with(|b| b.receipts(store.clone()));
+    let ask = h.pane().ask(yes_no("c1")).unwrap();
+    let path = format!("/v1/asks/{}", ask.id());
+    let sent =
+        h.core.handle(Request::post(&path, pick("r-1", "yes").to_string(), Caller::OtherProcess)).await;
+    assert_eq!(sent.status, 200);
+    let Lookup::Found(kept) = store.get("r-1").await.unwrap() else { panic!("an answer's receipt is kept") };
+    assert_eq!((kept.status, &kept.body), (200, &sent.body), "the bytes the phone got");
+    assert_eq!(kept.body_json().unwrap()["replayed"], false);
+}
+
+#[test]
+fn a_receipt_as_json_holds_its_body_as_the_json_it_is_and_reads_back_the_same_bytes() {
+    let body = r#"{"ok":true,"result":"sent","n":[1, 2],"replayed":false}"#;
+    let receipt = Receipt::new(200, body);
+    let line = serde_json::to_string(&receipt).unwrap();
+    assert_eq!(line, format!(r#"{{"status":200,"body":{body}}}"#));
+    let back: Receipt = serde_json::from_str(&line).unwrap();
+    assert_eq!(back, receipt, "the same bytes, spacing and key order kept");
+    // A line written by a store before receipts were kept as bytes (the body
+    // as a nested object, any key order) still reads.
+    let old: Receipt = serde_json::from_str(r#"{"body": {"b": 1, "a": 2}, "status": 200}"#).unwrap();
+    assert_eq!((old.status, old.body_json().unwrap()), (200, json!({"b": 1, "a": 2})));
+    // A body that is not JSON cannot be written as a receipt line.
+    let err = serde_json::to_string(&Receipt::new(200, "{oops")).unwrap_err();
+    assert!(err.to_string().contains("key must be a string"), "{err}");
+}
+
+#[tokio::test]
+async fn a_damaged_kept_receipt_is_500_internal_and_runs_nothing() {
+    let h = Harness::with(|b| b.receipts(FixedStore(Receipt::new(200, "{not json"))));
+    let ask = h.pane().ask(yes_no("c1")).unwrap();
+    let r = h.answer(ask.id(), pick("r-1", "yes")).await;
+    assert_eq!((r.status, r.json["code"].as_str()), (500, Some("internal")));
+    assert!(r.json["message"].as_str().unwrap().contains("receipt is damaged"), "{}", r.json);
+    assert_eq!(h.open_ask_ids().await, [ask.id().to_owned()], "nothing ran");
 }

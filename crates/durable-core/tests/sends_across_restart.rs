@@ -109,7 +109,7 @@ async fn queued_sends_run_after_a_restart_and_a_cut_turn_is_closed_with_a_notice
     store.record_send(PendingSend::new("r-4", "ticket-1", "unanswered", SendState::Queued)).await.unwrap();
     store.record_send(PendingSend::new("r-5", "ticket-9", "elsewhere", SendState::Queued)).await.unwrap();
     store
-        .put("r-5", Receipt { status: 200, body: json!({"ok": true, "result": "queued"}) }, "pane:ticket-9")
+        .put("r-5", Receipt::of_json(200, &json!({"ok": true, "result": "queued"})), "pane:ticket-9")
         .await
         .unwrap();
 

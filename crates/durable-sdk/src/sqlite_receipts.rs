@@ -42,6 +42,7 @@ use std::thread::JoinHandle;
 use durable_core::{Lookup, PendingSend, Receipt, ReceiptStore, SendState, StoreError};
 use durable_types::{EVICTED_MEMORY_FACTOR, RECEIPTS_PER_GROUP};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
 const SCHEMA: &str = "
@@ -273,9 +274,9 @@ fn get(conn: &Connection, request_id: &str) -> Result<Lookup, StoreError> {
         .optional()
         .map_err(|e| sql_err("get", e))?;
     if let Some((status, body)) = found {
-        let body = serde_json::from_str(&body)
+        serde_json::from_str::<&RawValue>(&body)
             .map_err(|e| StoreError::new(format!("a stored receipt is not JSON: {e}")))?;
-        return Ok(Lookup::Found(Receipt { status, body }));
+        return Ok(Lookup::Found(Receipt::new(status, body)));
     }
     let evicted = conn
         .query_row("SELECT 1 FROM evicted WHERE request_id = ?1", [request_id], |_| Ok(()))
@@ -292,7 +293,7 @@ fn put(
     per_group: usize,
 ) -> Result<(), StoreError> {
     let body =
-        serde_json::to_string(&receipt.body).map_err(|e| StoreError::new(format!("receipt body: {e}")))?;
+        std::str::from_utf8(&receipt.body).map_err(|e| StoreError::new(format!("a receipt's body: {e}")))?;
     let tx =
         conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| sql_err("begin", e))?;
     let known = tx
@@ -448,7 +449,7 @@ mod tests {
     }
 
     fn receipt(n: u64) -> Receipt {
-        Receipt { status: 200, body: json!({"ok": true, "result": "sent", "n": n, "replayed": false}) }
+        Receipt::of_json(200, &json!({"ok": true, "result": "sent", "n": n, "replayed": false}))
     }
 
     #[tokio::test]
