@@ -1,6 +1,7 @@
 //! Receipts (contract §9): the first successful answer to a request id is
 //! kept, and a repeat gets it again with `replayed: true`.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::sync::Mutex;
@@ -522,12 +523,18 @@ impl ReceiptStore for MemoryReceiptStore {
         let per_group = self.per_group;
         let mut inner = self.lock();
         let inner = &mut *inner;
-        if inner.receipts.contains_key(request_id) {
-            return Ok(()); // already kept: the first answer stays
+        match inner.receipts.entry(request_id.to_owned()) {
+            Entry::Occupied(_) => return Ok(()), // already kept: the first answer stays
+            Entry::Vacant(v) => {
+                v.insert(receipt);
+            }
         }
-        inner.receipts.insert(request_id.to_owned(), receipt);
         inner.evicted.remove(request_id);
-        let log = inner.groups.entry(group.to_owned()).or_default();
+        // The group's own key is made once, when the group is first seen.
+        if !inner.groups.contains_key(group) {
+            inner.groups.insert(group.to_owned(), GroupLog::default());
+        }
+        let Some(log) = inner.groups.get_mut(group) else { return Ok(()) };
         log.live.push_back(request_id.to_owned());
         while log.live.len() > per_group {
             let Some(old) = log.live.pop_front() else { break };

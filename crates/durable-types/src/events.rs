@@ -50,8 +50,8 @@ pub enum EventBody {
     },
     /// An ask was raised.
     Ask {
-        /// The ask.
-        ask: Box<Ask>,
+        /// The ask (shared with the core's open ask: one copy for both).
+        ask: Arc<Ask>,
     },
     /// An ask closed.
     AskClosed {

@@ -1,6 +1,8 @@
 //! Asks: the open ones in the order raised, the ids decided (for `409
 //! ask-closed`), and answers held for asks not raised yet (§7.1).
 
+use std::sync::Arc;
+
 use durable_types::{Ask, DecidedBy, EventBody, Id, Item, ItemBody, NoticeTone, Outcome, Timestamp};
 use tokio::sync::oneshot;
 
@@ -17,7 +19,8 @@ const HOLDS_MAX: usize = 1000;
 
 /// One open ask.
 pub(crate) struct OpenAsk {
-    pub(crate) ask: Ask,
+    /// Shared with the pane's `ask` event.
+    pub(crate) ask: Arc<Ask>,
     order: u64,
     /// Resolves the program's awaitable.
     pub(crate) sender: Option<oneshot::Sender<Result<Decided, AskClosed>>>,
@@ -50,7 +53,7 @@ impl Hold {
 impl State {
     /// The open ask with this id.
     pub(crate) fn ask(&self, id: &str) -> Option<&Ask> {
-        self.asks.get(id).map(|a| &a.ask)
+        self.asks.get(id).map(|a| &*a.ask)
     }
 
     pub(crate) fn is_ask_open(&self, id: &str) -> bool {
@@ -61,7 +64,7 @@ impl State {
     pub(crate) fn asks_in_order(&self) -> Vec<&Ask> {
         let mut v: Vec<&OpenAsk> = self.asks.values().collect();
         v.sort_by_key(|a| a.order);
-        v.into_iter().map(|a| &a.ask).collect()
+        v.into_iter().map(|a| &*a.ask).collect()
     }
 
     /// The ids of a pane's open asks, oldest first.
@@ -85,6 +88,7 @@ impl State {
         sender: oneshot::Sender<Result<Decided, AskClosed>>,
         closed_tx: oneshot::Sender<()>,
     ) {
+        let ask = Arc::new(ask);
         let id = ask.id.clone();
         let pane = ask.pane.clone();
         // Raised again: it is open, no longer decided.
@@ -93,9 +97,9 @@ impl State {
         let order = self.next_ask_order;
         self.asks.insert(
             id,
-            OpenAsk { ask: ask.clone(), order, sender: Some(sender), closed_tx: Some(closed_tx) },
+            OpenAsk { ask: Arc::clone(&ask), order, sender: Some(sender), closed_tx: Some(closed_tx) },
         );
-        self.pane_event(&pane, now, EventBody::Ask { ask: Box::new(ask) });
+        self.pane_event(&pane, now, EventBody::Ask { ask });
     }
 
     /// Closes an open ask: the `ask-closed` event and, unless the phone

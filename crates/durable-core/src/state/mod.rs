@@ -85,6 +85,10 @@ pub(crate) struct State {
     etag: Option<(u64, Tag)>,
     /// The last pane snapshot answer (a reader behind the tail) at a seq.
     snapshot_answer: Option<(u64, Id, Bytes)>,
+    /// Where an event is written before it is kept: kept events are then
+    /// one allocation of their own size each, not a buffer grown by
+    /// doubling from 128 bytes.
+    pub(super) event_scratch: Vec<u8>,
 }
 
 impl State {
@@ -118,6 +122,7 @@ impl State {
             seq_floor: HashMap::new(),
             changes: BTreeMap::new(),
             layout_pos_seq: None,
+            event_scratch: Vec::new(),
             full_answer: None,
             delta_answer: None,
             etag: None,

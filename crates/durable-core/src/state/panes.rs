@@ -16,6 +16,10 @@ use crate::signal::AbortController;
 /// Closed panes kept for reopen (and listed in the state's `closed`).
 const CLOSED_MEMORY: usize = 500;
 
+/// The largest event buffer kept between events (an event past it, a large
+/// item, is written into a buffer freed after).
+const SCRATCH_KEPT: usize = 64 * 1024;
+
 /// What `tab.pane()` was told of the session id.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum SessionId {
@@ -228,16 +232,25 @@ impl PaneData {
         self.events.front().map_or(self.last_seq + 1, |e| e.seq)
     }
 
-    /// Appends an event to the tail (trimmed to `tail_limit`).
-    fn push_event(&mut self, ts: Timestamp, body: EventBody, tail_limit: usize) {
+    /// Appends an event to the tail (trimmed to `tail_limit`), written
+    /// through `scratch`.
+    fn push_event(&mut self, ts: Timestamp, body: EventBody, tail_limit: usize, scratch: &mut Vec<u8>) {
         self.last_seq += 1;
         if let EventBody::Item { item } = &body {
             self.put_in_view(item.clone());
         }
         let event = Event { seq: self.last_seq, ts, body };
+        scratch.clear();
         // An event that cannot be encoded (it never happens: every field is
         // plain data) is kept as null rather than lost from the count.
-        let json = serde_json::to_vec(&event).map_or_else(|_| Bytes::from_static(b"null"), Bytes::from);
+        let json = match serde_json::to_writer(&mut *scratch, &event) {
+            Ok(()) => Bytes::copy_from_slice(scratch),
+            Err(_) => Bytes::from_static(b"null"),
+        };
+        // A large item (up to 1 MiB) leaves no large buffer behind.
+        if scratch.capacity() > SCRATCH_KEPT {
+            *scratch = Vec::new();
+        }
         self.events.push_back(EncodedEvent { seq: event.seq, json });
         while self.events.len() > tail_limit {
             self.events.pop_front();
@@ -298,7 +311,7 @@ impl State {
     pub(crate) fn pane_event(&mut self, pane: &Id, ts: Timestamp, body: EventBody) {
         let tail_limit = self.tail_limit;
         if let Some(p) = self.panes.get_mut(pane) {
-            p.push_event(ts, body, tail_limit);
+            p.push_event(ts, body, tail_limit, &mut self.event_scratch);
         }
         self.touch_pane(pane);
     }
