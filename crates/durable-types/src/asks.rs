@@ -915,40 +915,24 @@ impl AnswerRequest {
     pub fn parse(body: &[u8]) -> Result<AnswerRequest, String> {
         let obj = crate::fields::object(body)?;
         let request_id = crate::fields::request_id(&obj)?;
-        let answer = match obj.get("answer") {
-            Some(Value::Object(a)) => a,
-            Some(_) => return Err("answer must be an object".into()),
-            None => return Err("answer is missing".into()),
-        };
-        let option_ids = match answer.get("optionIds") {
-            None => None,
-            Some(Value::Array(a)) => Some(
-                a.iter()
-                    .map(|v| v.as_str().map(str::to_owned).ok_or("optionIds must be a list of strings"))
-                    .collect::<Result<Vec<_>, _>>()?,
-            ),
-            Some(_) => return Err("optionIds must be a list of strings".into()),
-        };
-        let text = match answer.get("text") {
-            None => None,
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(_) => return Err("text must be a string".into()),
-        };
-        let values = match answer.get("values") {
-            None => None,
-            Some(Value::Object(m)) => Some(m.clone()),
-            Some(_) => return Err("values must be an object".into()),
-        };
+        let answer = crate::fields::opt_object(&obj, "answer")?.ok_or("answer is missing")?;
+        let option_ids =
+            answer.parsed::<Vec<String>>("optionIds", || "optionIds must be a list of strings".into())?;
+        let text = answer.parsed::<String>("text", || "text must be a string".into())?;
+        let values = answer.parsed::<Map<String, Value>>("values", || "values must be an object".into())?;
         let hash = match obj.get("hash") {
             None => None,
-            Some(Value::String(h)) if crate::is_hash_any_case(h) => Some(h.to_ascii_lowercase()),
-            Some(_) => return Err("hash must be 64 hex characters".into()),
+            Some(raw) => match serde_json::from_str::<String>(raw.get()) {
+                Ok(mut h) if crate::is_hash_any_case(&h) => {
+                    h.make_ascii_lowercase();
+                    Some(h)
+                }
+                _ => return Err("hash must be 64 hex characters".into()),
+            },
         };
-        let confirm_always = match obj.get("confirmAlways") {
-            None => false,
-            Some(Value::Bool(b)) => *b,
-            Some(_) => return Err("confirmAlways must be true or false".into()),
-        };
+        let confirm_always = obj
+            .parsed::<bool>("confirmAlways", || "confirmAlways must be true or false".into())?
+            .unwrap_or(false);
         Ok(AnswerRequest {
             request_id,
             answer: AnswerBody { option_ids, text, values },
