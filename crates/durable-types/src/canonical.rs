@@ -23,6 +23,7 @@
 //! the hash of its `Value`.
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use serde::ser::{self, Impossible, Serialize};
 
@@ -285,9 +286,12 @@ impl ser::SerializeTupleVariant for TaggedArray<'_> {
     }
 }
 
-/// An object's entries, kept until its end, then sorted.
+/// An object's entries, kept until its end, then sorted. Every value is
+/// written into one buffer of the object's (an entry holds its range), not
+/// into a buffer of its own.
 struct Object {
-    entries: Vec<(Cow<'static, str>, Vec<u8>)>,
+    entries: Vec<(Cow<'static, str>, Range<usize>)>,
+    values: Vec<u8>,
     omit: Omit,
     /// A key given by `serialize_key`, waiting for its value.
     key: Option<String>,
@@ -295,16 +299,19 @@ struct Object {
 
 impl Object {
     fn new(omit: Omit) -> Object {
-        Object { entries: Vec::new(), omit, key: None }
+        Object { entries: Vec::new(), values: Vec::new(), omit, key: None }
     }
 
     fn entry<T: Serialize + ?Sized>(&mut self, key: Cow<'static, str>, v: &T) -> Result<(), Error> {
         if self.omit.top.contains(&&*key) {
             return Ok(());
         }
-        let value = value_bytes(v, self.omit)?;
-        if !(self.omit.nulls && value == b"null") {
-            self.entries.push((key, value));
+        let start = self.values.len();
+        v.serialize(Canonical { out: &mut self.values, omit: self.omit.below() })?;
+        if self.omit.nulls && &self.values[start..] == b"null" {
+            self.values.truncate(start);
+        } else {
+            self.entries.push((key, start..self.values.len()));
         }
         Ok(())
     }
@@ -315,14 +322,15 @@ impl Object {
         self.entries.reverse();
         self.entries.dedup_by(|later, earlier| later.0 == earlier.0);
         self.entries.reverse();
+        out.reserve(self.values.len() + self.entries.iter().map(|(k, _)| k.len() + 4).sum::<usize>() + 2);
         out.push(b'{');
-        for (i, (k, v)) in self.entries.iter().enumerate() {
+        for (i, (k, range)) in self.entries.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
             let _ = serde_json::to_writer(&mut *out, &**k);
             out.push(b':');
-            out.extend_from_slice(v);
+            out.extend_from_slice(&self.values[range.clone()]);
         }
         out.push(b'}');
     }
