@@ -12,7 +12,7 @@ use durable_types::exchange::Response;
 use durable_types::{Answer, AnswerBody, AnswerRequest, Ask, DecidedBy, ErrorBody, ErrorCode, Id, Outcome};
 use serde_json::json;
 
-use crate::asks::answered_body;
+use crate::asks::answered;
 use crate::core::Core;
 use crate::once::Ran;
 use crate::respond;
@@ -124,8 +124,5 @@ fn decide(core: &Core, ask_id: &Id, req: AnswerRequest) -> Ran {
     };
     let pane = open.pane.clone();
     core.close_ask_locked(&mut st, ask_id.as_str(), DecidedBy::Phone, Outcome::Answered, Some(answer), now);
-    Ran::stored(
-        Response::json(200, answered_body(ask_id.as_str(), now, &req.request_id)),
-        format!("pane:{pane}"),
-    )
+    Ran::stored(answered(ask_id.as_str(), now, &req.request_id), format!("pane:{pane}"))
 }

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use bytes::Bytes;
+use durable_types::exchange::Response;
 use durable_types::{
     Answer, AnswerBody, AskOption, AskSpec, DecidedBy, Id, Outcome, RuleError, Timestamp, ToolInfo,
 };
@@ -17,6 +17,7 @@ use tokio::sync::oneshot;
 use crate::core::Core;
 use crate::layout::Pane;
 use crate::receipts::Receipt;
+use crate::respond;
 use crate::select::{Either, select};
 use crate::signal::AbortSignal;
 use crate::state::State;
@@ -89,9 +90,9 @@ impl Future for AskHandle {
     }
 }
 
-/// The body of a `200 answered` response (also the receipt of the answer),
+/// The `200 answered` response (its body is also the answer's receipt),
 /// written straight from borrowed fields.
-pub(crate) fn answered_body(ask_id: &str, decided_at: Timestamp, request_id: &Id) -> Bytes {
+pub(crate) fn answered(ask_id: &str, decided_at: Timestamp, request_id: &Id) -> Response {
     #[derive(Serialize)]
     #[serde(rename_all = "camelCase")]
     struct Answered<'a> {
@@ -112,13 +113,8 @@ pub(crate) fn answered_body(ask_id: &str, decided_at: Timestamp, request_id: &Id
         request_id,
         replayed: false,
     };
-    // About 150 bytes with the longest ids: one allocation.
-    let mut bytes = Vec::with_capacity(192);
-    // Strings, a bool and a timestamp cannot fail to be written.
-    match serde_json::to_writer(&mut bytes, &body) {
-        Ok(()) => Bytes::from(bytes),
-        Err(_) => Bytes::from_static(b"null"),
-    }
+    // About 150 bytes with the longest ids: one buffer, written once.
+    respond::json_with_capacity(200, &body, 192)
 }
 
 /// The answer as the phone would have sent it, to check it like one.
@@ -212,7 +208,11 @@ impl Core {
         let fits = crate::answer::check_fit(ask, &hold.answer, hold.confirm_always);
         let Ok(answer) = fits else { return };
         let pane = ask.pane.clone();
-        let receipt = Receipt::new(200, answered_body(id, now, &hold.request_id));
+        let answer_response = answered(id, now, &hold.request_id);
+        if answer_response.status != 200 {
+            return; // not written (it never happens): the hold is dropped
+        }
+        let receipt = Receipt::new(200, answer_response.body);
         st.keep_receipt(hold.request_id.clone(), receipt.clone());
         self.close_ask_locked(st, id, DecidedBy::Phone, Outcome::Answered, Some(answer), now);
         let core = self.clone();

@@ -68,7 +68,7 @@ pub(crate) fn replay(receipt: &Receipt) -> Response {
 /// `Durable-Delivery` header, §9.1) when the store keeps sends. The body is
 /// the first answer's, as §9 requires.
 fn replay_with(receipt: &Receipt, delivery: Option<SendState>) -> Response {
-    let Ok(mut body) = receipt.body_json() else {
+    let Ok(mut body) = receipt.parse_body() else {
         return respond::error(ErrorCode::Internal, "a kept receipt is damaged: its body is not JSON");
     };
     if let Value::Object(m) = &mut body {
@@ -82,12 +82,13 @@ fn replay_with(receipt: &Receipt, delivery: Option<SendState>) -> Response {
 impl Core {
     /// The replay of a receipt; a send's with its delivery state.
     async fn replay_of(&self, request_id: &Id, receipt: &Receipt) -> Response {
+        /// The one field that tells a send's receipt.
         #[derive(serde::Deserialize)]
-        struct Result<'a> {
+        struct ResultField<'a> {
             #[serde(borrow)]
             result: Option<std::borrow::Cow<'a, str>>,
         }
-        let result = serde_json::from_slice::<Result<'_>>(&receipt.body).ok().and_then(|r| r.result);
+        let result = serde_json::from_slice::<ResultField<'_>>(&receipt.body).ok().and_then(|r| r.result);
         let is_send = matches!(result.as_deref(), Some("sent" | "queued"));
         if !is_send {
             return replay(receipt);

@@ -23,9 +23,10 @@ use serde_json::value::RawValue;
 /// storing, keeping and handing a receipt around copies nothing, and a
 /// store writes it as it is. It is parsed only when it is replayed.
 ///
-/// As JSON (`Serialize`, `Deserialize`) a receipt is
-/// `{"status":200,"body":{…}}`, its body written as the JSON it is, so a
-/// store may keep it as one line.
+/// As JSON (`Serialize`, `Deserialize`, with `serde_json` only) a receipt
+/// is `{"status":200,"body":{…}}`, its body written as the JSON it is (but
+/// for any whitespace around it), so a store may keep it as one line.
+/// Two receipts are equal when their bytes are.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Receipt {
     /// The HTTP status of the first answer (200).
@@ -48,8 +49,20 @@ impl Receipt {
         Receipt::new(status, serde_json::to_vec(body).unwrap_or_else(|_| b"null".to_vec()))
     }
 
-    /// The body parsed as JSON.
-    pub fn body_json(&self) -> Result<Value, serde_json::Error> {
+    /// A receipt read back from a store's text: `Err` when it is not JSON.
+    pub fn from_json_text(status: u16, text: String) -> Result<Self, serde_json::Error> {
+        serde_json::from_str::<&RawValue>(&text)?;
+        Ok(Receipt::new(status, text))
+    }
+
+    /// The body as text for a store to keep: `Err` when it is not JSON
+    /// (a receipt the core made always is).
+    pub fn json_text(&self) -> Result<&str, serde_json::Error> {
+        serde_json::from_slice::<&RawValue>(&self.body).map(RawValue::get)
+    }
+
+    /// The body parsed.
+    pub fn parse_body(&self) -> Result<Value, serde_json::Error> {
         serde_json::from_slice(&self.body)
     }
 }
@@ -481,6 +494,31 @@ struct GroupLog {
     evicted: VecDeque<String>,
 }
 
+impl GroupLog {
+    /// Adds a kept id; evicts the group's oldest past `per_group`, and
+    /// forgets the oldest evicted ids past ten times that.
+    fn admit(
+        &mut self,
+        request_id: &str,
+        per_group: usize,
+        receipts: &mut HashMap<String, Receipt>,
+        evicted: &mut HashSet<String>,
+    ) {
+        self.live.push_back(request_id.to_owned());
+        while self.live.len() > per_group {
+            let Some(old) = self.live.pop_front() else { break };
+            receipts.remove(&old);
+            evicted.insert(old.clone());
+            self.evicted.push_back(old);
+        }
+        while self.evicted.len() > per_group * EVICTED_MEMORY_FACTOR {
+            if let Some(old) = self.evicted.pop_front() {
+                evicted.remove(&old);
+            }
+        }
+    }
+}
+
 impl MemoryReceiptStore {
     /// A store keeping [`RECEIPTS_PER_GROUP`] receipts per group.
     pub fn new() -> Self {
@@ -531,20 +569,12 @@ impl ReceiptStore for MemoryReceiptStore {
         }
         inner.evicted.remove(request_id);
         // The group's own key is made once, when the group is first seen.
-        if !inner.groups.contains_key(group) {
-            inner.groups.insert(group.to_owned(), GroupLog::default());
-        }
-        let Some(log) = inner.groups.get_mut(group) else { return Ok(()) };
-        log.live.push_back(request_id.to_owned());
-        while log.live.len() > per_group {
-            let Some(old) = log.live.pop_front() else { break };
-            inner.receipts.remove(&old);
-            inner.evicted.insert(old.clone());
-            log.evicted.push_back(old);
-        }
-        while log.evicted.len() > per_group * EVICTED_MEMORY_FACTOR {
-            if let Some(old) = log.evicted.pop_front() {
-                inner.evicted.remove(&old);
+        match inner.groups.get_mut(group) {
+            Some(log) => log.admit(request_id, per_group, &mut inner.receipts, &mut inner.evicted),
+            None => {
+                let mut log = GroupLog::default();
+                log.admit(request_id, per_group, &mut inner.receipts, &mut inner.evicted);
+                inner.groups.insert(group.to_owned(), log);
             }
         }
         Ok(())

@@ -81,7 +81,6 @@ use std::time::Duration;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use durable_core::{Lookup, PendingSend, Receipt, ReceiptStore, SendState, StoreError};
 use durable_types::{EVICTED_MEMORY_FACTOR, RECEIPTS_PER_GROUP};
-use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_postgres::NoTls;
 use tokio_postgres::config::Host;
@@ -678,10 +677,10 @@ impl PgReceiptStore {
         let evicted: bool = row.get(2);
         Ok(match (status, body) {
             (Some(status), Some(body)) => {
-                serde_json::from_str::<&RawValue>(&body)
-                    .map_err(|e| self.err(what, format!("a stored receipt is not JSON: {e}")))?;
                 let status = u16::try_from(status).unwrap_or(500);
-                Lookup::Found(Receipt::new(status, body))
+                let receipt = Receipt::from_json_text(status, body)
+                    .map_err(|e| self.err(what, format!("a stored receipt is not JSON: {e}")))?;
+                Lookup::Found(receipt)
             }
             _ if evicted => Lookup::Evicted,
             _ => Lookup::Unknown,
@@ -751,8 +750,8 @@ impl PgReceiptStore {
             return Ok(false); // already kept: the first answer stays
         }
         let seq: i64 = c.query_one(&sql.next_seq, &[&group]).await.map_err(e)?.get(0);
-        let body = std::str::from_utf8(&receipt.body)
-            .map_err(|e| self.err(what, format!("a receipt's body: {e}")))?;
+        let body =
+            receipt.json_text().map_err(|e| self.err(what, format!("a receipt's body is not JSON: {e}")))?;
         c.execute(&sql.unevict, &[&request_id]).await.map_err(e)?;
         let inserted = c
             .execute(&sql.insert, &[&request_id, &group, &seq, &i32::from(receipt.status), &body])

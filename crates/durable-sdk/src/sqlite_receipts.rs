@@ -42,7 +42,6 @@ use std::thread::JoinHandle;
 use durable_core::{Lookup, PendingSend, Receipt, ReceiptStore, SendState, StoreError};
 use durable_types::{EVICTED_MEMORY_FACTOR, RECEIPTS_PER_GROUP};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
-use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
 const SCHEMA: &str = "
@@ -274,9 +273,9 @@ fn get(conn: &Connection, request_id: &str) -> Result<Lookup, StoreError> {
         .optional()
         .map_err(|e| sql_err("get", e))?;
     if let Some((status, body)) = found {
-        serde_json::from_str::<&RawValue>(&body)
+        let receipt = Receipt::from_json_text(status, body)
             .map_err(|e| StoreError::new(format!("a stored receipt is not JSON: {e}")))?;
-        return Ok(Lookup::Found(Receipt::new(status, body)));
+        return Ok(Lookup::Found(receipt));
     }
     let evicted = conn
         .query_row("SELECT 1 FROM evicted WHERE request_id = ?1", [request_id], |_| Ok(()))
@@ -293,7 +292,7 @@ fn put(
     per_group: usize,
 ) -> Result<(), StoreError> {
     let body =
-        std::str::from_utf8(&receipt.body).map_err(|e| StoreError::new(format!("a receipt's body: {e}")))?;
+        receipt.json_text().map_err(|e| StoreError::new(format!("a receipt's body is not JSON: {e}")))?;
     let tx =
         conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| sql_err("begin", e))?;
     let known = tx
@@ -465,6 +464,19 @@ mod tests {
         // An id is found whatever group it was put in.
         store.put("r-2", receipt(3), "renames").await.unwrap();
         assert_eq!(store.get("r-2").await.unwrap(), Lookup::Found(receipt(3)));
+    }
+
+    #[tokio::test]
+    async fn a_body_is_kept_byte_for_byte_and_one_that_is_not_json_is_refused() {
+        let dir = TempDir::new();
+        let store = SqliteReceiptStore::open(dir.db()).unwrap();
+        let body = r#"{"z": 1,"a":{"y":[1, 2]},"replayed":false}"#;
+        store.put("r-1", Receipt::new(200, body), "starters").await.unwrap();
+        let Lookup::Found(got) = store.get("r-1").await.unwrap() else { panic!("kept") };
+        assert_eq!(String::from_utf8_lossy(&got.body), body, "key order and spacing kept");
+        let err = store.put("r-2", Receipt::new(200, "{oops"), "starters").await.unwrap_err();
+        assert!(err.to_string().contains("not JSON"), "{err}");
+        assert_eq!(store.get("r-2").await.unwrap(), Lookup::Unknown, "nothing kept");
     }
 
     #[tokio::test]

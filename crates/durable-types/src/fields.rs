@@ -20,18 +20,21 @@ use serde_json::value::RawValue;
 use crate::Id;
 
 /// A JSON object read from a body: each key with its value's raw text.
-pub(crate) struct Object<'a> {
+pub(crate) struct Fields<'a> {
     entries: Vec<(Cow<'a, str>, &'a RawValue)>,
 }
 
-impl<'a> Object<'a> {
+impl<'a> Fields<'a> {
     /// The raw value of `key` (its last, if given twice).
     pub(crate) fn get(&self, key: &str) -> Option<&'a RawValue> {
         self.entries.iter().rev().find(|(k, _)| k == key).map(|&(_, v)| v)
     }
 
     /// The value of `key` parsed as a `T`: `None` when absent, `Err` with
-    /// `wrong` when it is not a `T`.
+    /// `wrong` when it is not a `T`. A value JSON cannot hold as a value
+    /// (a number out of range, a lone surrogate, nesting past 128 levels)
+    /// makes the body not valid JSON, as it did when the body was read
+    /// whole.
     pub(crate) fn parsed<T: Deserialize<'a>>(
         &self,
         key: &str,
@@ -39,12 +42,14 @@ impl<'a> Object<'a> {
     ) -> Result<Option<T>, String> {
         match self.get(key) {
             None => Ok(None),
-            Some(raw) => serde_json::from_str(raw.get()).map(Some).map_err(|_| wrong()),
+            Some(raw) => serde_json::from_str(raw.get())
+                .map(Some)
+                .map_err(|e| if e.is_syntax() { "the body is not valid JSON".to_owned() } else { wrong() }),
         }
     }
 }
 
-impl<'de> Deserialize<'de> for Object<'de> {
+impl<'de> Deserialize<'de> for Fields<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_map(ObjectVisitor)
     }
@@ -53,18 +58,18 @@ impl<'de> Deserialize<'de> for Object<'de> {
 struct ObjectVisitor;
 
 impl<'de> Visitor<'de> for ObjectVisitor {
-    type Value = Object<'de>;
+    type Value = Fields<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON object")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Object<'de>, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
         let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(4));
         while let Some(Key(key)) = map.next_key()? {
             entries.push((key, map.next_value()?));
         }
-        Ok(Object { entries })
+        Ok(Fields { entries })
     }
 }
 
@@ -94,8 +99,8 @@ impl<'de> Deserialize<'de> for Key<'de> {
 }
 
 /// Parses a body as a JSON object.
-pub(crate) fn object(body: &[u8]) -> Result<Object<'_>, String> {
-    match serde_json::from_slice::<Object<'_>>(body) {
+pub(crate) fn object(body: &[u8]) -> Result<Fields<'_>, String> {
+    match serde_json::from_slice::<Fields<'_>>(body) {
         Ok(o) => Ok(o),
         // Valid JSON of another type; a body that is not JSON at all may
         // also stop at its first character, so it is read through first.
@@ -107,12 +112,12 @@ pub(crate) fn object(body: &[u8]) -> Result<Object<'_>, String> {
 }
 
 /// A nested object field: `None` when absent.
-pub(crate) fn opt_object<'a>(obj: &Object<'a>, key: &str) -> Result<Option<Object<'a>>, String> {
+pub(crate) fn opt_object<'a>(obj: &Fields<'a>, key: &str) -> Result<Option<Fields<'a>>, String> {
     obj.parsed(key, || format!("{key} must be an object"))
 }
 
 /// The `requestId` field: present and following the ID rule.
-pub(crate) fn request_id(obj: &Object<'_>) -> Result<Id, String> {
+pub(crate) fn request_id(obj: &Fields<'_>) -> Result<Id, String> {
     match obj.parsed::<String>("requestId", || "requestId must be a string".into())? {
         Some(s) => Id::new(s).map_err(|e| format!("requestId: {e}")),
         None => Err("requestId is missing".into()),
@@ -120,23 +125,23 @@ pub(crate) fn request_id(obj: &Object<'_>) -> Result<Id, String> {
 }
 
 /// A required string field.
-pub(crate) fn string(obj: &Object<'_>, key: &str) -> Result<String, String> {
+pub(crate) fn string(obj: &Fields<'_>, key: &str) -> Result<String, String> {
     obj.parsed(key, || format!("{key} must be a string"))?.ok_or_else(|| format!("{key} is missing"))
 }
 
 /// An optional string field (`null` counts as absent).
-pub(crate) fn opt_string(obj: &Object<'_>, key: &str) -> Result<Option<String>, String> {
+pub(crate) fn opt_string(obj: &Fields<'_>, key: &str) -> Result<Option<String>, String> {
     Ok(obj.parsed::<Option<String>>(key, || format!("{key} must be a string"))?.flatten())
 }
 
 /// An optional field that may be `null`: `None` when absent,
 /// `Some(None)` for `null`, `Some(Some(s))` for a string.
-pub(crate) fn nullable_string(obj: &Object<'_>, key: &str) -> Result<Option<Option<String>>, String> {
+pub(crate) fn nullable_string(obj: &Fields<'_>, key: &str) -> Result<Option<Option<String>>, String> {
     obj.parsed(key, || format!("{key} must be a string or null"))
 }
 
 /// A required id field.
-pub(crate) fn id(obj: &Object<'_>, key: &str) -> Result<Id, String> {
+pub(crate) fn id(obj: &Fields<'_>, key: &str) -> Result<Id, String> {
     Id::new(string(obj, key)?).map_err(|e| format!("{key}: {e}"))
 }
 
@@ -177,6 +182,23 @@ mod tests {
         assert_eq!(nullable_string(&o, "z").unwrap(), None);
         assert_eq!(nullable_string(&o, "c").unwrap_err(), "c must be a string or null");
         assert_eq!(string(&o, "a").unwrap_err(), "a must be a string");
+    }
+
+    #[test]
+    fn a_field_that_cannot_be_read_as_json_makes_the_body_not_valid_json() {
+        let deep = format!(r#"{{"values": {}1{}}}"#, "[".repeat(200), "]".repeat(200));
+        for body in [r#"{"text": "\ud800"}"#, r#"{"text": 1e400}"#, deep.as_str()] {
+            let o = object(body.as_bytes()).unwrap();
+            let key = if body.contains("values") { "values" } else { "text" };
+            assert_eq!(
+                o.parsed::<serde_json::Value>(key, || "wrong type".into()).unwrap_err(),
+                "the body is not valid JSON",
+                "{body}"
+            );
+        }
+        let o = object(br#"{"text": "\ud800", "n": 5}"#).unwrap();
+        assert_eq!(string(&o, "text").unwrap_err(), "the body is not valid JSON");
+        assert_eq!(string(&o, "n").unwrap_err(), "n must be a string");
     }
 
     #[test]

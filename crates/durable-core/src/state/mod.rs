@@ -88,7 +88,7 @@ pub(crate) struct State {
     /// Where an event is written before it is kept: kept events are then
     /// one allocation of their own size each, not a buffer grown by
     /// doubling from 128 bytes.
-    pub(super) event_scratch: Vec<u8>,
+    event_scratch: Vec<u8>,
 }
 
 impl State {
