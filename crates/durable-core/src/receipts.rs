@@ -58,7 +58,12 @@ impl Receipt {
     /// The body as text for a store to keep: `Err` when it is not JSON
     /// (a receipt the core made always is).
     pub fn json_text(&self) -> Result<&str, serde_json::Error> {
-        serde_json::from_slice::<&RawValue>(&self.body).map(RawValue::get)
+        self.raw().map(RawValue::get)
+    }
+
+    /// The body as one JSON value, checked (UTF-8 and JSON), not parsed.
+    fn raw(&self) -> Result<&RawValue, serde_json::Error> {
+        serde_json::from_slice(&self.body)
     }
 
     /// The body parsed.
@@ -85,8 +90,7 @@ struct ReceiptJson<B> {
 
 impl Serialize for Receipt {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let text = std::str::from_utf8(&self.body).map_err(serde::ser::Error::custom)?;
-        let body: &RawValue = serde_json::from_str(text).map_err(serde::ser::Error::custom)?;
+        let body = self.raw().map_err(serde::ser::Error::custom)?;
         ReceiptJson { status: self.status, body }.serialize(serializer)
     }
 }

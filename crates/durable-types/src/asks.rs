@@ -920,15 +920,13 @@ impl AnswerRequest {
             answer.parsed::<Vec<String>>("optionIds", || "optionIds must be a list of strings".into())?;
         let text = answer.parsed::<String>("text", || "text must be a string".into())?;
         let values = answer.parsed::<Map<String, Value>>("values", || "values must be an object".into())?;
-        let hash = match obj.get("hash") {
+        let hash = match obj.parsed::<String>("hash", || "hash must be 64 hex characters".into())? {
             None => None,
-            Some(raw) => match serde_json::from_str::<String>(raw.get()) {
-                Ok(mut h) if crate::is_hash_any_case(&h) => {
-                    h.make_ascii_lowercase();
-                    Some(h)
-                }
-                _ => return Err("hash must be 64 hex characters".into()),
-            },
+            Some(mut h) if crate::is_hash_any_case(&h) => {
+                h.make_ascii_lowercase();
+                Some(h)
+            }
+            Some(_) => return Err("hash must be 64 hex characters".into()),
         };
         let confirm_always = obj
             .parsed::<bool>("confirmAlways", || "confirmAlways must be true or false".into())?
