@@ -1,52 +1,54 @@
-//! Workspace tasks, rust-analyzer style: `cargo xtask conformance` plays Collie
-//! against the support desk over both transports; `cargo xtask phone` looks at
-//! an agent and answers it from a terminal as Collie's phone would;
-//! `cargo xtask doctor` runs the checks Collie runs before it shows an agent;
-//! `cargo xtask install-pi` puts node 22 and the real Pi in `.tools/` for
-//! `durable-pi`'s live tests;
-//! `cargo xtask bench` measures what a poll costs against a bare hyper server;
-//! `cargo xtask fuzz` installs cargo-fuzz and runs the fuzz targets of `fuzz/`;
-//! `cargo test -p xtask` runs the tidy checks that keep the sans-IO core honest.
+//! Workspace tasks, rust-analyzer style: `cargo xtask <task>`.
+//!
+//! This package is kept light (its one dependency is serde_json) because
+//! cargo builds it before it runs any task. The tasks that need hyper, rustls
+//! and the SDK live in packages of their own, and this one hands them over
+//! with `cargo run`:
+//!
+//! - `xtask-collie` (`xtask/collie`), Collie's side of an agent:
+//!   `conformance` plays Collie against the support desk over both
+//!   transports, `phone` looks at an agent and answers it from a terminal as
+//!   Collie's phone would, `doctor` runs the checks Collie runs before it
+//!   shows an agent, `soak` and `flood` load the desk.
+//! - `xtask-bench` (`xtask/bench`): `bench` measures what a poll and an
+//!   answer cost against a bare hyper server. It runs from a release build
+//!   (figures of an unoptimized build say nothing), so that a fresh clone
+//!   builds the measured code once and nothing else.
+//!
+//! Here: `install-pi` puts node 22 and the real Pi in `.tools/` for
+//! `durable-pi`'s live tests; `fuzz` installs cargo-fuzz and runs the fuzz
+//! targets of `fuzz/`; `cargo test -p xtask` runs the tidy checks that keep
+//! the sans-IO core honest.
 
-mod bench;
-mod conformance;
-mod doctor;
 mod fuzz;
 mod install_pi;
-mod link;
-mod phone;
-mod pin;
-mod soak;
 #[cfg(test)]
 mod tidy;
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use std::process::{Command, ExitCode};
 
 const USAGE: &str = "usage: cargo xtask conformance [--transport socket|tls|both] [--filter SUBSTR]
        cargo xtask phone (--socket PATH | --url URL) [--fingerprint SHA256 | --insecure] [--plain]
        cargo xtask doctor (--socket PATH | --url URL) [--fingerprint SHA256 | --insecure]
        cargo xtask install-pi
-       cargo xtask bench [--window-ms N] [--conns N] [--memory-seconds N]
+       cargo xtask bench [--window-ms N] [--conns N] [--memory-seconds N] [--only GROUPS] [--instructions [--keep-dumps]]
        cargo xtask fuzz (--smoke | --runs N | --time SECS) [--sanitizer address|none] [TARGET...]
        cargo xtask soak [--seconds N] [--socket-pollers N] [--https-pollers N]
        cargo xtask flood [--conns N] [--bodies N] [--held N] [--transport socket|https|both] [--desk PATH]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("conformance") => conformance::main(&args[1..]),
-        Some("install-pi") => install_pi::main(&args[1..]),
-        Some("phone") => phone::main(&args[1..]),
-        Some("doctor") => doctor::main(&args[1..]),
-        Some("bench") => bench::main(&args[1..]),
-        Some("fuzz") => fuzz::main(&args[1..]),
-        // The bench's servers, each in a process of its own.
-        Some("bench-serve") => bench::serve::main(&args[1..]),
-        // Many pollers against the desk for a minute; memory after a flood.
-        Some("soak") => soak::main(&args[1..]),
-        Some("flood") => soak::flood_main(&args[1..]),
-        Some("-h" | "--help" | "help") => {
+    let Some(task) = args.first().map(String::as_str) else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    match task {
+        "install-pi" => install_pi::main(&args[1..]),
+        "fuzz" => fuzz::main(&args[1..]),
+        "bench" => hand_over(Package::Bench, &args),
+        "conformance" | "phone" | "doctor" | "soak" | "flood" => hand_over(Package::Collie, &args),
+        "-h" | "--help" | "help" => {
             println!("{USAGE}");
             ExitCode::SUCCESS
         }
@@ -57,7 +59,85 @@ fn main() -> ExitCode {
     }
 }
 
+/// The packages that hold the heavier tasks.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Package {
+    Bench,
+    Collie,
+}
+
+/// The `cargo` arguments that run `args` (the task and its own arguments)
+/// from `package`.
+fn cargo_run_args(package: Package, args: &[String]) -> Vec<String> {
+    let cargo: &[&str] = match package {
+        // Built in release mode and nothing else: the bench measures that build.
+        Package::Bench => &["run", "--release", "-p", "xtask-bench", "--bin", "xtask-bench", "--"],
+        Package::Collie => &["run", "-p", "xtask-collie", "--bin", "xtask-collie", "--"],
+    };
+    cargo.iter().map(|s| s.to_string()).chain(args.iter().cloned()).collect()
+}
+
+/// Runs the task with `cargo run` in this process's place (on Unix), so the
+/// task owns the terminal, its signals and its exit status.
+fn hand_over(package: Package, args: &[String]) -> ExitCode {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(&cargo);
+    cmd.args(cargo_run_args(package, args)).current_dir(project_root());
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        let e = cmd.exec();
+        eprintln!("xtask: cannot run {}: {e}", Path::new(&cargo).display());
+        ExitCode::FAILURE
+    }
+    #[cfg(not(unix))]
+    match cmd.status() {
+        Ok(s) => s.code().map_or(ExitCode::FAILURE, |c| ExitCode::from(c.clamp(0, 255) as u8)),
+        Err(e) => {
+            eprintln!("xtask: cannot run {}: {e}", Path::new(&cargo).display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// The workspace root: the parent of this crate's manifest folder.
 pub(crate) fn project_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask sits in the workspace root").to_path_buf()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_bench_runs_from_a_release_build_of_its_own_package() {
+        let run = cargo_run_args(Package::Bench, &strings(&["bench", "--only", "polls"]));
+        assert_eq!(
+            run,
+            strings(&[
+                "run",
+                "--release",
+                "-p",
+                "xtask-bench",
+                "--bin",
+                "xtask-bench",
+                "--",
+                "bench",
+                "--only",
+                "polls"
+            ])
+        );
+    }
+
+    #[test]
+    fn collie_tasks_run_from_a_dev_build_with_their_arguments() {
+        let run = cargo_run_args(Package::Collie, &strings(&["phone", "--socket", "/tmp/a b.sock"]));
+        assert!(!run.contains(&"--release".to_owned()));
+        assert_eq!(&run[..5], &strings(&["run", "-p", "xtask-collie", "--bin", "xtask-collie"])[..]);
+        assert_eq!(&run[5..], &strings(&["--", "phone", "--socket", "/tmp/a b.sock"])[..]);
+    }
 }

@@ -1,7 +1,10 @@
 //! `cargo xtask bench`: what a poll costs the agent, against a bare hyper
 //! server serving the same bytes, in the same run.
 //!
-//! Each server runs in a process of its own (`xtask bench-serve`, see
+//! It runs from a release build of this package (`cargo xtask bench` runs
+//! `cargo run --release -p xtask-bench`), so that a fresh clone builds the
+//! measured code once and nothing more. Each server runs in a process of
+//! its own (`xtask-bench bench-serve`, see
 //! [`serve`]); the client ([`load`]) shares the machine's cores, so the
 //! figure that counts is the server's CPU time per request (user + system,
 //! from `/proc/<pid>/stat` over the measured window) and its ratio to the
@@ -20,8 +23,8 @@
 //! (`bare.js`).
 
 mod instructions;
-pub(crate) mod load;
-pub(crate) mod serve;
+pub mod load;
+pub mod serve;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -94,11 +97,15 @@ fn parse(args: &[String]) -> Result<Options, String> {
     Ok(o)
 }
 
-pub(crate) fn main(args: &[String]) -> ExitCode {
-    // Figures of an unoptimized build say nothing: the bench runs from a
-    // release build of itself (built once; cargo keeps it).
+/// `cargo xtask bench ARGS`: runs the cases and prints one line each.
+pub fn main(args: &[String]) -> ExitCode {
+    // Figures of an unoptimized build say nothing; `cargo xtask bench` runs
+    // this from a release build.
     if cfg!(debug_assertions) {
-        return rerun_release(args);
+        eprintln!(
+            "bench: this is an unoptimized build; run `cargo xtask bench` (it builds xtask-bench in release mode)"
+        );
+        return ExitCode::from(2);
     }
     let options = match parse(args) {
         Ok(o) => o,
@@ -515,30 +522,18 @@ fn answer_calls(hash: String) -> load::Calls {
     })
 }
 
-fn rerun_release(args: &[String]) -> ExitCode {
-    let root = crate::project_root();
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    eprintln!("bench: building a release build of xtask (cargo build --release -p xtask)");
-    let built = Command::new(&cargo).args(["build", "--release", "-p", "xtask"]).current_dir(&root).status();
-    if !built.is_ok_and(|s| s.success()) {
-        eprintln!("bench: the release build failed");
-        return ExitCode::FAILURE;
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-    let exe = target.join("release").join("xtask");
-    match Command::new(&exe).arg("bench").args(args).status() {
-        Ok(s) if s.success() => ExitCode::SUCCESS,
-        Ok(_) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("bench: cannot run {}: {e}", exe.display());
-            ExitCode::FAILURE
-        }
-    }
+/// The workspace root, two folders above this crate's manifest folder.
+fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("xtask/bench sits two folders below the workspace root")
+        .to_path_buf()
 }
 
 /// `.tools/bin/node`, installed by `cargo xtask install-pi`, if it is there.
 fn node_binary() -> Option<PathBuf> {
-    let node = crate::project_root().join(".tools").join("bin").join("node");
+    let node = project_root().join(".tools").join("bin").join("node");
     node.exists().then_some(node)
 }
 

@@ -14,14 +14,24 @@ use hyper_util::rt::TokioIo;
 
 /// Where a server listens.
 #[derive(Clone)]
-pub(crate) enum Target {
+pub enum Target {
     Unix(PathBuf),
     Https { addr: String, token: String, config: Arc<rustls::ClientConfig> },
 }
 
+/// The address only: the bearer token stays out of `Debug` output.
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Unix(path) => f.debug_tuple("Unix").field(path).finish(),
+            Target::Https { addr, .. } => f.debug_struct("Https").field("addr", addr).finish_non_exhaustive(),
+        }
+    }
+}
+
 impl Target {
     /// From a server's `listening` line.
-    pub(crate) fn from_address(address: &str, token: &str) -> Target {
+    pub fn from_address(address: &str, token: &str) -> Target {
         match address.strip_prefix("https://") {
             Some(addr) => {
                 Target::Https { addr: addr.to_owned(), token: token.to_owned(), config: any_cert() }
@@ -32,42 +42,42 @@ impl Target {
 }
 
 /// One request, sent again and again.
-#[derive(Clone)]
-pub(crate) struct Call {
-    pub(crate) method: hyper::Method,
-    pub(crate) path: String,
-    pub(crate) if_none_match: Option<String>,
-    pub(crate) body: Option<Bytes>,
+#[derive(Clone, Debug)]
+pub struct Call {
+    pub method: hyper::Method,
+    pub path: String,
+    pub if_none_match: Option<String>,
+    pub body: Option<Bytes>,
 }
 
 impl Call {
-    pub(crate) fn get(path: impl Into<String>) -> Call {
+    pub fn get(path: impl Into<String>) -> Call {
         Call { method: hyper::Method::GET, path: path.into(), if_none_match: None, body: None }
     }
 
     /// A `POST` of a JSON body.
-    pub(crate) fn post(path: impl Into<String>, body: impl Into<Bytes>) -> Call {
+    pub fn post(path: impl Into<String>, body: impl Into<Bytes>) -> Call {
         Call { method: hyper::Method::POST, path: path.into(), if_none_match: None, body: Some(body.into()) }
     }
 }
 
 /// What a window of load gave.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Figures {
-    pub(crate) rps: f64,
-    pub(crate) p50_us: f64,
-    pub(crate) p99_us: f64,
+pub struct Figures {
+    pub rps: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
     /// Server CPU (user + system) per request, µs.
-    pub(crate) cpu_us: f64,
+    pub cpu_us: f64,
     /// Requests that did not get the expected status.
-    pub(crate) errors: u64,
+    pub errors: u64,
 }
 
 /// A kept-alive HTTP/1.1 connection's sending half.
-pub(crate) type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+pub type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
 
 /// A new keep-alive connection to `target` (over HTTPS, with any certificate).
-pub(crate) async fn connect(target: &Target) -> Result<Sender, String> {
+pub async fn connect(target: &Target) -> Result<Sender, String> {
     macro_rules! handshake {
         ($io:expr) => {{
             let (sender, conn) =
@@ -96,7 +106,7 @@ pub(crate) async fn connect(target: &Target) -> Result<Sender, String> {
 }
 
 /// `call` as a request to `target` (with the bearer token over HTTPS).
-pub(crate) fn request(target: &Target, call: &Call) -> Request<Full<Bytes>> {
+pub fn request(target: &Target, call: &Call) -> Request<Full<Bytes>> {
     let mut b = Request::builder().method(call.method.clone()).uri(&call.path).header("host", "collie");
     if let Target::Https { token, .. } = target {
         b = b.header("authorization", format!("Bearer {token}"));
@@ -123,7 +133,7 @@ async fn send(sender: &mut Sender, target: &Target, call: &Call, expect: u16) ->
 }
 
 /// One request on a fresh connection: its status and body.
-pub(crate) async fn once(target: &Target, call: &Call) -> Result<(u16, Bytes), String> {
+pub async fn once(target: &Target, call: &Call) -> Result<(u16, Bytes), String> {
     let mut sender = connect(target).await?;
     let resp = sender.send_request(request(target, call)).await.map_err(|e| e.to_string())?;
     let status = resp.status().as_u16();
@@ -133,7 +143,7 @@ pub(crate) async fn once(target: &Target, call: &Call) -> Result<(u16, Bytes), S
 
 /// Runs `call` on `conns` connections for `warmup + window`; counts and
 /// times the requests in the window, and the server's CPU over it.
-pub(crate) async fn run(
+pub async fn run(
     target: &Target,
     call: &Call,
     expect: u16,
@@ -148,10 +158,10 @@ pub(crate) async fn run(
 }
 
 /// What connection `c` sends as its `n`th request.
-pub(crate) type Calls = Arc<dyn Fn(usize, u64) -> Call + Send + Sync>;
+pub type Calls = Arc<dyn Fn(usize, u64) -> Call + Send + Sync>;
 
 /// [`run`] with a request of its own for each connection and turn.
-pub(crate) async fn run_each(
+pub async fn run_each(
     target: &Target,
     calls: Calls,
     expect: u16,
@@ -225,7 +235,7 @@ pub(crate) async fn run_each(
 /// connections, one in flight on each: connection `c` sends
 /// `calls(c, from)`, `calls(c, from + 1)`, …. Returns how many did not get
 /// `expect`.
-pub(crate) async fn count(
+pub async fn count(
     target: &Target,
     calls: &Calls,
     expect: u16,
@@ -256,7 +266,7 @@ pub(crate) async fn count(
 }
 
 /// utime + stime of a process, in clock ticks.
-pub(crate) fn cpu_ticks(pid: u32) -> Result<u64, String> {
+pub fn cpu_ticks(pid: u32) -> Result<u64, String> {
     let stat =
         std::fs::read_to_string(format!("/proc/{pid}/stat")).map_err(|e| format!("/proc/{pid}/stat: {e}"))?;
     // `pid (comm) state ppid …`: fields after the command's `)`; utime and stime are the 12th and 13th.
@@ -267,7 +277,7 @@ pub(crate) fn cpu_ticks(pid: u32) -> Result<u64, String> {
 }
 
 /// The resident memory of a process, in KiB.
-pub(crate) fn rss_kib(pid: u32) -> Result<u64, String> {
+pub fn rss_kib(pid: u32) -> Result<u64, String> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .map_err(|e| format!("/proc/{pid}/status: {e}"))?;
     status
@@ -345,4 +355,17 @@ fn any_cert() -> Arc<rustls::ClientConfig> {
         .with_custom_certificate_verifier(Arc::new(AnyCert(provider)))
         .with_no_client_auth();
     Arc::new(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Target;
+
+    #[test]
+    fn a_target_debugs_its_address_but_never_its_token() {
+        let https = format!("{:?}", Target::from_address("https://127.0.0.1:8443", "bench-secret-token"));
+        assert!(https.contains("127.0.0.1:8443") && !https.contains("bench-secret-token"), "{https}");
+        let unix = format!("{:?}", Target::from_address("/tmp/s/app.sock", "bench-secret-token"));
+        assert!(unix.contains("/tmp/s/app.sock") && !unix.contains("bench-secret-token"), "{unix}");
+    }
 }

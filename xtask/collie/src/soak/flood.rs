@@ -23,7 +23,7 @@ use tokio::task::JoinSet;
 use super::{
     CAP_ROOM, Desk, Transport, desk_binary, exchange, mib, raise_fd_limit, rerun_release, temp_root,
 };
-use crate::bench::load::{self, Call, Sender, Target};
+use xtask_bench::load::{self, Call, Sender, Target};
 
 /// The share of the flood's memory that must be back 15 s after it, in %.
 const MIN_RETURNED_PCT: f64 = 50.0;

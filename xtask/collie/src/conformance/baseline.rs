@@ -1,4 +1,4 @@
-//! The strict expected-failures baseline (`xtask/conformance/expected-failures.txt`):
+//! The strict expected-failures baseline (`xtask/collie/conformance/expected-failures.txt`):
 //! one `name<TAB>reason` a line, `#` comments. A listed case that passes, or a
 //! listed name that matches no case, fails the run, so the list never rots.
 

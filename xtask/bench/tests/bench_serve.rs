@@ -4,13 +4,30 @@
 //! has not raised yet holds the answer instead (so the bench's round trips
 //! measure real asks, not refusals).
 
-mod support;
-
 use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
 use durable_sdk::types::ask_id_for;
-use support::{TestDir, xtask};
+
+/// A folder of the test's own under /tmp (short, so that the socket path
+/// stays far under 103 bytes), removed when dropped.
+struct Folder(PathBuf);
+
+impl Folder {
+    fn new(name: &str) -> Folder {
+        let dir = PathBuf::from("/tmp").join(format!("xb-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).expect("a folder under /tmp");
+        Folder(dir)
+    }
+}
+
+impl Drop for Folder {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
 
 struct Served(Child);
 
@@ -39,14 +56,14 @@ fn answer(socket: &str, call_id: &str, request_id: &str, hash: &str) -> serde_js
 
 #[test]
 fn the_bench_agent_raises_the_next_ask_as_each_is_answered() {
-    let dir = TestDir::new("bench-asks");
-    let socket = dir.socket();
-    let mut child = Command::new(xtask())
+    let dir = Folder::new("asks");
+    let socket = dir.0.join("s").join("app.sock").to_str().expect("a UTF-8 path").to_owned();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xtask-bench"))
         .args(["bench-serve", "--kind", "agent", "--panes", "1", "--asks", "1", "--socket", &socket])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .expect("xtask bench-serve starts");
+        .expect("xtask-bench bench-serve starts");
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let served = Served(child);
     let mut next = || lines.next().expect("a line").expect("stdout");

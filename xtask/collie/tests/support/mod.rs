@@ -16,9 +16,10 @@ use std::time::{Duration, Instant};
 /// How long the tests wait for something the agent does (a poll is 2 s).
 pub const PATIENCE: Duration = Duration::from_secs(20);
 
-/// The xtask binary cargo built for these tests.
+/// The xtask-collie binary cargo built for these tests (what `cargo xtask
+/// phone` and `cargo xtask doctor` run).
 pub fn xtask() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_xtask"))
+    PathBuf::from(env!("CARGO_BIN_EXE_xtask-collie"))
 }
 
 /// `target/<profile>/examples/desk`: built by `cargo test --workspace`
@@ -31,7 +32,7 @@ pub fn desk_binary() -> PathBuf {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let status = Command::new(cargo)
             .args(["build", "--example", "desk", "-p", "durable-examples"])
-            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap())
+            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap())
             .status()
             .expect("running cargo build for the desk");
         assert!(status.success(), "cargo build --example desk -p durable-examples failed");

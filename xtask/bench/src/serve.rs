@@ -82,7 +82,7 @@ fn parse(args: &[String]) -> Result<ServeArgs, String> {
     Ok(out)
 }
 
-pub(crate) fn main(args: &[String]) -> ExitCode {
+pub fn main(args: &[String]) -> ExitCode {
     let args = match parse(args) {
         Ok(a) => a,
         Err(e) => {

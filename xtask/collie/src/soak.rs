@@ -29,7 +29,7 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use tokio::time::MissedTickBehavior;
 
-use crate::bench::load::{self, Call, Sender, Target};
+use xtask_bench::load::{self, Call, Sender, Target};
 
 pub(crate) use flood::main as flood_main;
 
@@ -565,14 +565,14 @@ fn raise_fd_limit(needed: usize) -> Result<(), String> {
         .map_err(|e| format!("raising the open-file limit to {needed}: {e}"))
 }
 
-/// The release desk beside this release xtask (`target/release/examples/desk`),
+/// The release desk beside this release xtask-collie (`target/release/examples/desk`),
 /// or the one given.
 fn desk_binary(given: Option<&Path>) -> Result<PathBuf, String> {
     let bin = match given {
         Some(path) => path.to_path_buf(),
         None => {
             let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-            exe.parent().ok_or("no folder for xtask")?.join("examples").join("desk")
+            exe.parent().ok_or("no folder for xtask-collie")?.join("examples").join("desk")
         }
     };
     if !bin.exists() {
@@ -584,7 +584,7 @@ fn desk_binary(given: Option<&Path>) -> Result<PathBuf, String> {
     Ok(bin)
 }
 
-/// Figures of an unoptimized build say nothing: builds xtask and the desk in
+/// Figures of an unoptimized build say nothing: builds xtask-collie and the desk in
 /// release mode (once; cargo keeps them), then runs `task` from that build.
 fn rerun_release(task: &str, args: &[String]) -> ExitCode {
     let root = crate::project_root();
@@ -593,21 +593,21 @@ fn rerun_release(task: &str, args: &[String]) -> ExitCode {
         "build",
         "--release",
         "-p",
-        "xtask",
+        "xtask-collie",
         "-p",
         "durable-examples",
         "--bin",
-        "xtask",
+        "xtask-collie",
         "--example",
         "desk",
     ];
-    eprintln!("{task}: building xtask and the desk in release mode (cargo {})", build.join(" "));
+    eprintln!("{task}: building xtask-collie and the desk in release mode (cargo {})", build.join(" "));
     if !Command::new(&cargo).args(build).current_dir(&root).status().is_ok_and(|s| s.success()) {
         eprintln!("{task}: the release build failed");
         return ExitCode::FAILURE;
     }
     let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-    let exe = target.join("release").join("xtask");
+    let exe = target.join("release").join("xtask-collie");
     match Command::new(&exe).arg(task).args(args).status() {
         Ok(s) if s.success() => ExitCode::SUCCESS,
         Ok(s) => ExitCode::from(s.code().and_then(|c| u8::try_from(c).ok()).unwrap_or(1)),
