@@ -8,7 +8,7 @@ use std::future::Future;
 use crate::handlers::BoxFuture;
 use durable_types::TITLE_MAX;
 use durable_types::exchange::{Request, Response};
-use durable_types::text::clean_line;
+use durable_types::text::sanitize_line;
 use durable_types::{
     ConversationPage, Cursor, ErrorCode, HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX, HistoryPage, HistoryRow,
     Id, Item,
@@ -141,8 +141,10 @@ fn clean_row(core: &Core, mut row: HistoryRow) -> Option<HistoryRow> {
         core.warn(&format!("collie: history left out a row whose id breaks the ID rule: {e}"));
         return None;
     }
-    row.title = clean_line(&row.title, TITLE_MAX).text;
-    row.subtitle = row.subtitle.map(|s| clean_line(&s, TITLE_MAX).text);
+    sanitize_line(&mut row.title, TITLE_MAX);
+    if let Some(subtitle) = &mut row.subtitle {
+        sanitize_line(subtitle, TITLE_MAX);
+    }
     Some(row)
 }
 

@@ -202,29 +202,29 @@ pub(crate) fn events(core: &Core, query: Option<&str>, pane: Id) -> Result<Respo
     let behind = after.saturating_add(1) < p.first_retained();
     let ahead = after > p.last_seq();
     if !behind && !ahead {
-        // The tail's events are kept encoded: the page is their bytes
-        // between a head and a tail, nothing encoded again.
-        let mut body = Vec::with_capacity(128);
+        // Each event of the tail is encoded once, at its first read: the
+        // page is their bytes between a head and a tail. Sized first, then
+        // copied from the tail under the lock: no clone of each event's
+        // bytes to drop again, and no growth by doubling (a page of 300
+        // events cost more in reallocations than in copying).
+        let bytes = st.encode_tail_after(&pane, after).unwrap_or(0);
+        let Some(p) = st.pane(&pane) else {
+            return Err(respond::error(ErrorCode::NotFound, format!("no open pane {pane}")));
+        };
+        let mut body = Vec::with_capacity(192 + bytes + p.events_after(after).size_hint().0);
         body.extend_from_slice(b"{\"ok\":true,\"pane\":");
         serde_json::to_writer(&mut body, &pane)
             .map_err(|e| respond::error(ErrorCode::Internal, e.to_string()))?;
         body.extend_from_slice(b",\"snapshot\":false,\"next\":");
-        // Sized first, then copied from the tail under the lock: no clone
-        // of each event's bytes to drop again, and no growth by doubling (a
-        // page of 300 events cost more in reallocations than in copying).
-        let (mut next, mut bytes) = (after, 0);
-        for e in p.events_after(after) {
-            next = e.seq;
-            bytes += e.json.len() + 1;
-        }
-        body.reserve(bytes + 32);
+        // The page runs to the end of the tail.
+        let next = p.last_seq();
         body.extend_from_slice(next.to_string().as_bytes());
         body.extend_from_slice(b",\"events\":[");
         for (i, e) in p.events_after(after).enumerate() {
             if i > 0 {
                 body.push(b',');
             }
-            body.extend_from_slice(&e.json);
+            body.extend_from_slice(e.json());
         }
         drop(st);
         body.extend_from_slice(b"]}");

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::constants::{ask_limits as lim, item_limits};
-use crate::text::{Cleaned, clean_body, clean_line, clean_line_chars};
+use crate::text::{Cleaned, sanitize_body, sanitize_line, sanitize_line_chars};
 use crate::{
     Id, PUSH_LINE_MAX, PUSH_TITLE_MAX, REASON_MAX, RuleError, TITLE_MAX, Timestamp, arguments_view, ask_hash,
     ask_id_for, call_summary,
@@ -509,21 +509,21 @@ impl AskSpec {
             cleaned |= c.changed;
             c.text
         };
-        let title = take(clean_line(&self.title, TITLE_MAX));
+        let title = take(Cleaned::of(self.title, sanitize_line, TITLE_MAX));
         if title.is_empty() {
             return Err(RuleError::invalid("title", "ask rule: the title must not be empty"));
         }
-        let reason = self.reason.map(|r| take(clean_body(&r, REASON_MAX)));
+        let reason = self.reason.map(|r| take(Cleaned::of(r, sanitize_body, REASON_MAX)));
         let tool = self.tool.map(|t| ToolInfo {
-            name: take(clean_line(&t.name, item_limits::TOOL_NAME)),
-            call: take(clean_line(&t.call, item_limits::TOOL_CALL)),
+            name: take(Cleaned::of(t.name, sanitize_line, item_limits::TOOL_NAME)),
+            call: take(Cleaned::of(t.call, sanitize_line, item_limits::TOOL_CALL)),
             args: t
                 .args
                 .into_iter()
                 .map(|(k, v)| {
                     (
-                        take(clean_line(&k, item_limits::TOOL_CALL)),
-                        take(clean_line(&v, item_limits::TOOL_CALL)),
+                        take(Cleaned::of(k, sanitize_line, item_limits::TOOL_CALL)),
+                        take(Cleaned::of(v, sanitize_line, item_limits::TOOL_CALL)),
                     )
                 })
                 .collect(),
@@ -533,8 +533,14 @@ impl AskSpec {
         let push = self
             .push
             .map(|p| Push {
-                title: p.title.map(|t| take(clean_line_chars(&t, PUSH_TITLE_MAX))).filter(|t| !t.is_empty()),
-                line: p.line.map(|l| take(clean_line_chars(&l, PUSH_LINE_MAX))).filter(|l| !l.is_empty()),
+                title: p
+                    .title
+                    .map(|t| take(Cleaned::of(t, sanitize_line_chars, PUSH_TITLE_MAX)))
+                    .filter(|t| !t.is_empty()),
+                line: p
+                    .line
+                    .map(|l| take(Cleaned::of(l, sanitize_line_chars, PUSH_LINE_MAX)))
+                    .filter(|l| !l.is_empty()),
             })
             .filter(|p| !p.is_empty());
         let kind = check_kind(self.kind, allow_always, &mut take)?;
@@ -607,7 +613,7 @@ fn check_options(
             if o.always && kind != "choice" {
                 return Err(RuleError::invalid("allow-always", "ask rule: only a choice may carry an allow-always option"));
             }
-            Ok(AskOption { id, label: take(clean_line(&o.label, lim::OPTION_LABEL)), style: o.style, always: o.always })
+            Ok(AskOption { id, label: take(Cleaned::of(o.label, sanitize_line, lim::OPTION_LABEL)), style: o.style, always: o.always })
         })
         .collect()
 }
@@ -645,7 +651,7 @@ fn check_kind(
                 }
             }
             AskKind::Text {
-                placeholder: placeholder.map(|p| take(clean_line(&p, lim::PLACEHOLDER))),
+                placeholder: placeholder.map(|p| take(Cleaned::of(p, sanitize_line, lim::PLACEHOLDER))),
                 multiline,
                 max_bytes,
             }
@@ -680,7 +686,7 @@ fn check_kind(
                                         id: Id::new(o.id)
                                             .map_err(|e| ctx(e, "select option id"))?
                                             .into_string(),
-                                        label: take(clean_line(&o.label, lim::OPTION_LABEL)),
+                                        label: take(Cleaned::of(o.label, sanitize_line, lim::OPTION_LABEL)),
                                     })
                                 })
                                 .collect::<Result<Vec<_>, RuleError>>()?,
@@ -701,7 +707,7 @@ fn check_kind(
                     };
                     Ok(FormField {
                         id,
-                        label: take(clean_line(&f.label, lim::FIELD_LABEL)),
+                        label: take(Cleaned::of(f.label, sanitize_line, lim::FIELD_LABEL)),
                         field_type: f.field_type,
                         required: f.required,
                         options,

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::constants::item_limits as lim;
-use crate::text::{Cleaned, clean_body, clean_line};
+use crate::text::{clean_line, sanitize_body, sanitize_line};
 use crate::{Id, RuleError, Timestamp};
 
 fn is_false(b: &bool) -> bool {
@@ -283,11 +283,6 @@ pub fn check_progress(value: f64) -> Result<(), RuleError> {
     }
 }
 
-fn apply(c: Cleaned, field: &mut String, changed: &mut bool) {
-    *changed |= c.changed;
-    *field = c.text;
-}
-
 impl Item {
     /// An item with no time.
     pub fn new(id: Id, body: ItemBody) -> Self {
@@ -316,40 +311,38 @@ impl Item {
     pub fn sanitized(mut self) -> Result<(Item, bool), RuleError> {
         let mut changed = false;
         match &mut self.body {
-            ItemBody::User { text, .. } => apply(clean_body(text, lim::USER_TEXT), text, &mut changed),
+            ItemBody::User { text, .. } => changed |= sanitize_body(text, lim::USER_TEXT),
             ItemBody::Reply { text, .. } | ItemBody::Markdown { text, .. } => {
-                apply(clean_body(text, lim::REPLY_TEXT), text, &mut changed)
+                changed |= sanitize_body(text, lim::REPLY_TEXT)
             }
-            ItemBody::Thinking { text, .. } => {
-                apply(clean_body(text, lim::THINKING_TEXT), text, &mut changed)
-            }
-            ItemBody::Notice { text, .. } => apply(clean_body(text, lim::NOTICE_TEXT), text, &mut changed),
+            ItemBody::Thinking { text, .. } => changed |= sanitize_body(text, lim::THINKING_TEXT),
+            ItemBody::Notice { text, .. } => changed |= sanitize_body(text, lim::NOTICE_TEXT),
             ItemBody::Code { text, lang } => {
                 if let Some(lang) = lang {
                     check_lang(lang)?;
                 }
-                apply(clean_body(text, lim::CODE_TEXT), text, &mut changed)
+                changed |= sanitize_body(text, lim::CODE_TEXT)
             }
             ItemBody::Tool { name, call, output, badge, .. } => {
                 if let Some(b) = badge {
                     check_badge(b)?;
                 }
-                apply(clean_line(name, lim::TOOL_NAME), name, &mut changed);
-                apply(clean_line(call, lim::TOOL_CALL), call, &mut changed);
+                changed |= sanitize_line(name, lim::TOOL_NAME);
+                changed |= sanitize_line(call, lim::TOOL_CALL);
                 if let Some(out) = output {
-                    apply(clean_body(out, lim::TOOL_OUTPUT), out, &mut changed);
+                    changed |= sanitize_body(out, lim::TOOL_OUTPUT);
                 }
             }
             ItemBody::Link { text, href } => {
                 check_href(href)?;
-                apply(clean_line(text, lim::LINK_TEXT), text, &mut changed)
+                changed |= sanitize_line(text, lim::LINK_TEXT)
             }
             ItemBody::Progress { label, value, badge } => {
                 check_progress(*value)?;
                 if let Some(b) = badge {
                     check_badge(b)?;
                 }
-                apply(clean_line(label, lim::PROGRESS_LABEL), label, &mut changed)
+                changed |= sanitize_line(label, lim::PROGRESS_LABEL)
             }
         }
         Ok((self, changed))

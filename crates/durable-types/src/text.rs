@@ -69,43 +69,75 @@ pub fn truncate_bytes(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
-fn clean_with(s: &str, forbidden: fn(char) -> bool) -> Cleaned {
-    if !s.chars().any(forbidden) {
-        return Cleaned { text: s.to_owned(), changed: false };
+/// Removes every character `forbidden` names, in place; true when one was.
+fn remove(text: &mut String, forbidden: fn(char) -> bool) -> bool {
+    if !text.chars().any(forbidden) {
+        return false;
     }
-    Cleaned { text: s.chars().filter(|c| !forbidden(*c)).collect(), changed: true }
+    text.retain(|c| !forbidden(c));
+    true
+}
+
+/// Cuts `text` to at most `max` bytes on a UTF-8 boundary; true when it was cut.
+fn cut_bytes(text: &mut String, max: usize) -> bool {
+    if text.len() <= max {
+        return false;
+    }
+    let keep = truncate_bytes(text, max).len();
+    text.truncate(keep);
+    true
+}
+
+/// [`clean_body`] in place, for text already owned: nothing is copied when
+/// nothing changes. True when a character was removed or the text was cut.
+pub fn sanitize_body(text: &mut String, max_bytes: usize) -> bool {
+    let removed = remove(text, is_forbidden_in_body);
+    let cut = cut_bytes(text, max_bytes);
+    removed || cut
+}
+
+/// [`clean_line`] in place (see [`sanitize_body`]).
+pub fn sanitize_line(text: &mut String, max_bytes: usize) -> bool {
+    let removed = remove(text, is_forbidden_in_line);
+    let cut = cut_bytes(text, max_bytes);
+    removed || cut
+}
+
+/// [`clean_line_chars`] in place (see [`sanitize_body`]).
+pub fn sanitize_line_chars(text: &mut String, max_chars: usize) -> bool {
+    let removed = remove(text, is_forbidden_in_line);
+    let cut = match text.char_indices().nth(max_chars) {
+        Some((idx, _)) => {
+            text.truncate(idx);
+            true
+        }
+        None => false,
+    };
+    removed || cut
+}
+
+impl Cleaned {
+    /// `text` after `rule` (one of the `sanitize_*` functions) with its
+    /// limit `max`: the owned text is kept, not copied, when nothing changes.
+    pub fn of(mut text: String, rule: fn(&mut String, usize) -> bool, max: usize) -> Cleaned {
+        let changed = rule(&mut text, max);
+        Cleaned { text, changed }
+    }
 }
 
 /// Cleans body text (items, reasons): keeps `\n` and `\t`, cuts to `max` bytes.
 pub fn clean_body(s: &str, max_bytes: usize) -> Cleaned {
-    let mut c = clean_with(s, is_forbidden_in_body);
-    cut_bytes(&mut c, max_bytes);
-    c
+    Cleaned::of(s.to_owned(), sanitize_body, max_bytes)
 }
 
 /// Cleans a title or one-line text: no control character, cut to `max` bytes.
 pub fn clean_line(s: &str, max_bytes: usize) -> Cleaned {
-    let mut c = clean_with(s, is_forbidden_in_line);
-    cut_bytes(&mut c, max_bytes);
-    c
+    Cleaned::of(s.to_owned(), sanitize_line, max_bytes)
 }
 
 /// Cleans one-line text whose limit counts characters (push title and line).
 pub fn clean_line_chars(s: &str, max_chars: usize) -> Cleaned {
-    let mut c = clean_with(s, is_forbidden_in_line);
-    if let Some((idx, _)) = c.text.char_indices().nth(max_chars) {
-        c.text.truncate(idx);
-        c.changed = true;
-    }
-    c
-}
-
-fn cut_bytes(c: &mut Cleaned, max: usize) {
-    if c.text.len() > max {
-        let keep = truncate_bytes(&c.text, max).len();
-        c.text.truncate(keep);
-        c.changed = true;
-    }
+    Cleaned::of(s.to_owned(), sanitize_line_chars, max_chars)
 }
 
 #[cfg(test)]
@@ -185,5 +217,36 @@ mod tests {
         let c = clean_line_chars(&"é".repeat(61), 60);
         assert_eq!(c.text.chars().count(), 60);
         assert!(c.changed);
+    }
+
+    #[test]
+    fn sanitizing_owned_text_keeps_its_buffer_when_nothing_changes() {
+        type Rule = fn(&mut String, usize) -> bool;
+        type Borrowing = fn(&str, usize) -> Cleaned;
+        let rules: [(Rule, Borrowing); 3] = [
+            (sanitize_body, clean_body),
+            (sanitize_line, clean_line),
+            (sanitize_line_chars, clean_line_chars),
+        ];
+        for (sanitize, clean) in rules {
+            let mut text = String::from("Refund order #1042 — 120 €");
+            let buffer = text.as_ptr();
+            assert!(!sanitize(&mut text, 100));
+            assert_eq!(text.as_ptr(), buffer, "unchanged text is not copied");
+            assert_eq!(text, "Refund order #1042 — 120 €");
+            // Removed and cut, the same text as the borrowing form gives.
+            for (input, max) in [("a\u{200B}b\u{7}c\u{2028}d", 100), ("héllo wörld", 4), ("a\u{FEFF}ééé", 3)]
+            {
+                let mut owned = input.to_owned();
+                let changed = sanitize(&mut owned, max);
+                let borrowed = clean(input, max);
+                assert_eq!(
+                    (owned.as_str(), changed),
+                    (borrowed.text.as_str(), borrowed.changed),
+                    "{input:?}"
+                );
+                assert!(changed, "{input:?} changes under every rule");
+            }
+        }
     }
 }

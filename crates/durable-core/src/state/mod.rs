@@ -85,9 +85,9 @@ pub(crate) struct State {
     etag: Option<(u64, Tag)>,
     /// The last pane snapshot answer (a reader behind the tail) at a seq.
     snapshot_answer: Option<(u64, Id, Bytes)>,
-    /// Where an event is written before it is kept: kept events are then
-    /// one allocation of their own size each, not a buffer grown by
-    /// doubling from 128 bytes.
+    /// Where an event is encoded, at its first read, before it is kept:
+    /// kept events are then one allocation of their own size each, not a
+    /// buffer grown by doubling from 128 bytes.
     event_scratch: Vec<u8>,
 }
 

@@ -50,9 +50,10 @@ pub(crate) struct PaneData {
     state: PaneState,
     turn_id: Option<String>,
     last_seq: u64,
-    /// The tail, each event kept as the JSON the events route sends: a read
-    /// copies bytes, it never encodes again.
-    events: VecDeque<EncodedEvent>,
+    /// The tail: each event kept as written until a reader first asks for
+    /// it, then as the JSON the events route sends (a read copies bytes, it
+    /// never encodes again).
+    events: VecDeque<TailEvent>,
     view: BTreeMap<u64, Arc<Item>>,
     view_index: HashMap<Id, u64>,
     next_order: u64,
@@ -73,10 +74,52 @@ pub(crate) struct PaneData {
     queued: VecDeque<QueuedSend>,
 }
 
-/// One event of a pane's tail, encoded.
-pub(crate) struct EncodedEvent {
-    pub(crate) seq: u64,
-    pub(crate) json: Bytes,
+/// One event of a pane's tail. It is encoded when the events route first
+/// reads it, not when it is written: an agent no phone watches never pays
+/// for its events' JSON, and a reader still gets each event's bytes made
+/// once. What it holds is immutable (an item or an ask is an `Arc` the
+/// writer cannot change), so the bytes are the ones a write-time encoding
+/// would have made.
+pub(crate) enum TailEvent {
+    /// As written.
+    Written(Event),
+    /// As the events route sends it.
+    Encoded { seq: u64, json: Bytes },
+}
+
+impl TailEvent {
+    pub(crate) fn seq(&self) -> u64 {
+        match self {
+            TailEvent::Written(e) => e.seq,
+            TailEvent::Encoded { seq, .. } => *seq,
+        }
+    }
+
+    /// The event's JSON. [`PaneData::encode_tail_after`] encodes the events
+    /// a page reads first, under the same lock; an event it did not reach
+    /// (none) or could not encode (it never happens: every field is plain
+    /// data) reads as `null` rather than being lost from the count.
+    pub(crate) fn json(&self) -> &[u8] {
+        match self {
+            TailEvent::Encoded { json, .. } => json,
+            TailEvent::Written(_) => b"null",
+        }
+    }
+
+    /// Encodes the event if it is not yet, through `scratch`.
+    fn encode(&mut self, scratch: &mut Vec<u8>) {
+        let TailEvent::Written(event) = self else { return };
+        scratch.clear();
+        let json = match serde_json::to_writer(&mut *scratch, &*event) {
+            Ok(()) => Bytes::copy_from_slice(scratch),
+            Err(_) => Bytes::from_static(b"null"),
+        };
+        // A large item (up to 1 MiB) leaves no large buffer behind.
+        if scratch.capacity() > SCRATCH_KEPT {
+            *scratch = Vec::new();
+        }
+        *self = TailEvent::Encoded { seq: event.seq, json };
+    }
 }
 
 /// `durable_types::PaneView` borrowing the pane: the same fields, names
@@ -213,11 +256,28 @@ impl PaneData {
         }
     }
 
-    /// The events of the tail after `after`, as JSON (seqs are contiguous
-    /// in the tail, so the first one is found by its position).
-    pub(crate) fn events_after(&self, after: u64) -> impl Iterator<Item = &EncodedEvent> {
+    /// The events of the tail after `after` (seqs are contiguous in the
+    /// tail, so the first one is found by its position).
+    pub(crate) fn events_after(&self, after: u64) -> impl Iterator<Item = &TailEvent> {
+        self.events.iter().skip(self.tail_position(after))
+    }
+
+    /// Encodes the events of the tail after `after` that are not yet,
+    /// through `scratch`, and returns the length of their JSON in all.
+    pub(crate) fn encode_tail_after(&mut self, after: u64, scratch: &mut Vec<u8>) -> usize {
+        let skip = self.tail_position(after);
+        let mut bytes = 0;
+        for e in self.events.iter_mut().skip(skip) {
+            e.encode(scratch);
+            bytes += e.json().len();
+        }
+        bytes
+    }
+
+    /// Where the event after `after` sits in the tail.
+    fn tail_position(&self, after: u64) -> usize {
         let skip = after.saturating_add(1).saturating_sub(self.first_retained());
-        self.events.iter().skip(usize::try_from(skip).unwrap_or(usize::MAX))
+        usize::try_from(skip).unwrap_or(usize::MAX)
     }
 
     /// The view's newest items (at most [`VIEW_LIMIT`]), and whether older
@@ -229,29 +289,17 @@ impl PaneData {
 
     /// The seq of the oldest event still in the tail (last_seq + 1 if none).
     pub(crate) fn first_retained(&self) -> u64 {
-        self.events.front().map_or(self.last_seq + 1, |e| e.seq)
+        self.events.front().map_or(self.last_seq + 1, TailEvent::seq)
     }
 
-    /// Appends an event to the tail (trimmed to `tail_limit`), written
-    /// through `scratch`.
-    fn push_event(&mut self, ts: Timestamp, body: EventBody, tail_limit: usize, scratch: &mut Vec<u8>) {
+    /// Appends an event to the tail (trimmed to `tail_limit`), as written:
+    /// it is encoded when first read ([`TailEvent`]).
+    fn push_event(&mut self, ts: Timestamp, body: EventBody, tail_limit: usize) {
         self.last_seq += 1;
         if let EventBody::Item { item } = &body {
             self.put_in_view(item.clone());
         }
-        let event = Event { seq: self.last_seq, ts, body };
-        scratch.clear();
-        // An event that cannot be encoded (it never happens: every field is
-        // plain data) is kept as null rather than lost from the count.
-        let json = match serde_json::to_writer(&mut *scratch, &event) {
-            Ok(()) => Bytes::copy_from_slice(scratch),
-            Err(_) => Bytes::from_static(b"null"),
-        };
-        // A large item (up to 1 MiB) leaves no large buffer behind.
-        if scratch.capacity() > SCRATCH_KEPT {
-            *scratch = Vec::new();
-        }
-        self.events.push_back(EncodedEvent { seq: event.seq, json });
+        self.events.push_back(TailEvent::Written(Event { seq: self.last_seq, ts, body }));
         while self.events.len() > tail_limit {
             self.events.pop_front();
         }
@@ -293,6 +341,14 @@ impl State {
         self.panes.get(id).map(|p| &**p)
     }
 
+    /// Encodes the events of `pane`'s tail after `after` that are not yet
+    /// ([`PaneData::encode_tail_after`]): the length of their JSON in all,
+    /// or `None` for no open pane.
+    pub(crate) fn encode_tail_after(&mut self, pane: &Id, after: u64) -> Option<usize> {
+        let p = self.panes.get_mut(pane)?;
+        Some(p.encode_tail_after(after, &mut self.event_scratch))
+    }
+
     pub(crate) fn is_open(&self, id: &Id) -> bool {
         self.panes.contains_key(id)
     }
@@ -311,7 +367,7 @@ impl State {
     pub(crate) fn pane_event(&mut self, pane: &Id, ts: Timestamp, body: EventBody) {
         let tail_limit = self.tail_limit;
         if let Some(p) = self.panes.get_mut(pane) {
-            p.push_event(ts, body, tail_limit, &mut self.event_scratch);
+            p.push_event(ts, body, tail_limit);
         }
         self.touch_pane(pane);
     }
@@ -547,5 +603,66 @@ impl State {
             Some(p) if p.state == PaneState::Idle && !asking => p.queued.pop_front(),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use durable_types::ScopeId;
+
+    fn pane() -> PaneData {
+        let tab = TabKey { ws: ScopeId::new("w").unwrap(), tab: ScopeId::new("t").unwrap() };
+        let fields =
+            PaneFields { title: "P".into(), harness: "h".into(), cwd: None, session_id: SessionId::Unset };
+        PaneData::new(Id::new("p").unwrap(), tab, fields, 0)
+    }
+
+    fn item_event(p: &mut PaneData, n: u64) -> Event {
+        let item = Arc::new(Item::reply(&format!("i{n}"), format!("reply \"{n}\"\n")).unwrap());
+        let ts = Timestamp::from_millis(1_000 + n);
+        p.push_event(ts, EventBody::Item { item: item.clone() }, 500);
+        Event { seq: p.last_seq, ts, body: EventBody::Item { item } }
+    }
+
+    #[test]
+    fn an_event_is_encoded_at_its_first_read_into_the_bytes_a_write_would_have_made() {
+        let mut p = pane();
+        let written: Vec<Event> = (1..=3).map(|n| item_event(&mut p, n)).collect();
+        assert!(p.events.iter().all(|e| matches!(e, TailEvent::Written(_))), "nothing encoded on write");
+
+        // A reader after seq 1: events 2 and 3 are encoded, event 1 is not.
+        let mut scratch = Vec::new();
+        let bytes = p.encode_tail_after(1, &mut scratch);
+        assert!(matches!(p.events[0], TailEvent::Written(_)));
+        let page: Vec<&[u8]> = p.events_after(1).map(TailEvent::json).collect();
+        let want: Vec<Vec<u8>> = written[1..].iter().map(|e| serde_json::to_vec(e).unwrap()).collect();
+        assert_eq!(page, want.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        assert_eq!(bytes, want.iter().map(Vec::len).sum::<usize>());
+        assert_eq!(p.events_after(1).map(TailEvent::seq).collect::<Vec<_>>(), [2, 3]);
+
+        // Read again from the start: the same bytes for 2 and 3, and 1 too.
+        p.encode_tail_after(0, &mut scratch);
+        let all: Vec<Vec<u8>> = p.events_after(0).map(|e| e.json().to_vec()).collect();
+        assert_eq!(all, written.iter().map(|e| serde_json::to_vec(e).unwrap()).collect::<Vec<_>>());
+        assert_eq!(p.first_retained(), 1);
+    }
+
+    #[test]
+    fn the_tail_keeps_its_limit_whether_events_were_read_or_not() {
+        let mut p = pane();
+        for n in 1..=3 {
+            item_event(&mut p, n);
+        }
+        p.encode_tail_after(0, &mut Vec::new());
+        let ts = Timestamp::from_millis(9);
+        for n in 4..=6 {
+            let item = Arc::new(Item::reply(&format!("i{n}"), "x").unwrap());
+            p.push_event(ts, EventBody::Item { item }, 4);
+        }
+        assert_eq!(p.events.len(), 4);
+        assert_eq!(p.first_retained(), 3);
+        assert_eq!(p.events_after(4).map(TailEvent::seq).collect::<Vec<_>>(), [5, 6]);
+        assert_eq!(p.encode_tail_after(6, &mut Vec::new()), 0, "nothing after the last event");
     }
 }
