@@ -67,14 +67,17 @@ enum Package {
 }
 
 /// The `cargo` arguments that run `args` (the task and its own arguments)
-/// from `package`.
-fn cargo_run_args(package: Package, args: &[String]) -> Vec<String> {
-    let cargo: &[&str] = match package {
+/// from `package`, in the workspace whose manifest is `manifest`. The task
+/// runs in the caller's folder, as every `cargo run` does, so a relative
+/// path among its arguments means what it meant where it was typed.
+fn cargo_run_args(package: Package, manifest: &Path, args: &[String]) -> Vec<String> {
+    let run: &[&str] = match package {
         // Built in release mode and nothing else: the bench measures that build.
-        Package::Bench => &["run", "--release", "-p", "xtask-bench", "--bin", "xtask-bench", "--"],
-        Package::Collie => &["run", "-p", "xtask-collie", "--bin", "xtask-collie", "--"],
+        Package::Bench => &["run", "--release", "-p", "xtask-bench", "--bin", "xtask-bench"],
+        Package::Collie => &["run", "-p", "xtask-collie", "--bin", "xtask-collie"],
     };
-    cargo.iter().map(|s| s.to_string()).chain(args.iter().cloned()).collect()
+    let manifest = ["--manifest-path".to_owned(), manifest.display().to_string(), "--".to_owned()];
+    run.iter().map(|s| s.to_string()).chain(manifest).chain(args.iter().cloned()).collect()
 }
 
 /// Runs the task with `cargo run` in this process's place (on Unix), so the
@@ -82,7 +85,7 @@ fn cargo_run_args(package: Package, args: &[String]) -> Vec<String> {
 fn hand_over(package: Package, args: &[String]) -> ExitCode {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(&cargo);
-    cmd.args(cargo_run_args(package, args)).current_dir(project_root());
+    cmd.args(cargo_run_args(package, &project_root().join("Cargo.toml"), args));
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
@@ -92,7 +95,14 @@ fn hand_over(package: Package, args: &[String]) -> ExitCode {
     }
     #[cfg(not(unix))]
     match cmd.status() {
-        Ok(s) => s.code().map_or(ExitCode::FAILURE, |c| ExitCode::from(c.clamp(0, 255) as u8)),
+        Ok(s) if s.success() => ExitCode::SUCCESS,
+        // A code that is no byte (a Windows crash code is negative as an
+        // `i32`), or none at all, is still a failure.
+        Ok(s) => s
+            .code()
+            .and_then(|c| u8::try_from(c).ok())
+            .filter(|&c| c != 0)
+            .map_or(ExitCode::FAILURE, ExitCode::from),
         Err(e) => {
             eprintln!("xtask: cannot run {}: {e}", Path::new(&cargo).display());
             ExitCode::FAILURE
@@ -115,29 +125,31 @@ mod tests {
 
     #[test]
     fn the_bench_runs_from_a_release_build_of_its_own_package() {
-        let run = cargo_run_args(Package::Bench, &strings(&["bench", "--only", "polls"]));
+        let run = cargo_run_args(
+            Package::Bench,
+            Path::new("/w/Cargo.toml"),
+            &strings(&["bench", "--only", "polls"]),
+        );
+        let want = ["run", "--release", "-p", "xtask-bench", "--bin", "xtask-bench"];
+        assert_eq!(run[..6], strings(&want)[..]);
         assert_eq!(
-            run,
-            strings(&[
-                "run",
-                "--release",
-                "-p",
-                "xtask-bench",
-                "--bin",
-                "xtask-bench",
-                "--",
-                "bench",
-                "--only",
-                "polls"
-            ])
+            run[6..],
+            strings(&["--manifest-path", "/w/Cargo.toml", "--", "bench", "--only", "polls"])[..]
         );
     }
 
     #[test]
     fn collie_tasks_run_from_a_dev_build_with_their_arguments() {
-        let run = cargo_run_args(Package::Collie, &strings(&["phone", "--socket", "/tmp/a b.sock"]));
+        let run = cargo_run_args(
+            Package::Collie,
+            Path::new("/w/Cargo.toml"),
+            &strings(&["phone", "--socket", "/tmp/a b.sock"]),
+        );
         assert!(!run.contains(&"--release".to_owned()));
-        assert_eq!(&run[..5], &strings(&["run", "-p", "xtask-collie", "--bin", "xtask-collie"])[..]);
-        assert_eq!(&run[5..], &strings(&["--", "phone", "--socket", "/tmp/a b.sock"])[..]);
+        assert_eq!(run[..5], strings(&["run", "-p", "xtask-collie", "--bin", "xtask-collie"])[..]);
+        assert_eq!(
+            run[5..],
+            strings(&["--manifest-path", "/w/Cargo.toml", "--", "phone", "--socket", "/tmp/a b.sock"])[..]
+        );
     }
 }

@@ -211,11 +211,13 @@ pub(crate) fn events(core: &Core, query: Option<&str>, pane: Id) -> Result<Respo
         let Some(p) = st.pane(&pane) else {
             return Err(respond::error(ErrorCode::NotFound, format!("no open pane {pane}")));
         };
-        let mut body = Vec::with_capacity(192 + bytes + p.events_after(after).size_hint().0);
+        let mut body = Vec::with_capacity(128);
         body.extend_from_slice(b"{\"ok\":true,\"pane\":");
         serde_json::to_writer(&mut body, &pane)
             .map_err(|e| respond::error(ErrorCode::Internal, e.to_string()))?;
         body.extend_from_slice(b",\"snapshot\":false,\"next\":");
+        // The events, a comma between two, `next` and the page's end.
+        body.reserve(bytes + p.events_after(after).size_hint().0 + 32);
         // The page runs to the end of the tail.
         let next = p.last_seq();
         body.extend_from_slice(next.to_string().as_bytes());

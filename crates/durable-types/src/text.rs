@@ -248,5 +248,23 @@ mod tests {
                 assert!(changed, "{input:?} changes under every rule");
             }
         }
+        // What each rule leaves, written out: removal, a cut on a UTF-8
+        // boundary (bytes) or after whole characters (push text).
+        let run = |rule: fn(&mut String, usize) -> bool, input: &str, max: usize| {
+            let mut text = input.to_owned();
+            let changed = rule(&mut text, max);
+            (text, changed)
+        };
+        assert_eq!(
+            run(sanitize_body, "a\u{200B}b\u{7}c\u{2028}d\ne", 100),
+            ("abc\u{2028}d\ne".to_owned(), true)
+        );
+        assert_eq!(run(sanitize_line, "a\u{200B}b\u{7}c\u{2028}d\ne", 100), ("abcde".to_owned(), true));
+        assert_eq!(run(sanitize_line, "héllo wörld", 4), ("hél".to_owned(), true));
+        assert_eq!(run(sanitize_body, "héllo", 2), ("h".to_owned(), true));
+        assert_eq!(run(sanitize_line_chars, "héllo wörld", 4), ("héll".to_owned(), true));
+        assert_eq!(run(sanitize_line_chars, "a\u{FEFF}ééé", 3), ("aéé".to_owned(), true));
+        assert_eq!(run(sanitize_line_chars, "héllo", 5), ("héllo".to_owned(), false));
+        assert_eq!(run(sanitize_body, "tab\there", 8), ("tab\there".to_owned(), false));
     }
 }
