@@ -15,11 +15,10 @@ mod soak;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask conformance [--transport socket|tls|both] [--filter SUBSTR]
-       cargo xtask phone (--socket PATH | --url URL) [--fingerprint SHA256 | --insecure] [--plain]
-       cargo xtask doctor (--socket PATH | --url URL) [--fingerprint SHA256 | --insecure]
-       cargo xtask soak [--seconds N] [--socket-pollers N] [--https-pollers N]
-       cargo xtask flood [--conns N] [--bodies N] [--held N] [--transport socket|https|both] [--desk PATH]";
+/// Each task's own arguments are in `cargo xtask help` and the task's
+/// usage line.
+const USAGE: &str =
+    "usage: cargo xtask (conformance | phone | doctor | soak | flood) ARGS (cargo xtask help lists them)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
