@@ -44,7 +44,9 @@ use crate::store::Store;
 // jemalloc with its background thread: after a flood (4,000 connections and
 // 264 bodies of 1 MB) it gives the memory back to the system within 15 s,
 // where glibc's malloc kept 163 of its 280 MiB (docs/reliability.md,
-// "Memory after a flood").
+// "Memory after a flood"). Not on Windows, where the desk is not run and
+// the allocator's C build would be most of CI's Windows compile check.
+#[cfg(not(windows))]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
