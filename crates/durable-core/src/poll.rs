@@ -207,8 +207,7 @@ pub(crate) fn events(core: &Core, query: Option<&str>, pane: Id) -> Result<Respo
         // copied from the tail under the lock: no clone of each event's
         // bytes to drop again, and no growth by doubling (a page of 300
         // events cost more in reallocations than in copying).
-        let bytes = st.encode_tail_after(&pane, after).unwrap_or(0);
-        let Some(p) = st.pane(&pane) else {
+        let Some((p, bytes)) = st.encode_tail_after(&pane, after) else {
             return Err(respond::error(ErrorCode::NotFound, format!("no open pane {pane}")));
         };
         let mut body = Vec::with_capacity(128);

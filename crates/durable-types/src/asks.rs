@@ -8,11 +8,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::constants::{ask_limits as lim, item_limits};
-use crate::text::{Cleaned, sanitize_body, sanitize_line, sanitize_line_chars};
+use crate::text::{sanitize_body, sanitize_line, sanitize_line_chars};
 use crate::{
     Id, PUSH_LINE_MAX, PUSH_TITLE_MAX, REASON_MAX, RuleError, TITLE_MAX, Timestamp, arguments_view, ask_hash,
     ask_id_for, call_summary,
 };
+
+/// A text rule applied in place (`text::sanitize_*`): true when it changed the text.
+type Rule = fn(&mut String, usize) -> bool;
 
 fn is_false(b: &bool) -> bool {
     !*b
@@ -505,25 +508,25 @@ impl AskSpec {
             None => tool_call_id.clone(),
         };
         let mut cleaned = false;
-        let mut take = |c: Cleaned| {
-            cleaned |= c.changed;
-            c.text
+        let mut take = |mut text: String, rule: Rule, max: usize| {
+            cleaned |= rule(&mut text, max);
+            text
         };
-        let title = take(Cleaned::of(self.title, sanitize_line, TITLE_MAX));
+        let title = take(self.title, sanitize_line, TITLE_MAX);
         if title.is_empty() {
             return Err(RuleError::invalid("title", "ask rule: the title must not be empty"));
         }
-        let reason = self.reason.map(|r| take(Cleaned::of(r, sanitize_body, REASON_MAX)));
+        let reason = self.reason.map(|r| take(r, sanitize_body, REASON_MAX));
         let tool = self.tool.map(|t| ToolInfo {
-            name: take(Cleaned::of(t.name, sanitize_line, item_limits::TOOL_NAME)),
-            call: take(Cleaned::of(t.call, sanitize_line, item_limits::TOOL_CALL)),
+            name: take(t.name, sanitize_line, item_limits::TOOL_NAME),
+            call: take(t.call, sanitize_line, item_limits::TOOL_CALL),
             args: t
                 .args
                 .into_iter()
                 .map(|(k, v)| {
                     (
-                        take(Cleaned::of(k, sanitize_line, item_limits::TOOL_CALL)),
-                        take(Cleaned::of(v, sanitize_line, item_limits::TOOL_CALL)),
+                        take(k, sanitize_line, item_limits::TOOL_CALL),
+                        take(v, sanitize_line, item_limits::TOOL_CALL),
                     )
                 })
                 .collect(),
@@ -535,12 +538,9 @@ impl AskSpec {
             .map(|p| Push {
                 title: p
                     .title
-                    .map(|t| take(Cleaned::of(t, sanitize_line_chars, PUSH_TITLE_MAX)))
+                    .map(|t| take(t, sanitize_line_chars, PUSH_TITLE_MAX))
                     .filter(|t| !t.is_empty()),
-                line: p
-                    .line
-                    .map(|l| take(Cleaned::of(l, sanitize_line_chars, PUSH_LINE_MAX)))
-                    .filter(|l| !l.is_empty()),
+                line: p.line.map(|l| take(l, sanitize_line_chars, PUSH_LINE_MAX)).filter(|l| !l.is_empty()),
             })
             .filter(|p| !p.is_empty());
         let kind = check_kind(self.kind, allow_always, &mut take)?;
@@ -588,7 +588,7 @@ fn check_options(
     max: usize,
     kind: &str,
     allow_always: bool,
-    take: &mut impl FnMut(Cleaned) -> String,
+    take: &mut impl FnMut(String, Rule, usize) -> String,
 ) -> Result<Vec<AskOption>, RuleError> {
     if options.is_empty() || options.len() > max {
         return Err(RuleError::out_of_range(
@@ -613,7 +613,7 @@ fn check_options(
             if o.always && kind != "choice" {
                 return Err(RuleError::invalid("allow-always", "ask rule: only a choice may carry an allow-always option"));
             }
-            Ok(AskOption { id, label: take(Cleaned::of(o.label, sanitize_line, lim::OPTION_LABEL)), style: o.style, always: o.always })
+            Ok(AskOption { id, label: take(o.label, sanitize_line, lim::OPTION_LABEL), style: o.style, always: o.always })
         })
         .collect()
 }
@@ -621,7 +621,7 @@ fn check_options(
 fn check_kind(
     kind: AskKind,
     allow_always: bool,
-    take: &mut impl FnMut(Cleaned) -> String,
+    take: &mut impl FnMut(String, Rule, usize) -> String,
 ) -> Result<AskKind, RuleError> {
     Ok(match kind {
         AskKind::Choice { options } => AskKind::Choice {
@@ -651,7 +651,7 @@ fn check_kind(
                 }
             }
             AskKind::Text {
-                placeholder: placeholder.map(|p| take(Cleaned::of(p, sanitize_line, lim::PLACEHOLDER))),
+                placeholder: placeholder.map(|p| take(p, sanitize_line, lim::PLACEHOLDER)),
                 multiline,
                 max_bytes,
             }
@@ -686,7 +686,7 @@ fn check_kind(
                                         id: Id::new(o.id)
                                             .map_err(|e| ctx(e, "select option id"))?
                                             .into_string(),
-                                        label: take(Cleaned::of(o.label, sanitize_line, lim::OPTION_LABEL)),
+                                        label: take(o.label, sanitize_line, lim::OPTION_LABEL),
                                     })
                                 })
                                 .collect::<Result<Vec<_>, RuleError>>()?,
@@ -707,7 +707,7 @@ fn check_kind(
                     };
                     Ok(FormField {
                         id,
-                        label: take(Cleaned::of(f.label, sanitize_line, lim::FIELD_LABEL)),
+                        label: take(f.label, sanitize_line, lim::FIELD_LABEL),
                         field_type: f.field_type,
                         required: f.required,
                         options,

@@ -522,8 +522,9 @@ fn answer_calls(hash: String) -> load::Calls {
     })
 }
 
-/// The workspace root, two folders above this crate's manifest folder.
-fn project_root() -> PathBuf {
+/// The workspace root, two folders above this crate's manifest folder
+/// (`xtask/bench`; `xtask/collie` uses it too).
+pub fn project_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .ancestors()
         .nth(2)

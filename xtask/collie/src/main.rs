@@ -12,8 +12,9 @@ mod phone;
 mod pin;
 mod soak;
 
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use xtask_bench::project_root;
 
 /// Each task's own arguments are in `cargo xtask help` and the task's
 /// usage line.
@@ -38,13 +39,4 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
-}
-
-/// The workspace root, two folders above this crate's manifest folder.
-pub(crate) fn project_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("xtask/collie sits two folders below the workspace root")
-        .to_path_buf()
 }

@@ -341,12 +341,13 @@ impl State {
         self.panes.get(id).map(|p| &**p)
     }
 
-    /// Encodes the events of `pane`'s tail after `after` that are not yet
-    /// ([`PaneData::encode_tail_after`]): the length of their JSON in all,
-    /// or `None` for no open pane.
-    pub(crate) fn encode_tail_after(&mut self, pane: &Id, after: u64) -> Option<usize> {
+    /// `pane` with the events of its tail after `after` encoded
+    /// ([`PaneData::encode_tail_after`]), and the length of their JSON in
+    /// all; `None` for no open pane.
+    pub(crate) fn encode_tail_after(&mut self, pane: &Id, after: u64) -> Option<(&PaneData, usize)> {
         let p = self.panes.get_mut(pane)?;
-        Some(p.encode_tail_after(after, &mut self.event_scratch))
+        let bytes = p.encode_tail_after(after, &mut self.event_scratch);
+        Some((&**p, bytes))
     }
 
     pub(crate) fn is_open(&self, id: &Id) -> bool {
