@@ -20,8 +20,16 @@ use crate::header_clock::HeaderClock;
 pub(crate) struct WriteTimeout<I> {
     io: I,
     timeout: Duration,
-    /// Armed when a write first stays pending; disarmed by any progress.
-    stalled: Option<Pin<Box<Sleep>>>,
+    /// The stall timer: made at the connection's first stall, then moved to
+    /// `now + timeout` at the start of each later one, so that a large
+    /// answer written through many stalls does not allocate and register a
+    /// timer each time.
+    timer: Option<Pin<Box<Sleep>>>,
+    /// Whether the write is stalled now: set when a write first stays
+    /// pending, cleared by any progress. While it is clear, the timer's
+    /// deadline means nothing (if it passes, the task is woken once and
+    /// polls nothing).
+    stalled: bool,
     /// Told of each write's progress: the wait for the next request runs
     /// from the end of an answer's write.
     clock: Option<Arc<HeaderClock>>,
@@ -31,14 +39,14 @@ impl<I> fmt::Debug for WriteTimeout<I> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WriteTimeout")
             .field("timeout", &self.timeout)
-            .field("stalled", &self.stalled.is_some())
+            .field("stalled", &self.stalled)
             .finish_non_exhaustive()
     }
 }
 
 impl<I> WriteTimeout<I> {
     pub(crate) fn new(io: I, timeout: Duration) -> Self {
-        WriteTimeout { io, timeout, stalled: None, clock: None }
+        WriteTimeout { io, timeout, timer: None, stalled: false, clock: None }
     }
 
     /// Tells `clock` of every write that makes progress.
@@ -55,18 +63,28 @@ impl<I> WriteTimeout<I> {
         }
     }
 
-    /// Passes on a write's outcome: a completed one disarms the timer, a
-    /// pending one arms it (once) and fails when it has run out.
+    /// Passes on a write's outcome: a completed one ends the stall, a
+    /// pending one starts one (the timer runs from now) or goes on with it,
+    /// and fails when the timer has run out.
     fn progress<T>(&mut self, cx: &mut Context<'_>, polled: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
         match polled {
             Poll::Ready(done) => {
-                self.stalled = None;
+                self.stalled = false;
                 Poll::Ready(done)
             }
             Poll::Pending => {
                 let timeout = self.timeout;
-                let stalled = self.stalled.get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
-                match stalled.as_mut().poll(cx) {
+                let deadline = (!self.stalled).then(|| tokio::time::Instant::now() + timeout);
+                self.stalled = true;
+                let timer = match (&mut self.timer, deadline) {
+                    (Some(timer), Some(deadline)) => {
+                        timer.as_mut().reset(deadline);
+                        timer
+                    }
+                    (Some(timer), None) => timer,
+                    (timer @ None, _) => timer.insert(Box::pin(tokio::time::sleep(timeout))),
+                };
+                match timer.as_mut().poll(cx) {
                     Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
                         io::ErrorKind::TimedOut,
                         format!("the client read nothing for {timeout:?}: the write made no progress"),
@@ -159,6 +177,38 @@ mod tests {
         io.shutdown().await.unwrap();
         drop(io);
         assert_eq!(reader.await.unwrap(), vec![7u8; 1024]);
+    }
+
+    /// The timer is made once and moved at each stall: a stall that starts
+    /// after an earlier stall's deadline has passed still gets the whole
+    /// timeout, and one that outlasts it still fails.
+    #[tokio::test(start_paused = true)]
+    async fn each_stall_gets_the_whole_timeout_from_its_own_start() {
+        use tokio::time::{Instant, sleep};
+        let ms = Duration::from_millis;
+        let (server, mut client) = tokio::io::duplex(16);
+        let mut io = WriteTimeout::new(server, ms(100));
+        let start = Instant::now();
+        let reader = tokio::spawn(async move {
+            let mut buf = [0u8; 16];
+            // Relieves the first stall (from 0 ms) at 60 ms, the second
+            // (from 150 ms) at 230 ms, then reads nothing more.
+            for at in [60, 230] {
+                sleep(ms(at).saturating_sub(start.elapsed())).await;
+                client.read_exact(&mut buf).await.unwrap();
+            }
+            client
+        });
+        io.write_all(&[1u8; 32]).await.unwrap();
+        assert_eq!(start.elapsed(), ms(60), "the first stall lasted until the reader read");
+        // Not stalled while the first stall's deadline (100 ms) passes.
+        sleep(ms(90)).await;
+        io.write_all(&[2u8; 16]).await.unwrap();
+        assert_eq!(start.elapsed(), ms(230), "a stall from 150 ms was cut off at the old deadline");
+        let e = io.write_all(&[3u8; 16]).await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        assert_eq!(start.elapsed(), ms(330), "the third stall got the whole timeout, no more");
+        drop(reader.await.unwrap());
     }
 
     #[tokio::test]
