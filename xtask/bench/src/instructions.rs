@@ -1,9 +1,11 @@
 //! `cargo xtask bench --instructions`: the same cases counted in
 //! instructions instead of CPU time. Each server runs under
-//! `valgrind --tool=callgrind`; the client sends a warm-up, zeroes the
-//! server's counters (`callgrind_control --zero`), sends exactly `n`
-//! requests, and has the counters dumped (`callgrind_control --dump`): the
-//! dump's total over `n` is the server's instructions per request.
+//! `valgrind --tool=callgrind`; the client opens its keep-alive
+//! connections, sends a warm-up on them, zeroes the server's counters
+//! (`callgrind_control --zero`), sends exactly `n` more requests on the
+//! same connections, and has the counters dumped (`callgrind_control
+//! --dump`): the dump's total over `n` is the server's instructions per
+//! request.
 //!
 //! Why: CPU time on a shared 2-core machine moves by a third from run to run
 //! (other jobs, steal time), wider than the margins of the targets, while an
@@ -41,7 +43,7 @@ pub(super) async fn run(o: &Options) -> Result<(), String> {
     let started = std::time::Instant::now();
     println!(
         "instructions per request (user space, the server's own; valgrind --tool=callgrind), \
-         {CONNS} keep-alive connections, after {} warm-up requests",
+         {CONNS} keep-alive connections, counted after {} warm-up requests on them",
         WARMUP_PER_CONN * CONNS as u64
     );
     println!("{:<48} {:>10} {:>10} {:>7}", "case", "agent", "bare", "ratio");
@@ -169,10 +171,15 @@ async fn per_request(
     per_conn: u64,
 ) -> Result<f64, String> {
     let from = server.counted.get();
-    let warmed = load::count(&server.target, calls, expect, CONNS, from, WARMUP_PER_CONN).await?;
+    // The count's connections are the warm-up's: a connection's own cost
+    // (the socket's peer check, about 50,000 instructions) is paid once per
+    // keep-alive connection, not per request, and would weigh a fifth of it
+    // on each of the 10,000-pane state's few requests.
+    let mut conns = load::connect_all(&server.target, CONNS).await?;
+    let warmed = load::count(&server.target, calls, expect, &mut conns, from, WARMUP_PER_CONN).await?;
     control(server.pid(), "--zero")?;
     let from = from + WARMUP_PER_CONN;
-    let errors = load::count(&server.target, calls, expect, CONNS, from, per_conn).await?;
+    let errors = load::count(&server.target, calls, expect, &mut conns, from, per_conn).await?;
     control(server.pid(), "--dump")?;
     server.counted.set(from + per_conn);
     if warmed + errors > 0 {

@@ -231,21 +231,32 @@ pub async fn run_each(
     })
 }
 
-/// Sends exactly `per_conn` requests on each of `conns` keep-alive
-/// connections, one in flight on each: connection `c` sends
-/// `calls(c, from)`, `calls(c, from + 1)`, …. Returns how many did not get
-/// `expect`.
+/// Opens `conns` keep-alive connections, for [`count`] to use again and
+/// again: what a new connection costs the server (its accept, the socket's
+/// peer check) is then paid before any count, as it is before the measured
+/// window of [`run`].
+pub async fn connect_all(target: &Target, conns: usize) -> Result<Vec<Sender>, String> {
+    let mut senders = Vec::with_capacity(conns);
+    for _ in 0..conns {
+        senders.push(connect(target).await?);
+    }
+    Ok(senders)
+}
+
+/// Sends exactly `per_conn` requests on each of `senders`, one in flight
+/// on each: connection `c` sends `calls(c, from)`, `calls(c, from + 1)`,
+/// …. Returns how many did not get `expect`. A connection that fails is
+/// opened again (and its new connection is counted with the requests).
 pub async fn count(
     target: &Target,
     calls: &Calls,
     expect: u16,
-    conns: usize,
+    senders: &mut Vec<Sender>,
     from: u64,
     per_conn: u64,
 ) -> Result<u64, String> {
     let mut tasks = Vec::new();
-    for conn in 0..conns {
-        let mut sender = connect(target).await?;
+    for (conn, mut sender) in senders.drain(..).enumerate() {
         let (target, calls) = (target.clone(), calls.clone());
         tasks.push(tokio::spawn(async move {
             let mut errors = 0u64;
@@ -255,12 +266,14 @@ pub async fn count(
                     sender = connect(&target).await?;
                 }
             }
-            Ok::<_, String>(errors)
+            Ok::<_, String>((errors, sender))
         }));
     }
     let mut errors = 0;
     for t in tasks {
-        errors += t.await.map_err(|e| e.to_string())??;
+        let (failed, sender) = t.await.map_err(|e| e.to_string())??;
+        errors += failed;
+        senders.push(sender);
     }
     Ok(errors)
 }
