@@ -122,7 +122,7 @@ fn decide(core: &Core, ask_id: &Id, req: AnswerRequest) -> Ran {
             ));
         }
     };
-    let pane = open.pane.clone();
+    let group = format!("pane:{}", open.pane);
     core.close_ask_locked(&mut st, ask_id.as_str(), DecidedBy::Phone, Outcome::Answered, Some(answer), now);
-    Ran::stored(answered(ask_id.as_str(), now, &req.request_id), format!("pane:{pane}"))
+    Ran::stored(answered(ask_id.as_str(), now, &req.request_id), group)
 }

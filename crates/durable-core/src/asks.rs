@@ -244,7 +244,7 @@ impl Core {
         now: Timestamp,
     ) {
         let Some(mut open) = st.close_ask(id, by, outcome, now) else { return };
-        let pane = open.ask.pane.clone();
+        let pane = &open.ask.pane;
         tracing::info!(target: "durable", ask_id = %id, outcome = %outcome, decided_by = %by, pane = %pane, "ask decided");
         if let Some(tx) = open.sender.take() {
             let result = match answer {
@@ -256,9 +256,9 @@ impl Core {
         if let Some(tx) = open.closed_tx.take() {
             let _ = tx.send(());
         }
-        let waiting = st.pane(&pane).is_some_and(|p| p.has_queued());
-        if waiting && st.open_asks_of(&pane).is_empty() {
-            let core = self.clone();
+        let waiting = st.pane(pane).is_some_and(|p| p.has_queued());
+        if waiting && st.open_asks_of(pane).is_empty() {
+            let (core, pane) = (self.clone(), pane.clone());
             self.push_job(async move { core.deliver_queued(&pane) });
         }
     }

@@ -30,7 +30,7 @@ pub(crate) struct InFlight {
 /// Removes the in-flight entry when the first request ends, however it ends.
 struct Claim<'a> {
     inflight: &'a InFlight,
-    id: Id,
+    id: &'a Id,
     tx: watch::Sender<Settled>,
 }
 
@@ -42,7 +42,7 @@ impl Claim<'_> {
 
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
-        self.inflight.map.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.id);
+        self.inflight.map.lock().unwrap_or_else(|e| e.into_inner()).remove(self.id);
     }
 }
 
@@ -143,7 +143,7 @@ impl Core {
                     None => {
                         let (tx, rx) = watch::channel(None);
                         map.insert(request_id.clone(), rx);
-                        break Claim { inflight, id: request_id.clone(), tx };
+                        break Claim { inflight, id: request_id, tx };
                     }
                 }
             };

@@ -3,10 +3,11 @@
 //! within a grace period, and every request carried to the core.
 
 use std::fmt;
-use std::future::Future;
+use std::future::{Future, poll_fn};
 use std::panic::AssertUnwindSafe;
 use std::pin::pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -293,10 +294,18 @@ where
                 let request = if no_body {
                     to_core_request_without_body(&request, caller)
                 } else {
-                    match tokio::time::timeout(body_read_timeout, to_core_request(request, caller)).await {
-                        Ok(read) => read.map_err(ServiceError::Body)?,
-                        Err(_) => return Err(ServiceError::BodyTimeout(body_read_timeout)),
-                    }
+                    // A body that came in with its head (an answer, a send:
+                    // a few hundred bytes) is whole at the first poll: the
+                    // timer is made only for a body still on its way.
+                    let mut read = pin!(to_core_request(request, caller));
+                    let read = match poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx))).await {
+                        Poll::Ready(read) => read,
+                        Poll::Pending => match tokio::time::timeout(body_read_timeout, read).await {
+                            Ok(read) => read,
+                            Err(_) => return Err(ServiceError::BodyTimeout(body_read_timeout)),
+                        },
+                    };
+                    read.map_err(ServiceError::Body)?
                 };
                 if request.method == Method::Get {
                     // A read changes nothing, so nothing must outlive the

@@ -596,26 +596,34 @@ fn check_options(
             format!("ask rule: a {kind} has 1 to {max} options, this one has {}", options.len()),
         ));
     }
-    let mut seen = std::collections::HashSet::new();
-    options
-        .into_iter()
-        .map(|o| {
-            let id = Id::new(o.id).map_err(|e| ctx(e, "option id"))?.into_string();
-            if !seen.insert(id.clone()) {
-                return Err(RuleError::invalid("options", format!("ask rule: option id {id:?} is given twice")));
-            }
-            if o.always && !allow_always {
-                return Err(RuleError::invalid(
-                    "allow-always",
-                    "ask rule: allow-always options are off for this core (allow_always = false, the TLS default)",
-                ));
-            }
-            if o.always && kind != "choice" {
-                return Err(RuleError::invalid("allow-always", "ask rule: only a choice may carry an allow-always option"));
-            }
-            Ok(AskOption { id, label: take(o.label, sanitize_line, lim::OPTION_LABEL), style: o.style, always: o.always })
-        })
-        .collect()
+    // At most 16 options: a scan of those kept finds a repeated id with
+    // no set to build (an approval raises two options per tool call).
+    let mut kept: Vec<AskOption> = Vec::with_capacity(options.len());
+    for o in options {
+        let id = Id::new(o.id).map_err(|e| ctx(e, "option id"))?.into_string();
+        if kept.iter().any(|k| k.id == id) {
+            return Err(RuleError::invalid("options", format!("ask rule: option id {id:?} is given twice")));
+        }
+        if o.always && !allow_always {
+            return Err(RuleError::invalid(
+                "allow-always",
+                "ask rule: allow-always options are off for this core (allow_always = false, the TLS default)",
+            ));
+        }
+        if o.always && kind != "choice" {
+            return Err(RuleError::invalid(
+                "allow-always",
+                "ask rule: only a choice may carry an allow-always option",
+            ));
+        }
+        kept.push(AskOption {
+            id,
+            label: take(o.label, sanitize_line, lim::OPTION_LABEL),
+            style: o.style,
+            always: o.always,
+        });
+    }
+    Ok(kept)
 }
 
 fn check_kind(
@@ -971,6 +979,22 @@ mod tests {
         assert_eq!(ask.hash, "cb8b64234d06250d254d479dcdd28c57083cae57ba257f035c7f409be9de57ce");
         assert!(ask.readable);
         assert!(!ask.cleaned);
+    }
+
+    #[test]
+    fn an_option_id_given_twice_is_refused_by_name() {
+        let spec = AskSpec::choice(
+            "call-1",
+            "pick one",
+            [AskOption::new("a", "A"), AskOption::new("b", "B"), AskOption::new("a", "A again")],
+        );
+        let e = spec.build(&pane(), Timestamp::from_millis(0), true).unwrap_err();
+        assert!(e.to_string().contains(r#"option id "a" is given twice"#), "{e}");
+        let ok = AskSpec::choice("call-1", "pick one", [AskOption::new("a", "A"), AskOption::new("b", "B")]);
+        let ask = ok.build(&pane(), Timestamp::from_millis(0), true).unwrap();
+        let AskKind::Choice { options } = &ask.kind else { panic!("a choice: {:?}", ask.kind) };
+        let ids: Vec<&str> = options.iter().map(|o| o.id.as_str()).collect();
+        assert_eq!(ids, ["a", "b"], "kept in order");
     }
 
     #[test]

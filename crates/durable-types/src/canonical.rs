@@ -22,7 +22,6 @@
 //! Debug builds (the tests, the fuzz targets) check each ask's hash against
 //! the hash of its `Value`.
 
-use std::borrow::Cow;
 use std::ops::Range;
 
 use serde::ser::{self, Impossible, Serialize};
@@ -209,8 +208,8 @@ impl<'a> ser::Serializer for Canonical<'a> {
     ) -> Result<TaggedArray<'a>, Error> {
         Ok(TaggedArray { parent: self.out, variant, omit: self.omit.below(), items: vec![b'['], first: true })
     }
-    fn serialize_map(self, _: Option<usize>) -> Result<Finish<'a>, Error> {
-        Ok(Finish { parent: self.out, object: Object::new(self.omit) })
+    fn serialize_map(self, len: Option<usize>) -> Result<Finish<'a>, Error> {
+        Ok(Finish { parent: self.out, object: Object::new(self.omit, len.unwrap_or(0)) })
     }
     fn serialize_struct(self, _: &'static str, len: usize) -> Result<Finish<'a>, Error> {
         self.serialize_map(Some(len))
@@ -220,9 +219,9 @@ impl<'a> ser::Serializer for Canonical<'a> {
         _: &'static str,
         _: u32,
         variant: &'static str,
-        _: usize,
+        len: usize,
     ) -> Result<TaggedObject<'a>, Error> {
-        Ok(TaggedObject { parent: self.out, variant, object: Object::new(self.omit.below()) })
+        Ok(TaggedObject { parent: self.out, variant, object: Object::new(self.omit.below(), len) })
     }
 }
 
@@ -286,51 +285,76 @@ impl ser::SerializeTupleVariant for TaggedArray<'_> {
     }
 }
 
-/// An object's entries, kept until its end, then sorted. Every value is
-/// written into one buffer of the object's (an entry holds its range), not
-/// into a buffer of its own.
+/// An object's entries, kept until its end, then sorted. Every key (its
+/// text, unescaped) and every value (canonical JSON) is written into one
+/// buffer of the object's, and an entry holds their ranges: no key and no
+/// value gets an allocation of its own.
 struct Object {
-    entries: Vec<(Cow<'static, str>, Range<usize>)>,
-    values: Vec<u8>,
+    /// Each entry's key and value, as ranges of `bytes`.
+    entries: Vec<(Range<usize>, Range<usize>)>,
+    bytes: Vec<u8>,
     omit: Omit,
-    /// A key given by `serialize_key`, waiting for its value.
-    key: Option<String>,
+    /// A key given by `serialize_key`, waiting for its value: its range.
+    key: Option<Range<usize>>,
 }
 
 impl Object {
-    fn new(omit: Omit) -> Object {
-        Object { entries: Vec::new(), values: Vec::new(), omit, key: None }
+    /// An object of about `len` entries (as its `Serialize` says): its
+    /// entries, and its keys and values at about 32 bytes each, are sized
+    /// once rather than grown by doubling from nothing (six allocations for
+    /// an ask's 300 bytes). Only a hint: capped, so that a `Serialize` that
+    /// claims too much reserves little.
+    fn new(omit: Omit, len: usize) -> Object {
+        let len = len.min(32);
+        Object { entries: Vec::with_capacity(len), bytes: Vec::with_capacity(len * 32), omit, key: None }
     }
 
-    fn entry<T: Serialize + ?Sized>(&mut self, key: Cow<'static, str>, v: &T) -> Result<(), Error> {
-        if self.omit.top.contains(&&*key) {
+    /// A struct's field.
+    fn field<T: Serialize + ?Sized>(&mut self, key: &'static str, v: &T) -> Result<(), Error> {
+        if self.omit.top.contains(&key) {
             return Ok(());
         }
-        let start = self.values.len();
-        v.serialize(Canonical { out: &mut self.values, omit: self.omit.below() })?;
-        if self.omit.nulls && &self.values[start..] == b"null" {
-            self.values.truncate(start);
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(key.as_bytes());
+        self.entry(start..self.bytes.len(), v)
+    }
+
+    /// The value of the key already written at `key`.
+    fn entry<T: Serialize + ?Sized>(&mut self, key: Range<usize>, v: &T) -> Result<(), Error> {
+        let top = self.omit.top.iter().any(|t| t.as_bytes() == &self.bytes[key.clone()]);
+        if top {
+            self.bytes.truncate(key.start);
+            return Ok(());
+        }
+        let start = self.bytes.len();
+        v.serialize(Canonical { out: &mut self.bytes, omit: self.omit.below() })?;
+        if self.omit.nulls && &self.bytes[start..] == b"null" {
+            self.bytes.truncate(key.start);
         } else {
-            self.entries.push((key, start..self.values.len()));
+            self.entries.push((key, start..self.bytes.len()));
         }
         Ok(())
     }
 
-    fn write_into(mut self, out: &mut Vec<u8>) {
-        // Stable: of a key given twice, the last stays last, and is kept.
-        self.entries.sort_by(|a, b| a.0.cmp(&b.0));
-        self.entries.reverse();
-        self.entries.dedup_by(|later, earlier| later.0 == earlier.0);
-        self.entries.reverse();
-        out.reserve(self.values.len() + self.entries.iter().map(|(k, _)| k.len() + 4).sum::<usize>() + 2);
+    fn write_into(self, out: &mut Vec<u8>) {
+        let Object { mut entries, bytes, .. } = self;
+        // By the keys' UTF-8 bytes, which is their `str` order. Stable: of
+        // a key given twice, the last stays last, and is kept.
+        entries.sort_by(|a, b| bytes[a.0.clone()].cmp(&bytes[b.0.clone()]));
+        entries.reverse();
+        entries.dedup_by(|later, earlier| bytes[later.0.clone()] == bytes[earlier.0.clone()]);
+        entries.reverse();
+        out.reserve(bytes.len() + entries.len() * 4 + 2);
         out.push(b'{');
-        for (i, (k, range)) in self.entries.iter().enumerate() {
+        for (i, (key, value)) in entries.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
-            let _ = serde_json::to_writer(&mut *out, &**k);
+            // Written from `str`s only (`KeyText`), so always UTF-8.
+            let key = std::str::from_utf8(&bytes[key.clone()]).unwrap_or_default();
+            let _ = serde_json::to_writer(&mut *out, key);
             out.push(b':');
-            out.extend_from_slice(&self.values[range.clone()]);
+            out.extend_from_slice(&bytes[value.clone()]);
         }
         out.push(b'}');
     }
@@ -346,12 +370,14 @@ impl ser::SerializeMap for Finish<'_> {
     type Ok = ();
     type Error = Error;
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Error> {
-        self.object.key = Some(key.serialize(KeyText)?);
+        let start = self.object.bytes.len();
+        key.serialize(KeyText(&mut self.object.bytes))?;
+        self.object.key = Some(start..self.object.bytes.len());
         Ok(())
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Error> {
         let key = self.object.key.take().ok_or_else(|| Error("a map value came without its key".into()))?;
-        self.object.entry(key.into(), v)
+        self.object.entry(key, v)
     }
     fn end(self) -> Result<(), Error> {
         self.object.write_into(self.parent);
@@ -363,7 +389,7 @@ impl ser::SerializeStruct for Finish<'_> {
     type Ok = ();
     type Error = Error;
     fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, v: &T) -> Result<(), Error> {
-        self.object.entry(key.into(), v)
+        self.object.field(key, v)
     }
     fn end(self) -> Result<(), Error> {
         self.object.write_into(self.parent);
@@ -382,7 +408,7 @@ impl ser::SerializeStructVariant for TaggedObject<'_> {
     type Ok = ();
     type Error = Error;
     fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, v: &T) -> Result<(), Error> {
-        self.object.entry(key.into(), v)
+        self.object.field(key, v)
     }
     fn end(self) -> Result<(), Error> {
         let mut inner = Vec::new();
@@ -392,82 +418,86 @@ impl ser::SerializeStructVariant for TaggedObject<'_> {
 }
 
 /// A map key as a `Value` keeps it: a string, or a number or a bool
-/// written as text.
-struct KeyText;
+/// written as text; written (unescaped) at the end of its object's buffer.
+struct KeyText<'a>(&'a mut Vec<u8>);
 
-impl ser::Serializer for KeyText {
-    type Ok = String;
+impl KeyText<'_> {
+    fn text(self, v: impl std::fmt::Display) -> Result<(), Error> {
+        use std::io::Write;
+        write!(self.0, "{v}").map_err(|e| Error(e.to_string()))
+    }
+}
+
+impl ser::Serializer for KeyText<'_> {
+    type Ok = ();
     type Error = Error;
-    type SerializeSeq = Impossible<String, Error>;
-    type SerializeTuple = Impossible<String, Error>;
-    type SerializeTupleStruct = Impossible<String, Error>;
-    type SerializeTupleVariant = Impossible<String, Error>;
-    type SerializeMap = Impossible<String, Error>;
-    type SerializeStruct = Impossible<String, Error>;
-    type SerializeStructVariant = Impossible<String, Error>;
+    type SerializeSeq = Impossible<(), Error>;
+    type SerializeTuple = Impossible<(), Error>;
+    type SerializeTupleStruct = Impossible<(), Error>;
+    type SerializeTupleVariant = Impossible<(), Error>;
+    type SerializeMap = Impossible<(), Error>;
+    type SerializeStruct = Impossible<(), Error>;
+    type SerializeStructVariant = Impossible<(), Error>;
 
-    fn serialize_bool(self, v: bool) -> Result<String, Error> {
-        Ok(v.to_string())
+    fn serialize_bool(self, v: bool) -> Result<(), Error> {
+        self.text(v)
     }
-    fn serialize_i8(self, v: i8) -> Result<String, Error> {
-        Ok(v.to_string())
+    fn serialize_i8(self, v: i8) -> Result<(), Error> {
+        self.text(v)
     }
-    fn serialize_i16(self, v: i16) -> Result<String, Error> {
-        Ok(v.to_string())
+    fn serialize_i16(self, v: i16) -> Result<(), Error> {
+        self.text(v)
     }
-    fn serialize_i32(self, v: i32) -> Result<String, Error> {
-        Ok(v.to_string())
+    fn serialize_i32(self, v: i32) -> Result<(), Error> {
+        self.text(v)
     }
-    fn serialize_i64(self, v: i64) -> Result<String, Error> {
-        Ok(v.to_string())
+    fn serialize_i64(self, v: i64) -> Result<(), Error> {
+        self.text(v)
     }
-    fn serialize_u8(self, v: u8) -> Result<String, Error> {
-        Ok(v.to_string())
+    fn serialize_u8(self, v: u8) -> Result<(), Error> {
+        self.text(v)
     }
-    fn serialize_u16(self, v: u16) -> Result<String, Error> {
-        Ok(v.to_string())
+    fn serialize_u16(self, v: u16) -> Result<(), Error> {
+        self.text(v)
     }
-    fn serialize_u32(self, v: u32) -> Result<String, Error> {
-        Ok(v.to_string())
+    fn serialize_u32(self, v: u32) -> Result<(), Error> {
+        self.text(v)
     }
-    fn serialize_u64(self, v: u64) -> Result<String, Error> {
-        Ok(v.to_string())
+    fn serialize_u64(self, v: u64) -> Result<(), Error> {
+        self.text(v)
     }
-    fn serialize_f32(self, _: f32) -> Result<String, Error> {
+    fn serialize_f32(self, _: f32) -> Result<(), Error> {
         Err(key_must_be_a_string())
     }
-    fn serialize_f64(self, _: f64) -> Result<String, Error> {
+    fn serialize_f64(self, _: f64) -> Result<(), Error> {
         Err(key_must_be_a_string())
     }
-    fn serialize_char(self, v: char) -> Result<String, Error> {
-        Ok(v.to_string())
+    fn serialize_char(self, v: char) -> Result<(), Error> {
+        self.text(v)
     }
-    fn serialize_str(self, v: &str) -> Result<String, Error> {
-        Ok(v.to_owned())
+    fn serialize_str(self, v: &str) -> Result<(), Error> {
+        self.0.extend_from_slice(v.as_bytes());
+        Ok(())
     }
-    fn serialize_bytes(self, _: &[u8]) -> Result<String, Error> {
+    fn serialize_bytes(self, _: &[u8]) -> Result<(), Error> {
         Err(key_must_be_a_string())
     }
-    fn serialize_none(self) -> Result<String, Error> {
+    fn serialize_none(self) -> Result<(), Error> {
         Err(key_must_be_a_string())
     }
-    fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result<String, Error> {
+    fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result<(), Error> {
         Err(key_must_be_a_string())
     }
-    fn serialize_unit(self) -> Result<String, Error> {
+    fn serialize_unit(self) -> Result<(), Error> {
         Err(key_must_be_a_string())
     }
-    fn serialize_unit_struct(self, _: &'static str) -> Result<String, Error> {
+    fn serialize_unit_struct(self, _: &'static str) -> Result<(), Error> {
         Err(key_must_be_a_string())
     }
-    fn serialize_unit_variant(self, _: &'static str, _: u32, variant: &'static str) -> Result<String, Error> {
-        Ok(variant.to_owned())
+    fn serialize_unit_variant(self, _: &'static str, _: u32, variant: &'static str) -> Result<(), Error> {
+        self.serialize_str(variant)
     }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(
-        self,
-        _: &'static str,
-        v: &T,
-    ) -> Result<String, Error> {
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, v: &T) -> Result<(), Error> {
         v.serialize(self)
     }
     fn serialize_newtype_variant<T: Serialize + ?Sized>(
@@ -476,7 +506,7 @@ impl ser::Serializer for KeyText {
         _: u32,
         _: &'static str,
         _: &T,
-    ) -> Result<String, Error> {
+    ) -> Result<(), Error> {
         Err(key_must_be_a_string())
     }
     fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Error> {
@@ -621,5 +651,17 @@ mod tests {
         assert_eq!(text, through_value(&v));
         assert!(!text.contains("dropped at the top") && text.contains("kept below the top"), "{text}");
         assert!(text.contains("\"zeta\":9") && !text.contains("\"zeta\":1"), "{text}");
+    }
+
+    #[test]
+    fn map_keys_are_sorted_by_their_text_and_escaped_when_written() {
+        // Keys kept unescaped in the object's buffer: sorted by their own
+        // bytes (`"A"` < `"a\"b"` < `"z"` < `"é"`), escaped on the way out.
+        let v = serde_json::json!({
+            "é": 1, "z": {"b": 2, "a\u{1}": null, "\n": [3]}, "a\"b": 4, "A": 5, "id": "dropped"
+        });
+        let text = typed(&v);
+        assert_eq!(text, through_value(&v));
+        assert_eq!(text, r#"{"A":5,"a\"b":4,"z":{"\n":[3],"b":2},"é":1}"#);
     }
 }

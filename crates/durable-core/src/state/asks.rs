@@ -90,7 +90,6 @@ impl State {
     ) {
         let ask = Arc::new(ask);
         let id = ask.id.clone();
-        let pane = ask.pane.clone();
         // Raised again: it is open, no longer decided.
         self.decided.remove(&id);
         self.next_ask_order += 1;
@@ -99,7 +98,8 @@ impl State {
             id,
             OpenAsk { ask: Arc::clone(&ask), order, sender: Some(sender), closed_tx: Some(closed_tx) },
         );
-        self.pane_event(&pane, now, EventBody::Ask { ask });
+        let event = EventBody::Ask { ask: Arc::clone(&ask) };
+        self.pane_event(&ask.pane, now, event);
     }
 
     /// Closes an open ask: the `ask-closed` event and, unless the phone
@@ -114,9 +114,9 @@ impl State {
     ) -> Option<OpenAsk> {
         let open = self.asks.remove(id)?;
         self.remember_decided(id.to_owned(), by, now);
-        let pane = open.ask.pane.clone();
+        let pane = &open.ask.pane;
         self.pane_event(
-            &pane,
+            pane,
             now,
             EventBody::AskClosed { ask_id: id.to_owned(), decided_by: by, decided_at: now, outcome },
         );
@@ -136,7 +136,7 @@ impl State {
             if let Ok(item_id) = Id::new(format!("ask-closed-{id}")) {
                 let item = Item::new(item_id, ItemBody::Notice { text, partial: false, tone: Some(tone) });
                 if let Ok((item, _)) = item.sanitized() {
-                    self.pane_event(&pane, now, EventBody::Item { item: item.into() });
+                    self.pane_event(pane, now, EventBody::Item { item: item.into() });
                 }
             }
         }

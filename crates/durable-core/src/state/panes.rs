@@ -359,8 +359,9 @@ impl State {
         let seq = self.bump();
         if let Some(p) = self.panes.get_mut(pane) {
             let before = std::mem::replace(&mut p.changed_at, seq);
-            self.changes.remove(&before);
-            self.changes.insert(seq, pane.clone());
+            // The id moves from the pane's last change to this one: no copy.
+            let id = self.changes.remove(&before).unwrap_or_else(|| pane.clone());
+            self.changes.insert(seq, id);
         }
     }
 
