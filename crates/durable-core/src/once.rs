@@ -6,12 +6,13 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Mutex;
+use std::pin::pin;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use durable_types::exchange::Response;
 use durable_types::{ErrorCode, Id};
 use serde_json::Value;
-use tokio::sync::watch;
+use tokio::sync::Notify;
 
 use crate::core::Core;
 use crate::receipts::{DynReceiptStore, Lookup, Receipt, SendState};
@@ -19,30 +20,71 @@ use crate::respond;
 
 /// What the first request for an id ended with: its receipt, or nothing
 /// (refused, failed, or dropped), in which case a waiting repeat runs itself.
-type Settled = Option<Option<Receipt>>;
+/// Set once; the repeats waiting for it are woken then.
+#[derive(Default)]
+struct Settled {
+    outcome: OnceLock<Option<Receipt>>,
+    /// One `Notify`, not a `watch` channel, which goes through eight of
+    /// them at every send: about 700 instructions less an answer, with
+    /// nobody waiting (`docs/benchmarks.md`).
+    done: Notify,
+}
+
+impl Settled {
+    fn settle(&self, receipt: Option<Receipt>) {
+        // Only the first counts: the drop of a settled claim sets nothing.
+        let _ = self.outcome.set(receipt);
+        self.done.notify_waiters();
+    }
+
+    async fn wait(&self) -> Option<Receipt> {
+        loop {
+            // Registered before the check: a settle between the check and
+            // the await still wakes it.
+            let mut notified = pin!(self.done.notified());
+            notified.as_mut().enable();
+            if let Some(outcome) = self.outcome.get() {
+                return outcome.clone();
+            }
+            notified.await;
+        }
+    }
+}
 
 /// Request ids being processed now.
 #[derive(Default)]
 pub(crate) struct InFlight {
-    map: Mutex<HashMap<Id, watch::Receiver<Settled>>>,
+    map: Mutex<HashMap<Id, Arc<Settled>>>,
 }
 
-/// Removes the in-flight entry when the first request ends, however it ends.
+/// The first request's hold on its id. When it ends, however it ends, the
+/// id leaves the map and then the waiting repeats are woken with the
+/// outcome (nothing, if none was given): a repeat woken with nothing finds
+/// the id free.
 struct Claim<'a> {
     inflight: &'a InFlight,
     id: &'a Id,
-    tx: watch::Sender<Settled>,
+    settled: Arc<Settled>,
+    ended: bool,
 }
 
 impl Claim<'_> {
-    fn settle(self, receipt: Option<Receipt>) {
-        self.tx.send_replace(Some(receipt));
+    fn settle(mut self, receipt: Option<Receipt>) {
+        self.end(receipt);
+    }
+
+    fn end(&mut self, receipt: Option<Receipt>) {
+        if std::mem::replace(&mut self.ended, true) {
+            return;
+        }
+        self.inflight.map.lock().unwrap_or_else(|e| e.into_inner()).remove(self.id);
+        self.settled.settle(receipt);
     }
 }
 
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
-        self.inflight.map.lock().unwrap_or_else(|e| e.into_inner()).remove(self.id);
+        self.end(None);
     }
 }
 
@@ -136,24 +178,21 @@ impl Core {
     {
         let inflight = &self.shared.inflight;
         let claim = loop {
-            let waiter = {
+            let first = {
                 let mut map = inflight.map.lock().unwrap_or_else(|e| e.into_inner());
                 match map.get(request_id) {
-                    Some(rx) => Some(rx.clone()),
+                    Some(first) => Arc::clone(first),
                     None => {
-                        let (tx, rx) = watch::channel(None);
-                        map.insert(request_id.clone(), rx);
-                        break Claim { inflight, id: request_id, tx };
+                        let settled = Arc::new(Settled::default());
+                        map.insert(request_id.clone(), Arc::clone(&settled));
+                        break Claim { inflight, id: request_id, settled, ended: false };
                     }
                 }
             };
-            if let Some(mut rx) = waiter {
-                let settled = rx.wait_for(Option::is_some).await.map(|v| v.clone()).ok().flatten();
-                if let Some(Some(receipt)) = settled {
-                    return replay(&receipt);
-                }
-                // The first was refused or failed: this repeat runs on its own.
+            if let Some(receipt) = first.wait().await {
+                return replay(&receipt);
             }
+            // The first was refused or failed: this repeat runs on its own.
         };
         if let Some(resp) = before_run(self) {
             claim.settle(None);
