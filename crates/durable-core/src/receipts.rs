@@ -487,15 +487,16 @@ pub struct MemoryReceiptStore {
 
 #[derive(Default)]
 struct MemoryInner {
-    receipts: HashMap<String, Receipt>,
+    // One copy of each request id, shared by the maps and the group's log.
+    receipts: HashMap<Arc<str>, Receipt>,
     groups: HashMap<String, GroupLog>,
-    evicted: HashSet<String>,
+    evicted: HashSet<Arc<str>>,
 }
 
 #[derive(Default)]
 struct GroupLog {
-    live: VecDeque<String>,
-    evicted: VecDeque<String>,
+    live: VecDeque<Arc<str>>,
+    evicted: VecDeque<Arc<str>>,
 }
 
 impl GroupLog {
@@ -503,16 +504,16 @@ impl GroupLog {
     /// forgets the oldest evicted ids past ten times that.
     fn admit(
         &mut self,
-        request_id: &str,
+        request_id: Arc<str>,
         per_group: usize,
-        receipts: &mut HashMap<String, Receipt>,
-        evicted: &mut HashSet<String>,
+        receipts: &mut HashMap<Arc<str>, Receipt>,
+        evicted: &mut HashSet<Arc<str>>,
     ) {
-        self.live.push_back(request_id.to_owned());
+        self.live.push_back(request_id);
         while self.live.len() > per_group {
             let Some(old) = self.live.pop_front() else { break };
             receipts.remove(&old);
-            evicted.insert(old.clone());
+            evicted.insert(Arc::clone(&old));
             self.evicted.push_back(old);
         }
         while self.evicted.len() > per_group * EVICTED_MEMORY_FACTOR {
@@ -565,7 +566,8 @@ impl ReceiptStore for MemoryReceiptStore {
         let per_group = self.per_group;
         let mut inner = self.lock();
         let inner = &mut *inner;
-        match inner.receipts.entry(request_id.to_owned()) {
+        let id: Arc<str> = Arc::from(request_id);
+        match inner.receipts.entry(Arc::clone(&id)) {
             Entry::Occupied(_) => return Ok(()), // already kept: the first answer stays
             Entry::Vacant(v) => {
                 v.insert(receipt);
@@ -574,10 +576,10 @@ impl ReceiptStore for MemoryReceiptStore {
         inner.evicted.remove(request_id);
         // The group's own key is made once, when the group is first seen.
         match inner.groups.get_mut(group) {
-            Some(log) => log.admit(request_id, per_group, &mut inner.receipts, &mut inner.evicted),
+            Some(log) => log.admit(id, per_group, &mut inner.receipts, &mut inner.evicted),
             None => {
                 let mut log = GroupLog::default();
-                log.admit(request_id, per_group, &mut inner.receipts, &mut inner.evicted);
+                log.admit(id, per_group, &mut inner.receipts, &mut inner.evicted);
                 inner.groups.insert(group.to_owned(), log);
             }
         }

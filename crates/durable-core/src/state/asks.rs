@@ -1,6 +1,7 @@
 //! Asks: the open ones in the order raised, the ids decided (for `409
 //! ask-closed`), and answers held for asks not raised yet (§7.1).
 
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
 use durable_types::{Ask, DecidedBy, EventBody, Id, Item, ItemBody, NoticeTone, Outcome, Timestamp};
@@ -91,7 +92,7 @@ impl State {
         let ask = Arc::new(ask);
         let id = ask.id.clone();
         // Raised again: it is open, no longer decided.
-        self.decided.remove(&id);
+        self.decided.remove(id.as_str());
         self.next_ask_order += 1;
         let order = self.next_ask_order;
         self.asks.insert(
@@ -113,7 +114,7 @@ impl State {
         now: Timestamp,
     ) -> Option<OpenAsk> {
         let open = self.asks.remove(id)?;
-        self.remember_decided(id.to_owned(), by, now);
+        self.remember_decided(id, by, now);
         let pane = &open.ask.pane;
         self.pane_event(
             pane,
@@ -143,16 +144,21 @@ impl State {
         Some(open)
     }
 
-    fn remember_decided(&mut self, id: String, by: DecidedBy, at: Timestamp) {
+    fn remember_decided(&mut self, id: &str, by: DecidedBy, at: Timestamp) {
         self.decided_gen += 1;
         let generation = self.decided_gen;
-        self.decided.insert(id.clone(), (by, at, generation));
+        // One copy of the id, shared by the map and the order.
+        let id: Arc<str> = Arc::from(id);
+        self.decided.insert(Arc::clone(&id), (by, at, generation));
         self.decided_order.push_back((id, generation));
         while self.decided_order.len() > DECIDED_MEMORY {
-            // Forget an id only if this is its latest decision.
+            // Forget an id only if this is its latest decision: one lookup
+            // of an entry that is, at the bound, long out of the cache.
             if let Some((old, g)) = self.decided_order.pop_front() {
-                if self.decided.get(&old).is_some_and(|d| d.2 == g) {
-                    self.decided.remove(&old);
+                if let Entry::Occupied(e) = self.decided.entry(old) {
+                    if e.get().2 == g {
+                        e.remove();
+                    }
                 }
             }
         }
@@ -201,5 +207,30 @@ impl State {
         if self.holds.get(id).is_some_and(|h| h.expires_at <= now) {
             self.take_hold(id);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decided_ids_are_forgotten_oldest_first_unless_decided_again() {
+        let mut st = State::new(16);
+        let at = Timestamp::from_millis(1_000);
+        st.remember_decided("first", DecidedBy::Phone, at);
+        st.remember_decided("again", DecidedBy::Phone, at);
+        for i in 0..DECIDED_MEMORY - 2 {
+            st.remember_decided(&format!("ask-{i}"), DecidedBy::Phone, at);
+        }
+        assert!(st.decided("first").is_some(), "the bound is not reached yet");
+        // Decided again: its older entry in the order must not forget it.
+        st.remember_decided("again", DecidedBy::Timeout, at);
+        assert!(st.decided("first").is_none(), "the oldest id went at the bound");
+        st.remember_decided("one-more", DecidedBy::Phone, at);
+        assert_eq!(st.decided("again").map(|d| d.0), Some(DecidedBy::Timeout));
+        assert!(st.decided("ask-0").is_some());
+        assert_eq!(st.decided.len(), DECIDED_MEMORY);
+        assert_eq!(st.decided_order.len(), DECIDED_MEMORY);
     }
 }

@@ -13,6 +13,7 @@ mod layout;
 mod panes;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
 
 use bytes::Bytes;
 
@@ -49,8 +50,8 @@ pub(crate) struct State {
     starters: Vec<StarterView>,
     asks: HashMap<String, OpenAsk>,
     next_ask_order: u64,
-    decided: HashMap<String, (DecidedBy, Timestamp, u64)>,
-    decided_order: VecDeque<(String, u64)>,
+    decided: HashMap<Arc<str>, (DecidedBy, Timestamp, u64)>,
+    decided_order: VecDeque<(Arc<str>, u64)>,
     decided_gen: u64,
     holds: HashMap<String, Hold>,
     hold_by_request: HashMap<Id, String>,
