@@ -110,7 +110,8 @@ impl HttpOptions {
     /// when an answer has been written — and bytes trickling in do not
     /// restart it, so this bounds a slow sender (slowloris) and how long an
     /// idle keep-alive connection stays open (Collie polls every 2 to 10 s).
-    /// A connection past it is closed without an answer. Default 30 s.
+    /// A connection past it is closed without an answer. Default 30 s;
+    /// `Duration::MAX` means never.
     pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
         self.header_read_timeout = timeout;
         self
@@ -140,7 +141,7 @@ impl HttpOptions {
     /// client reads nothing (the kernel's buffers and the TLS layer's are
     /// full) for this long, the connection is closed, the rest of the answer
     /// unsent. A slow reader that keeps reading is served whole. Default
-    /// 30 s.
+    /// 30 s; `Duration::MAX` means never.
     pub fn write_timeout(mut self, timeout: Duration) -> Self {
         self.write_timeout = timeout;
         self

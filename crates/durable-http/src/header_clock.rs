@@ -25,6 +25,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::server::later_by;
+
 /// While a request is being served.
 const SERVING: u64 = u64::MAX;
 /// A request has its answer, not yet written: the write starts the wait
@@ -90,7 +92,7 @@ impl HeaderClock {
                 };
             }
             let from = if since == SERVING { self.now_ms() } else { since };
-            let deadline = self.opened + Duration::from_millis(from) + self.timeout;
+            let deadline = later_by(self.opened + Duration::from_millis(from), self.timeout);
             if since != SERVING && Instant::now() >= deadline {
                 return;
             }
@@ -122,6 +124,18 @@ mod tests {
         clock.expired().await;
         let ran = from.elapsed();
         assert!(ran >= Duration::from_secs(30) && ran <= Duration::from_secs(31), "{what}: {ran:?}");
+    }
+
+    /// `Duration::MAX` means "never": the deadline is past what the clock
+    /// holds, which must not panic, and it does not run out.
+    #[tokio::test(start_paused = true)]
+    async fn an_endless_timeout_never_runs_out() {
+        let clock = HeaderClock::start(Duration::MAX);
+        tokio::time::advance(Duration::from_secs(5)).await;
+        drop(clock.serving());
+        clock.wrote();
+        let waited = tokio::time::timeout(Duration::from_secs(3 * 365 * 86_400), clock.expired()).await;
+        assert!(waited.is_err(), "an endless header-read timeout ran out");
     }
 
     #[tokio::test(start_paused = true)]

@@ -229,10 +229,16 @@ async fn run<H: Handler, L: Listen>(
     let _ = driver.await;
 }
 
-/// `grace` from now; a grace too large for the clock is about a century.
+/// `grace` from now (see [`later_by`]).
 fn deadline_after(grace: Duration) -> tokio::time::Instant {
-    let now = tokio::time::Instant::now();
-    now.checked_add(grace).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400))
+    later_by(tokio::time::Instant::now(), grace)
+}
+
+/// `from` plus `wait`; a wait too large for the clock (`Duration::MAX`,
+/// say, for "never") is about a century, not a panic. Every deadline made
+/// from a configured timeout goes through here.
+pub(crate) fn later_by(from: tokio::time::Instant, wait: Duration) -> tokio::time::Instant {
+    from.checked_add(wait).unwrap_or_else(|| from + Duration::from_secs(100 * 365 * 86_400))
 }
 
 #[cfg(test)]

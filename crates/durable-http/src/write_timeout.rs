@@ -15,6 +15,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 
 use crate::header_clock::HeaderClock;
+use crate::server::later_by;
 
 /// `io` with the write-progress timeout.
 pub(crate) struct WriteTimeout<I> {
@@ -74,7 +75,7 @@ impl<I> WriteTimeout<I> {
             }
             Poll::Pending => {
                 let timeout = self.timeout;
-                let deadline = (!self.stalled).then(|| tokio::time::Instant::now() + timeout);
+                let deadline = (!self.stalled).then(|| later_by(tokio::time::Instant::now(), timeout));
                 self.stalled = true;
                 let timer = match (&mut self.timer, deadline) {
                     (Some(timer), Some(deadline)) => {
@@ -209,6 +210,34 @@ mod tests {
         assert_eq!(e.kind(), io::ErrorKind::TimedOut);
         assert_eq!(start.elapsed(), ms(330), "the third stall got the whole timeout, no more");
         drop(reader.await.unwrap());
+    }
+
+    /// `Duration::MAX` means "never": the second stall moves the timer to
+    /// a deadline past what the clock can hold, which must not panic.
+    #[tokio::test]
+    async fn an_endless_timeout_survives_every_stall() {
+        let (server, mut client) = tokio::io::duplex(16);
+        let mut io = WriteTimeout::new(server, Duration::MAX);
+        let reader = tokio::spawn(async move {
+            let mut got = Vec::new();
+            let mut chunk = [0u8; 16];
+            loop {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                match client.read(&mut chunk).await.unwrap() {
+                    0 => return got,
+                    n => got.extend_from_slice(&chunk[..n]),
+                }
+            }
+        });
+        // 64 writes of 16 bytes into a 16-byte pipe: a stall at each.
+        for i in 0..64u8 {
+            io.write_all(&[i; 16]).await.unwrap();
+        }
+        io.shutdown().await.unwrap();
+        drop(io);
+        let got = reader.await.unwrap();
+        assert_eq!(got.len(), 64 * 16);
+        assert!(got.chunks(16).enumerate().all(|(i, c)| c.iter().all(|&b| usize::from(b) == i)));
     }
 
     #[tokio::test]

@@ -380,7 +380,7 @@ impl Inner {
                     None => break,
                 },
                 () = turn.stopped(), if stop_by.is_none() => {
-                    stop_by = Some(Instant::now() + grace);
+                    stop_by = Some(grace_from_now(grace));
                     self.close_cards();
                     // Pi answers an abort only once the run settled: the loop waits for that.
                     let _ = pi.command(json!({"type": "abort"})).await;
@@ -453,4 +453,25 @@ fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(1);
     NEXT.fetch_add(1, Ordering::Relaxed) ^ ((std::process::id() as u64) << 32)
+}
+
+/// `grace` from now; a grace too large for the clock (`Duration::MAX`, for
+/// "wait as long as Pi takes") is about a century, not a panic.
+fn grace_from_now(grace: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(grace).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::time::Instant;
+
+    #[tokio::test]
+    async fn an_endless_stop_grace_does_not_overflow_the_clock() {
+        assert!(super::grace_from_now(Duration::MAX) > Instant::now());
+        let five = super::grace_from_now(Duration::from_secs(5)) - Instant::now();
+        assert!(five <= Duration::from_secs(5) && five > Duration::from_secs(4));
+    }
 }

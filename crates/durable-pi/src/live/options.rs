@@ -263,7 +263,7 @@ impl PiOptionsBuilder {
     }
 
     /// How long a stopped turn waits for Pi to settle before Pi is ended
-    /// (default 5 s).
+    /// (default 5 s; `Duration::MAX` waits as long as Pi takes).
     pub fn stop_grace(mut self, grace: Duration) -> Self {
         self.options.stop_grace = grace;
         self
