@@ -263,3 +263,40 @@ impl Core {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// Repeats wait on another thread while the first request settles: a
+    /// repeat that looked before the settle and registered after it would
+    /// wait forever, so each round has a deadline. The model check polls on
+    /// one thread and never runs a settle inside `wait`'s check, so this is
+    /// the test of that order; it is a race, not a schedule: with the check
+    /// moved before the registration it failed in 3 runs of 5 here, where
+    /// `tests/concurrency.rs` passed 3 runs of 3.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_settle_racing_the_waiters_wakes_every_one() {
+        for round in 0..10_000u32 {
+            let settled = Arc::new(Settled::default());
+            let waiters: Vec<_> = (0..16)
+                .map(|_| {
+                    let settled = Arc::clone(&settled);
+                    tokio::spawn(async move { settled.wait().await })
+                })
+                .collect();
+            // Sometimes at once, sometimes after the waiters ran a little.
+            for _ in 0..round % 5 {
+                tokio::task::yield_now().await;
+            }
+            settled.settle(None);
+            for w in waiters {
+                let woken = tokio::time::timeout(Duration::from_secs(10), w).await;
+                let outcome = woken.unwrap_or_else(|_| panic!("round {round}: a waiter was never woken"));
+                assert!(outcome.unwrap().is_none(), "round {round}: the settled outcome");
+            }
+        }
+    }
+}

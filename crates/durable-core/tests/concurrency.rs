@@ -74,7 +74,9 @@ async fn storm(
     }
     let mut by_id: HashMap<String, Vec<Reply>> = HashMap::new();
     for t in tasks {
-        let (rid, reply) = t.await.unwrap();
+        // A repeat never woken (a lost wake-up) fails here, not hangs.
+        let joined = tokio::time::timeout(std::time::Duration::from_secs(60), t).await;
+        let (rid, reply) = joined.expect("a request never got its answer").unwrap();
         by_id.entry(rid).or_default().push(reply);
     }
     by_id
