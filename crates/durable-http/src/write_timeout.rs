@@ -145,6 +145,21 @@ mod tests {
 
     use super::*;
 
+    /// Reads up to 16 bytes every `every` until the end; returns them all.
+    fn read_slowly(mut client: tokio::io::DuplexStream, every: Duration) -> tokio::task::JoinHandle<Vec<u8>> {
+        tokio::spawn(async move {
+            let mut got = Vec::new();
+            let mut chunk = [0u8; 16];
+            loop {
+                tokio::time::sleep(every).await;
+                match client.read(&mut chunk).await.unwrap() {
+                    0 => return got,
+                    n => got.extend_from_slice(&chunk[..n]),
+                }
+            }
+        })
+    }
+
     #[tokio::test]
     async fn a_write_the_peer_never_reads_fails_after_the_timeout() {
         let (server, _client) = tokio::io::duplex(16);
@@ -159,19 +174,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_slow_but_steady_reader_is_served_whole() {
-        let (server, mut client) = tokio::io::duplex(16);
+        let (server, client) = tokio::io::duplex(16);
         let mut io = WriteTimeout::new(server, Duration::from_millis(200));
-        let reader = tokio::spawn(async move {
-            let mut got = Vec::new();
-            let mut chunk = [0u8; 16];
-            loop {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                match client.read(&mut chunk).await.unwrap() {
-                    0 => return got,
-                    n => got.extend_from_slice(&chunk[..n]),
-                }
-            }
-        });
+        let reader = read_slowly(client, Duration::from_millis(10));
         // 1 KiB at 16 bytes every 10 ms: longer than the timeout in all,
         // but never without progress for that long.
         io.write_all(&[7u8; 1024]).await.unwrap();
@@ -216,19 +221,9 @@ mod tests {
     /// a deadline past what the clock can hold, which must not panic.
     #[tokio::test]
     async fn an_endless_timeout_survives_every_stall() {
-        let (server, mut client) = tokio::io::duplex(16);
+        let (server, client) = tokio::io::duplex(16);
         let mut io = WriteTimeout::new(server, Duration::MAX);
-        let reader = tokio::spawn(async move {
-            let mut got = Vec::new();
-            let mut chunk = [0u8; 16];
-            loop {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-                match client.read(&mut chunk).await.unwrap() {
-                    0 => return got,
-                    n => got.extend_from_slice(&chunk[..n]),
-                }
-            }
-        });
+        let reader = read_slowly(client, Duration::from_millis(5));
         // 64 writes of 16 bytes into a 16-byte pipe: a stall at each.
         for i in 0..64u8 {
             io.write_all(&[i; 16]).await.unwrap();
