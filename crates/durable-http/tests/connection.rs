@@ -289,6 +289,33 @@ async fn an_answer_the_client_never_reads_is_cut_off_by_the_write_timeout() {
     assert!(format!("{e:?}").contains("made no progress"), "{e:?}");
 }
 
+/// A program that wants no timeouts sets them to `Duration::MAX`: a large
+/// answer through a small pipe stalls its write many times, and the header
+/// clock restarts after each answer; both answers arrive whole.
+#[tokio::test]
+async fn endless_timeouts_serve_large_answers_through_many_stalls() {
+    let (mut io, server) = tokio::io::duplex(4096);
+    let options = HttpOptions::new()
+        .header_read_timeout(Duration::MAX)
+        .body_read_timeout(Duration::MAX)
+        .write_timeout(Duration::MAX)
+        .shutdown_grace(Duration::MAX);
+    let n = 64 * 1024;
+    tokio::spawn(async move {
+        let _ =
+            serve_connection(Big(n), server, CallerSource::Fixed(Caller::Unknown), &options, Shutdown::new())
+                .await;
+    });
+    for _ in 0..2 {
+        io.write_all(b"GET /v1/state HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+        let answer = tokio::time::timeout(Duration::from_secs(10), read_response(&mut io))
+            .await
+            .expect("the answer never came");
+        assert!(answer.starts_with("HTTP/1.1 200"), "{}", &answer[..40]);
+        assert!(answer.ends_with(&" ".repeat(n)), "the whole answer");
+    }
+}
+
 /// The header-read clock waits while an answer is being written: a client
 /// that reads a large answer slowly, for longer than the header-read
 /// timeout, still gets all of it, and the connection then serves the next

@@ -456,10 +456,10 @@ fn unique() -> u64 {
 }
 
 /// `grace` from now; a grace too large for the clock (`Duration::MAX`, for
-/// "wait as long as Pi takes") is about a century, not a panic.
+/// "wait as long as Pi takes") is far in the future, not a panic: tokio's
+/// `sleep` already makes that deadline, so it is taken from there.
 fn grace_from_now(grace: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(grace).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400))
+    tokio::time::sleep(grace).deadline()
 }
 
 #[cfg(test)]
