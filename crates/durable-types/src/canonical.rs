@@ -664,4 +664,14 @@ mod tests {
         assert_eq!(text, through_value(&v));
         assert_eq!(text, r#"{"A":5,"a\"b":4,"z":{"\n":[3],"b":2},"é":1}"#);
     }
+
+    #[test]
+    fn keys_are_in_code_point_order_not_utf_16_order() {
+        // U+FF61 before U+1F600 by code point (and UTF-8 bytes); UTF-16
+        // would put the surrogate pair (0xD83D…) first (docs/wire.md §7).
+        let v = serde_json::json!({"\u{1F600}": 1, "\u{FF61}": 2});
+        let text = typed(&v);
+        assert_eq!(text, through_value(&v));
+        assert_eq!(text, "{\"\u{FF61}\":2,\"\u{1F600}\":1}");
+    }
 }
