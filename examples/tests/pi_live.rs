@@ -74,6 +74,11 @@ impl PiAgent {
 
     /// Starts the example as `user` (through `setpriv`), its folders theirs.
     fn start_as(dir: &Path, args: &[&str], user: Option<u32>) -> PiAgent {
+        PiAgent::start_full(dir, args, user, &[])
+    }
+
+    /// Starts the example with `envs` added to its environment.
+    fn start_full(dir: &Path, args: &[&str], user: Option<u32>, envs: &[(&str, &str)]) -> PiAgent {
         std::fs::create_dir_all(dir.join("agent")).unwrap();
         std::fs::create_dir_all(dir.join("project")).unwrap();
         if let Some(uid) = user {
@@ -92,6 +97,7 @@ impl PiAgent {
             .env("PI_SKIP_VERSION_CHECK", "1")
             .env("PI_TELEMETRY", "0")
             .env("FAUX_TOKENS_PER_SECOND", "150")
+            .envs(envs.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -544,4 +550,31 @@ fn a_tool_the_gate_does_not_name_runs_without_a_card() {
     agent.idle(&pane);
     let (_, events) = agent.curl(&[&format!("http://collie/v1/panes/{pane}/events?after=0")]);
     assert!(events["events"].as_array().unwrap().iter().all(|e| e["type"] != "ask"), "no card was raised");
+}
+
+/// The agent's tokens never reach Pi: a tool its model runs cannot read
+/// them (with one, it could answer its own card over HTTPS, where the
+/// token is the only barrier). The rest of the environment still does.
+#[test]
+fn pi_and_its_tools_never_see_the_agents_tokens() {
+    let dir = scratch("token");
+    let (token, next) = ("t".repeat(40), "n".repeat(40));
+    let args = ["--pi", &pi_command("faux"), "--gate", "write,edit"];
+    let envs = [
+        ("COLLIE_TOKEN", token.as_str()),
+        ("COLLIE_TOKEN_NEXT", next.as_str()),
+        ("DURABLE_TEST_MARK", "kept"),
+    ];
+    let agent = PiAgent::start_full(&dir, &args, None, &envs);
+    let pane = agent.pane();
+    agent.send(
+        &pane,
+        "r-1",
+        "use bash: echo ${COLLIE_TOKEN:-none} ${COLLIE_TOKEN_NEXT:-none} ${DURABLE_TEST_MARK:-none}",
+    );
+    let tool = eventually("the tool's result", || {
+        agent.items(&pane).into_iter().find(|i| i["kind"] == "tool" && i["status"] == "ok")
+    });
+    assert_eq!(tool["output"], "none none kept\n", "{tool}");
+    agent.idle(&pane);
 }

@@ -150,7 +150,7 @@ fn clean_row(core: &Core, mut row: HistoryRow) -> Option<HistoryRow> {
 
 fn paging(req: &Request) -> Result<(Option<Cursor>, usize), RequestError> {
     let q = Query::of(req);
-    let after = match q.get("after") {
+    let after = match q.get("after")? {
         None => None,
         Some(a) => Some(Cursor::new(a).map_err(|source| RequestError::Cursor { key: "after", source })?),
     };

@@ -198,7 +198,9 @@ impl Core {
                 }
             };
             if let Some(receipt) = first.wait().await {
-                return replay(&receipt);
+                // A send's replay says where it stands (§9.1) also when it
+                // waited for the first: the same path as a later repeat.
+                return self.replay_of(request_id, &receipt).await;
             }
             // The first was refused or failed: this repeat runs on its own.
         };

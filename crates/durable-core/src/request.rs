@@ -25,6 +25,9 @@ pub(crate) enum RequestError {
     /// A count outside what the route takes.
     #[error("{key} is {min} to {max}, not {value}")]
     OutOfBounds { key: &'static str, min: u64, max: u64, value: u64 },
+    /// A query value that does not percent-decode to text.
+    #[error("{key}: a `%` must start an escape of two hex digits (%XX), and the value must decode to UTF-8")]
+    Undecodable { key: &'static str },
     /// A cursor parameter breaks the cursor rule.
     #[error("{key}: {source}")]
     Cursor { key: &'static str, source: RuleError },
@@ -46,8 +49,11 @@ impl RequestError {
     }
 }
 
-/// A request's query parameters, percent-decoded. Unknown ones are ignored.
-pub(crate) struct Query(Vec<(String, String)>);
+/// A request's query parameters, percent-decoded. Unknown ones are ignored;
+/// a value that does not decode (a `%` starting no escape, or bytes that are
+/// not UTF-8) is kept as such, so that reading it is a `400` rather than the
+/// raw text passed on.
+pub(crate) struct Query(Vec<(String, Option<String>)>);
 
 impl Query {
     pub(crate) fn parse(query: Option<&str>) -> Query {
@@ -61,8 +67,9 @@ impl Query {
             .map(|p| {
                 let (k, v) = p.split_once('=').unwrap_or((p, ""));
                 // `+` stays `+`: cursors may hold it, and Collie percent-encodes.
-                let dec = |s: &str| durable_types::decode_path_segment(s).unwrap_or_else(|_| s.to_owned());
-                (dec(k), dec(v))
+                // A key that does not decode names no parameter we read.
+                let key = durable_types::decode_path_segment(k).unwrap_or_else(|_| k.to_owned());
+                (key, durable_types::decode_path_segment(v).ok())
             })
             .collect();
         Query(pairs)
@@ -73,13 +80,18 @@ impl Query {
         Query::parse(req.query.as_deref())
     }
 
-    pub(crate) fn get(&self, key: &str) -> Option<&str> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    /// A parameter's decoded value (the first, if repeated).
+    pub(crate) fn get(&self, key: &'static str) -> Result<Option<&str>, RequestError> {
+        match self.0.iter().find(|(k, _)| k == key) {
+            None => Ok(None),
+            Some((_, Some(v))) => Ok(Some(v)),
+            Some((_, None)) => Err(RequestError::Undecodable { key }),
+        }
     }
 
     /// A non-negative integer parameter.
     pub(crate) fn u64(&self, key: &'static str) -> Result<Option<u64>, RequestError> {
-        match self.get(key) {
+        match self.get(key)? {
             None => Ok(None),
             Some(v) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => {
                 v.parse().map(Some).map_err(|_| RequestError::OutOfRange { key })

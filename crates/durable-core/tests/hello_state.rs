@@ -130,6 +130,27 @@ async fn hello_post_incompatible_warns_once_per_collie_version() {
     assert_eq!(h.warns().len(), 2);
 }
 
+/// The versions remembered are bounded (64), since any caller may say
+/// hello: a flood of made-up versions makes the oldest forgotten, and a
+/// real Collie after it is still warned about, once.
+#[tokio::test]
+async fn a_flood_of_made_up_versions_does_not_silence_the_next_collie() {
+    let h = Harness::new();
+    let body = |v: &str| json!({"collie": {"version": v}, "wire": {"min": 9, "max": 9}});
+    for n in 0..100 {
+        h.post("/hello", body(&format!("junk-{n}"))).await;
+    }
+    assert_eq!(h.warns().len(), 100, "each new version warned about once");
+    h.post("/hello", body("1.30.0")).await;
+    h.post("/hello", body("1.30.0")).await;
+    assert_eq!(h.warns().len(), 101, "the real Collie after the flood: warned about, once");
+    // The newest of the flood are still remembered; its oldest are not.
+    h.post("/hello", body("junk-99")).await;
+    assert_eq!(h.warns().len(), 101);
+    h.post("/hello", body("junk-0")).await;
+    assert_eq!(h.warns().len(), 102);
+}
+
 #[tokio::test]
 async fn hello_post_incompatible_range_is_written_v2_dot_dot_3() {
     let h = Harness::new();

@@ -198,6 +198,25 @@ async fn history_after_breaking_the_cursor_rule_is_400_empty_included() {
     assert_eq!(store.calls()[1].1.as_deref(), Some("a~!+*$"));
 }
 
+/// A value that does not decode is refused, not passed on as its raw text:
+/// `%FF` and `%80abc` are bytes that are not UTF-8, `%zz` and `a%` hold a
+/// `%` that starts no escape.
+#[tokio::test]
+async fn history_after_that_does_not_decode_is_400_not_its_raw_text() {
+    let (h, store) = with_store(3);
+    for after in ["%FF", "%80abc", "%zz", "a%", "%4"] {
+        for path in ["/v1/history", "/v1/history/conv-2"] {
+            let r = h.get(&format!("{path}?after={after}")).await;
+            assert_eq!(r.status, 400, "{path}?after={after:?}: {:?}", r.json);
+            assert_eq!(r.code(), "bad-request");
+            assert!(r.json["message"].as_str().unwrap_or("").contains("after"), "{:?}", r.json);
+        }
+    }
+    assert!(store.calls().is_empty(), "the provider was asked: {:?}", store.calls());
+    // An unknown parameter that does not decode is ignored, as any unknown one.
+    assert_eq!(h.get("/v1/history?x=%zz").await.status, 200);
+}
+
 #[tokio::test]
 async fn history_conversation_serves_row_items_next_and_dropped_and_404_for_an_unknown_session() {
     let (h, store) = with_store(10);

@@ -170,3 +170,53 @@ async fn with_the_memory_store_a_replay_is_the_first_answer_alone() {
     assert_eq!(again.delivery, None, "{:?}", again.json);
     assert_eq!(harness::without_replayed(&again.json), harness::without_replayed(&first.json));
 }
+
+/// A chat whose `check_send` says it has started, then waits for its gate:
+/// the first send is still being processed when its repeat arrives.
+struct Gated {
+    entered: Arc<tokio::sync::Notify>,
+    gate: Arc<tokio::sync::Notify>,
+}
+
+impl ChatHandler for Gated {
+    async fn turn(&self, _turn: Turn) {}
+    async fn check_send(&self, _req: durable_core::SendRequest) -> durable_core::HandlerResult {
+        self.entered.notify_one();
+        self.gate.notified().await;
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_repeat_that_waited_for_the_first_send_says_where_it_stands_too() {
+    let store = JournalStore::default();
+    let h = Harness::with(|b| b.receipts(store.clone()));
+    let (entered, gate) = (Arc::new(tokio::sync::Notify::new()), Arc::new(tokio::sync::Notify::new()));
+    h.pane().on_send(Gated { entered: entered.clone(), gate: gate.clone() }).unwrap();
+    h.core.ready();
+    let body = json!({"requestId": "dup-1", "text": "hi"});
+    let first = h.post(SEND, body.clone());
+    let repeat = h.post(SEND, body.clone());
+    let release = async {
+        // The first is inside its check; the repeat, polled after it, finds
+        // the request id in flight and waits for its outcome.
+        entered.notified().await;
+        for _ in 0..50 {
+            tokio::task::yield_now().await;
+        }
+        gate.notify_one();
+    };
+    let (first, repeat, ()) = tokio::join!(first, repeat, release);
+    assert_eq!(first.status, 200, "{:?}", first.json);
+    assert_eq!(first.delivery, None, "a first answer is not a replay");
+    assert_eq!(repeat.status, 200, "{:?}", repeat.json);
+    assert_eq!(repeat.json["replayed"], json!(true), "{:?}", repeat.json);
+    assert!(
+        repeat.delivery.is_some(),
+        "§9.1: the repeat replays a send, so it says where it stands: {:?}",
+        repeat.json
+    );
+    assert_eq!(harness::without_replayed(&repeat.json), harness::without_replayed(&first.json));
+    let later = h.post(SEND, body).await;
+    assert!(later.delivery.is_some(), "a later replay says it too: {:?}", later.json);
+}

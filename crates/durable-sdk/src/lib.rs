@@ -86,7 +86,11 @@
 //! (`setsid`, `nohup … &`, `systemd-run --user`, tmux) escapes it, and on
 //! other Unixes there is no check at all. Run the agent's tools in a sandbox
 //! that cannot reach the socket, and over HTTPS keep the token out of their
-//! environment (`Command::env_remove("COLLIE_TOKEN")`).
+//! environment (`Command::env_remove("COLLIE_TOKEN")` and
+//! `"COLLIE_TOKEN_NEXT"`; durable-pi does so for Pi). That is not enough
+//! against a tool that means harm either: a process of the same user reads
+//! the agent's own start-up environment in `/proc/<pid>/environ`. Such tools
+//! need another user id, or a process namespace of their own.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]

@@ -24,7 +24,9 @@ pub struct OpenOptions {
     warn: Option<durable_core::WarnSink>,
     max_connections: Option<usize>,
     header_read_timeout: Option<Duration>,
+    body_read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
+    shutdown_grace: Option<Duration>,
 }
 
 impl fmt::Debug for OpenOptions {
@@ -36,7 +38,9 @@ impl fmt::Debug for OpenOptions {
             .field("caller_check", &self.caller_check)
             .field("max_connections", &self.max_connections)
             .field("header_read_timeout", &self.header_read_timeout)
+            .field("body_read_timeout", &self.body_read_timeout)
             .field("write_timeout", &self.write_timeout)
+            .field("shutdown_grace", &self.shutdown_grace)
             .finish_non_exhaustive()
     }
 }
@@ -54,7 +58,9 @@ impl OpenOptions {
             warn: None,
             max_connections: None,
             header_read_timeout: None,
+            body_read_timeout: None,
             write_timeout: None,
+            shutdown_grace: None,
         })
     }
 }
@@ -116,10 +122,25 @@ impl OpenOptionsBuilder {
         self
     }
 
+    /// How long a client may take to send a request's whole body, counted
+    /// from the end of its headers; past it the connection is closed and
+    /// the request never runs (default 30 s).
+    pub fn body_read_timeout(mut self, timeout: Duration) -> Self {
+        self.0.body_read_timeout = Some(timeout);
+        self
+    }
+
     /// How long the write of an answer may make no progress (the client
     /// reads nothing) before the connection is closed (default 30 s).
     pub fn write_timeout(mut self, timeout: Duration) -> Self {
         self.0.write_timeout = Some(timeout);
+        self
+    }
+
+    /// How long [`Collie::close`] waits for the requests in flight before
+    /// dropping what is left (default 10 s).
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.0.shutdown_grace = Some(grace);
         self
     }
 
@@ -209,8 +230,14 @@ pub async fn open_collie(options: impl Into<OpenOptions>) -> Result<Collie, Open
     if let Some(t) = o.header_read_timeout {
         socket = socket.header_read_timeout(t);
     }
+    if let Some(t) = o.body_read_timeout {
+        socket = socket.body_read_timeout(t);
+    }
     if let Some(t) = o.write_timeout {
         socket = socket.write_timeout(t);
+    }
+    if let Some(grace) = o.shutdown_grace {
+        socket = socket.shutdown_grace(grace);
     }
     let server = serve(&core, socket).await?;
     Ok(Collie { core, server })

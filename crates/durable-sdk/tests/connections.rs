@@ -1,5 +1,5 @@
 //! The facade's connection limits reach the socket `open_collie` serves:
-//! the cap (docs/reliability.md, "Connections").
+//! the cap and the timeouts (docs/reliability.md, "Connections").
 #![cfg(unix)]
 
 mod common;
@@ -59,4 +59,74 @@ async fn open_options_max_connections_caps_the_socket() {
     assert_eq!(hello(&mut a).await, "HTTP/1.1 200 OK");
     assert_eq!(hello(&mut b).await, "HTTP/1.1 200 OK");
     collie.close().await;
+}
+
+/// Reads `io` to its end, which must come within `within` (each timeout set
+/// below is a fraction of a second against a default of 30 s or 10 s, so a
+/// timeout that did not reach the socket runs past `within`).
+async fn closed_within(io: &mut UnixStream, within: Duration) -> Vec<u8> {
+    let mut rest = Vec::new();
+    tokio::time::timeout(within, io.read_to_end(&mut rest))
+        .await
+        .expect("the connection outlived the timeout set on OpenOptions")
+        .unwrap();
+    rest
+}
+
+/// `header_read_timeout` and `body_read_timeout` on `OpenOptions`: a
+/// connection that sends no request, and one whose body stalls, are
+/// closed by the socket, without an answer; the stalled request never runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_options_read_timeouts_reach_the_socket() {
+    let dir = TempDir::new("timeouts");
+    let socket = dir.0.join("app.sock");
+    let options = OpenOptions::builder()
+        .socket(&socket)
+        .caller_check(durable_sdk::socket::CallerCheck::Off)
+        .header_read_timeout(Duration::from_millis(300))
+        .body_read_timeout(Duration::from_millis(300))
+        .warn(|_| {});
+    let collie = open_collie(options).await.unwrap();
+    collie.ready();
+    let mut idle = UnixStream::connect(&socket).await.unwrap();
+    let mut stalled = UnixStream::connect(&socket).await.unwrap();
+    stalled
+        .write_all(b"POST /v1/workspaces/w/rename HTTP/1.1\r\nHost: agent\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"requestId\"")
+        .await
+        .unwrap();
+    assert_eq!(closed_within(&mut idle, Duration::from_secs(10)).await, b"");
+    assert_eq!(closed_within(&mut stalled, Duration::from_secs(10)).await, b"");
+    // The socket serves on.
+    let mut again = UnixStream::connect(&socket).await.unwrap();
+    assert_eq!(hello(&mut again).await, "HTTP/1.1 200 OK");
+    collie.close().await;
+}
+
+/// `shutdown_grace` on `OpenOptions`: `close()` waits for a request whose
+/// body stalls no longer than the grace (the default is 10 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_options_shutdown_grace_bounds_close() {
+    let dir = TempDir::new("grace");
+    let socket = dir.0.join("app.sock");
+    let options = OpenOptions::builder()
+        .socket(&socket)
+        .caller_check(durable_sdk::socket::CallerCheck::Off)
+        .body_read_timeout(Duration::from_secs(60))
+        .shutdown_grace(Duration::from_millis(200))
+        .warn(|_| {});
+    let collie = open_collie(options).await.unwrap();
+    collie.ready();
+    let mut stalled = UnixStream::connect(&socket).await.unwrap();
+    stalled
+        .write_all(b"POST /v1/workspaces/w/rename HTTP/1.1\r\nHost: agent\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"requestId\"")
+        .await
+        .unwrap();
+    // The request is in flight once its head is read: a `GET /hello` on
+    // another connection answered after it says the server is past that.
+    let mut other = UnixStream::connect(&socket).await.unwrap();
+    assert_eq!(hello(&mut other).await, "HTTP/1.1 200 OK");
+    tokio::time::timeout(Duration::from_secs(5), collie.close())
+        .await
+        .expect("close() waited past the grace set on OpenOptions");
+    assert_eq!(closed_within(&mut stalled, Duration::from_secs(5)).await, b"");
 }

@@ -8,14 +8,9 @@ use subtle::{Choice, ConstantTimeEq};
 use zeroize::{Zeroize, Zeroizing};
 
 use durable_types::TOKEN_MIN;
+pub use durable_types::{TOKEN_ENV, TOKEN_NEXT_ENV};
 
 use crate::error::TlsError;
-
-/// The environment variable holding the token (contract §1.2).
-pub const TOKEN_ENV: &str = "COLLIE_TOKEN";
-/// The environment variable holding the second token accepted during a
-/// rotation, when set.
-pub const TOKEN_NEXT_ENV: &str = "COLLIE_TOKEN_NEXT";
 
 /// A token's bytes. Its `Debug` says `"<redacted>"`; nothing else prints it,
 /// and its bytes are overwritten with zeros when it is dropped.

@@ -39,6 +39,11 @@ pub const PUSH_LINE_MAX: usize = 120;
 pub const SOCKET_PATH_MAX: usize = 103;
 /// Bytes in a bearer token, at least.
 pub const TOKEN_MIN: usize = 32;
+/// The environment variable holding the token the TLS server reads (§1.2).
+pub const TOKEN_ENV: &str = "COLLIE_TOKEN";
+/// The environment variable holding the second token accepted during a
+/// rotation, when set (§1.2).
+pub const TOKEN_NEXT_ENV: &str = "COLLIE_TOKEN_NEXT";
 /// Bytes in a request body.
 pub const BODY_MAX: usize = 1024 * 1024;
 /// The shortest interval between two rewrites of a partial item.

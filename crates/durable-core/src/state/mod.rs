@@ -31,7 +31,8 @@ use asks::OpenAsk;
 use layout::WorkspaceData;
 use panes::ClosedPane;
 
-/// Collie versions warned about at most (the version comes from the network).
+/// Collie versions remembered as warned about (the version comes from the
+/// network); past it the oldest is forgotten.
 const WARNED_VERSIONS_MAX: usize = 64;
 
 /// The whole mutable state, behind one lock held only between awaits.
@@ -60,7 +61,7 @@ pub(crate) struct State {
     /// Receipts applied but not (yet) in the store: a repeat replays them.
     memory_receipts: HashMap<Id, Receipt>,
     timers: Timers,
-    warned_versions: HashSet<String>,
+    warned_versions: VecDeque<String>,
     has_history: bool,
     /// Whether any chat / action handler was ever set (for the default caps).
     has_chat: bool,
@@ -114,7 +115,7 @@ impl State {
             held_bytes: 0,
             memory_receipts: HashMap::new(),
             timers: Timers::default(),
-            warned_versions: HashSet::new(),
+            warned_versions: VecDeque::new(),
             has_history: false,
             has_chat: false,
             has_actions: false,
@@ -299,10 +300,20 @@ impl State {
         self.memory_receipts.remove(request_id);
     }
 
-    /// Whether this is the first time a Collie version is warned about
-    /// (bounded: the version comes from the network).
+    /// Whether a Collie version is to be warned about: not among the last
+    /// [`WARNED_VERSIONS_MAX`] warned about. Bounded, since the version comes
+    /// from the network; a full memory forgets its oldest rather than
+    /// silencing every version after it (a flood of made-up versions can
+    /// make a real one warned about again, never unwarned).
     pub(crate) fn first_warning_for(&mut self, version: String) -> bool {
-        self.warned_versions.len() < WARNED_VERSIONS_MAX && self.warned_versions.insert(version)
+        if self.warned_versions.contains(&version) {
+            return false;
+        }
+        if self.warned_versions.len() >= WARNED_VERSIONS_MAX {
+            self.warned_versions.pop_front();
+        }
+        self.warned_versions.push_back(version);
+        true
     }
 
     /// Remembers a pane left the layout now, for `removed` in the poll.

@@ -96,6 +96,13 @@ impl PiCommand {
     pub(crate) fn command(&self) -> tokio::process::Command {
         let mut cmd = tokio::process::Command::new(&self.program);
         cmd.args(&self.args);
+        // Pi runs its model's tools: with the agent's token they could
+        // answer their own approval cards over HTTPS (§1.2, the token is
+        // the only barrier there). A variable the program names on this
+        // command is its own choice.
+        for name in [durable_types::TOKEN_ENV, durable_types::TOKEN_NEXT_ENV] {
+            cmd.env_remove(name);
+        }
         for (k, v) in &self.envs {
             cmd.env(k, v);
         }
