@@ -142,6 +142,19 @@ impl DurableFolder {
         if len < read.offset {
             // Replaced or cut: read it again whole.
             *read = Commits::default();
+        } else if !read.pending.is_empty() {
+            // The unfinished last line must still be there: a recovery cuts
+            // a torn final line and appends its next commits, which may
+            // reach past where the torn one ended. Then the line is read
+            // again from its start.
+            let start = read.offset - read.pending.len() as u64;
+            file.seek(SeekFrom::Start(start)).map_err(io)?;
+            let mut held = vec![0; read.pending.len()];
+            file.read_exact(&mut held).map_err(io)?;
+            if held != read.pending {
+                read.offset = start;
+                read.pending.clear();
+            }
         }
         file.seek(SeekFrom::Start(read.offset)).map_err(io)?;
         let mut chunk = Vec::new();
@@ -186,7 +199,7 @@ impl Commits {
         if line.iter().all(u8::is_ascii_whitespace) {
             return;
         }
-        let Ok(Value::Object(commit)) = serde_json::from_slice::<Value>(line) else {
+        let Ok(Value::Object(commit)) = crate::json::parse(line) else {
             self.skipped += 1;
             return;
         };

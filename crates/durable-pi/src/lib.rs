@@ -51,6 +51,7 @@ pub mod folder;
 pub mod follow;
 pub mod history;
 pub mod items;
+mod json;
 pub mod live;
 pub mod session;
 pub mod store;
@@ -84,11 +85,10 @@ pub enum Error {
         /// The file.
         path: PathBuf,
     },
-    /// Pi's command line could not be split into words.
-    #[error("the command line {command_line:?} cannot start Pi: {why}")]
+    /// Pi's command line could not be split into words. The line itself is
+    /// not repeated: it may hold a key (`--api-key …`).
+    #[error("Pi's command line cannot start Pi: {why}")]
     BadCommand {
-        /// The line.
-        command_line: String,
         /// Why.
         why: String,
     },

@@ -395,7 +395,7 @@ impl Session {
         if line.iter().all(u8::is_ascii_whitespace) {
             return Line::Blank;
         }
-        let Ok(Value::Object(obj)) = serde_json::from_slice::<Value>(line) else {
+        let Ok(Value::Object(obj)) = crate::json::parse(line) else {
             self.malformed += 1;
             return Line::Malformed;
         };

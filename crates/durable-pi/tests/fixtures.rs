@@ -364,3 +364,24 @@ fn pi_session_marked_live_is_an_open_row_without_an_end() {
     assert_eq!(rows[&id].title, "hello there");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Pi reads back a line holding half of an emoji (`JSON.stringify` writes
+/// a lone surrogate escape, `JSON.parse` takes it) and its next entries
+/// name it as their parent: it is read too, the half as U+FFFD, and the
+/// branch shown goes on through it.
+#[test]
+fn a_line_with_half_an_emoji_is_read_and_the_branch_goes_on_through_it() {
+    let text = [
+        r#"{"type":"session","version":3,"id":"s","timestamp":"2026-12-01T05:00:00.000Z","cwd":"/p"}"#,
+        r#"{"type":"message","id":"u1","parentId":null,"message":{"role":"user","content":"first question"}}"#,
+        r#"{"type":"message","id":"a1","parentId":"u1","message":{"role":"assistant","content":[{"type":"text","text":"half an emoji \ud83d"}],"stopReason":"length"}}"#,
+        r#"{"type":"message","id":"u2","parentId":"a1","message":{"role":"user","content":"second question"}}"#,
+    ]
+    .join("\n");
+    let session = Session::parse(text.as_bytes());
+    assert_eq!(session.malformed(), 0);
+    let view = pane_view(&session);
+    let ids: Vec<&str> = view.items.iter().map(|i| i.id.as_str()).collect();
+    assert_eq!(ids, ["pi-u1-0", "pi-a1-0", "pi-u2-0"]);
+    assert!(matches!(&view.items[1].body, ItemBody::Reply { text, .. } if text == "half an emoji \u{fffd}"));
+}

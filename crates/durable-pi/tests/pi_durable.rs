@@ -217,6 +217,38 @@ fn a_torn_last_line_waits_for_its_newline_and_new_commits_are_read_as_they_come(
     assert_eq!(store.last_seq(), 10);
 }
 
+/// A crash tore the last commit; the recovery cut it off and appended the
+/// next commit whole, longer than the torn bytes were. A reader that held
+/// the torn bytes reads the new commit from its start, loses nothing and
+/// counts nothing as bad.
+#[test]
+fn a_commit_written_where_a_recovery_cut_a_torn_line_is_read_whole() {
+    let mut w = filled("recovered");
+    let store = DurableFolder::new(w.dir());
+    assert_eq!(store.conversations().unwrap().len(), 2);
+    let main = w.dir().join("main.jsonl");
+    let whole = std::fs::metadata(&main).unwrap().len();
+    let torn =
+        w.commit_text(json!([conversation(30), entry(31, 30, "pi.user", user("lost in the crash", T + 30))]));
+    let torn = &torn[..torn.len() / 2];
+    w.raw(torn);
+    assert!(!store.refresh().unwrap(), "the torn bytes wait for their newline");
+    // The recovery: the torn line goes, the same seq is written again whole
+    // (another commit: its bytes part from the torn ones within them).
+    std::fs::OpenOptions::new().write(true).open(&main).unwrap().set_len(whole).unwrap();
+    w.seq -= 1;
+    let long = "a reply much longer than the torn bytes were, ".repeat(4);
+    let recovered = w.commit_text(json!([conversation(40), entry(41, 40, "pi.user", user(&long, T + 40))]));
+    assert!(recovered.len() > torn.len() && !recovered.starts_with(torn));
+    w.raw(&format!("{recovered}\n"));
+    assert!(store.refresh().unwrap());
+    let list = store.conversations().unwrap();
+    assert_eq!(list.len(), 3, "the recovered commit is read");
+    assert_eq!(list[0].title(), long.trim_end());
+    assert_eq!(store.skipped(), 0, "and nothing counted as bad");
+    assert_eq!(store.last_seq(), w.seq);
+}
+
 #[tokio::test]
 async fn the_history_serves_a_pi_durable_store() {
     let w = filled("history");

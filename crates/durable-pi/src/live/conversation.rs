@@ -5,11 +5,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use durable_core::{AbortController, ChatHandler, HandlerResult, Pane, Refusal, SteerRequest, Turn};
-use durable_types::{Item, NoticeTone};
+use durable_types::{AskSpec, Item, NoticeTone};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use super::options::PiOptions;
+use super::options::{GateOptions, PiOptions};
 use super::rpc::{PiEvent, PiProcess};
 use super::stream::Stream;
 use super::{GATE_EXTENSION, GATE_TITLE};
@@ -203,9 +203,15 @@ impl Inner {
         let mut command = options.command.command();
         command.arg("--mode").arg("rpc");
         command.arg("--session-dir").arg(&options.session_dir);
-        command.arg("--session-id").arg(&self.session_id);
         std::fs::create_dir_all(&options.session_dir)
             .map_err(|source| Error::Io { path: options.session_dir.clone(), source })?;
+        // An existing session is opened by its file: `--session-id` finds
+        // only a session made in Pi's current folder, and would start a new,
+        // empty one with the same id when the agent runs elsewhere now.
+        match SessionFolder::new(&options.session_dir).find(&self.session_id)? {
+            Some(found) => command.arg("--session").arg(found.path),
+            None => command.arg("--session-id").arg(&self.session_id),
+        };
         if !options.gate.tools.is_empty() {
             let path = write_extension(&options.extension_dir)?;
             command.arg("-e").arg(path);
@@ -298,14 +304,7 @@ impl Inner {
         let call_id = call.get("toolCallId").and_then(Value::as_str).unwrap_or("").to_owned();
         let tool = call.get("toolName").and_then(Value::as_str).unwrap_or("tool");
         let input = call.get("input").cloned().unwrap_or(Value::Null);
-        let mut spec = (gate.card)(tool, &input, &call_id);
-        if let Some(item) = item {
-            // The card sits by the call's `tool` item in the chat.
-            spec = spec.item_id(item.as_str());
-        }
-        if let Some(ms) = gate.timeout_ms {
-            spec = spec.expires_in_ms(ms);
-        }
+        let spec = card_of(gate, tool, &input, &call_id, item.as_ref());
         let card = AbortController::new();
         self.cards.lock().unwrap_or_else(|e| e.into_inner()).insert(call_id.clone(), card.clone());
         let unanswered = || json!({"allow": false, "reason": gate.unanswered_reason});
@@ -462,11 +461,53 @@ fn grace_from_now(grace: Duration) -> Instant {
     tokio::time::sleep(grace).deadline()
 }
 
+/// The card of a gated call: the gate's card function's words, with what
+/// durable-pi promises whatever the function says: the ask's id is
+/// `ask_id_for(pane, call id)` (the same after a restart of either side;
+/// a card function's own `tool_call_id` would break that, and a constant one
+/// would refuse the second call as already open), the card sits by the
+/// call's `tool` item, and the gate's timeout applies.
+fn card_of(
+    gate: &GateOptions,
+    tool: &str,
+    input: &Value,
+    call_id: &str,
+    item: Option<&durable_types::Id>,
+) -> AskSpec {
+    let mut spec = (gate.card)(tool, input, call_id);
+    spec.tool_call_id = call_id.to_owned();
+    if let Some(item) = item {
+        spec = spec.item_id(item.as_str());
+    }
+    if let Some(ms) = gate.timeout_ms {
+        spec = spec.expires_in_ms(ms);
+    }
+    spec
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
 
     use tokio::time::Instant;
+
+    /// A card function that names its own tool call id (or a constant one)
+    /// does not change the ask's id: it stays the call's, so that it is the
+    /// same after a restart and two calls get two cards.
+    #[test]
+    fn a_custom_card_keeps_the_call_s_ask_id_by_its_item_with_the_timeout() {
+        use durable_types::{AskOption, AskSpec, Expiry, Id};
+        let gate = super::GateOptions::default().timeout_ms(5_000).card(|tool, _, _| {
+            AskSpec::choice("my-card", format!("{tool}?"), [AskOption::new("allow", "Yes")])
+        });
+        let item = Id::new("pi-r-1-0-1").unwrap();
+        let spec =
+            super::card_of(&gate, "bash", &serde_json::json!({"command": "ls"}), "call-7", Some(&item));
+        assert_eq!(spec.tool_call_id, "call-7");
+        assert_eq!(spec.title, "bash?", "the card's own words stay");
+        assert_eq!(spec.item_id.as_deref(), Some("pi-r-1-0-1"));
+        assert!(matches!(spec.expires, Some(Expiry::In(5_000))), "{:?}", spec.expires);
+    }
 
     #[tokio::test]
     async fn an_endless_stop_grace_does_not_overflow_the_clock() {

@@ -21,10 +21,18 @@
 //! each call of a gated tool (by default `bash`, `write`, `edit`; see
 //! [`GateOptions`]) and asks the agent, with the call's id and arguments.
 //! The agent raises the card with ask id `ask_id_for(pane, <toolCallId>)`
-//! — the same after a restart of either side — and answers Pi: Allow runs
-//! the call; Deny blocks it with a reason the model reads. A card whose
-//! call ends without an answer, or whose turn is stopped or whose Pi exits,
-//! is closed by the agent (`aborted`). Other extensions' dialogs are
+//! (whatever a custom card function says) and answers Pi: Allow runs the
+//! call; Deny blocks it with a reason the model reads. A card whose call
+//! ends without an answer, or whose turn is stopped or whose Pi exits, is
+//! closed by the agent (`aborted`).
+//!
+//! A restart does not carry an open card over: Pi aborts the call when the
+//! agent stops (its input closes), and nothing calls it again after. An
+//! answer sent while the agent restarts is held (`202`, when it carries the
+//! card's hash) but no card is raised again to take it, and the session
+//! shows the call aborted. The stable id is what would let such an answer
+//! land, once a restarted Pi can take up a call it was gating; today it
+//! cannot. Other extensions' dialogs are
 //! answered `cancelled` (the phone has no place for them), and their
 //! notifications are notices.
 

@@ -22,7 +22,8 @@ pub const DEFAULT_UNANSWERED_REASON: &str = "No one approved this tool call.";
 /// durable-pi adds what RPC mode needs (`--mode rpc`, `--session-dir`,
 /// `--session-id`, and `-e <gate>` when a tool is gated).
 ///
-/// `Debug` shows the environment's names only: values may be API keys.
+/// `Debug` shows the environment's names and the arguments' flags only:
+/// values may be API keys (`--api-key …`).
 ///
 /// ```
 /// let pi = durable_pi::PiCommand::parse("node '/opt/pi/cli.js' --provider faux").unwrap();
@@ -48,13 +49,10 @@ impl PiCommand {
     /// backslashes; no variables, no globs). An empty line, or one with an
     /// unclosed quote, is an error.
     pub fn parse(command_line: &str) -> Result<Self, Error> {
-        let words = shell_words::split(command_line)
-            .map_err(|e| Error::BadCommand { command_line: command_line.to_owned(), why: e.to_string() })?;
+        let words = shell_words::split(command_line).map_err(|e| Error::BadCommand { why: e.to_string() })?;
         let mut words = words.into_iter();
-        let program = words.next().ok_or_else(|| Error::BadCommand {
-            command_line: command_line.to_owned(),
-            why: "it names no program".to_owned(),
-        })?;
+        let program =
+            words.next().ok_or_else(|| Error::BadCommand { why: "it names no program".to_owned() })?;
         Ok(PiCommand { args: words.map(OsString::from).collect(), ..PiCommand::new(program) })
     }
 
@@ -113,12 +111,24 @@ impl PiCommand {
     }
 }
 
+/// An argument as `Debug` shows it: a flag's name, and no value (`--api-key
+/// sk-…` shows as `--api-key`, `…`; `--api-key=sk-…` as `--api-key=…`).
+fn shown_argument(arg: &OsString) -> String {
+    let arg = arg.to_string_lossy();
+    match arg.split_once('=') {
+        Some((flag, _)) if flag.starts_with('-') => format!("{flag}=…"),
+        None if arg.starts_with('-') => arg.into_owned(),
+        _ => "…".to_owned(),
+    }
+}
+
 impl fmt::Debug for PiCommand {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let env_names: Vec<_> = self.envs.iter().map(|(k, _)| k).collect();
+        let args: Vec<_> = self.args.iter().map(shown_argument).collect();
         f.debug_struct("PiCommand")
             .field("program", &self.program)
-            .field("args", &self.args)
+            .field("args", &args)
             .field("env", &env_names)
             .field("current_dir", &self.current_dir)
             .finish()
@@ -286,5 +296,44 @@ impl PiOptionsBuilder {
             });
         }
         Ok(self.options)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pi takes its key on the command line (`--api-key`): neither `Debug`
+    /// nor an error repeats a value of it.
+    #[test]
+    fn a_key_on_pi_s_command_line_stays_out_of_debug_and_errors() {
+        let cmd = PiCommand::parse("pi --provider anthropic --api-key sk-SECRET-1 --token=SECRET-2 SECRET-3")
+            .unwrap()
+            .env("ANTHROPIC_API_KEY", "SECRET-4");
+        let shown = format!("{cmd:?}");
+        assert!(!shown.contains("SECRET"), "{shown}");
+        assert!(shown.contains(r#"["--provider", "…", "--api-key", "…", "--token=…", "…"]"#), "{shown}");
+        assert!(shown.contains("ANTHROPIC_API_KEY"), "the names stay: {shown}");
+        let options = PiOptions::builder(cmd, "/tmp/sessions").build().unwrap();
+        assert!(!format!("{options:?}").contains("SECRET"), "{options:?}");
+        for line in ["pi --api-key SECRET-5 'unclosed", "  "] {
+            let err = PiCommand::parse(line).unwrap_err();
+            assert!(matches!(err, Error::BadCommand { .. }), "{err:?}");
+            for text in [err.to_string(), err.public_message()] {
+                assert!(!text.contains("SECRET") && text.contains("command line"), "{text}");
+            }
+            assert!(!format!("{err:?}").contains("SECRET"), "{err:?}");
+        }
+    }
+
+    /// Pi never gets the agent's tokens from its environment.
+    #[test]
+    fn pi_s_command_removes_the_agent_s_tokens() {
+        let cmd = PiCommand::new("pi").env("KEPT", "1").command();
+        let envs: Vec<_> = cmd.as_std().get_envs().collect();
+        for name in [durable_types::TOKEN_ENV, durable_types::TOKEN_NEXT_ENV] {
+            assert!(envs.contains(&(std::ffi::OsStr::new(name), None)), "{name} is not removed: {envs:?}");
+        }
+        assert!(envs.contains(&(std::ffi::OsStr::new("KEPT"), Some(std::ffi::OsStr::new("1")))));
     }
 }

@@ -82,7 +82,7 @@ impl PiProcess {
             tokio::spawn(async move {
                 let mut lines = BufReader::new(stdout).lines();
                 while let Ok(Some(line)) = lines.next_line().await {
-                    let Ok(value) = serde_json::from_str::<Value>(&line) else { continue };
+                    let Ok(value) = crate::json::parse(line.as_bytes()) else { continue };
                     if value.get("type").and_then(Value::as_str) == Some("response") {
                         let id = value.get("id").and_then(Value::as_str).map(str::to_owned);
                         let waiter =

@@ -18,6 +18,10 @@ use serde_json::Value;
 use crate::items::{assistant_items, item_id, notice, tool, tool_result};
 use crate::session::{Block, Message};
 
+/// Content blocks of one streamed message at most (a reply has a few: text,
+/// thinking, tool calls).
+const BLOCKS_MAX: usize = 4096;
+
 /// A block of the assistant message being streamed.
 enum Streaming {
     Text(String),
@@ -226,7 +230,8 @@ impl Stream {
     }
 
     fn on_update(&mut self, update: &Value, out: &mut Vec<Item>) {
-        let index = update.get("contentIndex").and_then(Value::as_u64).unwrap_or(0) as usize;
+        let index = update.get("contentIndex").and_then(Value::as_u64).unwrap_or(0);
+        let index = usize::try_from(index).unwrap_or(usize::MAX);
         let kind = str_field(update, "type");
         if kind == "toolcall_end" {
             if let Some(call) = update.get("toolCall") {
@@ -245,6 +250,12 @@ impl Stream {
             return;
         }
         let Some((_, blocks)) = &mut self.current else { return };
+        // The index comes from Pi's output: past any real message's blocks
+        // it is dropped, not grown to (an index of 2^63 would take the
+        // memory of the machine).
+        if index >= BLOCKS_MAX {
+            return;
+        }
         while blocks.len() <= index {
             blocks.push(Streaming::Other);
         }
@@ -384,6 +395,23 @@ mod tests {
 
     fn ids(items: &[Item]) -> Vec<&str> {
         items.iter().map(|i| i.id.as_str()).collect()
+    }
+
+    /// A `contentIndex` out of all proportion (Pi's output is not trusted
+    /// to be sane) is dropped: no block is grown to it, and the message's
+    /// real blocks stream on.
+    #[test]
+    fn a_content_index_out_of_all_proportion_is_dropped_not_grown_to() {
+        let t = Instant::now();
+        let mut s = Stream::new("r", Duration::from_millis(250));
+        s.on_event(&json!({"type": "message_start", "message": {"role": "assistant", "content": []}}), t);
+        for index in [u64::MAX, 1 << 40, BLOCKS_MAX as u64] {
+            assert!(s.on_event(&update("text_delta", index, "x"), t).is_empty(), "{index}");
+        }
+        assert_eq!(s.current.as_ref().map(|c| c.1.len()), Some(0), "no block for an index past the bound");
+        let real = s.on_event(&update("text_delta", 1, "Hi"), t);
+        assert_eq!(ids(&real), ["pi-r-0-1"]);
+        assert_eq!(s.current.as_ref().map(|c| c.1.len()), Some(2));
     }
 
     #[test]
