@@ -21,7 +21,9 @@ const USAGE: &str =
   --socket PATH         the agent's private socket (default: $COLLIE_DURABLE_SOCKET)
   --url URL             https://HOST:PORT (or http://127.0.0.1:PORT); the token comes from COLLIE_TOKEN
   --fingerprint SHA256  the fingerprint the agent's certificate must have
-  --insecure            on loopback, accept a certificate that is not pinned";
+  --insecure            on loopback, accept a certificate that is not pinned
+                        (elsewhere an unpinned https agent is asked without the token,
+                        for the fingerprint to pin)";
 
 /// `SOCKET_PATH_MAX` of §1.1 (and §11).
 const SOCKET_PATH_MAX: usize = 103;
@@ -341,7 +343,11 @@ async fn https(report: &mut Report, url: &Url, args: &Args) {
         Some(t) if !t.is_printable() => Some("the token holds bytes that are not printable ASCII".to_owned()),
         Some(_) => None,
     };
-    let mut link = Link::new(Target::Url(url.clone()), token, args.pin);
+    // The token goes only to a server whose certificate is verified (pinned,
+    // or --insecure on loopback): an unpinned https address is first asked
+    // without it, for the fingerprint to pin, and the token stays here.
+    let verified = !url.https || args.pin.is_some() || (args.insecure && url.is_loopback());
+    let mut link = Link::new(Target::Url(url.clone()), if verified { token } else { None }, args.pin);
     let result = link.get("/hello", &[]).await;
     let seen = link.seen_fingerprint();
     // The certificate first: nothing else can be trusted without it.
@@ -376,6 +382,19 @@ async fn https(report: &mut Report, url: &Url, args: &Args) {
         }
     } else {
         report.skip("certificate", "plain http on loopback carries none");
+    }
+    if !verified {
+        let why = "not sent to a server whose certificate is not pinned";
+        match token_problem {
+            Some(problem) => {
+                report.fail("token", problem, "export COLLIE_TOKEN=<the agent's token> (docs/wire.md §1.2)")
+            }
+            None => report.skip("token", why),
+        }
+        for rule in ["hello", "wire-range", "caps", "ready"] {
+            report.skip(rule, "needs the token, which needs a pinned certificate");
+        }
+        return;
     }
     let answer = match result {
         Ok(a) => a,

@@ -143,12 +143,15 @@ fn doctor_over_https_checks_url_certificate_and_token() {
     let t = text(&doctor(&args, Some(&token)));
     let l = line(&t, "FAIL", "certificate");
     assert!(l.contains(desk.fingerprint.as_deref().unwrap()) && l.contains(&"AB:".repeat(31)), "{l}");
-    // No pin: the fingerprint to pin is shown.
+    // No pin: the fingerprint to pin is shown, and the token is not sent to
+    // a server not verified (were it, the agent would have accepted it).
     let t = text(&doctor(&["--url".into(), desk.address.clone()], Some(&token)));
     assert!(
         line(&t, "FAIL", "certificate")
             .contains(&format!("--fingerprint {}", desk.fingerprint.as_deref().unwrap()))
     );
+    assert!(line(&t, "skip", "token").contains("not sent"), "{t}");
+    line(&t, "skip", "hello");
     let t = text(&doctor(&["--url".into(), desk.address.clone(), "--insecure".into()], Some(&token)));
     line(&t, "ok", "certificate");
 }
