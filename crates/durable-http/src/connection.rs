@@ -267,8 +267,12 @@ where
                 return Either::Left(ready(Ok(out)));
             }
         };
+        // Another user never proves itself (it is refused), and neither do
+        // the agent's own processes: a runaway tool holding connections
+        // must not keep Collie's next one out. They are served all the
+        // same, and displaced first.
         if let Some(slot) = &slot
-            && caller != Caller::OtherUser
+            && !matches!(caller, Caller::OtherUser | Caller::SelfOrDescendant)
             && !slot.prove()
         {
             return Either::Left(ready(Err(ServiceError::Displaced)));

@@ -255,18 +255,17 @@ mod tests {
 
     use super::*;
 
-    /// Connections handed over a channel, as a listener would accept them.
-    struct ChannelListen(mpsc::UnboundedReceiver<DuplexStream>);
+    /// Connections handed over a channel, as a listener would accept them,
+    /// each with the caller its peer is.
+    struct ChannelListen(mpsc::UnboundedReceiver<(DuplexStream, Caller)>);
 
     impl Listen for ChannelListen {
         type Io = DuplexStream;
 
         async fn accept(&mut self) -> io::Result<Accepted<DuplexStream>> {
             match self.0.recv().await {
-                Some(io) => {
-                    Ok(Accepted::new(Box::pin(
-                        async move { Ok((io, CallerSource::Fixed(Caller::OtherProcess))) },
-                    )))
+                Some((io, caller)) => {
+                    Ok(Accepted::new(Box::pin(async move { Ok((io, CallerSource::Fixed(caller))) })))
                 }
                 None => std::future::pending().await,
             }
@@ -298,14 +297,21 @@ mod tests {
         create_core(CoreOptions::builder().clock(clock).epoch("0123456789abcdef").build().unwrap())
     }
 
-    fn server(handler: Slow, options: HttpOptions) -> (Server, mpsc::UnboundedSender<DuplexStream>) {
+    type Connect = mpsc::UnboundedSender<(DuplexStream, Caller)>;
+
+    fn server(handler: Slow, options: HttpOptions) -> (Server, Connect) {
         let (tx, rx) = mpsc::unbounded_channel();
         (Server::start_with(handler, test_core(), ChannelListen(rx), options), tx)
     }
 
-    fn connect(tx: &mpsc::UnboundedSender<DuplexStream>) -> DuplexStream {
+    /// A connection from another process (Collie, on the socket).
+    fn connect(tx: &Connect) -> DuplexStream {
+        connect_as(tx, Caller::OtherProcess)
+    }
+
+    fn connect_as(tx: &Connect, caller: Caller) -> DuplexStream {
         let (client, server) = tokio::io::duplex(64 * 1024);
-        tx.send(server).unwrap();
+        tx.send((server, caller)).unwrap();
         client
     }
 
@@ -346,6 +352,27 @@ mod tests {
         assert!(rest.is_empty(), "a refused connection gets no answer");
         assert_eq!(status_of_a_poll(&mut proven).await, "HTTP/1.1 200 OK");
         assert_eq!(status_of_a_poll(&mut newer).await, "HTTP/1.1 200 OK");
+        server.close().await;
+    }
+
+    /// The agent's own processes are served, but keep no place: however
+    /// many connections they hold, Collie's new one takes a place from them
+    /// (the oldest first) and is not refused.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_agent_s_own_connections_never_keep_collie_out() {
+        let (server, tx) = server(Slow::default(), HttpOptions::new().max_connections(2));
+        let mut own = [connect_as(&tx, Caller::SelfOrDescendant), connect_as(&tx, Caller::SelfOrDescendant)];
+        for io in &mut own {
+            assert_eq!(status_of_a_poll(io).await, "HTTP/1.1 200 OK", "the agent's own reads are served");
+        }
+        let mut collie = connect(&tx);
+        let mut rest = Vec::new();
+        tokio::time::timeout(Duration::from_secs(5), own[0].read_to_end(&mut rest))
+            .await
+            .expect("the oldest own connection kept its place")
+            .unwrap();
+        assert_eq!(status_of_a_poll(&mut collie).await, "HTTP/1.1 200 OK");
+        assert_eq!(status_of_a_poll(&mut own[1]).await, "HTTP/1.1 200 OK", "the other one goes on");
         server.close().await;
     }
 

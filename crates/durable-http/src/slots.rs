@@ -3,8 +3,9 @@
 //! Every accepted connection takes a slot before anything else happens to
 //! it (its TLS handshake included). A connection is *proven* once it has
 //! made a request its transport accepted — over HTTPS one with an accepted
-//! bearer token; on the socket one from a caller of the agent's own user —
-//! and a proven connection keeps its slot until it closes.
+//! bearer token; on the socket one from a process of the agent's own user
+//! outside the agent's own tree (the agent's own processes are served but
+//! never proven) — and a proven connection keeps its slot until it closes.
 //!
 //! When every slot is taken, a new connection displaces one that has not
 //! proven itself: from the peer address (IPv6: the /64) holding the most

@@ -109,7 +109,8 @@ impl OpenOptionsBuilder {
 
     /// How many connections the socket holds at once (default 64). Past the
     /// cap a new connection displaces the oldest one that has not yet made a
-    /// request; when every connection has, the new one is closed at once.
+    /// request (the agent's own processes never count as having made one);
+    /// when every connection has, the new one is closed at once.
     pub fn max_connections(mut self, max: usize) -> Self {
         self.0.max_connections = Some(max);
         self

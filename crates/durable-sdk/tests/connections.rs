@@ -38,8 +38,12 @@ async fn hello(io: &mut UnixStream) -> String {
 async fn open_options_max_connections_caps_the_socket() {
     let dir = TempDir::new("cap");
     let socket = dir.0.join("app.sock");
+    // The test's connections come from the agent's own process: with the
+    // caller check on they would be served but keep no place.
     let options = OpenOptions::builder()
         .socket(&socket)
+        .caller_check(durable_sdk::socket::CallerCheck::Off)
+        .warn(|_| {})
         .max_connections(2)
         .header_read_timeout(Duration::from_secs(60))
         .write_timeout(Duration::from_secs(60));
@@ -129,4 +133,25 @@ async fn open_options_shutdown_grace_bounds_close() {
         .await
         .expect("close() waited past the grace set on OpenOptions");
     assert_eq!(closed_within(&mut stalled, Duration::from_secs(5)).await, b"");
+}
+
+/// With the caller check on, the test's connections are the agent's own
+/// (its process): served, but keeping no place. Past the cap a new one
+/// takes the place of the oldest rather than being refused, so a runaway
+/// tool cannot keep Collie out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_s_own_connections_keep_no_place_under_the_cap() {
+    let dir = TempDir::new("own");
+    let socket = dir.0.join("app.sock");
+    let collie = open_collie(OpenOptions::builder().socket(&socket).max_connections(2)).await.unwrap();
+    collie.ready();
+    let mut a = UnixStream::connect(&socket).await.unwrap();
+    let mut b = UnixStream::connect(&socket).await.unwrap();
+    assert_eq!(hello(&mut a).await, "HTTP/1.1 200 OK");
+    assert_eq!(hello(&mut b).await, "HTTP/1.1 200 OK");
+    let mut c = UnixStream::connect(&socket).await.unwrap();
+    assert_eq!(closed_within(&mut a, Duration::from_secs(5)).await, b"", "the oldest gave its place");
+    assert_eq!(hello(&mut c).await, "HTTP/1.1 200 OK", "the new one is served, not refused");
+    assert_eq!(hello(&mut b).await, "HTTP/1.1 200 OK");
+    collie.close().await;
 }

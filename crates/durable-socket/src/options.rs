@@ -138,8 +138,9 @@ impl SocketOptionsBuilder {
 
     /// How many connections the server holds at once (at least 1). Past the
     /// cap a new connection displaces the oldest one that has not yet made
-    /// a request from the agent's own user; when every connection has, the
-    /// new one is closed at once. Default 64.
+    /// a request from the agent's own user (the agent's own processes never
+    /// count as having made one); when every connection has, the new one is
+    /// closed at once. Default 64.
     pub fn max_connections(mut self, max: usize) -> Self {
         self.options.http = self.options.http.max_connections(max);
         self
