@@ -88,6 +88,24 @@ impl Stream {
         self.changed(out)
     }
 
+    /// The current message's text and thinking blocks before `below`, as
+    /// partial items.
+    fn partial_blocks(&self, below: usize, out: &mut Vec<Item>) {
+        let Some((m, blocks)) = &self.current else { return };
+        for (n, block) in blocks.iter().enumerate().take(below) {
+            let body = match block {
+                Streaming::Text(t) if !t.trim().is_empty() => {
+                    ItemBody::Reply { text: t.clone(), partial: true }
+                }
+                Streaming::Thinking(t) if !t.trim().is_empty() => {
+                    ItemBody::Thinking { text: t.clone(), partial: true }
+                }
+                _ => continue,
+            };
+            push(out, self.block_id(*m, n), body);
+        }
+    }
+
     fn flush_items(&mut self, now: Instant) -> Vec<Item> {
         if self.last_partial.is_some_and(|t| now < t + self.every) {
             return Vec::new();
@@ -95,20 +113,7 @@ impl Stream {
         let mut out = Vec::new();
         if self.dirty {
             self.dirty = false;
-            if let Some((m, blocks)) = &self.current {
-                for (n, block) in blocks.iter().enumerate() {
-                    let body = match block {
-                        Streaming::Text(t) if !t.trim().is_empty() => {
-                            ItemBody::Reply { text: t.clone(), partial: true }
-                        }
-                        Streaming::Thinking(t) if !t.trim().is_empty() => {
-                            ItemBody::Thinking { text: t.clone(), partial: true }
-                        }
-                        _ => continue,
-                    };
-                    push(&mut out, self.block_id(*m, n), body);
-                }
-            }
+            self.partial_blocks(usize::MAX, &mut out);
         }
         for call in std::mem::take(&mut self.dirty_tools) {
             if let Some(t) = self.tools.get(&call) {
@@ -240,6 +245,11 @@ impl Stream {
                 let args = call.get("arguments").cloned().unwrap_or(Value::Null);
                 let m = self.current.as_ref().map_or(self.messages, |c| c.0);
                 if !self.tools.contains_key(&id) {
+                    // The blocks before the call are written first, even
+                    // when their partial is not due yet: the chat shows the
+                    // message in its order (as it reads from the session
+                    // file after a restart), not the call before its text.
+                    self.partial_blocks(index, out);
                     let item = self.block_id(m, index);
                     self.tools.insert(id.clone(), Tool::new(item, name, &args));
                 }
@@ -395,6 +405,24 @@ mod tests {
 
     fn ids(items: &[Item]) -> Vec<&str> {
         items.iter().map(|i| i.id.as_str()).collect()
+    }
+
+    /// A call's `tool` item never comes before the text the model wrote
+    /// ahead of it, even when that text's partial was not due yet.
+    #[test]
+    fn the_text_before_a_call_is_written_before_the_call() {
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let mut s = Stream::new("r", Duration::from_millis(250));
+        s.on_event(&json!({"type": "message_start", "message": {"role": "assistant", "content": []}}), t0);
+        assert_eq!(ids(&s.on_event(&update("thinking_delta", 0, "Hmm."), t0)), ["pi-r-0-0"]);
+        assert!(s.on_event(&update("text_delta", 1, "Running it."), ms(50)).is_empty(), "not due yet");
+        let call = json!({"id": "c1", "name": "bash", "arguments": {"command": "ls"}});
+        let end = json!({"type": "message_update", "assistantMessageEvent": {"type": "toolcall_end", "contentIndex": 2, "toolCall": call}});
+        let out = s.on_event(&end, ms(100));
+        assert_eq!(ids(&out), ["pi-r-0-1", "pi-r-0-2"], "the text, then the call");
+        assert_eq!(out[0].body, ItemBody::Reply { text: "Running it.".into(), partial: true });
+        assert!(s.flush(ms(300)).is_empty(), "nothing written twice");
     }
 
     /// A `contentIndex` out of all proportion (Pi's output is not trusted
