@@ -38,12 +38,7 @@ async fn hello(io: &mut UnixStream) -> String {
 async fn open_options_max_connections_caps_the_socket() {
     let dir = TempDir::new("cap");
     let socket = dir.0.join("app.sock");
-    // The test's connections come from the agent's own process: with the
-    // caller check on they would be served but keep no place.
-    let options = OpenOptions::builder()
-        .socket(&socket)
-        .caller_check(durable_sdk::socket::CallerCheck::Off)
-        .warn(|_| {})
+    let options = played_by_the_test(&socket)
         .max_connections(2)
         .header_read_timeout(Duration::from_secs(60))
         .write_timeout(Duration::from_secs(60));
@@ -77,6 +72,22 @@ async fn closed_within(io: &mut UnixStream, within: Duration) -> Vec<u8> {
     rest
 }
 
+/// Options of an agent whose Collie the test plays from the agent's own
+/// process: with the caller check on, its connections would be served but
+/// keep no place under the cap.
+fn played_by_the_test(socket: &std::path::Path) -> durable_sdk::OpenOptionsBuilder {
+    OpenOptions::builder().socket(socket).caller_check(durable_sdk::socket::CallerCheck::Off).warn(|_| {})
+}
+
+/// A connection whose write request stops a tenth of the way into its body.
+async fn stalled_write(socket: &std::path::Path) -> UnixStream {
+    let mut io = UnixStream::connect(socket).await.unwrap();
+    io.write_all(b"POST /v1/workspaces/w/rename HTTP/1.1\r\nHost: agent\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"requestId\"")
+        .await
+        .unwrap();
+    io
+}
+
 /// `header_read_timeout` and `body_read_timeout` on `OpenOptions`: a
 /// connection that sends no request, and one whose body stalls, are
 /// closed by the socket, without an answer; the stalled request never runs.
@@ -84,20 +95,13 @@ async fn closed_within(io: &mut UnixStream, within: Duration) -> Vec<u8> {
 async fn open_options_read_timeouts_reach_the_socket() {
     let dir = TempDir::new("timeouts");
     let socket = dir.0.join("app.sock");
-    let options = OpenOptions::builder()
-        .socket(&socket)
-        .caller_check(durable_sdk::socket::CallerCheck::Off)
+    let options = played_by_the_test(&socket)
         .header_read_timeout(Duration::from_millis(300))
-        .body_read_timeout(Duration::from_millis(300))
-        .warn(|_| {});
+        .body_read_timeout(Duration::from_millis(300));
     let collie = open_collie(options).await.unwrap();
     collie.ready();
     let mut idle = UnixStream::connect(&socket).await.unwrap();
-    let mut stalled = UnixStream::connect(&socket).await.unwrap();
-    stalled
-        .write_all(b"POST /v1/workspaces/w/rename HTTP/1.1\r\nHost: agent\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"requestId\"")
-        .await
-        .unwrap();
+    let mut stalled = stalled_write(&socket).await;
     assert_eq!(closed_within(&mut idle, Duration::from_secs(10)).await, b"");
     assert_eq!(closed_within(&mut stalled, Duration::from_secs(10)).await, b"");
     // The socket serves on.
@@ -112,19 +116,12 @@ async fn open_options_read_timeouts_reach_the_socket() {
 async fn open_options_shutdown_grace_bounds_close() {
     let dir = TempDir::new("grace");
     let socket = dir.0.join("app.sock");
-    let options = OpenOptions::builder()
-        .socket(&socket)
-        .caller_check(durable_sdk::socket::CallerCheck::Off)
+    let options = played_by_the_test(&socket)
         .body_read_timeout(Duration::from_secs(60))
-        .shutdown_grace(Duration::from_millis(200))
-        .warn(|_| {});
+        .shutdown_grace(Duration::from_millis(200));
     let collie = open_collie(options).await.unwrap();
     collie.ready();
-    let mut stalled = UnixStream::connect(&socket).await.unwrap();
-    stalled
-        .write_all(b"POST /v1/workspaces/w/rename HTTP/1.1\r\nHost: agent\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"requestId\"")
-        .await
-        .unwrap();
+    let mut stalled = stalled_write(&socket).await;
     // The request is in flight once its head is read: a `GET /hello` on
     // another connection answered after it says the server is past that.
     let mut other = UnixStream::connect(&socket).await.unwrap();

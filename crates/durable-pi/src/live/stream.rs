@@ -29,6 +29,19 @@ enum Streaming {
     Other,
 }
 
+impl Streaming {
+    /// What the chat shows of the block so far, if it holds any text.
+    fn body(&self, partial: bool) -> Option<ItemBody> {
+        match self {
+            Streaming::Text(t) if !t.trim().is_empty() => Some(ItemBody::Reply { text: t.clone(), partial }),
+            Streaming::Thinking(t) if !t.trim().is_empty() => {
+                Some(ItemBody::Thinking { text: t.clone(), partial })
+            }
+            _ => None,
+        }
+    }
+}
+
 struct Tool {
     id: Id,
     name: String,
@@ -93,16 +106,9 @@ impl Stream {
     fn partial_blocks(&self, below: usize, out: &mut Vec<Item>) {
         let Some((m, blocks)) = &self.current else { return };
         for (n, block) in blocks.iter().enumerate().take(below) {
-            let body = match block {
-                Streaming::Text(t) if !t.trim().is_empty() => {
-                    ItemBody::Reply { text: t.clone(), partial: true }
-                }
-                Streaming::Thinking(t) if !t.trim().is_empty() => {
-                    ItemBody::Thinking { text: t.clone(), partial: true }
-                }
-                _ => continue,
-            };
-            push(out, self.block_id(*m, n), body);
+            if let Some(body) = block.body(true) {
+                push(out, self.block_id(*m, n), body);
+            }
         }
     }
 
@@ -133,15 +139,7 @@ impl Stream {
         let mut out = Vec::new();
         if let Some((m, blocks)) = self.current.take() {
             for (n, block) in blocks.iter().enumerate() {
-                let body = match block {
-                    Streaming::Text(t) if !t.trim().is_empty() => {
-                        ItemBody::Reply { text: t.clone(), partial: false }
-                    }
-                    Streaming::Thinking(t) if !t.trim().is_empty() => {
-                        ItemBody::Thinking { text: t.clone(), partial: false }
-                    }
-                    _ => continue,
-                };
+                let Some(body) = block.body(false) else { continue };
                 push(&mut out, self.block_id(m, n), body);
             }
         }
