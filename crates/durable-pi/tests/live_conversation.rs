@@ -8,11 +8,12 @@
 //! without them it fails and says so: it never skips.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
+use durable_core::types::ask_id_for;
 use durable_core::types::exchange::{Caller, Request};
-use durable_core::types::{Timestamp, ask_id_for};
-use durable_core::{Clock, Core, CoreOptions, Pane, PaneOptions, create_core};
+use durable_core::{Core, CoreOptions, Pane, PaneOptions, create_core};
+use durable_http::{Shutdown, SystemClock, random_epoch, spawn_driver};
 use durable_pi::{Block, GateOptions, Message, PiCommand, PiConversation, PiOptions, SessionFolder};
 use serde_json::{Value, json};
 
@@ -55,27 +56,20 @@ fn pi(dir: &Path, project: &str) -> PiCommand {
         .current_dir(dir.join(project))
 }
 
-struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now(&self) -> Timestamp {
-        let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
-        Timestamp::from_millis(since.as_millis() as u64)
-    }
-}
-
-/// A core served by nothing: the test plays Collie through `handle`.
+/// A core served by nothing but its driver (jobs, timers), as a server
+/// runs it: the test plays Collie through `handle`.
 fn core() -> Core {
-    let options = CoreOptions::builder().host_name("live").clock(SystemClock).epoch("0123456789abcdef");
+    let options = CoreOptions::builder().host_name("live").clock(SystemClock).epoch(random_epoch());
     let core = create_core(options.build().unwrap());
-    let jobs = core.clone();
-    core.set_wakeup(move || {
-        while let Some(job) = jobs.poll_job() {
-            tokio::spawn(job);
-        }
-    });
+    spawn_driver(core.clone(), Shutdown::new());
     core.ready();
     core
+}
+
+/// Pi behind pane `id` of `core`, running in `dir/<project>`.
+fn attach(core: &Core, dir: &Path, project: &str, id: &str, gate: GateOptions) -> PiConversation {
+    let options = PiOptions::builder(pi(dir, project), dir.join("sessions")).gate(gate).build().unwrap();
+    PiConversation::attach(&pane(core, id), id, options).unwrap()
 }
 
 fn pane(core: &Core, id: &str) -> Pane {
@@ -120,8 +114,7 @@ async fn a_gated_call_waits_for_its_card_and_allow_runs_it() {
     let dir = scratch("gate");
     let core = core();
     let id = PiConversation::new_session_id();
-    let options = PiOptions::builder(pi(&dir, "project-a"), dir.join("sessions")).build().unwrap();
-    let conversation = PiConversation::attach(&pane(&core, &id), &id, options).unwrap();
+    let conversation = attach(&core, &dir, "project-a", &id, GateOptions::default());
     let turn = tokio::spawn({
         let conversation = conversation.clone();
         async move { conversation.prompt("use bash: echo allowed-run").await }
@@ -156,20 +149,12 @@ async fn a_session_begun_in_another_folder_is_resumed_not_begun_again() {
     let id = PiConversation::new_session_id();
     {
         let core = core();
-        let options = PiOptions::builder(pi(&dir, "project-a"), dir.join("sessions"))
-            .gate(GateOptions::none())
-            .build()
-            .unwrap();
-        let conversation = PiConversation::attach(&pane(&core, &id), &id, options).unwrap();
+        let conversation = attach(&core, &dir, "project-a", &id, GateOptions::none());
         conversation.prompt("remember the word pineapple").await.unwrap();
         conversation.shutdown().await;
     }
     let core = core();
-    let options = PiOptions::builder(pi(&dir, "project-b"), dir.join("sessions"))
-        .gate(GateOptions::none())
-        .build()
-        .unwrap();
-    let conversation = PiConversation::attach(&pane(&core, &id), &id, options).unwrap();
+    let conversation = attach(&core, &dir, "project-b", &id, GateOptions::none());
     assert!(items(&core, &id).await.len() >= 2, "attach shows the conversation so far");
     conversation.prompt("what was the word?").await.unwrap();
     conversation.shutdown().await;

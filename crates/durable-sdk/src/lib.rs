@@ -86,8 +86,8 @@
 //! (`setsid`, `nohup … &`, `systemd-run --user`, tmux) escapes it, and on
 //! other Unixes there is no check at all. Run the agent's tools in a sandbox
 //! that cannot reach the socket, and over HTTPS keep the token out of their
-//! environment (`Command::env_remove("COLLIE_TOKEN")` and
-//! `"COLLIE_TOKEN_NEXT"`; durable-pi does so for Pi). That is not enough
+//! environment (`Command::env_remove` of [`TOKEN_ENV`] and
+//! [`TOKEN_NEXT_ENV`]; durable-pi does so for Pi). That is not enough
 //! against a tool that means harm either: a process of the same user reads
 //! the agent's own start-up environment in `/proc/<pid>/environ`. Such tools
 //! need another user id, or a process namespace of their own.

@@ -4,10 +4,12 @@
 
 mod common;
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::TempDir;
-use durable_sdk::{OpenOptions, open_collie};
+use durable_sdk::socket::CallerCheck;
+use durable_sdk::{Collie, OpenOptions, OpenOptionsBuilder, open_collie};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 
@@ -36,14 +38,12 @@ async fn hello(io: &mut UnixStream) -> String {
 /// made a request, a third is closed at once, and the two go on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_options_max_connections_caps_the_socket() {
-    let dir = TempDir::new("cap");
-    let socket = dir.0.join("app.sock");
-    let options = played_by_the_test(&socket)
-        .max_connections(2)
-        .header_read_timeout(Duration::from_secs(60))
-        .write_timeout(Duration::from_secs(60));
-    let collie = open_collie(options).await.unwrap();
-    collie.ready();
+    let (_dir, socket, collie) = agent("cap", |o| {
+        o.max_connections(2)
+            .header_read_timeout(Duration::from_secs(60))
+            .write_timeout(Duration::from_secs(60))
+    })
+    .await;
     let mut a = UnixStream::connect(&socket).await.unwrap();
     let mut b = UnixStream::connect(&socket).await.unwrap();
     assert_eq!(hello(&mut a).await, "HTTP/1.1 200 OK");
@@ -72,15 +72,24 @@ async fn closed_within(io: &mut UnixStream, within: Duration) -> Vec<u8> {
     rest
 }
 
-/// Options of an agent whose Collie the test plays from the agent's own
-/// process: with the caller check on, its connections would be served but
-/// keep no place under the cap.
-fn played_by_the_test(socket: &std::path::Path) -> durable_sdk::OpenOptionsBuilder {
-    OpenOptions::builder().socket(socket).caller_check(durable_sdk::socket::CallerCheck::Off).warn(|_| {})
+/// An agent opened with `options` on a socket in a folder of its own
+/// (kept while the test runs), ready; the test plays its Collie from the
+/// agent's own process, so the caller check is off (on, the test's
+/// connections would be served but keep no place under the cap).
+async fn agent(
+    name: &str,
+    options: impl FnOnce(OpenOptionsBuilder) -> OpenOptionsBuilder,
+) -> (TempDir, PathBuf, Collie) {
+    let dir = TempDir::new(name);
+    let socket = dir.0.join("app.sock");
+    let base = OpenOptions::builder().socket(&socket).caller_check(CallerCheck::Off).warn(|_| {});
+    let collie = open_collie(options(base)).await.unwrap();
+    collie.ready();
+    (dir, socket, collie)
 }
 
 /// A connection whose write request stops a tenth of the way into its body.
-async fn stalled_write(socket: &std::path::Path) -> UnixStream {
+async fn stalled_write(socket: &Path) -> UnixStream {
     let mut io = UnixStream::connect(socket).await.unwrap();
     io.write_all(b"POST /v1/workspaces/w/rename HTTP/1.1\r\nHost: agent\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"requestId\"")
         .await
@@ -93,13 +102,10 @@ async fn stalled_write(socket: &std::path::Path) -> UnixStream {
 /// closed by the socket, without an answer; the stalled request never runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_options_read_timeouts_reach_the_socket() {
-    let dir = TempDir::new("timeouts");
-    let socket = dir.0.join("app.sock");
-    let options = played_by_the_test(&socket)
-        .header_read_timeout(Duration::from_millis(300))
-        .body_read_timeout(Duration::from_millis(300));
-    let collie = open_collie(options).await.unwrap();
-    collie.ready();
+    let (_dir, socket, collie) = agent("timeouts", |o| {
+        o.header_read_timeout(Duration::from_millis(300)).body_read_timeout(Duration::from_millis(300))
+    })
+    .await;
     let mut idle = UnixStream::connect(&socket).await.unwrap();
     let mut stalled = stalled_write(&socket).await;
     assert_eq!(closed_within(&mut idle, Duration::from_secs(10)).await, b"");
@@ -114,13 +120,10 @@ async fn open_options_read_timeouts_reach_the_socket() {
 /// body stalls no longer than the grace (the default is 10 s).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_options_shutdown_grace_bounds_close() {
-    let dir = TempDir::new("grace");
-    let socket = dir.0.join("app.sock");
-    let options = played_by_the_test(&socket)
-        .body_read_timeout(Duration::from_secs(60))
-        .shutdown_grace(Duration::from_millis(200));
-    let collie = open_collie(options).await.unwrap();
-    collie.ready();
+    let (_dir, socket, collie) = agent("grace", |o| {
+        o.body_read_timeout(Duration::from_secs(60)).shutdown_grace(Duration::from_millis(200))
+    })
+    .await;
     let mut stalled = stalled_write(&socket).await;
     // The request is in flight once its head is read: a `GET /hello` on
     // another connection answered after it says the server is past that.

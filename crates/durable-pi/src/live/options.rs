@@ -19,8 +19,12 @@ pub const DEFAULT_DENIED_REASON: &str = "The person denied this tool call.";
 pub const DEFAULT_UNANSWERED_REASON: &str = "No one approved this tool call.";
 
 /// How to start Pi: the program and its arguments, as the user gives them.
-/// durable-pi adds what RPC mode needs (`--mode rpc`, `--session-dir`,
-/// `--session-id`, and `-e <gate>` when a tool is gated).
+/// durable-pi adds what RPC mode needs (`--mode rpc`, `--session-dir`, the
+/// session — `--session <file>` once its file exists, else `--session-id` —
+/// and `-e <gate>` when a tool is gated). Pi inherits the agent's
+/// environment but for the tokens ([`TOKEN_ENV`](durable_types::TOKEN_ENV),
+/// [`TOKEN_NEXT_ENV`](durable_types::TOKEN_NEXT_ENV)), which its tools must
+/// not read.
 ///
 /// `Debug` shows the environment's names and the arguments' flags only:
 /// values may be API keys (`--api-key …`).
