@@ -8,12 +8,15 @@
 
 use std::sync::{Arc, Mutex};
 
-use durable_sdk::socket::SocketOptions;
-use durable_sdk::tls::TlsOptions;
+use durable_sdk::handlers::ActionHandler;
+use durable_sdk::history::{
+    ConversationState, HistoryError, HistoryProvider, HistoryRow, ItemsPage, RowsPage,
+};
+use durable_sdk::transport::socket_path_for;
+use durable_sdk::types::{Cursor, NoticeTone, Timestamp};
 use durable_sdk::{
-    ActionHandler, ActionRequest, ApprovalOptions, ConversationState, CoreOptions, Cursor, HandlerResult,
-    HistoryError, HistoryProvider, HistoryRow, Item, ItemsPage, NoticeTone, RowsPage, create_core, json,
-    require_approval, serve, socket_path_for,
+    ActionRequest, ApprovalOptions, CoreOptions, HandlerResult, Item, PaneOptions, Transport, create_core,
+    json, require_approval,
 };
 
 /// What happened, kept for history (a real agent keeps it on disk).
@@ -31,8 +34,7 @@ impl ActionHandler for Refund {
             "refund",
             &json!({"order": "5521", "amount": 40}),
             ApprovalOptions::new(&req.pane, call.clone()).timeout_ms(600_000),
-        )
-        .map_err(|e| durable_sdk::Refusal::new(e.to_string()))?;
+        )?; // a rule broken here refuses the press: `409 refused`, nothing stored
         let log = self.0.clone();
         tokio::spawn(async move {
             let a = approval.await;
@@ -74,7 +76,7 @@ impl Log {
             subtitle: None,
             workspace_id: Some("shop".into()),
             tab_id: Some("shop:main".into()),
-            started_at: durable_sdk::Timestamp::from_millis(0),
+            started_at: Timestamp::from_millis(0),
             ended_at: None,
             state: ConversationState::Open,
             items: self.0.lock().unwrap().len() as u64,
@@ -84,23 +86,22 @@ impl Log {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let https = std::env::args().skip_while(|a| a != "--https").nth(1);
-    // Over HTTPS the token is the only barrier: no allow-always options.
-    let core = create_core(CoreOptions::builder().host_name("shop").allow_always(https.is_none()))?;
+    let transport = match std::env::args().skip_while(|a| a != "--https").nth(1) {
+        // The token from COLLIE_TOKEN (at least 32 bytes); no allow-always options over HTTPS.
+        Some(addr) => Transport::https(addr).self_signed(),
+        None => Transport::socket_at(socket_path_for("approval")),
+    };
+    let collie = create_core(CoreOptions::builder().host_name("shop"))?;
     let log = Arc::new(Log::default());
-    let tab = core.workspace("shop", "Shop")?.tab("main", "Orders")?;
-    let pane = tab.pane("orders", durable_sdk::PaneOptions::new("Orders").harness("shop"))?;
+    let tab = collie.workspace("shop", "Shop")?.tab("main", "Orders")?;
+    let pane = tab.pane("orders", PaneOptions::new("Orders").harness("shop"))?;
     pane.action("refund", "Refund", Some("check"))?;
     pane.on_action(Refund(log.clone()))?;
-    core.history(log);
-    let server = match https {
-        // The token from COLLIE_TOKEN (at least 32 bytes).
-        Some(addr) => serve(&core, TlsOptions::builder().listen(addr).self_signed().build()?).await?,
-        None => serve(&core, SocketOptions::builder().path(socket_path_for("approval"))).await?,
-    };
-    core.ready();
-    println!("listening {}", server.address());
+    collie.history(log);
+    collie.serve(transport).await?;
+    collie.ready();
+    println!("listening {}", collie.address());
     tokio::signal::ctrl_c().await?;
-    server.close().await;
+    collie.close().await;
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! A streamed chat with steer and stop, in one handler: each text the phone
+//! A streamed chat with steer and stop, in one closure: each text the phone
 //! sends is answered word by word; a steer joins the reply, a stop ends it
 //! with what it had.
 //!
@@ -7,14 +7,15 @@
 
 use std::time::Duration;
 
-use durable_sdk::{ChatHandler, OpenOptions, PaneOptions, Turn, open_collie, socket_path_for};
+use durable_sdk::{PaneOptions, Turn, open_collie};
 
-/// The conversation: the SDK runs one `turn` per send, queues sends that
-/// arrive meanwhile, and sets the pane idle when `turn` returns.
-struct Echo;
-
-impl ChatHandler for Echo {
-    async fn turn(&self, mut turn: Turn) {
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let collie = open_collie("echo").await?;
+    let tab = collie.workspace("echo", "Echo")?.tab("main", "Chats")?;
+    // The SDK runs one turn per send, queues sends that arrive meanwhile,
+    // and sets the pane idle when the turn returns.
+    tab.pane("chat", PaneOptions::new("Echo").harness("echo"))?.on_send(|mut turn: Turn| async move {
         let mut reply = String::from("You said:");
         for word in turn.text().to_owned().split_whitespace() {
             tokio::select! {
@@ -29,15 +30,7 @@ impl ChatHandler for Echo {
             turn.partial(reply.clone()); // a growing reply, at most every 250 ms
         }
         turn.reply(reply); // the final text, not partial
-    }
-}
-
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let options = OpenOptions::builder().socket(socket_path_for("echo")).host_name("echo");
-    let collie = open_collie(options).await?;
-    let tab = collie.workspace("echo", "Echo")?.tab("main", "Chats")?;
-    tab.pane("chat", PaneOptions::new("Echo").harness("echo"))?.on_send(Echo)?;
+    })?;
     collie.ready();
     println!("listening {}", collie.address());
     tokio::signal::ctrl_c().await?;

@@ -4,12 +4,11 @@
 //! `collie durable attach hello --socket <the path it prints>` and
 //! `collie restart`. Tap Yes or No on the phone.
 
-use durable_sdk::{AskOption, AskSpec, Cap, Caps, OpenOptions, PaneOptions, open_collie, socket_path_for};
+use durable_sdk::{AskOption, AskSpec, Cap, Caps, OpenOptions, PaneOptions, open_collie};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let options = OpenOptions::builder().socket(socket_path_for("hello")).host_name("hello");
-    let collie = open_collie(options.caps(Caps::none().with(Cap::Asks))).await?;
+    let collie = open_collie(OpenOptions::new("hello").caps(Caps::none().with(Cap::Asks))).await?;
     let tab = collie.workspace("hello", "Hello")?.tab("main", "Questions")?;
     let pane = tab.pane("deploy", PaneOptions::new("Deploy").harness("hello"))?;
     collie.ready();

@@ -30,15 +30,16 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use durable_sdk::handlers::{
+    CloseRequest, Hooks, RenameRequest, Reopen, ReopenRequest, Started, StarterRequest,
+};
 use durable_sdk::pi::{
     Follower, GateOptions, PiCommand, PiConversation, PiHistory, PiOptions, SessionFolder, items_since,
 };
-use durable_sdk::socket::SocketOptions;
-use durable_sdk::tls::TlsOptions;
-use durable_sdk::{
-    CloseRequest, Core, CoreOptions, HandlerResult, Hooks, Pane, PaneOptions, Refusal, RenameRequest, Reopen,
-    ReopenRequest, SqliteReceiptStore, Started, StarterRequest, Tab, Target, create_core, serve,
-};
+use durable_sdk::stores::SqliteReceiptStore;
+use durable_sdk::transport::socket_path_for;
+use durable_sdk::types::Target;
+use durable_sdk::{CoreOptions, HandlerResult, Pane, PaneOptions, Refusal, Tab, Transport, create_core};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -156,7 +157,7 @@ impl Hooks for AgentHooks {
             return Ok(());
         }
         match self.0.conversation(&req.id) {
-            Some(c) => c.rename(&req.title).await.map_err(|e| Refusal::new(e.to_string())),
+            Some(c) => Ok(c.rename(&req.title).await?),
             None => Err(Refusal::new("this conversation is read-only")),
         }
     }
@@ -211,10 +212,14 @@ async fn run(args: Args) -> Result<(), BoxError> {
     private_folder(&data)?;
     let sessions = args.sessions.unwrap_or_else(|| data.join("sessions"));
     private_folder(&sessions)?;
-    let https = args.listen.is_some();
     let receipts = SqliteReceiptStore::open(data.join("receipts.sqlite3"))?;
-    let core: Core =
-        create_core(CoreOptions::builder().host_name("pi").allow_always(!https).receipts(receipts))?;
+    // Served over HTTPS, allow-always is off: Allow and Deny only.
+    let collie = create_core(CoreOptions::builder().host_name("pi").receipts(receipts))?;
+    let transport = match args.listen {
+        Some(addr) => Transport::https(addr).self_signed(),
+        None => Transport::socket_at(args.socket.unwrap_or_else(|| socket_path_for("durable-pi"))),
+    };
+    collie.serve(transport).await?;
     let pi = match (args.no_pi, &args.pi) {
         (true, _) => None,
         (false, command) => {
@@ -230,7 +235,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
     let folder = SessionFolder::new(&sessions);
     let history = Arc::new(PiHistory::new(SessionFolder::new(&sessions)));
     let agent = Arc::new(Agent {
-        tab: core.workspace("pi", "Pi")?.tab("chats", "Conversations")?,
+        tab: collie.workspace("pi", "Pi")?.tab("chats", "Conversations")?,
         folder,
         history: history.clone(),
         pi,
@@ -251,24 +256,14 @@ async fn run(args: Args) -> Result<(), BoxError> {
         agent.open(&PiConversation::new_session_id(), "New conversation")?;
     }
     if agent.pi.is_some() {
-        core.starter("new-conversation", "New conversation")?;
+        collie.starter("new-conversation", "New conversation")?;
     }
-    core.history(history);
-    core.set_hooks(AgentHooks(agent.clone()));
-    core.ready();
-
-    let server = match args.listen {
-        Some(addr) => {
-            serve(&core, TlsOptions::builder().listen(addr).tokens_from_env().self_signed().build()?).await?
-        }
-        None => {
-            let path = args.socket.unwrap_or_else(|| durable_sdk::socket_path_for("durable-pi"));
-            serve(&core, SocketOptions::builder().path(path)).await?
-        }
-    };
+    collie.history(history);
+    collie.set_hooks(AgentHooks(agent.clone()));
+    collie.ready();
     {
         let mut out = std::io::stdout().lock();
-        writeln!(out, "listening {}", server.address())?;
+        writeln!(out, "listening {}", collie.address())?;
         out.flush()?;
     }
     shutdown_signal().await?;
@@ -276,7 +271,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
     for conversation in running {
         conversation.shutdown().await;
     }
-    server.close().await;
+    collie.close().await;
     Ok(())
 }
 

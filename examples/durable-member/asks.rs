@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
-use durable_sdk::{ApprovalOptions, AskHandle, Pane, require_approval};
-use durable_sdk::{
-    AskOption, AskSpec, DecidedBy, FieldType, FormField, Id, Item, ItemBody, NoticeTone, Outcome, Timestamp,
-    ToolInfo, ask_id_for, canonical_json,
-};
+use durable_sdk::asks::AskHandle;
+use durable_sdk::asks::{DecidedBy, FieldType, FormField, Outcome, ToolInfo, canonical_json};
+use durable_sdk::types::{Id, ItemBody, NoticeTone, Timestamp};
+use durable_sdk::{ApprovalOptions, Pane, require_approval};
+use durable_sdk::{AskOption, AskSpec, Item, ask_id_for};
 use serde_json::{Value, json};
 
 use crate::desk::Desk;
@@ -233,7 +233,7 @@ impl Desk {
         }
         let kind = AskKindCmd::from_name(&ask.kind)
             .ok_or_else(|| format!("unknown stored ask kind {}", ask.kind))?;
-        let mut spec = spec(kind, &ask.tool_call_id, pane.id(), self.core.options().allow_always());
+        let mut spec = spec(kind, &ask.tool_call_id, pane.id(), self.core.allow_always());
         if let Some(at) = ask.expires_at {
             spec = spec.expires_at(Timestamp::from_millis(at));
         }
@@ -320,7 +320,7 @@ mod tests {
     #[test]
     fn refund_args_for_ticket_1() {
         let args = refund_args(Some("5521"), Some(&Value::from(40)));
-        assert_eq!(durable_sdk::call_summary("refund", &args), "refund(order: \"5521\", amount: 40)");
+        assert_eq!(durable_sdk::asks::call_summary("refund", &args), "refund(order: \"5521\", amount: 40)");
         assert_eq!(amount_text(&args), "40");
     }
 }

@@ -6,11 +6,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use durable_sdk::{
-    ActionHandler, ActionRequest, ChatHandler, CloseRequest, Core, HandlerResult, Hooks, Id, Item, ItemBody,
-    Pane, PaneOptions, Refusal, RenameRequest, Reopen, ReopenRequest, RuleError, SendRequest, Started,
-    StarterRequest, SteerRequest, Tab, Target, Turn, user_item_id,
+use durable_sdk::handlers::{
+    ActionHandler, ChatHandler, CloseRequest, Hooks, RenameRequest, Reopen, ReopenRequest, SendRequest,
+    Started, StarterRequest, SteerRequest,
 };
+use durable_sdk::types::{Id, ItemBody, RuleError, Target, user_item_id};
+use durable_sdk::{ActionRequest, Collie, HandlerResult, Item, Pane, PaneOptions, Refusal, Tab, Turn};
 use tokio::time::Instant;
 
 use crate::asks;
@@ -26,7 +27,7 @@ pub(crate) struct Knobs {
 }
 
 pub(crate) struct Desk {
-    pub(crate) core: Core,
+    pub(crate) core: Collie,
     pub(crate) store: Arc<Store>,
     knobs: Knobs,
 }
@@ -52,7 +53,7 @@ fn scope_key_tab(tab: &str) -> String {
 }
 
 impl Desk {
-    pub(crate) fn new(core: Core, store: Arc<Store>, knobs: Knobs) -> Arc<Desk> {
+    pub(crate) fn new(core: Collie, store: Arc<Store>, knobs: Knobs) -> Arc<Desk> {
         Arc::new(Desk { core, store, knobs })
     }
 

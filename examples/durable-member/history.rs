@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
-use durable_sdk::{ConversationState, Cursor, HistoryRow, Timestamp, tab_wire_id};
-use durable_sdk::{HistoryError, HistoryProvider, ItemsPage, RowsPage};
+use durable_sdk::history::{ConversationState, HistoryRow};
+use durable_sdk::history::{HistoryError, HistoryProvider, ItemsPage, RowsPage};
+use durable_sdk::types::{Cursor, Timestamp, tab_wire_id};
 
 use crate::store::{PaneRow, Store, WORKSPACE};
 
@@ -14,8 +15,8 @@ pub(crate) struct DeskHistory {
 }
 
 fn row(store: &Store, p: &PaneRow) -> HistoryRow {
-    let tab = durable_sdk::ScopeId::new(p.tab.clone()).ok();
-    let ws = durable_sdk::ScopeId::new(WORKSPACE.0).ok();
+    let tab = durable_sdk::types::ScopeId::new(p.tab.clone()).ok();
+    let ws = durable_sdk::types::ScopeId::new(WORKSPACE.0).ok();
     HistoryRow {
         id: p.id.clone(),
         title: p.title.clone(),

@@ -32,11 +32,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use durable_sdk::socket::SocketOptions;
-use durable_sdk::tls::TlsOptions;
-use durable_sdk::{CoreOptions, PgReceiptOptions, PgReceiptStore, SqliteReceiptStore, create_core, serve};
+use durable_sdk::stores::{PgReceiptOptions, PgReceiptStore, SqliteReceiptStore};
+use durable_sdk::transport::socket_path_for;
+use durable_sdk::{CoreOptions, Limits, Transport, create_core};
 
-use crate::cli::{Args, Command, Tls, Transport};
+use crate::cli::{Args, Command, Tls};
 use crate::desk::{Desk, DeskHooks, Knobs};
 use crate::history::DeskHistory;
 use crate::store::Store;
@@ -110,10 +110,12 @@ async fn run(args: Args) -> Result<(), BoxError> {
     data_folder(&data)?;
     let store =
         Arc::new(Store::open(&data.join("desk.sqlite3")).map_err(|e| format!("the desk's store: {e}"))?);
-    let per_group = args.receipts_per_group.unwrap_or(durable_sdk::RECEIPTS_PER_GROUP);
+    let per_group = args.receipts_per_group.unwrap_or(durable_sdk::types::RECEIPTS_PER_GROUP);
 
     // Over HTTPS the token is the only barrier: no allow-always options.
-    let https = matches!(args.transport, Transport::Https { .. });
+    // (Serving there would turn them off; the desk says so from the start,
+    // as it raises its stored asks before it serves.)
+    let https = matches!(args.transport, cli::Transport::Https { .. });
     let mut options = CoreOptions::builder().host_name("desk").allow_always(!https);
     options = match &args.receipts {
         // Shared by every desk on this database and schema (a failover).
@@ -141,50 +143,43 @@ async fn run(args: Args) -> Result<(), BoxError> {
     if let Some(ms) = args.hold_ms {
         options = options.hold_ms(ms);
     }
-    let core = create_core(options)?;
-    store.seed_if_empty(core.now().as_millis())?;
+    let collie = create_core(options)?;
+    store.seed_if_empty(collie.now().as_millis())?;
 
     let desk = Desk::new(
-        core.clone(),
+        collie.clone(),
         store.clone(),
         Knobs { turn_ms: args.turn_ms, accept_delay_ms: args.accept_delay_ms },
     );
     desk.build_layout()?;
-    core.starter("new-ticket", "New ticket")?;
-    core.history(DeskHistory { store: store.clone() });
-    core.set_hooks(DeskHooks { desk: desk.clone() });
+    collie.starter("new-ticket", "New ticket")?;
+    collie.history(DeskHistory { store: store.clone() });
+    collie.set_hooks(DeskHooks { desk: desk.clone() });
     if args.raise_delay_ms == 0 {
         desk.raise_stored();
     }
-    core.ready();
+    collie.ready();
 
-    let server = match &args.transport {
-        Transport::Socket(path) => {
-            let path = path.clone().unwrap_or_else(|| durable_sdk::socket_path_for("durable-desk"));
-            let mut b = SocketOptions::builder().path(path);
-            if let Some(n) = args.max_connections {
-                b = b.max_connections(n);
-            }
-            serve(&core, b).await?
+    let transport = match &args.transport {
+        cli::Transport::Socket(path) => {
+            Transport::socket_at(path.clone().unwrap_or_else(|| socket_path_for("durable-desk")))
         }
-        Transport::Https { listen, tls } => {
-            let b = TlsOptions::builder().listen(listen.clone()).tokens_from_env().allow_always(false);
-            let b = match args.max_connections {
-                Some(n) => b.max_connections(n),
-                None => b,
-            };
-            let b = match tls {
-                Tls::Files { cert, key } => b.cert_pem_files(cert.clone(), key.clone()),
-                Tls::SelfSigned => b.self_signed(),
-                Tls::PlainHttp => b.plain_http(),
-            };
-            // With --self-signed the server writes the certificate's fingerprint on stderr.
-            serve(&core, b.build()?).await?
-        }
+        // The token from COLLIE_TOKEN (and COLLIE_TOKEN_NEXT); with
+        // --self-signed the server writes the certificate's fingerprint on stderr.
+        cli::Transport::Https { listen, tls } => match tls {
+            Tls::Files { cert, key } => Transport::https(listen.clone()).cert_pem_files(cert, key),
+            Tls::SelfSigned => Transport::https(listen.clone()).self_signed(),
+            Tls::PlainHttp => Transport::https(listen.clone()).plain_http(),
+        },
     };
+    let transport = match args.max_connections {
+        Some(n) => transport.limits(Limits::new().max_connections(n)),
+        None => transport,
+    };
+    collie.serve(transport).await?;
     {
         let mut out = std::io::stdout().lock();
-        writeln!(out, "listening {}", server.address())?;
+        writeln!(out, "listening {}", collie.address())?;
         out.flush()?;
     }
     if args.raise_delay_ms > 0 {
@@ -197,7 +192,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
     }
 
     shutdown_signal().await?;
-    server.close().await;
+    collie.close().await;
     Ok(())
 }
 

@@ -13,7 +13,8 @@
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
-use durable_sdk::{Id, Item, ItemBody};
+use durable_sdk::Item;
+use durable_sdk::types::{Id, ItemBody};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde_json::Value;
 

@@ -316,7 +316,7 @@ fn a_send_streams_a_bash_call_waits_for_its_card_and_a_restart_brings_it_all_bac
     let tool = tool_of(&agent, &pane, &ask);
     assert_eq!(tool["status"], "error");
     let output = tool["output"].as_str().unwrap_or("");
-    assert!(output.contains(durable_sdk::pi::live::DEFAULT_DENIED_REASON), "{output}");
+    assert!(output.contains(durable_sdk::pi::DEFAULT_DENIED_REASON), "{output}");
     eventually("the model's answer to the refusal", || {
         agent
             .items(&pane)

@@ -97,6 +97,16 @@ fn the_two_pane_shop_chats_and_refunds_on_the_socket_and_over_https() {
     });
     let (_, history) = a.curl(&["http://collie/v1/history/orders"]);
     assert_eq!(history["items"][0]["text"], "No refund (phone)", "{history}");
+    // The chat pane advertises its sessionId; its conversation is readable
+    // in history too, from the pane's own view (the provider lists orders only).
+    let (_, state) = a.curl(&["http://collie/v1/state"]);
+    let chat = state["panes"][0].clone();
+    assert_eq!((chat["id"].as_str(), chat["sessionId"].as_str()), (Some("chat"), Some("chat")), "{state}");
+    let (status, history) = a.curl(&["http://collie/v1/history/chat"]);
+    assert_eq!(status, 200, "{history}");
+    let items = history["items"].as_array().cloned().unwrap_or_default();
+    let reply = items.iter().find(|i| i["id"] == "reply-r-1");
+    assert_eq!(reply.map(|i| i["text"].clone()), Some(json!("You said: hi there")), "{history}");
     drop(a);
 
     // The same agent over HTTPS, behind its one flag.

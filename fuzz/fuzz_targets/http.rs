@@ -24,7 +24,7 @@ use arbitrary::Arbitrary;
 use durable_core::types::exchange::Caller;
 use durable_fuzz::agent::{self, Agent, Setup, TokioClock};
 use durable_fuzz::wire::{Pool, Req};
-use durable_http::{CallerSource, DRAIN_MAX, HttpOptions, Shutdown, serve_connection, spawn_driver};
+use durable_http::{CallerSource, DRAIN_MAX, Limits, Shutdown, serve_connection, spawn_driver};
 use libfuzzer_sys::fuzz_target;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -267,7 +267,7 @@ async fn connection(agent: &Agent, bearer: bool, bytes: Vec<u8>, close_write: bo
     };
     let core = agent.core.clone();
     let served = tokio::spawn(async move {
-        let options = HttpOptions::new();
+        let options = Limits::new();
         let _ = serve_connection(core, server, callers, &options, Shutdown::new()).await;
     });
     let (mut reader, mut writer) = tokio::io::split(&mut client);

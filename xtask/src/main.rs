@@ -20,6 +20,8 @@
 //! targets of `fuzz/`; `cargo test -p xtask` runs the tidy checks that keep
 //! the sans-IO core honest.
 
+#[cfg(test)]
+mod fresh_crate;
 mod fuzz;
 mod install_pi;
 #[cfg(test)]

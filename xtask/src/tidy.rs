@@ -304,3 +304,184 @@ fn every_fuzz_target_is_a_bin_of_the_fuzz_crate_with_seeds() {
     let ci = std::fs::read_to_string(root.join(".ci/run")).expect(".ci/run");
     assert!(ci.lines().any(|l| l.trim() == "cargo xtask fuzz --smoke"), ".ci/run runs the fuzz smoke");
 }
+
+/// The names a `pub use` (or `use`) statement brings in: the last segment
+/// of each path, or its `as` name; `*` for a glob.
+fn use_names(statement: &str) -> Vec<String> {
+    let body = statement.trim().trim_end_matches(';');
+    let body = body.split_once("use ").map_or(body, |(_, b)| b);
+    let leaves: Vec<&str> = match (body.find('{'), body.rfind('}')) {
+        (Some(open), Some(close)) => body[open + 1..close].split(',').collect(),
+        _ => vec![body],
+    };
+    leaves
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| !l.is_empty())
+        .map(|l| match l.split_once(" as ") {
+            Some((_, alias)) => alias.trim().to_owned(),
+            None => l.rsplit("::").next().unwrap_or(l).trim().to_owned(),
+        })
+        .collect()
+}
+
+/// The crate a `use` statement takes from: its path's first segment
+/// (`crate` for the SDK's own items).
+fn use_source(statement: &str) -> String {
+    let body = statement.trim();
+    let body = body.split_once("use ").map_or(body, |(_, b)| b);
+    body.split("::").next().unwrap_or("").trim().to_owned()
+}
+
+/// An exported name and the crate it comes from: two names alike from two
+/// crates are two items (`types::PaneView`, `pi::PaneView`).
+type Export = (String, String);
+
+/// What a lib.rs exports: the names at its root, and each inline `pub mod`
+/// with the names its `pub use` statements bring (items defined in the
+/// root are counted too).
+fn exports(lib: &str) -> (Vec<Export>, Vec<(String, Vec<Export>)>) {
+    let mut root: Vec<Export> = Vec::new();
+    let mut modules: Vec<(String, Vec<Export>)> = Vec::new();
+    let mut depth = 0usize;
+    let mut statement = String::new();
+    for line in lib.lines() {
+        let code = line.split("//").next().unwrap_or("");
+        let trimmed = code.trim();
+        if statement.is_empty() && trimmed.starts_with("pub mod ") && trimmed.ends_with('{') && depth == 0 {
+            let name = trimmed["pub mod ".len()..].trim_end_matches('{').trim().to_owned();
+            modules.push((name, Vec::new()));
+        } else if !statement.is_empty() || trimmed.starts_with("pub use ") {
+            statement.push_str(code);
+            statement.push(' ');
+            if trimmed.ends_with(';') {
+                let source = use_source(&statement);
+                let names = use_names(&statement).into_iter().map(|n| (n, source.clone()));
+                match (depth, modules.last_mut()) {
+                    (0, _) => root.extend(names),
+                    (_, Some((_, m))) => m.extend(names),
+                    (_, None) => {}
+                }
+                statement.clear();
+            }
+            continue;
+        } else if depth == 0 {
+            for kind in [
+                "pub fn ",
+                "pub struct ",
+                "pub enum ",
+                "pub trait ",
+                "pub type ",
+                "pub const ",
+                "pub static ",
+            ] {
+                if let Some(rest) = trimmed.strip_prefix(kind) {
+                    let name: String =
+                        rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                    root.push((name, "crate".to_owned()));
+                }
+            }
+        }
+        depth += code.matches('{').count();
+        depth = depth.saturating_sub(code.matches('}').count());
+    }
+    root.sort();
+    root.dedup(); // one name under two `cfg`s is one name
+    (root, modules)
+}
+
+/// The most names `durable_sdk`'s root may hold (issue 28: what recipes
+/// type, about 25, at most 30; its modules are not counted).
+const ROOT_MAX: usize = 30;
+
+#[test]
+fn the_sdk_root_holds_at_most_30_names_and_each_item_has_one_path() {
+    let lib = std::fs::read_to_string(project_root().join("crates/durable-sdk/src/lib.rs")).unwrap();
+    let (root, modules) = exports(&lib);
+    let names: Vec<&str> = root.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(!names.contains(&"*"), "no glob at the root: {names:?}");
+    assert!(root.len() >= 10, "the parser found the root's names: {names:?}");
+    assert!(
+        root.len() <= ROOT_MAX,
+        "{} names at durable_sdk's root, at most {ROOT_MAX}: {names:?}",
+        root.len()
+    );
+    let mut seen: Vec<(Export, String)> = root.iter().map(|e| (e.clone(), "the root".to_owned())).collect();
+    for (module, exported) in &modules {
+        // One glob is the contract's constants (`durable_types::constants`), which nothing else exports.
+        let globs = exported.iter().filter(|(n, _)| n == "*").count();
+        assert!(
+            globs <= usize::from(module == "types"),
+            "no glob in durable_sdk::{module} but the constants"
+        );
+        for export in exported {
+            if let Some((_, first)) = seen.iter().find(|(e, _)| e == export) {
+                panic!(
+                    "{} (from {}) is exported twice: at {first} and in durable_sdk::{module}",
+                    export.0, export.1
+                );
+            }
+            seen.push((export.clone(), format!("durable_sdk::{module}")));
+        }
+    }
+    assert!(modules.iter().any(|(m, _)| m == "driver"), "the driver's module: {modules:?}");
+}
+
+#[test]
+fn the_export_parser_reads_roots_modules_and_aliases() {
+    let lib = "pub use a::{B, C as D};\n#[cfg(x)]\npub use e::F;\n#[cfg(not(x))]\npub use e::F;\npub fn h() {}\npub mod m {\n    pub use n::{\n        O, P,\n    };\n    pub use q::*;\n    pub fn inner() {}\n}\n";
+    let (root, modules) = exports(lib);
+    let e = |n: &str, s: &str| (n.to_owned(), s.to_owned());
+    assert_eq!(root, [e("B", "a"), e("D", "a"), e("F", "e"), e("h", "crate")]);
+    assert_eq!(modules, [("m".to_owned(), vec![e("O", "n"), e("P", "n"), e("*", "q")])]);
+}
+
+/// The `durable_sdk` names a file types: in its `use durable_sdk::…`
+/// statements and its `durable_sdk::…` paths.
+fn sdk_names(source: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let mut statement = String::new();
+    for line in source.lines() {
+        let code = line.split("//").next().unwrap_or("");
+        if !statement.is_empty() || code.trim_start().starts_with("use durable_sdk") {
+            statement.push_str(code);
+            if code.trim_end().ends_with(';') {
+                names.extend(use_names(&statement));
+                statement.clear();
+            }
+        } else {
+            for (i, _) in code.match_indices("durable_sdk::") {
+                let rest = &code[i + "durable_sdk::".len()..];
+                let path: String =
+                    rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':').collect();
+                // The item: the first segment past the SDK's modules (`types::Timestamp::EPOCH` is `Timestamp`).
+                let modules = ["types", "asks", "handlers", "history", "stores", "transport", "driver", "pi"];
+                let mut segments = path.split("::").filter(|s| !s.is_empty());
+                if let Some(item) = segments.find(|s| !modules.contains(s)) {
+                    names.insert(item.to_owned());
+                }
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn the_shop_recipe_keeps_its_budget_of_20_names_and_90_lines() {
+    let shop = std::fs::read_to_string(project_root().join("examples/shop.rs")).unwrap();
+    let names = sdk_names(&shop);
+    assert!(names.len() >= 5, "the parser found the shop's names: {names:?}");
+    assert!(names.len() <= 20, "{} durable_sdk names in the shop, at most 20: {names:?}", names.len());
+    let lines = shop.lines().count();
+    assert!(lines <= 90, "the shop is {lines} lines, at most 90");
+    for feature in ["on_send", "turn.stopped()", "take_steers", "require_approval", "history(", "--https"] {
+        assert!(shop.contains(feature), "the shop keeps its features: {feature}");
+    }
+}
+
+#[test]
+fn sdk_names_are_read_from_uses_and_paths() {
+    let src = "use durable_sdk::history::{A, B};\nuse durable_sdk::{\n    C,\n    d,\n};\nfn f() { durable_sdk::types::E::new(); }\n";
+    let names: Vec<String> = sdk_names(src).into_iter().collect();
+    assert_eq!(names, ["A", "B", "C", "E", "d"]);
+}

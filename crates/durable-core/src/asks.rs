@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use durable_types::exchange::Response;
+use durable_types::text::quoted;
 use durable_types::{
     Answer, AnswerBody, AskOption, AskSpec, DecidedBy, Id, Outcome, RuleError, Timestamp, ToolInfo,
 };
@@ -141,7 +142,7 @@ impl Core {
         signal: Option<AbortSignal>,
     ) -> Result<AskHandle, RuleError> {
         let now = self.now();
-        let allow_always = self.shared.options.allow_always;
+        let allow_always = self.allow_always();
         let mut st = self.lock();
         if !st.is_open(pane) {
             return Err(RuleError::invalid_state(
@@ -295,11 +296,12 @@ impl Core {
 
     /// The program answers an ask itself (another channel answered).
     pub(crate) fn decide_by_program(&self, pane: &Id, ask_id: &str, answer: Answer) -> Result<(), RuleError> {
+        durable_types::check_id_for("ask id", ask_id)?;
         let now = self.now();
         let mut st = self.lock();
         self.close_if_expired_locked(&mut st, ask_id, now);
         let open = st.ask(ask_id).filter(|a| &a.pane == pane).ok_or_else(|| {
-            RuleError::invalid_state("ask", format!("ask {ask_id} is not open on pane {pane}"))
+            RuleError::invalid_state("ask", format!("ask id {} is not open on pane {pane}", quoted(ask_id)))
         })?;
         let answer = answer_body(&answer)
             .fit(&open.kind)
@@ -378,9 +380,9 @@ pub fn approval_spec(tool_name: &str, args: &Value, tool_call_id: impl Into<Stri
 /// [`Approval`]; deny, timeout, stop and abort all give `approved: false`.
 ///
 /// ```no_run
-/// # async fn f(pane: durable_core::Pane) -> Result<(), Box<dyn std::error::Error>> {
-/// use durable_core::{require_approval, ApprovalOptions};
-/// let args = serde_json::json!({"order": "5521", "amount": 40});
+/// use durable_sdk::{ApprovalOptions, json, require_approval};
+/// # async fn f(pane: durable_sdk::Pane) -> Result<(), Box<dyn std::error::Error>> {
+/// let args = json!({"order": "5521", "amount": 40});
 /// let approval = require_approval("refund", &args, ApprovalOptions::new(&pane, "call-1").timeout_ms(600_000))?.await;
 /// if !approval.approved {
 ///     return Err(format!("refund not approved: {}", approval.decided_by.as_str()).into());

@@ -12,7 +12,10 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use durable_types::exchange::{Read, Request, Response};
 use durable_types::{Cap, Caps, Timestamp};
 
-use crate::handlers::{ActionHandler, ChatHandler, DynHooks, Hooks, PaneTakers};
+use crate::handlers::{
+    ActionHandler, BoxFuture, ChatHandler, CloseRequest, DynHooks, HandlerResult, HookSlots, Hooks,
+    PaneTakers, RenameRequest, Reopen, ReopenRequest, Started, StarterRequest,
+};
 use crate::history::DynHistory;
 use crate::options::CoreOptions;
 use crate::signal::AbortController;
@@ -59,7 +62,10 @@ pub(crate) struct Shared {
     pub(crate) options: CoreOptions,
     pub(crate) state: Mutex<State>,
     pub(crate) driver: Mutex<DriverState>,
-    pub(crate) hooks: RwLock<Option<Arc<dyn DynHooks>>>,
+    pub(crate) hooks: RwLock<Option<Arc<HookSlots>>>,
+    /// Whether asks may offer allow-always options: the options' value
+    /// until an HTTPS transport turns it off (§1.2).
+    pub(crate) allow_always: AtomicBool,
     pub(crate) handlers: RwLock<PaneTakers>,
     pub(crate) history: RwLock<Option<Arc<dyn DynHistory>>>,
     pub(crate) writes: crate::writes::WriteLocks,
@@ -90,6 +96,7 @@ impl Core {
     /// Builds a core from its options.
     pub fn new(options: CoreOptions) -> Core {
         let state = State::new(options.tail_limit);
+        let allow_always = AtomicBool::new(options.allow_always);
         Core {
             shared: Arc::new(Shared {
                 options,
@@ -100,6 +107,7 @@ impl Core {
                     caller_check: CallerCheckMode::Unavailable,
                 }),
                 hooks: RwLock::new(None),
+                allow_always,
                 handlers: RwLock::new(PaneTakers::default()),
                 history: RwLock::new(None),
                 writes: crate::writes::WriteLocks::default(),
@@ -171,6 +179,13 @@ impl Core {
         self.driver().caller_check = mode;
     }
 
+    /// Turns allow-always off for the asks raised from now on (a driver's
+    /// call: the HTTPS transport makes it when its options do not keep
+    /// allow-always, contract §1.2). There is no turning it back on.
+    pub fn forbid_allow_always(&self) {
+        self.shared.allow_always.store(false, Ordering::SeqCst);
+    }
+
     /// What `GET /hello` says of the caller check.
     pub fn caller_check(&self) -> CallerCheckMode {
         self.driver().caller_check
@@ -237,10 +252,77 @@ impl Core {
     }
 
     /// Sets the agent-wide hooks of layout writes: rename, close, reopen,
-    /// starters (replacing earlier ones).
+    /// starters (replacing earlier ones, closures included).
     pub fn set_hooks(&self, hooks: impl Hooks) {
-        *self.shared.hooks.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(hooks));
+        self.update_hooks(|slots| *slots = HookSlots::with_base(Arc::new(hooks)));
+    }
+
+    /// What runs when the phone renames a workspace, tab or pane: `Ok` and
+    /// the SDK sets the title. A closure's form of [`Hooks::on_rename`]; it
+    /// replaces that one hook only.
+    pub fn on_rename<F, Fut>(&self, hook: F)
+    where
+        F: Fn(RenameRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult> + Send + 'static,
+    {
+        let hook: Arc<dyn Fn(RenameRequest) -> BoxFuture<'static, HandlerResult> + Send + Sync> =
+            Arc::new(move |req| Box::pin(hook(req)));
+        self.update_hooks(|slots| slots.rename = Some(hook));
+    }
+
+    /// What runs when the phone closes a workspace, tab or pane: `Ok` and
+    /// the SDK closes it. A closure's form of [`Hooks::on_close`].
+    pub fn on_close<F, Fut>(&self, hook: F)
+    where
+        F: Fn(CloseRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult> + Send + 'static,
+    {
+        let hook: Arc<dyn Fn(CloseRequest) -> BoxFuture<'static, HandlerResult> + Send + Sync> =
+            Arc::new(move |req| Box::pin(hook(req)));
+        self.update_hooks(|slots| slots.close = Some(hook));
+    }
+
+    /// What runs when the phone reopens a closed pane. A closure's form of
+    /// [`Hooks::on_reopen`].
+    pub fn on_reopen<F, Fut>(&self, hook: F)
+    where
+        F: Fn(ReopenRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult<Reopen>> + Send + 'static,
+    {
+        let hook: Arc<dyn Fn(ReopenRequest) -> BoxFuture<'static, HandlerResult<Reopen>> + Send + Sync> =
+            Arc::new(move |req| Box::pin(hook(req)));
+        self.update_hooks(|slots| slots.reopen = Some(hook));
+    }
+
+    /// What runs when the phone presses a starter declared with
+    /// [`Core::starter`]. A closure's form of [`Hooks::on_starter`].
+    pub fn on_starter<F, Fut>(&self, hook: F)
+    where
+        F: Fn(StarterRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult<Started>> + Send + 'static,
+    {
+        let hook: Arc<dyn Fn(StarterRequest) -> BoxFuture<'static, HandlerResult<Started>> + Send + Sync> =
+            Arc::new(move |req| Box::pin(hook(req)));
+        self.update_hooks(|slots| slots.starter = Some(hook));
+    }
+
+    fn update_hooks(&self, change: impl FnOnce(&mut HookSlots)) {
+        {
+            let mut hooks = self.shared.hooks.write().unwrap_or_else(|e| e.into_inner());
+            let mut slots = hooks.as_deref().cloned().unwrap_or_default();
+            change(&mut slots);
+            *hooks = Some(Arc::new(slots));
+        }
         self.lock().note_hooks();
+    }
+
+    /// Whether asks may offer allow-always options (`always: true`): the
+    /// options' [`allow_always`](crate::CoreOptionsBuilder::allow_always)
+    /// until a transport turns it off — an HTTPS transport does, unless its
+    /// options keep it (contract §1.2). Read it before raising a card that
+    /// offers "Allow always".
+    pub fn allow_always(&self) -> bool {
+        self.shared.allow_always.load(Ordering::SeqCst)
     }
 
     /// Sets what runs when the phone sends text to a pane that has no chat
@@ -262,7 +344,8 @@ impl Core {
     }
 
     pub(crate) fn hooks(&self) -> Option<Arc<dyn DynHooks>> {
-        self.shared.hooks.read().unwrap_or_else(|e| e.into_inner()).clone()
+        let slots = self.shared.hooks.read().unwrap_or_else(|e| e.into_inner()).clone();
+        slots.map(|s| s as Arc<dyn DynHooks>)
     }
 
     /// Makes a turn the pane's current one: its stop signal and steer inbox.

@@ -17,7 +17,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use durable_types::{Id, Target};
+use durable_types::{Id, RuleError, Target};
 
 use crate::layout::Pane;
 use crate::signal::AbortSignal;
@@ -79,6 +79,23 @@ impl fmt::Display for Refusal {
 }
 
 impl std::error::Error for Refusal {}
+
+/// A rule the program broke inside a handler (`?` on the SDK's own calls)
+/// refuses the write with the rule's words: `409 refused`, nothing stored,
+/// so the phone may try the same request id again (`docs/wire.md` §8).
+impl From<RuleError> for Refusal {
+    fn from(e: RuleError) -> Self {
+        Refusal::new(e.to_string())
+    }
+}
+
+/// An ask that closed without an answer, awaited inside a handler, refuses
+/// the write with how it closed.
+impl From<crate::AskClosed> for Refusal {
+    fn from(e: crate::AskClosed) -> Self {
+        Refusal::new(e.to_string())
+    }
+}
 
 /// What a handler answers: `Ok` takes the write, `Err` refuses it.
 pub type HandlerResult<T = ()> = Result<T, Refusal>;
@@ -233,7 +250,8 @@ impl Started {
 /// `turn` may await asks, tools and models as long as it likes.
 ///
 /// ```no_run
-/// use durable_core::{ChatHandler, Turn};
+/// use durable_sdk::Turn;
+/// use durable_sdk::handlers::ChatHandler;
 ///
 /// struct Echo;
 ///
@@ -275,6 +293,19 @@ pub trait ChatHandler: Send + Sync + 'static {
     }
 }
 
+/// A closure is a chat handler: `pane.on_send(|turn: Turn| async move { … })`
+/// runs it as the turn of each send (steers and stop taken, as the trait's
+/// defaults do).
+impl<F, Fut> ChatHandler for F
+where
+    F: Fn(Turn) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    fn turn(&self, turn: Turn) -> impl Future<Output = ()> + Send {
+        self(turn)
+    }
+}
+
 /// A pane's action buttons ([`Pane::action`](crate::Pane::action)).
 ///
 /// A write answers once the handler has accepted the work, not when the
@@ -285,6 +316,18 @@ pub trait ChatHandler: Send + Sync + 'static {
 pub trait ActionHandler: Send + Sync + 'static {
     /// A button was pressed: `Ok` answers `done`.
     fn action(&self, req: ActionRequest) -> impl Future<Output = HandlerResult> + Send;
+}
+
+/// A closure is an action handler:
+/// `pane.on_action(|req: ActionRequest| async move { … Ok(()) })`.
+impl<F, Fut> ActionHandler for F
+where
+    F: Fn(ActionRequest) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = HandlerResult> + Send + 'static,
+{
+    fn action(&self, req: ActionRequest) -> impl Future<Output = HandlerResult> + Send {
+        self(req)
+    }
 }
 
 /// Agent-wide hooks for the layout writes from the phone: rename, close,
@@ -369,6 +412,57 @@ impl<T: Hooks> DynHooks for T {
     }
     fn starter_dyn(&self, req: StarterRequest) -> BoxFuture<'_, HandlerResult<Started>> {
         Box::pin(self.on_starter(req))
+    }
+}
+
+type HookFn<Req, T> = Arc<dyn Fn(Req) -> BoxFuture<'static, HandlerResult<T>> + Send + Sync>;
+
+/// The agent-wide hooks in force: a [`Hooks`] value, and closures set one
+/// hook at a time over it ([`Core::on_rename`](crate::Core::on_rename), …).
+/// A hook set by neither answers as the trait's default does.
+#[derive(Clone, Default)]
+pub(crate) struct HookSlots {
+    base: Option<Arc<dyn DynHooks>>,
+    pub(crate) rename: Option<HookFn<RenameRequest, ()>>,
+    pub(crate) close: Option<HookFn<CloseRequest, ()>>,
+    pub(crate) reopen: Option<HookFn<ReopenRequest, Reopen>>,
+    pub(crate) starter: Option<HookFn<StarterRequest, Started>>,
+}
+
+impl HookSlots {
+    pub(crate) fn with_base(base: Arc<dyn DynHooks>) -> Self {
+        HookSlots { base: Some(base), ..HookSlots::default() }
+    }
+}
+
+impl DynHooks for HookSlots {
+    fn rename_dyn(&self, req: RenameRequest) -> BoxFuture<'_, HandlerResult> {
+        match (&self.rename, &self.base) {
+            (Some(f), _) => f(req),
+            (None, Some(b)) => b.rename_dyn(req),
+            (None, None) => Box::pin(async { Ok(()) }),
+        }
+    }
+    fn close_dyn(&self, req: CloseRequest) -> BoxFuture<'_, HandlerResult> {
+        match (&self.close, &self.base) {
+            (Some(f), _) => f(req),
+            (None, Some(b)) => b.close_dyn(req),
+            (None, None) => Box::pin(async { Ok(()) }),
+        }
+    }
+    fn reopen_dyn(&self, req: ReopenRequest) -> BoxFuture<'_, HandlerResult<Reopen>> {
+        match (&self.reopen, &self.base) {
+            (Some(f), _) => f(req),
+            (None, Some(b)) => b.reopen_dyn(req),
+            (None, None) => Box::pin(async { Ok(Reopen::Restore) }),
+        }
+    }
+    fn starter_dyn(&self, req: StarterRequest) -> BoxFuture<'_, HandlerResult<Started>> {
+        match (&self.starter, &self.base) {
+            (Some(f), _) => f(req),
+            (None, Some(b)) => b.starter_dyn(req),
+            (None, None) => Box::pin(async { Err(Refusal::not_supported()) }),
+        }
     }
 }
 

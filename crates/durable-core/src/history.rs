@@ -10,8 +10,8 @@ use durable_types::TITLE_MAX;
 use durable_types::exchange::{Request, Response};
 use durable_types::text::sanitize_line;
 use durable_types::{
-    ConversationPage, Cursor, ErrorCode, HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX, HistoryPage, HistoryRow,
-    Id, Item,
+    ConversationPage, ConversationState, Cursor, ErrorCode, HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX,
+    HistoryPage, HistoryRow, Id, Item,
 };
 
 use crate::core::Core;
@@ -55,24 +55,44 @@ impl HistoryError {
     }
 }
 
-/// Serves every conversation, open and closed, from the agent's own store.
+/// Serves the conversations of the agent's own store, open and closed.
 /// Cursors are the provider's own strings (the cursor rule: 1 to 512 bytes
 /// of printable ASCII without space).
+///
+/// The provider need not serve the panes open now: for a session id it
+/// answers `None` to, `GET /v1/history/{sessionId}` reads the open pane
+/// with that `sessionId` from the pane's own view (§10). The rows list is
+/// the provider's alone.
 pub trait HistoryProvider: Send + Sync + 'static {
     /// Rows after `after` (from the start when `None`), at most `limit`.
+    /// The SDK adds none: an open pane is listed only if the provider lists
+    /// it.
     fn rows(
         &self,
         after: Option<Cursor>,
         limit: usize,
     ) -> impl Future<Output = Result<RowsPage, HistoryError>> + Send;
     /// One conversation's items after `after`, at most `limit`; `None` for
-    /// an unknown session id.
+    /// a session id the provider knows no conversation by.
+    ///
+    /// A page given here always wins. `None` for the `sessionId` of a pane
+    /// open now makes the route serve that pane's view instead: its items
+    /// as the events route's snapshot holds them, with an `open` row made
+    /// from the pane (title, tab, item count, the time of its first event),
+    /// paged with the SDK's own cursors (`view-<n>`); for any other id it
+    /// is `404 not-found`. An `Err` is `500 internal`, open pane or not.
+    ///
+    /// Default: `None` for every id — a provider that lists rows and
+    /// leaves the conversations of open panes to the panes.
     fn items(
         &self,
         session_id: &str,
         after: Option<Cursor>,
         limit: usize,
-    ) -> impl Future<Output = Result<Option<ItemsPage>, HistoryError>> + Send;
+    ) -> impl Future<Output = Result<Option<ItemsPage>, HistoryError>> + Send {
+        let _ = (session_id, after, limit);
+        async { Ok(None) }
+    }
 }
 
 /// A shared provider is a provider: `history(Arc::clone(&store))` keeps a
@@ -191,11 +211,15 @@ pub(crate) async fn conversation(core: &Core, req: &Request, session: Id) -> Res
     let Some(provider) = core.provider() else {
         return Err(respond::error(ErrorCode::NotSupported, "this agent has no history provider"));
     };
-    let page = provider
-        .items_dyn(session.as_str(), after, limit)
+    let Some(page) = provider
+        .items_dyn(session.as_str(), after.clone(), limit)
         .await
         .map_err(|e| respond::error(ErrorCode::Internal, e.to_string()))?
-        .ok_or_else(|| respond::not_found(format!("no conversation {session}")))?;
+    else {
+        // The provider knows no conversation by this id: an open pane with
+        // this session id is read from its own view.
+        return open_pane_page(core, &session, after, limit);
+    };
     let mut items = page.items;
     items.truncate(limit);
     // The provider's items meet the same rules as the program's.
@@ -225,4 +249,59 @@ pub(crate) async fn conversation(core: &Core, req: &Request, session: Id) -> Res
             dropped: page.dropped,
         },
     ))
+}
+
+/// The prefix of the cursors of a page read from an open pane's view: the
+/// cursor is `view-<n>`, `n` the place in the view of the page's last item.
+const VIEW_CURSOR: &str = "view-";
+
+/// `GET /v1/history/{sessionId}` for a session id the provider knows no
+/// conversation by (§10, our decision): the open pane with that session id
+/// is served from its view, the items the events route's snapshot holds, in
+/// order, with a row describing the pane; no such pane is `404`. The view's
+/// items already met the item rules when the program wrote them.
+fn open_pane_page(
+    core: &Core,
+    session: &Id,
+    after: Option<Cursor>,
+    limit: usize,
+) -> Result<Response, Response> {
+    let now = core.now();
+    let st = core.lock();
+    let Some(pane) = st.open_pane_of_session(session.as_str()) else {
+        return Err(respond::not_found(format!("no conversation {session}")));
+    };
+    let from = match &after {
+        None => 0,
+        Some(cursor) => view_place(cursor).ok_or_else(|| {
+            respond::error(
+                ErrorCode::BadRequest,
+                format!("after: {} is not a cursor of the conversation {session}", cursor.as_str()),
+            )
+        })?,
+    };
+    let (items, next) = pane.view_page(from, limit);
+    let tab = pane.tab();
+    let row = HistoryRow {
+        id: session.to_string(),
+        title: pane.title().to_owned(),
+        subtitle: None,
+        workspace_id: Some(tab.ws.to_string()),
+        tab_id: Some(tab.wire()),
+        started_at: pane.started_at().unwrap_or(now),
+        ended_at: None,
+        state: ConversationState::Open,
+        items: pane.view_len() as u64,
+    };
+    let dropped = pane.view_dropped();
+    drop(st);
+    Ok(respond::json(
+        200,
+        &ConversationPage { ok: true, row, items, next: next.map(|n| format!("{VIEW_CURSOR}{n}")), dropped },
+    ))
+}
+
+/// The place a view cursor (`view-<n>`) names; `None` for another cursor.
+fn view_place(cursor: &Cursor) -> Option<u64> {
+    cursor.as_str().strip_prefix(VIEW_CURSOR)?.parse().ok()
 }

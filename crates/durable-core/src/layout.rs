@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
-use durable_types::text::clean_line;
+use durable_types::text::{clean_line, is_blank, quoted, title_error};
 use durable_types::{
     ActionView, Answer, AskSpec, EventBody, HARNESS_MAX, Id, Item, PaneState, RuleError, ScopeId, TITLE_MAX,
 };
@@ -16,8 +16,21 @@ use crate::handlers::{ActionHandler, ChatHandler};
 use crate::signal::AbortSignal;
 use crate::state::{PaneFields, SessionId, State, TabKey};
 
-fn title(s: &str) -> String {
-    clean_line(s, TITLE_MAX).text
+/// A title (or label) cleaned by the line rule and cut to 256 bytes; one
+/// that shows nothing once cleaned (empty, or white space alone) is an
+/// `Err` of the title rule naming what it belongs to (`owner`).
+fn title(s: &str, owner: impl FnOnce() -> String) -> Result<String, RuleError> {
+    title_field(s, "title", owner)
+}
+
+/// [`title`] for a `field` other than a title (a button's label).
+fn title_field(s: &str, field: &str, owner: impl FnOnce() -> String) -> Result<String, RuleError> {
+    let cleaned = clean_line(s, TITLE_MAX).text;
+    if is_blank(&cleaned) {
+        // The owner's name is made only for the error.
+        return Err(title_error(field, &owner()));
+    }
+    Ok(cleaned)
 }
 
 /// A workspace handle: a group of tabs on the phone.
@@ -69,7 +82,8 @@ pub struct PaneOptions {
 }
 
 impl PaneOptions {
-    /// A pane titled `title` (cut to 256 bytes).
+    /// A pane titled `title` (cut to 256 bytes). [`Tab::pane`] refuses a
+    /// title that is empty once cleaned (the title rule).
     pub fn new(title: impl Into<String>) -> Self {
         PaneOptions { title: title.into(), harness: String::new(), cwd: None, session_id: SessionId::Unset }
     }
@@ -102,10 +116,12 @@ impl PaneOptions {
 
 impl Core {
     /// The workspace with this id, created with `title` if it does not exist.
-    /// An id breaking the ID rule (or holding `:`) is an `Err`.
+    /// An id breaking the ID rule (or holding `:`) is an `Err`, and so is a
+    /// title that is empty once cleaned (the title rule).
     pub fn workspace(&self, id: &str, title_text: &str) -> Result<Workspace, RuleError> {
-        let id = ScopeId::new(id)?;
-        self.lock().add_workspace(id.clone(), title(title_text));
+        let id = ScopeId::named("workspace id", id)?;
+        let title = title(title_text, || format!("workspace {}", quoted(id.as_str())))?;
+        self.lock().add_workspace(id.clone(), title);
         Ok(Workspace { core: self.clone(), id })
     }
 
@@ -116,10 +132,11 @@ impl Core {
     }
 
     /// Adds (or relabels) a starter: a button on the phone that starts a new
-    /// conversation through the `on_starter` hook.
+    /// conversation through the `on_starter` hook. A bad id, or a label
+    /// that is empty once cleaned, is an `Err`.
     pub fn starter(&self, id: &str, label: &str) -> Result<(), RuleError> {
-        let id = Id::new(id)?;
-        let label = title(label);
+        let id = Id::named("starter id", id)?;
+        let label = title_field(label, "label", || format!("starter {}", quoted(id.as_str())))?;
         self.lock().set_starter(id, label);
         Ok(())
     }
@@ -153,19 +170,26 @@ impl Workspace {
         self.id.as_str()
     }
 
-    /// The tab with this id, created with `title` if it does not exist.
+    /// The tab with this id, created with `title` if it does not exist. A
+    /// bad id, or a title that is empty once cleaned, is an `Err`.
     pub fn tab(&self, id: &str, title_text: &str) -> Result<Tab, RuleError> {
-        let tab = ScopeId::new(id)?;
+        let tab = ScopeId::named("tab id", id)?;
         let key = TabKey { ws: self.id.clone(), tab };
-        if !self.core.lock().add_tab(&key, title(title_text)) {
+        let title = title(title_text, || format!("tab {}", quoted(&key.wire())))?;
+        if !self.core.lock().add_tab(&key, title) {
             return Err(RuleError::closed("workspace", format!("workspace {} is closed", self.id)));
         }
         Ok(Tab { core: self.core.clone(), key })
     }
 
-    /// Renames the workspace.
-    pub fn rename(&self, title_text: &str) {
-        self.core.lock().rename_workspace(&self.id, title(title_text));
+    /// Renames the workspace. A title that is empty once cleaned is an
+    /// `Err` (the title rule), and so is a workspace that was closed.
+    pub fn rename(&self, title_text: &str) -> Result<(), RuleError> {
+        let title = title(title_text, || format!("workspace {}", quoted(self.id.as_str())))?;
+        if !self.core.lock().rename_workspace(&self.id, title) {
+            return Err(RuleError::closed("workspace", format!("workspace {} is closed", self.id)));
+        }
+        Ok(())
     }
 
     /// Closes the workspace and everything in it.
@@ -184,17 +208,21 @@ impl Tab {
     /// The pane with this id: the existing one if the id is open (so a
     /// conversation shown twice gets no second pane), else a new pane in
     /// this tab.
+    ///
+    /// A bad pane or session id, or a title that is empty once cleaned
+    /// (`PaneOptions::new("")`), is an `Err`, whether or not the pane is open.
     pub fn pane(&self, id: &str, options: PaneOptions) -> Result<Pane, RuleError> {
-        let id = Id::new(id)?;
+        let id = Id::named("pane id", id)?;
         if let SessionId::Named(s) = &options.session_id {
-            Id::new(s.as_str()).map_err(|e| e.with_context("sessionId"))?;
+            Id::named("session id", s.as_str())?;
         }
+        let title = title(&options.title, || format!("pane {}", quoted(id.as_str())))?;
         let mut st = self.core.lock();
         if st.is_open(&id) {
             return Ok(Pane { core: self.core.clone(), id });
         }
         let fields = PaneFields {
-            title: title(&options.title),
+            title,
             harness: clean_line(&options.harness, HARNESS_MAX).text,
             cwd: options.cwd.filter(|c| Path::new(c).is_absolute() || c.starts_with('/')),
             session_id: options.session_id,
@@ -205,9 +233,14 @@ impl Tab {
         Ok(Pane { core: self.core.clone(), id })
     }
 
-    /// Renames the tab.
-    pub fn rename(&self, title_text: &str) {
-        self.core.lock().rename_tab(&self.key, title(title_text));
+    /// Renames the tab. A title that is empty once cleaned is an `Err`
+    /// (the title rule), and so is a tab that was closed.
+    pub fn rename(&self, title_text: &str) -> Result<(), RuleError> {
+        let title = title(title_text, || format!("tab {}", quoted(&self.key.wire())))?;
+        if !self.core.lock().rename_tab(&self.key, title) {
+            return Err(RuleError::closed("tab", format!("tab {} is closed", self.key.wire())));
+        }
+        Ok(())
     }
 
     /// Closes the tab and its panes.
@@ -295,7 +328,7 @@ impl Pane {
     /// Sets the pane's state and turn. Going idle finalizes items still
     /// marked partial (with one warning) and delivers a queued send.
     pub fn state(&self, state: PaneState, turn_id: Option<&str>) -> Result<(), RuleError> {
-        let turn = turn_id.map(Id::new).transpose()?.map(Id::into_string);
+        let turn = turn_id.map(|t| Id::named("turn id", t)).transpose()?.map(Id::into_string);
         let now = self.core.now();
         let finalized =
             self.core.lock().set_pane_state(&self.id, state, turn, now).ok_or_else(|| self.closed_err())?;
@@ -324,9 +357,14 @@ impl Pane {
 
     /// Adds or replaces an action button. `icon` is one of
     /// [`ICON_NAMES`](durable_types::ICON_NAMES); any other name is sent
-    /// but draws no icon.
+    /// but draws no icon. A bad id, or a label that is empty once cleaned,
+    /// is an `Err`.
     pub fn action(&self, id: &str, label: &str, icon: Option<&str>) -> Result<(), RuleError> {
-        let view = ActionView { id: Id::new(id)?, label: title(label), icon: icon.map(str::to_owned) };
+        let id = Id::named("action id", id)?;
+        let label = title_field(label, "label", || {
+            format!("action {} of pane {}", quoted(id.as_str()), quoted(self.id.as_str()))
+        })?;
+        let view = ActionView { id, label, icon: icon.map(str::to_owned) };
         self.core.lock().set_action(&self.id, view).then_some(()).ok_or_else(|| self.closed_err())
     }
 
@@ -335,12 +373,13 @@ impl Pane {
         self.core.lock().remove_action(&self.id, id);
     }
 
-    /// Renames the pane (a `title` event).
+    /// Renames the pane (a `title` event). A title that is empty once
+    /// cleaned is an `Err` (the title rule), and so is a closed pane.
     pub fn rename(&self, title_text: &str) -> Result<(), RuleError> {
         let now = self.core.now();
         let mut st = self.core.lock();
         self.core
-            .rename_pane_locked(&mut st, &self.id, title_text, now)
+            .rename_pane_locked(&mut st, &self.id, title_text, now)?
             .then_some(())
             .ok_or_else(|| self.closed_err())
     }
@@ -356,6 +395,10 @@ impl Pane {
     /// steers and stops); it wins over the agent-wide one
     /// ([`Core::on_send`]). Turns on the `send`, `steer` and `abort` caps when
     /// caps are not given.
+    ///
+    /// A [`ChatHandler`], or a closure run as each turn, its argument's
+    /// type written out (Rust cannot infer it through the trait):
+    /// `pane.on_send(|turn: Turn| async move { turn.reply("hi"); })`.
     pub fn on_send(&self, handler: impl ChatHandler) -> Result<(), RuleError> {
         self.core
             .lock()
@@ -367,6 +410,10 @@ impl Pane {
     /// Sets what runs when the phone presses one of this pane's action
     /// buttons; it wins over the agent-wide one ([`Core::on_action`]). Turns
     /// on the `actions` and `abort` caps when caps are not given.
+    ///
+    /// An [`ActionHandler`], or a closure, its argument's type written out:
+    /// `pane.on_action(|req: ActionRequest| async move { Ok(()) })`; `?` on
+    /// the SDK's errors inside it refuses the press with their words.
     pub fn on_action(&self, handler: impl ActionHandler) -> Result<(), RuleError> {
         self.core
             .lock()
@@ -396,14 +443,17 @@ impl Pane {
 }
 
 impl Core {
+    /// Renames a pane: `Ok(false)` when it is not open, an `Err` when the
+    /// title is empty once cleaned (the title rule).
     pub(crate) fn rename_pane_locked(
         &self,
         st: &mut State,
         pane: &Id,
         title_text: &str,
         now: durable_types::Timestamp,
-    ) -> bool {
-        st.rename_pane(pane, title(title_text), now)
+    ) -> Result<bool, RuleError> {
+        let title = title(title_text, || format!("pane {}", quoted(pane.as_str())))?;
+        Ok(st.rename_pane(pane, title, now))
     }
 }
 

@@ -37,7 +37,13 @@ impl CoreOptions {
         CoreOptionsBuilder::default()
     }
 
-    /// Whether allow-always options may be offered.
+    /// The agent's name in `GET /hello`.
+    pub fn host_name(&self) -> &str {
+        &self.host_name
+    }
+
+    /// Whether the options let asks carry allow-always options (a
+    /// transport may still turn it off: [`Core::allow_always`](crate::Core::allow_always)).
     pub fn allow_always(&self) -> bool {
         self.allow_always
     }
@@ -105,8 +111,10 @@ impl CoreOptionsBuilder {
         self
     }
 
-    /// Whether asks may carry allow-always options. Default true; the TLS
-    /// server refuses a core built with `true` unless told otherwise.
+    /// Whether asks may carry allow-always options. Default true; serving
+    /// over HTTPS turns it off unless the transport's options keep it
+    /// ([`Core::allow_always`](crate::Core::allow_always) says what is in
+    /// force).
     pub fn allow_always(mut self, allow: bool) -> Self {
         self.allow_always = Some(allow);
         self

@@ -209,22 +209,26 @@ impl PendingSend {
 /// [`MemoryReceiptStore`] forgets everything with the process). Write one
 /// and give it to
 /// [`CoreOptionsBuilder::receipts`](crate::CoreOptionsBuilder::receipts).
-/// [`Receipt`] is `Serialize + Deserialize`, so a store can keep it as JSON:
+/// A store keeps a receipt as text: its status and its body's
+/// [`json_text`](Receipt::json_text), read back with
+/// [`Receipt::from_json_text`] ([`Receipt`] is also
+/// `Serialize + Deserialize`, one JSON line, for a store that writes with
+/// serde):
 ///
 /// ```
 /// use std::collections::HashMap;
 /// use std::sync::{Arc, Mutex};
 ///
-/// use durable_core::types::exchange::{Caller, Request};
-/// use durable_core::types::Timestamp;
-/// use durable_core::{
-///     create_core, ChatHandler, Core, CoreOptions, HandlerResult, Lookup, ManualClock, PaneOptions, Receipt,
-///     ReceiptStore, SendRequest, StoreError, Turn,
-/// };
+/// use durable_sdk::driver::ManualClock;
+/// use durable_sdk::driver::exchange::{Caller, Request};
+/// use durable_sdk::handlers::{ChatHandler, SendRequest};
+/// use durable_sdk::stores::{Lookup, Receipt, ReceiptStore, StoreError};
+/// use durable_sdk::types::Timestamp;
+/// use durable_sdk::{Collie, CoreOptions, HandlerResult, PaneOptions, Turn, create_core};
 ///
 /// /// What outlives the process: a file or a database table. A shared map
-/// /// of JSON lines stands in for it here.
-/// type Disk = Arc<Mutex<HashMap<String, String>>>;
+/// /// of each receipt's status and JSON text stands in for it here.
+/// type Disk = Arc<Mutex<HashMap<String, (u16, String)>>>;
 ///
 /// /// Keeps every receipt on "disk". `put` returns only once the receipt is
 /// /// written: the core sends the answer after. A store that prunes old
@@ -237,16 +241,16 @@ impl PendingSend {
 ///         let disk = self.0.lock().map_err(|_| StoreError::new("disk lock poisoned"))?;
 ///         match disk.get(request_id) {
 ///             None => Ok(Lookup::Unknown),
-///             Some(line) => serde_json::from_str(line)
+///             Some((status, text)) => Receipt::from_json_text(*status, text.clone())
 ///                 .map(Lookup::Found)
 ///                 .map_err(|e| StoreError::new(format!("a receipt is damaged: {e}"))),
 ///         }
 ///     }
 ///
 ///     async fn put(&self, request_id: &str, receipt: Receipt, _group: &str) -> Result<(), StoreError> {
-///         let line = serde_json::to_string(&receipt).map_err(|e| StoreError::new(e.to_string()))?;
+///         let text = receipt.json_text().map_err(|e| StoreError::new(e.to_string()))?.to_owned();
 ///         let mut disk = self.0.lock().map_err(|_| StoreError::new("disk lock poisoned"))?;
-///         disk.entry(request_id.to_owned()).or_insert(line); // the first answer stays
+///         disk.entry(request_id.to_owned()).or_insert((receipt.status, text)); // the first answer stays
 ///         Ok(())
 ///     }
 /// }
@@ -264,21 +268,20 @@ impl PendingSend {
 /// }
 ///
 /// /// One run of the agent process: a fresh core (a new epoch) over the same disk.
-/// fn start(disk: &Disk, epoch: &str, runs: &Arc<Mutex<usize>>) -> Core {
+/// fn start(disk: &Disk, epoch: &str, runs: &Arc<Mutex<usize>>) -> Collie {
 ///     let options = CoreOptions::builder()
 ///         .clock(ManualClock::new(Timestamp::from_millis(1_796_014_800_000)))
 ///         .epoch(epoch)
-///         .receipts(DiskStore(disk.clone()))
-///         .build()
-///         .unwrap();
-///     let core = create_core(options);
-///     let tab = core.workspace("support", "Support").unwrap().tab("main", "Tickets").unwrap();
+///         .receipts(DiskStore(disk.clone()));
+///     let collie = create_core(options).unwrap();
+///     let tab = collie.workspace("support", "Support").unwrap().tab("main", "Tickets").unwrap();
 ///     let pane = tab.pane("ticket-1", PaneOptions::new("Maria Lopez")).unwrap();
 ///     pane.on_send(Agent(runs.clone())).unwrap();
-///     core.ready();
-///     core
+///     collie.ready();
+///     collie
 /// }
 ///
+/// // What Collie sends, played here without a transport.
 /// let send = || {
 ///     Request::post("/v1/panes/ticket-1/send", r#"{"requestId":"r-1","text":"hi"}"#, Caller::OtherProcess)
 /// };
@@ -286,12 +289,12 @@ impl PendingSend {
 /// let runs = Arc::new(Mutex::new(0));
 /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
 /// rt.block_on(async {
-///     let first = start(&disk, "0123456789abcdef", &runs).handle(send()).await.body_json();
+///     let first = start(&disk, "0123456789abcdef", &runs).core().handle(send()).await.body_json();
 ///     assert_eq!(first["result"], "sent");
 ///     assert_eq!(first["replayed"], false);
 ///
 ///     // The agent restarts; Collie, unsure the send arrived, repeats it.
-///     let again = start(&disk, "fedcba9876543210", &runs).handle(send()).await.body_json();
+///     let again = start(&disk, "fedcba9876543210", &runs).core().handle(send()).await.body_json();
 ///     assert_eq!(again["result"], "sent");
 ///     assert_eq!(again["replayed"], true); // the first answer, and nothing ran again
 /// });

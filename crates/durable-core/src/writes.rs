@@ -614,15 +614,24 @@ pub(crate) async fn rename(core: &Core, body: RenameBody, arrival: Timestamp) ->
             }
         }
         let now = core.now();
-        match resolved {
+        let applied = match resolved {
             Resolved::Workspace(ws) => core.workspace_handle(&ws).rename(&title),
             Resolved::Tab(key) => core.tab_handle(&key).rename(&title),
             Resolved::Pane(p) => {
                 let mut st = core.lock();
-                core.rename_pane_locked(&mut st, &p, &title, now);
+                core.rename_pane_locked(&mut st, &p, &title, now).map(drop)
             }
+        };
+        match applied {
+            // A target the hook closed meanwhile is renamed as far as the
+            // phone is concerned (as before the rename returned a result).
+            Err(e) if !e.is_closed() => {
+                // `RenameBody::parse` refused a title breaking the title rule
+                // already; should one get here, it is the same `400`.
+                Ran::unstored(respond::error(ErrorCode::BadRequest, format!("title: {e}")))
+            }
+            _ => ok(WriteResponse::new("renamed", request_id.clone()), "renames".into()),
         }
-        ok(WriteResponse::new("renamed", request_id.clone()), "renames".into())
     };
     core.once(&request_id, |_| None, run).await
 }

@@ -127,7 +127,7 @@ async fn state_since_layout_change_brings_workspaces_closed_and_starters_for_eve
     .await;
     assert_eq!(j["workspaces"][1]["tabs"][0]["panes"], json!(["b"]));
     let j = layout_change(&h, "workspace renamed", || {
-        h.core.workspace("ops", "Ops").unwrap().rename("Operations")
+        h.core.workspace("ops", "Ops").unwrap().rename("Operations").unwrap()
     })
     .await;
     assert_eq!(j["workspaces"][1]["title"], "Operations");

@@ -473,7 +473,13 @@ async fn state_since_brings_workspaces_closed_and_starters_together_on_a_layout_
     assert!(j["starters"].is_array());
     // A tab renamed is a layout change too.
     let n = h.seq().await;
-    h.core.workspace("support", "Support").unwrap().tab("main", "Tickets").unwrap().rename("Open tickets");
+    h.core
+        .workspace("support", "Support")
+        .unwrap()
+        .tab("main", "Tickets")
+        .unwrap()
+        .rename("Open tickets")
+        .unwrap();
     let j = h.state_since(n).await.json;
     assert_eq!(j["workspaces"][0]["tabs"][0]["title"], "Open tickets");
     assert!(j["closed"].is_array() && j["starters"].is_array());

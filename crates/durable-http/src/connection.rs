@@ -64,7 +64,7 @@ impl Handler for Core {
 /// default is what it is).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
-pub struct HttpOptions {
+pub struct Limits {
     header_read_timeout: Duration,
     body_read_timeout: Duration,
     write_timeout: Duration,
@@ -72,9 +72,9 @@ pub struct HttpOptions {
     shutdown_grace: Duration,
 }
 
-impl Default for HttpOptions {
+impl Default for Limits {
     fn default() -> Self {
-        HttpOptions {
+        Limits {
             header_read_timeout: Self::DEFAULT_HEADER_READ_TIMEOUT,
             body_read_timeout: Self::DEFAULT_BODY_READ_TIMEOUT,
             write_timeout: Self::DEFAULT_WRITE_TIMEOUT,
@@ -84,7 +84,7 @@ impl Default for HttpOptions {
     }
 }
 
-impl HttpOptions {
+impl Limits {
     /// The default header-read timeout: 30 s.
     pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -152,7 +152,7 @@ impl HttpOptions {
         self.write_timeout
     }
 
-    /// How many connections a [`Server`](crate::Server) holds at once (at
+    /// How many connections a server holds at once (at
     /// least 1; 0 is taken as 1). A connection counts from its accept, TLS
     /// handshake included. Past the cap a new connection displaces one that
     /// has not yet made a request its transport accepted (over HTTPS: with
@@ -169,9 +169,9 @@ impl HttpOptions {
         self.max_connections
     }
 
-    /// How long [`Server::close`](crate::Server::close) (and a connection
-    /// told to shut down) waits for the requests in flight and the core's
-    /// work on them before it drops what is left. Default 10 s.
+    /// How long closing a server (and a connection told to shut down)
+    /// waits for the requests in flight and the core's work on them before
+    /// it drops what is left. Default 10 s.
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = grace;
         self
@@ -193,11 +193,11 @@ impl HttpOptions {
 ///   `WWW-Authenticate: Bearer` and `Connection: close`), never reaches
 ///   `handler`, and the connection closes once the answer is written.
 /// - The body is read under the 1 MiB limit ([`to_core_request`]) and
-///   within the body-read timeout ([`HttpOptions::body_read_timeout`]): a
+///   within the body-read timeout ([`Limits::body_read_timeout`]): a
 ///   body not complete in time closes the connection without an answer, and
 ///   the request never reaches `handler`.
 /// - A write of an answer that makes no progress for
-///   [`HttpOptions::write_timeout`] (the client reads nothing) closes the
+///   [`Limits::write_timeout`] (the client reads nothing) closes the
 ///   connection.
 /// - A write's future runs on a task of its own, so a client that goes
 ///   away cannot cut the core's work in half; that task is counted by
@@ -206,7 +206,7 @@ impl HttpOptions {
 ///   through [`Handler::answer_read`]).
 /// - When `shutdown` fires, a request in flight finishes and its answer is
 ///   written; then the connection closes instead of waiting for another.
-///   After [`HttpOptions::shutdown_grace`] the connection is dropped as it
+///   After [`Limits::shutdown_grace`] the connection is dropped as it
 ///   is (the handler's task, if any, goes on).
 ///
 /// Must run inside a tokio runtime (it spawns and uses tokio time). The
@@ -216,7 +216,7 @@ pub async fn serve_connection<H, I>(
     handler: H,
     io: I,
     callers: CallerSource,
-    options: &HttpOptions,
+    options: &Limits,
     shutdown: Shutdown,
 ) -> Result<(), hyper::Error>
 where
@@ -233,7 +233,7 @@ pub(crate) async fn serve_in_slot<H, I>(
     handler: H,
     io: I,
     callers: CallerSource,
-    options: &HttpOptions,
+    options: &Limits,
     shutdown: Shutdown,
     slot: Option<Arc<Slot>>,
 ) -> Result<(), hyper::Error>
@@ -429,14 +429,14 @@ mod tests {
 
     #[test]
     fn the_default_header_read_timeout_is_30_seconds() {
-        assert_eq!(HttpOptions::new().header_read_timeout_value(), Duration::from_secs(30));
-        let o = HttpOptions::new().header_read_timeout(Duration::from_millis(5));
+        assert_eq!(Limits::new().header_read_timeout_value(), Duration::from_secs(30));
+        let o = Limits::new().header_read_timeout(Duration::from_millis(5));
         assert_eq!(o.header_read_timeout_value(), Duration::from_millis(5));
     }
 
     #[test]
     fn the_default_body_read_timeout_is_30_seconds_and_the_shutdown_grace_10_seconds() {
-        let o = HttpOptions::new();
+        let o = Limits::new();
         assert_eq!(o.body_read_timeout_value(), Duration::from_secs(30));
         assert_eq!(o.shutdown_grace_value(), Duration::from_secs(10));
         let o = o.body_read_timeout(Duration::from_millis(7)).shutdown_grace(Duration::from_millis(9));
@@ -446,7 +446,7 @@ mod tests {
 
     #[test]
     fn the_default_write_timeout_is_30_seconds_and_the_cap_64_connections() {
-        let o = HttpOptions::new();
+        let o = Limits::new();
         assert_eq!(o.write_timeout_value(), Duration::from_secs(30));
         assert_eq!(o.max_connections_value(), 64);
         let o = o.write_timeout(Duration::from_millis(3)).max_connections(0);

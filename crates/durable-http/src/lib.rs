@@ -21,19 +21,19 @@
 //!   `401 token-refused`).
 //! - [`serve_connection`]: HTTP/1.1 over any `AsyncRead + AsyncWrite`, with
 //!   keep-alive, a header-read timeout and a body-read timeout
-//!   ([`HttpOptions`]: a client that stalls its body is cut off before the
+//!   ([`Limits`]: a client that stalls its body is cut off before the
 //!   core sees the request), a write-progress timeout (a client that reads
 //!   nothing is cut off), a close after every `401`, and graceful shutdown
 //!   on a [`Shutdown`] signal within a grace period.
 //! - [`spawn_driver`]: the loop that runs the core's jobs and fires its
 //!   deadlines with tokio time.
 //! - [`Server`] with a [`Listen`] source: an accept loop plus the driver,
-//!   holding at most [`HttpOptions::max_connections`] connections (a
+//!   holding at most [`Limits::max_connections`] connections (a
 //!   connection that has shown its token keeps its place; past the cap a new
 //!   one displaces one that has not), closed with [`Server::close`] (stop
 //!   accepting, let requests in flight
 //!   and the core's work on them finish — at most
-//!   [`HttpOptions::shutdown_grace`], then drop what is left — and stop the
+//!   [`Limits::shutdown_grace`], then drop what is left — and stop the
 //!   driver).
 //!
 //! What goes wrong on the way is a `tracing` warning (target `durable`): a
@@ -64,7 +64,7 @@ mod until;
 mod write_timeout;
 
 pub use caller::{CallerSource, TokenCheck, bearer_token, token_refused};
-pub use connection::{Handler, HttpOptions, serve_connection};
+pub use connection::{Handler, Limits, serve_connection};
 pub use driver::spawn_driver;
 pub use server::{Accepted, Incoming, Listen, Server};
 pub use shutdown::Shutdown;

@@ -15,7 +15,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use durable_core::Core;
 
 use crate::caller::CallerSource;
-use crate::connection::{Handler, HttpOptions, serve_in_slot};
+use crate::connection::{Handler, Limits, serve_in_slot};
 use crate::driver::spawn_driver;
 use crate::shutdown::Shutdown;
 use crate::slots::Slots;
@@ -31,7 +31,7 @@ pub type Incoming<Io> = Pin<Box<dyn Future<Output = io::Result<(Io, CallerSource
 /// A connection just accepted: the slow part of taking it ([`Incoming`]),
 /// and the network address it comes from, when it has one. The address
 /// only decides which connection gives way under the cap
-/// ([`HttpOptions::max_connections`]): the peer holding the most
+/// ([`Limits::max_connections`]): the peer holding the most
 /// connections that have not shown a token loses one first.
 pub struct Accepted<Io> {
     incoming: Incoming<Io>,
@@ -82,7 +82,7 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(200);
 /// A server serving one core: its accept loop, its connections and the
 /// core's driver ([`spawn_driver`]).
 ///
-/// It holds at most [`HttpOptions::max_connections`] connections at once,
+/// It holds at most [`Limits::max_connections`] connections at once,
 /// each served by [`serve_connection`](crate::serve_connection)'s rules.
 /// Past the cap a new connection displaces one that has not made a request
 /// its transport accepted (over HTTPS, one with an accepted token: Collie's
@@ -93,7 +93,7 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(200);
 ///
 /// [`close`](Self::close) stops accepting, lets the requests in flight
 /// finish (idle keep-alive connections close at once) and the core's work on
-/// them end — within [`HttpOptions::shutdown_grace`] — then stops the driver
+/// them end — within [`Limits::shutdown_grace`] — then stops the driver
 /// and returns. Dropping a `Server` without closing it stops accepting too,
 /// but nothing waits for the rest.
 #[must_use = "dropping a Server stops it"]
@@ -111,7 +111,7 @@ impl fmt::Debug for Server {
 impl Server {
     /// Starts serving `core` on the connections `listener` yields, and
     /// starts the core's driver. Must be called inside a tokio runtime.
-    pub fn start<L: Listen>(core: Core, listener: L, options: HttpOptions) -> Server {
+    pub fn start<L: Listen>(core: Core, listener: L, options: Limits) -> Server {
         Server::start_with(core.clone(), core, listener, options)
     }
 
@@ -121,7 +121,7 @@ impl Server {
         handler: H,
         core: Core,
         listener: L,
-        options: HttpOptions,
+        options: Limits,
     ) -> Server {
         let shutdown = Shutdown::new();
         let task = tokio::spawn(run(handler, core, listener, options, shutdown.clone()));
@@ -140,7 +140,7 @@ impl Server {
     /// and returns once all of that is done. The listener is dropped before
     /// this returns.
     ///
-    /// All of that waits at most [`HttpOptions::shutdown_grace`] (default
+    /// All of that waits at most [`Limits::shutdown_grace`] (default
     /// 10 s): past it, the connections still open (a client stalling its
     /// body, say) are dropped, and the core's work still running is no longer
     /// waited for — it goes on as long as the runtime does.
@@ -162,7 +162,7 @@ async fn run<H: Handler, L: Listen>(
     handler: H,
     core: Core,
     mut listener: L,
-    options: HttpOptions,
+    options: Limits,
     shutdown: Shutdown,
 ) {
     let driver_stop = Shutdown::new();
@@ -299,7 +299,7 @@ mod tests {
 
     type Connect = mpsc::UnboundedSender<(DuplexStream, Caller)>;
 
-    fn server(handler: Slow, options: HttpOptions) -> (Server, Connect) {
+    fn server(handler: Slow, options: Limits) -> (Server, Connect) {
         let (tx, rx) = mpsc::unbounded_channel();
         (Server::start_with(handler, test_core(), ChannelListen(rx), options), tx)
     }
@@ -331,7 +331,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn past_the_cap_a_new_connection_displaces_an_unproven_one_or_is_refused() {
-        let (server, tx) = server(Slow::default(), HttpOptions::new().max_connections(2));
+        let (server, tx) = server(Slow::default(), Limits::new().max_connections(2));
         let mut proven = connect(&tx);
         assert_eq!(status_of_a_poll(&mut proven).await, "HTTP/1.1 200 OK");
         let mut silent = connect(&tx);
@@ -360,7 +360,7 @@ mod tests {
     /// (the oldest first) and is not refused.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_agent_s_own_connections_never_keep_collie_out() {
-        let (server, tx) = server(Slow::default(), HttpOptions::new().max_connections(2));
+        let (server, tx) = server(Slow::default(), Limits::new().max_connections(2));
         let mut own = [connect_as(&tx, Caller::SelfOrDescendant), connect_as(&tx, Caller::SelfOrDescendant)];
         for io in &mut own {
             assert_eq!(status_of_a_poll(io).await, "HTTP/1.1 200 OK", "the agent's own reads are served");
@@ -384,7 +384,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn shutdown_grace_bounds_close_while_a_client_stalls_its_body() {
         let handler = Slow::default();
-        let options = HttpOptions::new()
+        let options = Limits::new()
             .body_read_timeout(Duration::from_secs(60))
             .shutdown_grace(Duration::from_millis(300));
         let (server, tx) = server(handler.clone(), options);
@@ -408,7 +408,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn close_waits_for_the_core_work_of_a_request_whose_client_went_away() {
         let handler = Slow { delay: Duration::from_millis(300), ..Slow::default() };
-        let (server, tx) = server(handler.clone(), HttpOptions::new());
+        let (server, tx) = server(handler.clone(), Limits::new());
         let mut io = connect(&tx);
         io.write_all(b"POST /v1/close HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}").await.unwrap();
         while handler.started.load(Ordering::SeqCst) == 0 {
@@ -427,8 +427,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn close_waits_for_the_core_work_only_within_the_shutdown_grace() {
         let handler = Slow { delay: Duration::from_secs(30), ..Slow::default() };
-        let (server, tx) =
-            server(handler.clone(), HttpOptions::new().shutdown_grace(Duration::from_millis(200)));
+        let (server, tx) = server(handler.clone(), Limits::new().shutdown_grace(Duration::from_millis(200)));
         let mut io = connect(&tx);
         io.write_all(b"POST /v1/close HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}").await.unwrap();
         while handler.started.load(Ordering::SeqCst) == 0 {

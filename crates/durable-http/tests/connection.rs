@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use durable_http::{CallerSource, Handler, HttpOptions, Shutdown, serve_connection};
+use durable_http::{CallerSource, Handler, Limits, Shutdown, serve_connection};
 use durable_types::exchange::{Body, Caller, Read, Request, Response};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 use tokio::sync::Notify;
@@ -33,7 +33,7 @@ impl Handler for Recorder {
 fn start(
     handler: Recorder,
     callers: CallerSource,
-    options: HttpOptions,
+    options: Limits,
     shutdown: Shutdown,
 ) -> (DuplexStream, tokio::task::JoinHandle<()>) {
     let (client, server) = tokio::io::duplex(4 * 1024 * 1024);
@@ -76,7 +76,7 @@ async fn assert_closed(io: &mut DuplexStream) {
 async fn keep_alive_serves_several_requests_on_one_connection() {
     let rec = Recorder::default();
     let (mut io, _task) =
-        start(rec.clone(), CallerSource::Fixed(Caller::OtherProcess), HttpOptions::new(), Shutdown::new());
+        start(rec.clone(), CallerSource::Fixed(Caller::OtherProcess), Limits::new(), Shutdown::new());
     for path in ["/hello", "/v1/state?since=3"] {
         io.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).await.unwrap();
         let r = read_response(&mut io).await;
@@ -94,7 +94,7 @@ async fn keep_alive_serves_several_requests_on_one_connection() {
 async fn a_body_over_one_mib_reaches_the_core_as_too_large() {
     let rec = Recorder::default();
     let (mut io, _task) =
-        start(rec.clone(), CallerSource::Fixed(Caller::OtherProcess), HttpOptions::new(), Shutdown::new());
+        start(rec.clone(), CallerSource::Fixed(Caller::OtherProcess), Limits::new(), Shutdown::new());
     let body = vec![b'x'; durable_types::BODY_MAX + 1];
     // Chunked, so that no Content-Length gives the size away: the limit is
     // enforced on the stream itself.
@@ -115,7 +115,7 @@ async fn a_body_over_one_mib_reaches_the_core_as_too_large() {
 async fn a_body_of_one_mib_reaches_the_core_whole() {
     let rec = Recorder::default();
     let (mut io, _task) =
-        start(rec.clone(), CallerSource::Fixed(Caller::Unknown), HttpOptions::new(), Shutdown::new());
+        start(rec.clone(), CallerSource::Fixed(Caller::Unknown), Limits::new(), Shutdown::new());
     let n = durable_types::BODY_MAX;
     io.write_all(format!("POST /v1/close HTTP/1.1\r\nHost: x\r\nContent-Length: {n}\r\n\r\n").as_bytes())
         .await
@@ -128,7 +128,7 @@ async fn a_body_of_one_mib_reaches_the_core_whole() {
 #[tokio::test]
 async fn a_client_slow_to_send_headers_is_cut_off_by_the_header_read_timeout() {
     let rec = Recorder::default();
-    let options = HttpOptions::new().header_read_timeout(Duration::from_millis(200));
+    let options = Limits::new().header_read_timeout(Duration::from_millis(200));
     let (mut io, task) = start(rec.clone(), CallerSource::Fixed(Caller::Unknown), options, Shutdown::new());
     io.write_all(b"GET /hello HTTP/1.1\r\nHost").await.unwrap();
     assert_closed(&mut io).await;
@@ -144,7 +144,7 @@ async fn a_client_slow_to_send_headers_is_cut_off_by_the_header_read_timeout() {
 async fn the_header_read_timeout_starts_again_at_each_request_of_a_kept_alive_connection() {
     let rec = Recorder::default();
     let timeout = Duration::from_millis(300);
-    let options = HttpOptions::new().header_read_timeout(timeout);
+    let options = Limits::new().header_read_timeout(timeout);
     let (mut io, task) = start(rec.clone(), CallerSource::Fixed(Caller::Unknown), options, Shutdown::new());
     let started = std::time::Instant::now();
     let mut served = 0;
@@ -167,7 +167,7 @@ async fn shutdown_lets_the_request_in_flight_finish_then_closes() {
     let rec = Recorder { gate: Some(gate.clone()), ..Recorder::default() };
     let shutdown = Shutdown::new();
     let (mut io, task) =
-        start(rec.clone(), CallerSource::Fixed(Caller::Unknown), HttpOptions::new(), shutdown.clone());
+        start(rec.clone(), CallerSource::Fixed(Caller::Unknown), Limits::new(), shutdown.clone());
     io.write_all(b"GET /v1/state HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
     while rec.seen.lock().unwrap().is_empty() {
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -184,12 +184,8 @@ async fn shutdown_lets_the_request_in_flight_finish_then_closes() {
 #[tokio::test]
 async fn shutdown_closes_an_idle_keep_alive_connection() {
     let shutdown = Shutdown::new();
-    let (mut io, task) = start(
-        Recorder::default(),
-        CallerSource::Fixed(Caller::Unknown),
-        HttpOptions::new(),
-        shutdown.clone(),
-    );
+    let (mut io, task) =
+        start(Recorder::default(), CallerSource::Fixed(Caller::Unknown), Limits::new(), shutdown.clone());
     io.write_all(b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
     read_response(&mut io).await;
     shutdown.trigger();
@@ -201,7 +197,7 @@ async fn shutdown_closes_an_idle_keep_alive_connection() {
 async fn a_request_without_the_token_gets_401_and_never_reaches_the_core() {
     let rec = Recorder::default();
     let callers = CallerSource::bearer(|t| t == b"0123456789abcdef0123456789abcdef");
-    let (mut io, task) = start(rec.clone(), callers.clone(), HttpOptions::new(), Shutdown::new());
+    let (mut io, task) = start(rec.clone(), callers.clone(), Limits::new(), Shutdown::new());
     io.write_all(b"GET /hello HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer nope\r\n\r\n").await.unwrap();
     let r = read_response(&mut io).await;
     assert!(r.starts_with("HTTP/1.1 401"), "{r}");
@@ -214,7 +210,7 @@ async fn a_request_without_the_token_gets_401_and_never_reaches_the_core() {
     assert_closed(&mut io).await;
     tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
 
-    let (mut io, _task) = start(rec.clone(), callers, HttpOptions::new(), Shutdown::new());
+    let (mut io, _task) = start(rec.clone(), callers, Limits::new(), Shutdown::new());
     io.write_all(
         b"GET /hello HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer 0123456789abcdef0123456789abcdef\r\n\r\n",
     )
@@ -235,7 +231,7 @@ async fn on_a_connection_that_showed_its_token_a_wrong_token_is_still_refused() 
         *counted.lock().unwrap() += 1;
         t == b"0123456789abcdef0123456789abcdef"
     });
-    let (mut io, task) = start(rec.clone(), callers, HttpOptions::new(), Shutdown::new());
+    let (mut io, task) = start(rec.clone(), callers, Limits::new(), Shutdown::new());
     let good = b"GET /v1/state HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer 0123456789abcdef0123456789abcdef\r\n\r\n";
     for _ in 0..3 {
         io.write_all(good).await.unwrap();
@@ -270,7 +266,7 @@ impl Handler for Big {
 #[tokio::test]
 async fn an_answer_the_client_never_reads_is_cut_off_by_the_write_timeout() {
     let (mut io, server) = tokio::io::duplex(4096);
-    let options = HttpOptions::new().write_timeout(Duration::from_millis(100));
+    let options = Limits::new().write_timeout(Duration::from_millis(100));
     let task = tokio::spawn(async move {
         serve_connection(
             Big(1 << 20),
@@ -295,7 +291,7 @@ async fn an_answer_the_client_never_reads_is_cut_off_by_the_write_timeout() {
 #[tokio::test]
 async fn endless_timeouts_serve_large_answers_through_many_stalls() {
     let (mut io, server) = tokio::io::duplex(4096);
-    let options = HttpOptions::new()
+    let options = Limits::new()
         .header_read_timeout(Duration::MAX)
         .body_read_timeout(Duration::MAX)
         .write_timeout(Duration::MAX)
@@ -323,7 +319,7 @@ async fn endless_timeouts_serve_large_answers_through_many_stalls() {
 #[tokio::test]
 async fn a_slow_reader_of_a_large_answer_outlasts_the_header_read_timeout() {
     let (mut io, server) = tokio::io::duplex(4096);
-    let options = HttpOptions::new().header_read_timeout(Duration::from_millis(200));
+    let options = Limits::new().header_read_timeout(Duration::from_millis(200));
     let n = 256 * 1024;
     tokio::spawn(async move {
         let _ =
@@ -371,7 +367,7 @@ async fn assert_closed_within(io: &mut DuplexStream, within: Duration) {
 #[tokio::test]
 async fn body_read_timeout_closes_a_connection_whose_content_length_body_stalls() {
     let rec = Recorder::default();
-    let options = HttpOptions::new().body_read_timeout(Duration::from_millis(200));
+    let options = Limits::new().body_read_timeout(Duration::from_millis(200));
     let (mut io, task) =
         start(rec.clone(), CallerSource::Fixed(Caller::OtherProcess), options, Shutdown::new());
     // Content-Length says 100, 10 bytes come, then nothing (the client stays).
@@ -388,7 +384,7 @@ async fn body_read_timeout_closes_a_connection_whose_content_length_body_stalls(
 #[tokio::test]
 async fn body_read_timeout_closes_a_connection_whose_chunked_body_stops() {
     let rec = Recorder::default();
-    let options = HttpOptions::new().body_read_timeout(Duration::from_millis(200));
+    let options = Limits::new().body_read_timeout(Duration::from_millis(200));
     let (mut io, task) =
         start(rec.clone(), CallerSource::Fixed(Caller::OtherProcess), options, Shutdown::new());
     io.write_all(b"POST /v1/close HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
@@ -410,7 +406,7 @@ async fn body_read_timeout_closes_a_connection_whose_chunked_body_stops() {
 #[tokio::test]
 async fn body_read_timeout_leaves_a_body_sent_in_time_alone() {
     let rec = Recorder::default();
-    let options = HttpOptions::new().body_read_timeout(Duration::from_millis(300));
+    let options = Limits::new().body_read_timeout(Duration::from_millis(300));
     let (mut io, _task) =
         start(rec.clone(), CallerSource::Fixed(Caller::OtherProcess), options, Shutdown::new());
     io.write_all(b"POST /v1/close HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nab").await.unwrap();
@@ -430,9 +426,8 @@ async fn body_read_timeout_leaves_a_body_sent_in_time_alone() {
 async fn shutdown_grace_bounds_how_long_a_shutting_down_connection_waits_for_a_stalled_body() {
     let rec = Recorder::default();
     let shutdown = Shutdown::new();
-    let options = HttpOptions::new()
-        .body_read_timeout(Duration::from_secs(60))
-        .shutdown_grace(Duration::from_millis(200));
+    let options =
+        Limits::new().body_read_timeout(Duration::from_secs(60)).shutdown_grace(Duration::from_millis(200));
     let (mut io, task) =
         start(rec.clone(), CallerSource::Fixed(Caller::OtherProcess), options, shutdown.clone());
     io.write_all(b"POST /v1/close HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789")
@@ -469,7 +464,7 @@ impl Handler for Panicker {
 #[tokio::test]
 async fn a_core_that_panics_on_a_read_or_a_write_answers_500_internal() {
     let (mut io, server) = tokio::io::duplex(1024 * 1024);
-    let options = HttpOptions::new();
+    let options = Limits::new();
     tokio::spawn(async move {
         let callers = CallerSource::Fixed(Caller::OtherProcess);
         let _ = serve_connection(Panicker, server, callers, &options, Shutdown::new()).await;

@@ -80,7 +80,7 @@ struct Commits {
 /// A Pi Durable storage folder, read as Pi Durable appends to it.
 ///
 /// ```
-/// use durable_pi::{ConversationStore, DurableFolder};
+/// use durable_sdk::pi::{ConversationStore, DurableFolder};
 ///
 /// let dir = std::env::temp_dir().join(format!("durable-pi-doc-durable-{}", std::process::id()));
 /// std::fs::create_dir_all(&dir)?;

@@ -97,7 +97,7 @@ struct Cached {
 /// One folder of Pi session files.
 ///
 /// ```
-/// use durable_pi::SessionFolder;
+/// use durable_sdk::pi::SessionFolder;
 ///
 /// let dir = std::env::temp_dir().join(format!("durable-pi-doc-folder-{}", std::process::id()));
 /// std::fs::create_dir_all(&dir)?;

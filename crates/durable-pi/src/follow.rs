@@ -57,7 +57,7 @@ impl Progress {
 ///
 /// ```
 /// use std::io::Write;
-/// use durable_pi::Follower;
+/// use durable_sdk::pi::Follower;
 ///
 /// let path = std::env::temp_dir().join(format!("durable-pi-doc-follow-{}.jsonl", std::process::id()));
 /// let mut file = std::fs::File::create(&path)?;

@@ -30,7 +30,7 @@ use crate::store::{ConversationInfo, ConversationStore};
 /// The history of a conversation store.
 ///
 /// ```
-/// use durable_pi::{PiHistory, SessionFolder};
+/// use durable_sdk::pi::{PiHistory, SessionFolder};
 ///
 /// let dir = std::env::temp_dir().join(format!("durable-pi-doc-history-{}", std::process::id()));
 /// std::fs::create_dir_all(&dir)?;

@@ -59,8 +59,8 @@ pub struct PaneView {
 /// The pane of a session: the title and the items of the branch shown.
 ///
 /// ```
-/// use durable_pi::{Session, pane_view};
-/// use durable_types::{ItemBody, ToolStatus};
+/// use durable_sdk::pi::{Session, pane_view};
+/// use durable_sdk::types::{ItemBody, ToolStatus};
 ///
 /// let text = concat!(
 ///     r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-12-01T05:00:00.000Z"}"#, "\n",
@@ -107,8 +107,8 @@ pub fn item_count(session: &Session) -> usize {
 /// module docs).
 ///
 /// ```
-/// assert_eq!(durable_pi::item_id("1edce6d1", 2).as_str(), "pi-1edce6d1-2");
-/// assert_eq!(durable_pi::item_id("a b", 0).as_str().len(), "pi--0".len() + 32);
+/// assert_eq!(durable_sdk::pi::item_id("1edce6d1", 2).as_str(), "pi-1edce6d1-2");
+/// assert_eq!(durable_sdk::pi::item_id("a b", 0).as_str().len(), "pi--0".len() + 32);
 /// ```
 pub fn item_id(entry_id: &str, n: usize) -> Id {
     Id::new(format!("pi-{entry_id}-{n}")).unwrap_or_else(|_| {

@@ -128,6 +128,14 @@ pub enum Error {
     },
 }
 
+/// `?` on Pi's errors inside a handler refuses the write with the error's
+/// words (`409 refused`, nothing stored).
+impl From<Error> for durable_core::Refusal {
+    fn from(e: Error) -> Self {
+        durable_core::Refusal::new(e.to_string())
+    }
+}
+
 impl Error {
     /// The error without file paths, for a phone (history errors reach it
     /// as `500 internal` with this text).

@@ -220,8 +220,8 @@ impl Message {
     /// that is not an object is a message of no role.
     ///
     /// ```
-    /// use durable_pi::{Block, Message};
-    /// let m = Message::from_json(&serde_json::json!({"role": "user", "content": "hi"}));
+    /// use durable_sdk::pi::{Block, Message};
+    /// let m = Message::from_json(&durable_sdk::json!({"role": "user", "content": "hi"}));
     /// assert_eq!(m, Message::User { content: vec![Block::Text("hi".into())] });
     /// ```
     pub fn from_json(value: &Value) -> Message {
@@ -330,7 +330,7 @@ pub enum Line {
 /// and how many lines were skipped.
 ///
 /// ```
-/// use durable_pi::Session;
+/// use durable_sdk::pi::Session;
 /// let text = concat!(
 ///     r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-12-01T05:00:00.000Z","cwd":"/p"}"#, "\n",
 ///     r#"{"type":"message","id":"a","parentId":null,"timestamp":"2026-12-01T05:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1796101201000}}"#, "\n",

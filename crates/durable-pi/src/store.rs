@@ -66,20 +66,33 @@ impl ConversationInfo {
     }
 
     /// The title a list shows: the name, else the first user text on one
-    /// line, else `(no messages)` (as Pi's own session list does).
+    /// line, else `(no messages)` (as Pi's own session list does). Never
+    /// empty: a blank name or first text (white space, invisible
+    /// characters) falls through to the next, as the layout refuses an
+    /// empty title.
     ///
     /// ```
-    /// use durable_pi::ConversationInfo;
-    /// use durable_types::Timestamp;
+    /// use durable_sdk::pi::ConversationInfo;
+    /// use durable_sdk::types::Timestamp;
     /// let info = ConversationInfo::new("s1", Timestamp::EPOCH).with_first_user_text("fix\n  the build");
     /// assert_eq!(info.title(), "fix the build");
-    /// assert_eq!(info.with_name("Build").title(), "Build");
+    /// assert_eq!(info.clone().with_name("Build").title(), "Build");
+    /// assert_eq!(info.with_name(" \u{200b} ").title(), "fix the build");
+    /// let blank = ConversationInfo::new("s2", Timestamp::EPOCH).with_first_user_text("  \n ");
+    /// assert_eq!(blank.title(), "(no messages)");
     /// ```
     pub fn title(&self) -> String {
-        match (&self.name, &self.first_user_text) {
-            (Some(name), _) => name.clone(),
-            (None, Some(text)) => text.split_whitespace().collect::<Vec<_>>().join(" "),
-            (None, None) => "(no messages)".to_owned(),
+        // A title is never empty (the layout refuses one): a blank name
+        // or first message falls through to the next.
+        let blank = |t: &str| {
+            durable_types::text::is_blank(&durable_types::text::clean_line(t, durable_types::TITLE_MAX).text)
+        };
+        if let Some(name) = self.name.as_deref().filter(|n| !blank(n)) {
+            return name.to_owned();
+        }
+        match self.first_user_text.as_deref().map(|t| t.split_whitespace().collect::<Vec<_>>().join(" ")) {
+            Some(text) if !blank(&text) => text,
+            _ => "(no messages)".to_owned(),
         }
     }
 }
@@ -104,8 +117,8 @@ impl Conversation {
 /// An agent's saved conversations, read-only (the agent owns them).
 ///
 /// ```
-/// use durable_pi::{Conversation, ConversationInfo, ConversationStore, Error};
-/// use durable_types::Timestamp;
+/// use durable_sdk::pi::{Conversation, ConversationInfo, ConversationStore, Error};
+/// use durable_sdk::types::Timestamp;
 ///
 /// /// A store of one conversation, as a test might use.
 /// struct One(ConversationInfo);

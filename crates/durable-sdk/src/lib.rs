@@ -3,71 +3,128 @@
 //! conversation, history, and the phone's actions — with no UI code in the
 //! agent. The Rust form of the npm `@colliepwa/durable-sdk`.
 //!
+//! An agent depends on `durable-sdk` and on tokio (the SDK's servers run on
+//! it): `cargo add durable-sdk` and
+//! `cargo add tokio --features macros,rt-multi-thread,signal`.
+//!
 //! # Quick start
 //!
 //! ```no_run
-//! use durable_sdk::{open_collie, socket_path_for, AskOption, AskSpec, Caps, Cap, OpenOptions, PaneOptions};
-//!
+//! use durable_sdk::{AskOption, AskSpec, PaneOptions, open_collie};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! // $COLLIE_DURABLE_SOCKET, else $XDG_RUNTIME_DIR/hello/app.sock, else /tmp/durable-<uid>/hello/app.sock
-//! let socket = socket_path_for("hello");
-//! let options = OpenOptions::builder().socket(socket).host_name("hello").caps(Caps::none().with(Cap::Asks));
-//! let collie = open_collie(options).await?;
-//! let pane = collie.workspace("hello", "Hello")?.tab("main", "Questions")?.pane("deploy", PaneOptions::new("Deploy").harness("hello"))?;
+//! let collie = open_collie("hello").await?; // the private socket, named after the agent
+//! let tab = collie.workspace("hello", "Hello")?.tab("main", "Questions")?;
+//! let pane = tab.pane("deploy", PaneOptions::new("Deploy").harness("hello"))?;
 //! collie.ready();
 //! println!("listening {}", collie.address());
 //! let options = [AskOption::new("yes", "Yes"), AskOption::new("no", "No")];
-//! let answer = pane.ask(AskSpec::choice("deploy-1", "Deploy to staging?", options).item_id("deploy-1"))?.await?;
+//! let answer = pane.ask(AskSpec::choice("deploy-1", "Deploy to staging?", options))?.await?;
 //! println!("answer: {}", answer.option_id().unwrap_or("none"));
 //! collie.close().await;
 //! # Ok(()) }
 //! ```
 //!
-//! [`open_collie`] creates the private socket (its path from the options or
-//! `$COLLIE_DURABLE_SOCKET`, the variable Collie reads too), serves the core
-//! on it, and returns the [`Collie`] handle that sets the layout the phone
-//! shows. Then attach the agent on the Collie side:
+//! [`open_collie`] builds the agent's core, serves it on a [`Transport`]
+//! (the private socket unless the options say otherwise: its path is
+//! `$COLLIE_DURABLE_SOCKET`, the variable Collie reads too, else one named
+//! after the agent) and returns the [`Collie`] handle that sets the layout
+//! the phone shows. Then attach the agent on the Collie side:
 //! `collie durable attach hello --socket <the path printed>`.
 //!
-//! # A chat agent
+//! # One handle, any transport
 //!
-//! A pane's conversation is a [`ChatHandler`]: the SDK runs one
-//! [`Turn`] per send from the phone (queuing sends that arrive meanwhile),
-//! hands it the phone's steers and stop, and sets the pane idle when the
-//! turn returns. `examples/echo.rs` is the whole program:
+//! Every agent holds one [`Collie`]. [`open_collie`] returns it served;
+//! [`create_core`] returns it unserved, for what only it takes (a
+//! persistent receipt store from [`stores`], `allow_always(false)`), and
+//! [`Collie::serve`] serves it. A [`Transport`] is a value — the socket or
+//! HTTPS with a token — and carries the connection [`Limits`]; moving an
+//! agent to HTTPS (feature `tls`) is one line:
 //!
 //! ```no_run
-//! use durable_sdk::{ChatHandler, Turn};
+//! use durable_sdk::{OpenOptions, Transport, open_collie};
 //!
-//! struct Echo;
-//!
-//! impl ChatHandler for Echo {
-//!     async fn turn(&self, mut turn: Turn) {
-//!         turn.partial("…");
-//!         let steers = turn.take_steers();
-//!         turn.reply(format!("You said: {} {}", turn.text(), steers.join(" ")));
-//!     }
-//! }
-//! // pane.on_send(Echo)?;
+//! # #[cfg(feature = "tls")]
+//! # async fn run() -> Result<(), durable_sdk::Error> {
+//! let https = Transport::https("0.0.0.0:8443").self_signed(); // the token from COLLIE_TOKEN
+//! let collie = open_collie(OpenOptions::new("shop").transport(https)).await?;
+//! println!("listening {} (fingerprint {:?})", collie.address(), collie.fingerprint());
+//! # Ok(()) }
 //! ```
 //!
-//! # Entry points (the npm package's, in Rust)
-//! - [`open_collie`] (feature `socket`, on by default; Linux and macOS): the
-//!   whole agent in one call, on its private socket.
-//! - [`create_core`] + [`serve`]: a core with options `open_collie` does not
-//!   take (a persistent [`ReceiptStore`], `allow_always` off), served on the
-//!   socket ([`socket::SocketOptions`]) or over HTTPS with a token
-//!   ([`tls::TlsOptions`], feature `tls`; the only transport on Windows).
-//!   Both give a [`Server`].
-//! - [`types`]: every wire type and rule; [`core`]: the transport-free core
-//!   (the npm `./core`); [`socket`], [`tls`]; `pi` (feature `pi`).
-//! - The rules the SDK applies, for programs that want them directly:
-//!   [`ask_id_for`], [`call_summary`], [`arguments_view`], [`require_approval`],
-//!   the ID and cursor rules ([`Id`], [`Cursor`]) and the constants
-//!   ([`RECEIPTS_PER_GROUP`], [`TAIL_LIMIT`], …).
-//! - [`serde_json`], [`json!`] and [`Value`], for `require_approval`'s
-//!   arguments, re-exported so that `durable_sdk` is the only dependency.
+//! Over HTTPS the token is the only barrier, so serving there turns
+//! allow-always off — the asks raised from then on offer only Allow and
+//! Deny; serve before raising asks — unless the transport says
+//! `allow_always(true)`.
+//!
+//! # Handlers are closures (or traits)
+//!
+//! A pane's conversation runs one [`Turn`] per send from the phone
+//! (queuing sends that arrive meanwhile), hears the phone's steers and
+//! stop, and goes idle when the turn returns. A button runs its action. A
+//! closure does for either — its argument's type written out
+//! (`|turn: Turn|`, `|req: ActionRequest|`), as Rust cannot infer it through
+//! the handler traits; so does a type implementing
+//! [`handlers::ChatHandler`] or [`handlers::ActionHandler`] (for a chat
+//! that also vets sends, steers and stops). `?` inside a handler on the
+//! SDK's errors refuses the write with their words.
+//!
+//! ```no_run
+//! use durable_sdk::{ActionRequest, Collie, Item, PaneOptions, Turn};
+//!
+//! # fn run(collie: &Collie) -> Result<(), durable_sdk::Error> {
+//! let tab = collie.workspace("echo", "Echo")?.tab("main", "Chats")?;
+//! tab.pane("chat", PaneOptions::new("Echo"))?.on_send(|mut turn: Turn| async move {
+//!     turn.partial("…");
+//!     let steers = turn.take_steers().join(" ");
+//!     turn.reply(format!("You said: {} {steers}", turn.text()));
+//! })?;
+//! let ops = tab.pane("ops", PaneOptions::new("Ops"))?;
+//! ops.action("ping", "Ping", None)?;
+//! ops.on_action(|req: ActionRequest| async move {
+//!     // `?` on the SDK's rules: the phone hears `409 refused` with the rule, nothing is stored.
+//!     req.pane.write(Item::reply(&format!("pong-{}", req.request_id), "pong")?)?;
+//!     Ok(())
+//! })?;
+//! # Ok(()) }
+//! ```
+//!
+//! # Where everything is
+//! The root holds what recipes type. Everything else the seeds export — every
+//! wire type, hook payload and rule — is one path away, in a module named for
+//! what it holds:
+//! - [`types`]: the wire's items, events, layout views, ids, cursors, times,
+//!   rules and constants;
+//! - [`asks`]: ask handles, approvals and the ask's wire types;
+//! - [`handlers`]: the handler traits and what the phone's writes carry;
+//! - [`history`]: the history provider and its rows and pages;
+//! - [`stores`]: receipt stores (memory, SQLite, PostgreSQL);
+//! - [`transport`]: the caller check, the socket path, the transports'
+//!   errors;
+//! - [`driver`]: the core underneath, its requests and responses, clocks —
+//!   for tests and custom transports;
+//! - `pi` (feature `pi`): Pi's sessions as conversations, panes and history.
+//!
+//! # The npm names in Rust
+//!
+//! | npm | Rust |
+//! |---|---|
+//! | `openCollie({ hostName, socket })` | [`open_collie`]`(`[`OpenOptions`]`::new(host).transport(`[`Transport::socket_at`]`(path)))` |
+//! | `createCore({ receipts, allowAlways })` | [`create_core`]`(`[`CoreOptions`]`::builder().receipts(..).allow_always(..))`, then [`Collie::serve`] |
+//! | `collie.address` | [`Collie::address`] |
+//! | `collie.workspace / tab / pane` | [`Collie::workspace`], [`Workspace::tab`], [`Tab::pane`] |
+//! | `pane.ask(spec)` | [`Pane::ask`] with an [`AskSpec`] |
+//! | `requireApproval(tool, args, opts)` | [`require_approval`] with [`ApprovalOptions`] |
+//! | `askIdFor(pane, callId)` | [`ask_id_for`] |
+//! | `callSummary`, `argumentsView` | [`asks::call_summary`], [`asks::arguments_view`] |
+//! | `AskClosed` | [`asks::AskClosed`] |
+//! | `ALL_CAPS`, `{...ALL_CAPS, steer: false}` | [`Caps::all`], `Caps::all().without(`[`Cap::Steer`]`)` |
+//! | `RECEIPTS_PER_GROUP`, `TAIL_LIMIT`, … | [`types::RECEIPTS_PER_GROUP`], [`types::TAIL_LIMIT`], … |
+//! | `MemoryReceiptStore`, `ReceiptStore { get, put }` | [`stores::MemoryReceiptStore`], [`stores::ReceiptStore`] |
+//! | `tailLimit`, `holdMs` | [`OpenOptions::tail_limit`], [`OpenOptions::hold_ms`] |
+//! | `callerCheck: "off"` | [`Transport::caller_check`]`(`[`transport::CallerCheck::Off`]`)` |
+//! | `onSend`, `onAction`, `hooks: { onRename, … }` | [`Pane::on_send`], [`Pane::on_action`], [`Collie::on_rename`], … |
+//! | `TypeError`, `RangeError` | `Err(`[`types::RuleError`]`)` of a [`types::RuleKind`] |
 //!
 //! What the SDK has to say goes to standard error (warn lines) and, for
 //! programs with a `tracing` subscriber, to `tracing` (target `durable`):
@@ -86,96 +143,137 @@
 //! (`setsid`, `nohup … &`, `systemd-run --user`, tmux) escapes it, and on
 //! other Unixes there is no check at all. Run the agent's tools in a sandbox
 //! that cannot reach the socket, and over HTTPS keep the token out of their
-//! environment (`Command::env_remove` of [`TOKEN_ENV`] and
-//! [`TOKEN_NEXT_ENV`]; durable-pi does so for Pi). That is not enough
-//! against a tool that means harm either: a process of the same user reads
-//! the agent's own start-up environment in `/proc/<pid>/environ`. Such tools
-//! need another user id, or a process namespace of their own.
+//! environment (`Command::env_remove` of [`types::TOKEN_ENV`] and
+//! [`types::TOKEN_NEXT_ENV`]; durable-pi does so for Pi). That is not
+//! enough against a tool that means harm either: a process of the same user
+//! reads the agent's own start-up environment in `/proc/<pid>/environ`. Such
+//! tools need another user id, or a process namespace of their own.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-#[cfg(all(feature = "socket", unix))]
-mod open;
-#[cfg(all(feature = "socket", not(unix)))]
-mod open_unsupported;
+// Said at build time rather than at start-up: the socket does not exist
+// off Unix, and without `tls` there would be no transport at all.
+#[cfg(all(feature = "socket", not(unix), not(feature = "tls")))]
+compile_error!(
+    "durable-sdk: the private socket (feature `socket`, on by default) is Unix-only; on Windows take `durable-sdk = { default-features = false, features = [\"tls\"] }` and serve over HTTPS (`Transport::https`)"
+);
+
+#[cfg(any(all(feature = "socket", unix), feature = "tls"))]
+mod collie;
+mod error;
 #[cfg(feature = "postgres")]
 mod pg_receipts;
-#[cfg(any(feature = "socket", feature = "tls"))]
-mod serve;
+#[cfg(any(all(feature = "socket", unix), feature = "tls"))]
+mod serving;
 #[cfg(feature = "sqlite-receipts")]
 mod sqlite_receipts;
 
-#[cfg(all(feature = "socket", unix))]
-#[cfg_attr(docsrs, doc(cfg(all(feature = "socket", unix))))]
-pub use open::{Collie, OpenError, OpenOptions, OpenOptionsBuilder, open_collie, socket_path_for};
-#[cfg(all(feature = "socket", not(unix)))]
-pub use open_unsupported::{OpenError, OpenOptions, open_collie};
-
+// The root: what recipes type.
 #[cfg(any(all(feature = "socket", unix), feature = "tls"))]
-#[cfg_attr(docsrs, doc(cfg(any(feature = "socket", feature = "tls"))))]
-pub use serve::serve;
-#[cfg(any(feature = "socket", feature = "tls"))]
-#[cfg_attr(docsrs, doc(cfg(any(feature = "socket", feature = "tls"))))]
-pub use serve::{ServeError, Server, Transport, create_core, default_warn};
+#[cfg_attr(docsrs, doc(cfg(any(all(feature = "socket", unix), feature = "tls"))))]
+pub use collie::{Collie, OpenOptions, create_core, open_collie};
+pub use durable_core::{
+    ActionRequest, ApprovalOptions, CoreOptions, CoreOptionsBuilder, HandlerResult, Pane, PaneOptions,
+    Refusal, Tab, Turn, Workspace, require_approval,
+};
+pub use durable_types::{Answer, AskOption, AskSpec, Cap, Caps, Item, ask_id_for};
+pub use error::Error;
+/// JSON values, for `require_approval`'s arguments and answers' values.
+pub use serde_json::{Value, json};
+#[cfg(any(all(feature = "socket", unix), feature = "tls"))]
+#[cfg_attr(docsrs, doc(cfg(any(all(feature = "socket", unix), feature = "tls"))))]
+pub use serving::{Limits, Transport};
 
-#[cfg(feature = "postgres")]
-#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
-pub use pg_receipts::{PG_SCHEMA_VERSION, PgReceiptOptions, PgReceiptOptionsBuilder, PgReceiptStore};
-#[cfg(feature = "sqlite-receipts")]
-#[cfg_attr(docsrs, doc(cfg(feature = "sqlite-receipts")))]
-pub use sqlite_receipts::SqliteReceiptStore;
-
-/// Every wire type and rule (the npm package's `src/core/types.ts`).
+/// The wire's types and rules: items, events, layout views, ids, cursors,
+/// times, the hello exchange, the phone's write bodies, error codes and the
+/// contract's constants.
 pub mod types {
-    #[doc(inline)]
-    pub use durable_types::*;
+    pub use durable_core::{HELD_ANSWER_BYTES, user_item_id};
+    pub use durable_types::constants::*;
+    pub use durable_types::text;
+    pub use durable_types::{
+        ALL_CAPS, ActionView, Badge, BadgeTone, CAP_NAMES, CapsView, CloseBody, ClosedView, CollieInfo,
+        Cursor, ErrorBody, ErrorCode, Event, EventBody, EventsPage, HelloPostResponse, HelloRequest,
+        HelloResponse, Id, ItemBody, NoticeTone, PaneSnapshot, PaneState, PaneView, PlainBody, RenameBody,
+        ReopenBody, RuleError, RuleKind, ScopeId, SdkInfo, SendBody, StarterBody, StarterView, StateResponse,
+        SteerBody, TabView, Target, Timestamp, ToolStatus, WireRange, WorkspaceView, WriteBody,
+        WriteResponse, check_badge, check_cursor, check_href, check_id, check_lang, check_progress,
+        check_scope_id, decode_path_segment, tab_wire_id,
+    };
 }
 
-/// The transport-free protocol core (the npm package's `./core`): request
-/// value in, response value out; time injected; deadlines and jobs driven
-/// by a server. [`crate::serve`] drives it for you.
-pub mod core {
-    #[doc(inline)]
-    pub use durable_core::*;
+/// Asks beyond the root's [`AskSpec`]: the handle a raised
+/// ask gives, approvals, how an ask closes, and the ask's wire types and
+/// rules (its id, hash and summary).
+pub mod asks {
+    pub use durable_core::{Approval, ApprovalFuture, AskClosed, AskHandle, Decided, approval_spec};
+    pub use durable_types::{
+        ASK_HASH_EXCLUDED, AnswerBody, AnswerRequest, Ask, AskKind, DecidedBy, Expiry, FieldType, FormField,
+        OptionStyle, Outcome, Push, SelectOption, ToolInfo, arguments_view, ask_hash, ask_hash_input,
+        call_summary, canonical_json, is_hash, is_hash_any_case,
+    };
 }
 
-/// The private Unix socket transport: path privacy, stale sockets, the
-/// caller check. Serve a core on it with [`crate::serve`].
-#[cfg(all(feature = "socket", unix))]
-#[cfg_attr(docsrs, doc(cfg(all(feature = "socket", unix))))]
-pub mod socket {
-    #[doc(inline)]
-    pub use durable_socket::{
-        CallerCheck, PrivacyRule, SOCKET_ENV, SocketError, SocketOptions, SocketOptionsBuilder,
+/// The handler traits — for a type that handles a pane's conversation,
+/// buttons or the layout hooks (a closure does too) — and what the phone's
+/// writes carry to them.
+pub mod handlers {
+    pub use durable_core::{
+        AbortController, AbortSignal, ActionHandler, ChatHandler, CloseRequest, Hooks, RenameRequest, Reopen,
+        ReopenRequest, SendRequest, Started, StarterRequest, SteerRequest, StopRequest,
+    };
+}
+
+/// History: the provider an agent gives [`Collie::history`],
+/// and the rows and pages it answers with.
+pub mod history {
+    pub use durable_core::{HistoryError, HistoryProvider, ItemsPage, RowsPage};
+    pub use durable_types::{ConversationPage, ConversationState, HistoryPage, HistoryRow};
+}
+
+/// Receipt stores: what keeps the phone's acknowledged writes, so that a
+/// replay after a restart returns the first answer (§9). The default is in
+/// memory; `SqliteReceiptStore` (feature `sqlite-receipts`) keeps them in a
+/// file, `PgReceiptStore` (feature `postgres`) in PostgreSQL.
+pub mod stores {
+    pub use durable_core::{
+        Lookup, MemoryReceiptStore, PendingSend, Receipt, ReceiptStore, SendState, StoreError,
     };
 
-    #[doc(inline)]
-    pub use crate::open::socket_path_for;
+    #[cfg(feature = "postgres")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+    pub use crate::pg_receipts::{
+        PG_SCHEMA_VERSION, PgReceiptOptions, PgReceiptOptionsBuilder, PgReceiptStore,
+    };
+    #[cfg(feature = "sqlite-receipts")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "sqlite-receipts")))]
+    pub use crate::sqlite_receipts::SqliteReceiptStore;
 }
 
-/// The HTTPS transport with bearer tokens (rotation, constant-time
-/// comparison, loopback-only plain HTTP, self-signed development
-/// certificates). Serve a core on it with [`crate::serve`]:
-///
-/// ```no_run
-/// use durable_sdk::tls::TlsOptions;
-/// use durable_sdk::{CoreOptions, create_core, serve};
-///
-/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// // Over HTTPS the token is the only barrier: Allow and Deny only.
-/// let core = create_core(CoreOptions::builder().host_name("desk").allow_always(false))?;
-/// // The token comes from COLLIE_TOKEN (and COLLIE_TOKEN_NEXT during a rotation).
-/// let server = serve(&core, TlsOptions::builder().listen("127.0.0.1:8443").self_signed().build()?).await?;
-/// println!("listening {} (fingerprint {:?})", server.address(), server.fingerprint());
-/// core.ready();
-/// # Ok(()) }
-/// ```
-#[cfg(feature = "tls")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
-pub mod tls {
-    #[doc(inline)]
-    pub use durable_tls::{TOKEN_ENV, TOKEN_NEXT_ENV, TlsError, TlsOptions, TlsOptionsBuilder};
+/// What a [`Transport`] is made of, beyond its own
+/// methods: the socket's caller check and path, the transports' errors.
+/// (The token variables are [`types::TOKEN_ENV`]
+/// and [`types::TOKEN_NEXT_ENV`].)
+pub mod transport {
+    #[cfg(all(feature = "socket", unix))]
+    #[cfg_attr(docsrs, doc(cfg(all(feature = "socket", unix))))]
+    pub use crate::serving::socket_path_for;
+    #[cfg(all(feature = "socket", unix))]
+    #[cfg_attr(docsrs, doc(cfg(all(feature = "socket", unix))))]
+    pub use durable_socket::{CallerCheck, PrivacyRule, SOCKET_ENV, SocketError};
+    #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+    pub use durable_tls::TlsError;
+}
+
+/// The core underneath a [`Collie`] and what drives it: the
+/// request and response values, deadlines and jobs, clocks. For tests that
+/// play Collie without a socket, and for custom transports;
+/// [`Collie::core`] hands out an agent's core.
+pub mod driver {
+    pub use durable_core::{CallerCheckMode, Clock, Core, Job, ManualClock, WarnSink};
+    pub use durable_types::exchange;
 }
 
 /// Pi's session files (JSONL, version 3) as conversations: their items for
@@ -184,27 +282,17 @@ pub mod tls {
 #[cfg(feature = "pi")]
 #[cfg_attr(docsrs, doc(cfg(feature = "pi")))]
 pub mod pi {
-    #[doc(inline)]
-    pub use durable_pi::*;
+    pub use durable_pi::durable::RESET;
+    pub use durable_pi::follow::MAX_LINE;
+    pub use durable_pi::items::{BRANCH_SUMMARY_PREFIX, COMPACTION_PREFIX, FAILED, STOPPED};
+    pub use durable_pi::live::{
+        CardFn, DEFAULT_DENIED_REASON, DEFAULT_UNANSWERED_REASON, GATE_EXTENSION, PiOptionsBuilder,
+    };
+    pub use durable_pi::session::SESSION_VERSION;
+    pub use durable_pi::{
+        Block, Conversation, ConversationInfo, ConversationStore, DurableFolder, Entry, EntryKind, Error,
+        Follower, GateOptions, Header, Line, Message, PaneView, PiCommand, PiConversation, PiHistory,
+        PiOptions, Progress, Session, SessionFolder, SessionSummary, StopReason, item_count, item_id,
+        items_since, pane_view,
+    };
 }
-
-pub use durable_core::{
-    AbortController, AbortSignal, ActionHandler, ActionRequest, Approval, ApprovalFuture, ApprovalOptions,
-    AskClosed, AskHandle, CallerCheckMode, ChatHandler, Clock, CloseRequest, Core, CoreOptions,
-    CoreOptionsBuilder, Decided, HELD_ANSWER_BYTES, HandlerResult, HistoryError, HistoryProvider, Hooks,
-    ItemsPage, Lookup, ManualClock, MemoryReceiptStore, Pane, PaneOptions, PendingSend, Receipt,
-    ReceiptStore, Refusal, RenameRequest, Reopen, ReopenRequest, RowsPage, SendRequest, SendState, Started,
-    StarterRequest, SteerRequest, StopRequest, StoreError, Tab, Turn, WarnSink, Workspace, approval_spec,
-    require_approval, user_item_id,
-};
-pub use durable_types::*;
-
-/// The README's code, compiled as doctests so that it cannot drift.
-#[cfg(all(doctest, feature = "socket", unix))]
-#[doc = include_str!("../../../README.md")]
-struct ReadmeDoctests;
-
-/// JSON, for `require_approval`'s arguments and `Answer` values: the
-/// `serde_json` the SDK is built with.
-pub use serde_json;
-pub use serde_json::{Value, json};

@@ -46,7 +46,7 @@
 //! (a hung process) is ended by the server, and the same holds.
 //!
 //! # Eviction
-//! The same as [`MemoryReceiptStore`](durable_core::MemoryReceiptStore):
+//! The same as [`MemoryReceiptStore`](crate::stores::MemoryReceiptStore):
 //! each group keeps its `per_group` most recent receipts (default
 //! [`RECEIPTS_PER_GROUP`]); an evicted id is remembered — a repeat gets
 //! [`Lookup::Evicted`], so the core answers `500 receipt-dropped` and runs
@@ -127,7 +127,7 @@ CREATE INDEX pending_send_by_state ON {s}.pending_send (state, seq);
 ///
 /// ```
 /// use std::time::Duration;
-/// use durable_sdk::PgReceiptOptions;
+/// use durable_sdk::stores::PgReceiptOptions;
 ///
 /// let options = PgReceiptOptions::builder()
 ///     .url("postgres://desk:secret@db.internal/agents")
@@ -501,12 +501,17 @@ struct Inner {
 /// module documentation for the guarantees.
 ///
 /// ```no_run
-/// use durable_sdk::{CoreOptions, PgReceiptOptions, PgReceiptStore};
-/// # async fn f(options: durable_sdk::CoreOptionsBuilder) -> Result<(), Box<dyn std::error::Error>> {
+/// use durable_sdk::stores::{PgReceiptOptions, PgReceiptStore};
+/// use durable_sdk::{CoreOptions, Transport, create_core};
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let url = std::env::var("MY_AGENT_RECEIPTS_URL")?; // postgres://user:password@host/db
 /// let store = PgReceiptStore::connect(PgReceiptOptions::builder().url(url).build()?).await?;
-/// let options = options.receipts(store).build()?;
-/// # let _ = options; Ok(()) }
+/// let collie = create_core(CoreOptions::builder().host_name("desk").receipts(store))?;
+/// // … the layout and handlers …
+/// collie.serve(Transport::socket()).await?;
+/// collie.ready();
+/// # Ok(()) }
 /// ```
 #[derive(Clone)]
 pub struct PgReceiptStore {

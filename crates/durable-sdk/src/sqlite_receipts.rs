@@ -28,7 +28,7 @@
 //! the thread.
 //!
 //! # Eviction
-//! The same as [`MemoryReceiptStore`](durable_core::MemoryReceiptStore):
+//! The same as [`MemoryReceiptStore`](crate::stores::MemoryReceiptStore):
 //! each group keeps its `per_group` most recent receipts (default
 //! [`RECEIPTS_PER_GROUP`]); an evicted id is remembered — a repeat gets
 //! [`Lookup::Evicted`], so the core answers `500 receipt-dropped` and runs
@@ -109,11 +109,16 @@ enum Command {
 /// A [`ReceiptStore`] in an SQLite file (feature `sqlite-receipts`).
 ///
 /// ```no_run
-/// use durable_sdk::{CoreOptions, SqliteReceiptStore};
-/// # fn f(options: durable_sdk::CoreOptionsBuilder) -> Result<(), Box<dyn std::error::Error>> {
+/// use durable_sdk::stores::SqliteReceiptStore;
+/// use durable_sdk::{CoreOptions, Transport, create_core};
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let store = SqliteReceiptStore::open("/var/lib/my-agent/receipts.sqlite3")?;
-/// let options = options.receipts(store).build()?;
-/// # let _ = options; Ok(()) }
+/// let collie = create_core(CoreOptions::builder().host_name("desk").receipts(store))?;
+/// // … the layout and handlers …
+/// collie.serve(Transport::socket()).await?;
+/// collie.ready();
+/// # Ok(()) }
 /// ```
 pub struct SqliteReceiptStore {
     path: PathBuf,

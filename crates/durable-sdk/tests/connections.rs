@@ -1,6 +1,6 @@
-//! The facade's connection limits reach the socket `open_collie` serves:
+//! The limits a `Transport` carries reach the socket `open_collie` serves:
 //! the cap and the timeouts (docs/reliability.md, "Connections").
-#![cfg(unix)]
+#![cfg(all(unix, feature = "socket"))]
 
 mod common;
 
@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::TempDir;
-use durable_sdk::socket::CallerCheck;
-use durable_sdk::{Collie, OpenOptions, OpenOptionsBuilder, open_collie};
+use durable_sdk::transport::CallerCheck;
+use durable_sdk::{Collie, Limits, OpenOptions, Transport, open_collie};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 
@@ -34,10 +34,10 @@ async fn hello(io: &mut UnixStream) -> String {
     head.lines().next().unwrap().to_owned()
 }
 
-/// `max_connections(2)` on `OpenOptions`: with two connections that have
+/// `max_connections(2)` in the transport's `Limits`: with two connections that have
 /// made a request, a third is closed at once, and the two go on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn open_options_max_connections_caps_the_socket() {
+async fn the_limits_max_connections_caps_the_socket() {
     let (_dir, socket, collie) = agent("cap", |o| {
         o.max_connections(2)
             .header_read_timeout(Duration::from_secs(60))
@@ -67,7 +67,7 @@ async fn closed_within(io: &mut UnixStream, within: Duration) -> Vec<u8> {
     let mut rest = Vec::new();
     tokio::time::timeout(within, io.read_to_end(&mut rest))
         .await
-        .expect("the connection outlived the timeout set on OpenOptions")
+        .expect("the connection outlived the timeout set in the limits")
         .unwrap();
     rest
 }
@@ -76,14 +76,12 @@ async fn closed_within(io: &mut UnixStream, within: Duration) -> Vec<u8> {
 /// (kept while the test runs), ready; the test plays its Collie from the
 /// agent's own process, so the caller check is off (on, the test's
 /// connections would be served but keep no place under the cap).
-async fn agent(
-    name: &str,
-    options: impl FnOnce(OpenOptionsBuilder) -> OpenOptionsBuilder,
-) -> (TempDir, PathBuf, Collie) {
+async fn agent(name: &str, limits: impl FnOnce(Limits) -> Limits) -> (TempDir, PathBuf, Collie) {
     let dir = TempDir::new(name);
     let socket = dir.0.join("app.sock");
-    let base = OpenOptions::builder().socket(&socket).caller_check(CallerCheck::Off).warn(|_| {});
-    let collie = open_collie(options(base)).await.unwrap();
+    let transport =
+        Transport::socket_at(&socket).caller_check(CallerCheck::Off).limits(limits(Limits::new()));
+    let collie = open_collie(OpenOptions::new("agent").transport(transport).warn(|_| {})).await.unwrap();
     collie.ready();
     (dir, socket, collie)
 }
@@ -97,11 +95,11 @@ async fn stalled_write(socket: &Path) -> UnixStream {
     io
 }
 
-/// `header_read_timeout` and `body_read_timeout` on `OpenOptions`: a
+/// `header_read_timeout` and `body_read_timeout` in the limits: a
 /// connection that sends no request, and one whose body stalls, are
 /// closed by the socket, without an answer; the stalled request never runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn open_options_read_timeouts_reach_the_socket() {
+async fn the_limits_read_timeouts_reach_the_socket() {
     let (_dir, socket, collie) = agent("timeouts", |o| {
         o.header_read_timeout(Duration::from_millis(300)).body_read_timeout(Duration::from_millis(300))
     })
@@ -116,10 +114,10 @@ async fn open_options_read_timeouts_reach_the_socket() {
     collie.close().await;
 }
 
-/// `shutdown_grace` on `OpenOptions`: `close()` waits for a request whose
+/// `shutdown_grace` in the limits: `close()` waits for a request whose
 /// body stalls no longer than the grace (the default is 10 s).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn open_options_shutdown_grace_bounds_close() {
+async fn the_limits_shutdown_grace_bounds_close() {
     let (_dir, socket, collie) = agent("grace", |o| {
         o.body_read_timeout(Duration::from_secs(60)).shutdown_grace(Duration::from_millis(200))
     })
@@ -131,7 +129,7 @@ async fn open_options_shutdown_grace_bounds_close() {
     assert_eq!(hello(&mut other).await, "HTTP/1.1 200 OK");
     tokio::time::timeout(Duration::from_secs(5), collie.close())
         .await
-        .expect("close() waited past the grace set on OpenOptions");
+        .expect("close() waited past the grace set in the limits");
     assert_eq!(closed_within(&mut stalled, Duration::from_secs(5)).await, b"");
 }
 
@@ -143,7 +141,8 @@ async fn open_options_shutdown_grace_bounds_close() {
 async fn the_agent_s_own_connections_keep_no_place_under_the_cap() {
     let dir = TempDir::new("own");
     let socket = dir.0.join("app.sock");
-    let collie = open_collie(OpenOptions::builder().socket(&socket).max_connections(2)).await.unwrap();
+    let transport = Transport::socket_at(&socket).limits(Limits::new().max_connections(2));
+    let collie = open_collie(OpenOptions::new("agent").transport(transport)).await.unwrap();
     collie.ready();
     let mut a = UnixStream::connect(&socket).await.unwrap();
     let mut b = UnixStream::connect(&socket).await.unwrap();

@@ -1,6 +1,6 @@
 //! Rules of the contract (`docs/wire.md`) that no other test
 //! checked, found by the coverage audit. Each test names its rule.
-#![cfg(unix)]
+#![cfg(all(unix, feature = "socket"))]
 
 mod common;
 
@@ -9,8 +9,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 use common::TempDir;
-use durable_sdk::exchange::{Caller, Request};
-use durable_sdk::{AskOption, AskSpec, OpenOptions, PaneOptions, open_collie};
+use durable_sdk::driver::exchange::{Caller, Request};
+use durable_sdk::{AskOption, AskSpec, OpenOptions, PaneOptions, Transport, open_collie};
 
 fn poll_once<F: Future + Unpin>(f: &mut F) -> Poll<F::Output> {
     Pin::new(f).poll(&mut Context::from_waker(Waker::noop()))
@@ -24,8 +24,9 @@ fn poll_once<F: Future + Unpin>(f: &mut F) -> Poll<F::Output> {
 async fn closing_rule_close_of_the_whole_handle_leaves_open_asks_open() {
     let dir = TempDir::new("close");
     let socket = dir.0.join("run/app.sock");
-    let collie =
-        open_collie(OpenOptions::builder().socket(&socket).warn(|_| {})).await.expect("open_collie serves");
+    let collie = open_collie(OpenOptions::new("agent").transport(Transport::socket_at(&socket)).warn(|_| {}))
+        .await
+        .expect("open_collie serves");
     let core = collie.core().clone();
     let pane = collie
         .workspace("support", "Support")

@@ -11,7 +11,7 @@
 mod harness;
 mod pg_support;
 
-use durable_sdk::{PgReceiptOptions, PgReceiptStore};
+use durable_sdk::stores::{PgReceiptOptions, PgReceiptStore};
 use harness::exactly_once::{At, CAPACITY, op, op_at, scenario};
 use pg_support::{PgServer, fresh_schema};
 use proptest::prelude::*;

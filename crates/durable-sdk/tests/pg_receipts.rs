@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use durable_core::{Lookup, MemoryReceiptStore, PendingSend, Receipt, ReceiptStore, SendState};
-use durable_sdk::{PG_SCHEMA_VERSION, PgReceiptOptions, PgReceiptStore};
+use durable_sdk::stores::{PG_SCHEMA_VERSION, PgReceiptOptions, PgReceiptStore};
 use harness::Harness;
 use harness::recorder::{Log, PaneExt, Recorder};
 use pg_support::{PASSWORD, PgServer, fresh_schema};
@@ -91,7 +91,7 @@ async fn eviction_matches_the_memory_store_and_the_default_is_1000_per_group() {
         assert_eq!(pg.get(&id).await.unwrap(), memory.get(&id).await.unwrap(), "{id}");
     }
     let options = PgReceiptOptions::builder().url(PgServer::shared().url()).build().unwrap();
-    assert_eq!(options.per_group(), durable_sdk::RECEIPTS_PER_GROUP);
+    assert_eq!(options.per_group(), durable_sdk::types::RECEIPTS_PER_GROUP);
 }
 
 #[tokio::test]

@@ -8,15 +8,13 @@ use durable_types::SOCKET_PATH_MAX;
 
 use crate::SOCKET_ENV;
 
-/// A start-up failure of [`serve`](crate::serve). Every message names the
-/// rule that was broken.
+/// Why the socket server could not start. Every message names the rule
+/// that was broken.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SocketError {
     /// Neither the options nor `$COLLIE_DURABLE_SOCKET` name a path.
-    #[error(
-        "no socket path: give one in the options (`OpenOptions::socket`, `SocketOptions::path`) or set ${SOCKET_ENV}"
-    )]
+    #[error("no socket path: give one (`Transport::socket_at`, `SocketOptions::path`) or set ${SOCKET_ENV}")]
     NoPath,
     /// The path is not absolute.
     #[error("socket path rule: the path must be absolute, {path:?} is not")]

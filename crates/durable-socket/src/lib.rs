@@ -56,13 +56,13 @@
 //!
 //! The caller check limits who connects; the limits of `durable-http` hold
 //! all the same: at most
-//! [`max_connections`](SocketOptionsBuilder::max_connections) (64) at once,
+//! [`max_connections`](Limits::max_connections) (64) at once,
 //! a connection that has made a request keeping its place; headers whole
-//! within [`header_read_timeout`](SocketOptionsBuilder::header_read_timeout)
+//! within [`header_read_timeout`](Limits::header_read_timeout)
 //! (30 s, also the idle limit), a body within
-//! [`body_read_timeout`](SocketOptionsBuilder::body_read_timeout) (30 s),
+//! [`body_read_timeout`](Limits::body_read_timeout) (30 s),
 //! and an answer the client stops reading dropped after
-//! [`write_timeout`](SocketOptionsBuilder::write_timeout) (30 s) without
+//! [`write_timeout`](Limits::write_timeout) (30 s) without
 //! progress.
 //!
 //! [`SocketServer::close`] stops accepting, lets requests in flight and the
@@ -78,6 +78,7 @@ mod path;
 mod peer;
 mod server;
 
+pub use durable_http::Limits;
 pub use error::{PrivacyRule, SocketError};
 pub use options::{CallerCheck, SocketOptions, SocketOptionsBuilder};
 #[doc(hidden)]

@@ -3,9 +3,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
-use durable_http::HttpOptions;
+use durable_http::Limits;
 use durable_types::exchange::Caller;
 
 /// Whether the server tells the core who each peer is (the seed's
@@ -47,7 +46,7 @@ pub(crate) type CallerObserver = Arc<dyn Fn(Caller) + Send + Sync>;
 pub struct SocketOptions {
     pub(crate) path: Option<PathBuf>,
     pub(crate) caller_check: CallerCheck,
-    pub(crate) http: HttpOptions,
+    pub(crate) http: Limits,
     pub(crate) observer: Option<CallerObserver>,
 }
 
@@ -77,19 +76,9 @@ impl SocketOptions {
         self.caller_check
     }
 
-    /// The header-read timeout in force.
-    pub fn header_read_timeout(&self) -> Duration {
-        self.http.header_read_timeout_value()
-    }
-
-    /// The write-progress timeout in force.
-    pub fn write_timeout(&self) -> Duration {
-        self.http.write_timeout_value()
-    }
-
-    /// The cap on connections in force.
-    pub fn max_connections(&self) -> usize {
-        self.http.max_connections_value()
+    /// The connection limits in force.
+    pub fn limits(&self) -> &Limits {
+        &self.http
     }
 }
 
@@ -113,44 +102,13 @@ impl SocketOptionsBuilder {
         self
     }
 
-    /// How long a client may take to send a request's headers, counted from
-    /// when the connection waits for one (bytes trickling in do not restart
-    /// it); also how long an idle connection stays open. Default 30 s.
-    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
-        self.options.http = self.options.http.header_read_timeout(timeout);
-        self
-    }
-
-    /// How long a client may take to send a request's whole body; past it
-    /// the connection is closed and the core never sees the request.
-    /// Default 30 s.
-    pub fn body_read_timeout(mut self, timeout: Duration) -> Self {
-        self.options.http = self.options.http.body_read_timeout(timeout);
-        self
-    }
-
-    /// How long the write of an answer may make no progress (the client
-    /// reads nothing) before the connection is closed. Default 30 s.
-    pub fn write_timeout(mut self, timeout: Duration) -> Self {
-        self.options.http = self.options.http.write_timeout(timeout);
-        self
-    }
-
-    /// How many connections the server holds at once (at least 1). Past the
-    /// cap a new connection displaces the oldest one that has not yet made
-    /// a request from the agent's own user (the agent's own processes never
-    /// count as having made one); when every connection has, the new one is
-    /// closed at once. Default 64.
-    pub fn max_connections(mut self, max: usize) -> Self {
-        self.options.http = self.options.http.max_connections(max);
-        self
-    }
-
-    /// How long [`SocketServer::close`](crate::SocketServer::close) waits for
-    /// the requests in flight and the core's work on them before dropping
-    /// what is left. Default 10 s.
-    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
-        self.options.http = self.options.http.shutdown_grace(grace);
+    /// The connection limits: timeouts, the cap on connections, the
+    /// shutdown grace ([`Limits`] says each one's default and rule). Past
+    /// the cap a new connection displaces the oldest one that has not yet
+    /// made a request from the agent's own user (the agent's own processes
+    /// never count as having made one).
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.options.http = limits;
         self
     }
 
@@ -169,21 +127,23 @@ impl SocketOptionsBuilder {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
     fn the_connection_limits_default_to_64_and_30_seconds_and_are_set_by_the_builder() {
         let o = SocketOptions::builder().build();
-        assert_eq!(o.max_connections(), 64);
-        assert_eq!(o.write_timeout(), Duration::from_secs(30));
-        assert_eq!(o.header_read_timeout(), Duration::from_secs(30));
-        let o = SocketOptions::builder()
+        assert_eq!(o.limits().max_connections_value(), 64);
+        assert_eq!(o.limits().write_timeout_value(), Duration::from_secs(30));
+        assert_eq!(o.limits().header_read_timeout_value(), Duration::from_secs(30));
+        let limits = Limits::new()
             .max_connections(3)
             .write_timeout(Duration::from_millis(5))
-            .header_read_timeout(Duration::from_millis(6))
-            .build();
-        assert_eq!(o.max_connections(), 3);
-        assert_eq!(o.write_timeout(), Duration::from_millis(5));
-        assert_eq!(o.header_read_timeout(), Duration::from_millis(6));
+            .header_read_timeout(Duration::from_millis(6));
+        let o = SocketOptions::builder().limits(limits).build();
+        assert_eq!(o.limits().max_connections_value(), 3);
+        assert_eq!(o.limits().write_timeout_value(), Duration::from_millis(5));
+        assert_eq!(o.limits().header_read_timeout_value(), Duration::from_millis(6));
     }
 }

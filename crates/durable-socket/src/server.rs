@@ -101,7 +101,7 @@ impl SocketServer {
     /// Stops accepting, lets the requests in flight and the core's work on
     /// them finish, stops driving the core, and removes the socket file.
     /// The wait lasts at most the shutdown grace (10 s by default,
-    /// [`SocketOptionsBuilder::shutdown_grace`](crate::SocketOptionsBuilder::shutdown_grace)):
+    /// [`Limits::shutdown_grace`](crate::Limits::shutdown_grace)):
     /// past it, connections still open (a client stalling its body) are
     /// dropped. Open asks stay open: a shutdown is not an answer.
     pub async fn close(mut self) {

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use common::{TempDir, core};
 use durable_core::{Core, PaneOptions};
-use durable_socket::{SocketOptions, SocketOptionsBuilder, serve};
+use durable_socket::{Limits, SocketOptions, SocketOptionsBuilder, serve};
 use durable_types::Item;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
@@ -25,7 +25,7 @@ fn limits(
     max_connections: usize,
     write_timeout: Duration,
 ) -> SocketOptionsBuilder {
-    builder.max_connections(max_connections).write_timeout(write_timeout)
+    builder.limits(Limits::new().max_connections(max_connections).write_timeout(write_timeout))
 }
 
 /// Reads one answer (headers, then a `Content-Length` body): its status.

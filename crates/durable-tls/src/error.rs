@@ -5,8 +5,9 @@ use std::path::PathBuf;
 
 use durable_types::TOKEN_MIN;
 
-/// A start-up failure of [`TlsOptionsBuilder::build`](crate::TlsOptionsBuilder::build)
-/// or [`serve`](crate::serve). Every message names the rule that was broken.
+/// Why the HTTPS server could not start: its options (address,
+/// certificate, token) or the listening itself. Every message names the
+/// rule that was broken.
 ///
 /// No variant holds a token: a token error names where the token came from
 /// (`COLLIE_TOKEN`, `COLLIE_TOKEN_NEXT`, or the `token` / `next_token`
@@ -79,12 +80,6 @@ pub enum TlsError {
     /// `COLLIE_TOKEN_NEXT`).
     #[error("next_token needs token: give both, or neither and set COLLIE_TOKEN (and COLLIE_TOKEN_NEXT)")]
     NextTokenWithoutToken,
-    /// The core was built with `allow_always = true` and the options do not
-    /// allow it (contract §1.2: over HTTPS the token is the only barrier).
-    #[error(
-        "allow-always rule: over HTTPS the token is the only barrier, so the core must be built with allow_always(false); pass TlsOptions' allow_always(true) to serve it anyway"
-    )]
-    AllowAlwaysRefused,
     /// The certificate file could not be read or holds no certificate.
     #[error("certificate {path:?}: {reason}")]
     Cert {

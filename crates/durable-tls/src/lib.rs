@@ -31,23 +31,20 @@
 //! - **Allow always**: over HTTPS the token is the only barrier — anyone who
 //!   holds it can read every conversation and answer every card — so an agent
 //!   served this way offers only Allow and Deny, never a permanent permission.
-//!   [`serve`] therefore refuses a core built with `allow_always = true`
-//!   ([`TlsError::AllowAlwaysRefused`]) unless the options say
-//!   [`allow_always(true)`](TlsOptionsBuilder::allow_always). Build the core
-//!   with `CoreOptions::builder().allow_always(false)`.
+//!   [`serve`] therefore turns allow-always off on the core it serves,
+//!   unless the options say
+//!   [`allow_always(true)`](TlsOptionsBuilder::allow_always).
 //! - Each connection's TLS handshake runs on its own task, within a timeout
 //!   ([`handshake_timeout`](TlsOptionsBuilder::handshake_timeout), 10 s), so
 //!   a slow client never holds up the others.
 //! - **Connections** are bounded by time and by number, never by a client's
 //!   good will: a request refused for its token is answered with
 //!   `Connection: close` and the connection closes; headers must be whole
-//!   within [`header_read_timeout`](TlsOptionsBuilder::header_read_timeout)
-//!   (30 s, also the idle keep-alive limit), a body within
-//!   [`body_read_timeout`](TlsOptionsBuilder::body_read_timeout) (30 s); an
-//!   answer the client stops reading is dropped after
-//!   [`write_timeout`](TlsOptionsBuilder::write_timeout) (30 s) without
-//!   progress; and at most
-//!   [`max_connections`](TlsOptionsBuilder::max_connections) (64) are held,
+//!   within the header-read timeout of the [`Limits`]
+//!   (30 s, also the idle keep-alive limit), a body within its body-read
+//!   timeout (30 s); an answer the client stops reading is dropped after its
+//!   write timeout (30 s) without progress; and at most its
+//!   `max_connections` (64) are held,
 //!   a connection that has shown the token keeping its place under any
 //!   flood.
 //!
@@ -68,7 +65,6 @@
 //!         .clock(SystemClock)
 //!         .epoch(random_epoch())
 //!         .warn(stderr_warn())
-//!         .allow_always(false) // over HTTPS: only Allow and Deny
 //!         .build()?,
 //! );
 //! // The token from COLLIE_TOKEN (and COLLIE_TOKEN_NEXT during a rotation).
@@ -93,6 +89,7 @@ mod options;
 mod server;
 mod token;
 
+pub use durable_http::Limits;
 pub use error::TlsError;
 pub use options::{TlsOptions, TlsOptionsBuilder};
 pub use server::{TlsServer, serve};

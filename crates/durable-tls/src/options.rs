@@ -6,7 +6,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use durable_http::HttpOptions;
+use durable_http::Limits;
 
 use crate::error::TlsError;
 use crate::token::{self, Secret, TOKEN_ENV, TOKEN_NEXT_ENV};
@@ -140,7 +140,7 @@ pub struct TlsOptions {
     pub(crate) token: Secret,
     pub(crate) next_token: Option<Secret>,
     pub(crate) allow_always: bool,
-    pub(crate) http: HttpOptions,
+    pub(crate) http: Limits,
     pub(crate) handshake_timeout: Duration,
 }
 
@@ -200,24 +200,9 @@ impl TlsOptions {
         self.allow_always
     }
 
-    /// The header-read timeout in force.
-    pub fn header_read_timeout(&self) -> Duration {
-        self.http.header_read_timeout_value()
-    }
-
-    /// The body-read timeout in force.
-    pub fn body_read_timeout(&self) -> Duration {
-        self.http.body_read_timeout_value()
-    }
-
-    /// The write-progress timeout in force.
-    pub fn write_timeout(&self) -> Duration {
-        self.http.write_timeout_value()
-    }
-
-    /// The cap on connections in force.
-    pub fn max_connections(&self) -> usize {
-        self.http.max_connections_value()
+    /// The connection limits in force.
+    pub fn limits(&self) -> &Limits {
+        &self.http
     }
 
     /// The TLS handshake timeout in force.
@@ -238,7 +223,7 @@ pub struct TlsOptionsBuilder {
     token: Option<Secret>,
     next_token: Option<Secret>,
     allow_always: bool,
-    http: HttpOptions,
+    http: Limits,
     handshake_timeout: Option<Duration>,
 }
 
@@ -320,59 +305,25 @@ impl TlsOptionsBuilder {
         self
     }
 
-    /// Serve a core built with `allow_always = true` anyway. Default false:
-    /// [`serve`](crate::serve) refuses such a core with
-    /// [`TlsError::AllowAlwaysRefused`]. Over HTTPS the token is the only
-    /// barrier: anyone who holds it can answer every card, so an agent
-    /// served this way should offer only Allow and Deny, never a permanent
-    /// permission (contract §1.2).
+    /// Keep the core's allow-always options over HTTPS. Default false:
+    /// [`serve`](crate::serve) turns allow-always off on the core it serves
+    /// (asks raised from then on offer no `always: true` option). Over
+    /// HTTPS the token is the only barrier: anyone who holds it can answer
+    /// every card, so an agent served this way should offer only Allow and
+    /// Deny, never a permanent permission (contract §1.2).
     pub fn allow_always(mut self, allow: bool) -> Self {
         self.allow_always = allow;
         self
     }
 
-    /// How long a client may take to send a request's headers, counted from
-    /// when the connection waits for one (after the handshake, and after
-    /// each answer): bytes trickling in do not restart it, so it bounds a
-    /// slowloris client and how long an idle keep-alive connection stays
-    /// open. Default 30 s.
-    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
-        self.http = self.http.header_read_timeout(timeout);
-        self
-    }
-
-    /// How long a client may take to send a request's whole body, counted
-    /// from the end of its headers; past it the connection closes and the
-    /// core never sees the request. Default 30 s.
-    pub fn body_read_timeout(mut self, timeout: Duration) -> Self {
-        self.http = self.http.body_read_timeout(timeout);
-        self
-    }
-
-    /// How long the write of an answer may make no progress (the client
-    /// reads nothing) before the connection is closed. Default 30 s.
-    pub fn write_timeout(mut self, timeout: Duration) -> Self {
-        self.http = self.http.write_timeout(timeout);
-        self
-    }
-
-    /// How many connections the server holds at once, TLS handshakes
-    /// included (at least 1). Past the cap a new connection displaces one
-    /// that has not yet made a request with an accepted token — from the
-    /// peer address holding the most such connections, its oldest — so a
-    /// flood without the token never takes Collie's place; when every
-    /// connection has shown the token, the new one is closed at once,
-    /// before its handshake. Default 64: far more than Collie uses, far
-    /// fewer than a process's usual file descriptors (256 on macOS).
-    pub fn max_connections(mut self, max: usize) -> Self {
-        self.http = self.http.max_connections(max);
-        self
-    }
-
-    /// How long [`TlsServer::close`](crate::TlsServer::close) waits for the
-    /// requests in flight and the core's work on them. Default 10 s.
-    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
-        self.http = self.http.shutdown_grace(grace);
+    /// The connection limits: timeouts, the cap on connections (TLS
+    /// handshakes included), the shutdown grace ([`Limits`] says each one's
+    /// default and rule). Past the cap a new connection displaces one that
+    /// has not yet made a request with an accepted token — from the peer
+    /// address holding the most such connections, its oldest — so a flood
+    /// without the token never takes Collie's place.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.http = limits;
         self
     }
 
@@ -543,7 +494,7 @@ mod tests {
             .listen("127.0.0.1:8443")
             .self_signed()
             .next_token(NEXT)
-            .header_read_timeout(Duration::from_secs(5));
+            .limits(Limits::new().header_read_timeout(Duration::from_secs(5)));
         let shown = format!("{builder:?} {builder:#?}");
         assert!(!shown.contains(TOKEN) && !shown.contains(NEXT), "{shown}");
         assert!(shown.contains("<redacted>"), "{shown}");
@@ -562,10 +513,10 @@ mod tests {
         assert!(o.is_self_signed());
         assert_eq!(o.token_count(), 1);
         assert_eq!(o.handshake_timeout(), Duration::from_secs(10));
-        assert_eq!(o.header_read_timeout(), Duration::from_secs(30));
-        assert_eq!(o.body_read_timeout(), Duration::from_secs(30));
-        assert_eq!(o.write_timeout(), Duration::from_secs(30));
-        assert_eq!(o.max_connections(), 64);
+        assert_eq!(o.limits().header_read_timeout_value(), Duration::from_secs(30));
+        assert_eq!(o.limits().body_read_timeout_value(), Duration::from_secs(30));
+        assert_eq!(o.limits().write_timeout_value(), Duration::from_secs(30));
+        assert_eq!(o.limits().max_connections_value(), 64);
         assert_eq!(o.listen(), "127.0.0.1:1");
     }
 
@@ -574,16 +525,20 @@ mod tests {
         let o = base()
             .listen("127.0.0.1:1")
             .self_signed()
-            .header_read_timeout(Duration::from_millis(1))
-            .body_read_timeout(Duration::from_millis(2))
-            .write_timeout(Duration::from_millis(3))
-            .max_connections(5)
-            .shutdown_grace(Duration::from_millis(4))
+            .limits(
+                Limits::new()
+                    .header_read_timeout(Duration::from_millis(1))
+                    .body_read_timeout(Duration::from_millis(2))
+                    .write_timeout(Duration::from_millis(3))
+                    .max_connections(5)
+                    .shutdown_grace(Duration::from_millis(4)),
+            )
             .build()
             .unwrap();
-        assert_eq!(o.header_read_timeout(), Duration::from_millis(1));
-        assert_eq!(o.body_read_timeout(), Duration::from_millis(2));
-        assert_eq!(o.write_timeout(), Duration::from_millis(3));
-        assert_eq!(o.max_connections(), 5);
+        assert_eq!(o.limits().header_read_timeout_value(), Duration::from_millis(1));
+        assert_eq!(o.limits().body_read_timeout_value(), Duration::from_millis(2));
+        assert_eq!(o.limits().write_timeout_value(), Duration::from_millis(3));
+        assert_eq!(o.limits().max_connections_value(), 5);
+        assert_eq!(o.limits().shutdown_grace_value(), Duration::from_millis(4));
     }
 }

@@ -21,11 +21,14 @@ use crate::token::TokenSet;
 /// Serves `core` over HTTPS with bearer tokens (contract §1.2), or over
 /// plain HTTP on `127.0.0.1`/`localhost`.
 ///
-/// In order: a core built with `allow_always = true` is refused unless
-/// the options allow it ([`TlsError::AllowAlwaysRefused`]); the certificate
+/// In order: the certificate
 /// is read from its PEM files or generated (self-signed: its SHA-256
 /// fingerprint is written through the core's warn sink); the address is
-/// bound; the core is told its caller check is `token` (so `GET /hello`
+/// bound; unless the options keep it
+/// ([`allow_always`](crate::TlsOptionsBuilder::allow_always)), allow-always
+/// is turned off on the core (the asks it raises from then on offer only
+/// Allow and Deny, contract §1.2) — a start that fails leaves it as it was;
+/// the core is told its caller check is `token` (so `GET /hello`
 /// says `"callerCheck": "token"`). Then every connection does its TLS
 /// handshake (ALPN `http/1.1`, within the handshake timeout) on its own
 /// task, and every request on it must carry `Authorization: Bearer
@@ -35,9 +38,6 @@ use crate::token::TokenSet;
 ///
 /// Must be awaited inside a tokio runtime (it spawns the server's tasks).
 pub async fn serve(core: Core, options: TlsOptions) -> Result<TlsServer, TlsError> {
-    if core.options().allow_always() && !options.allow_always {
-        return Err(TlsError::AllowAlwaysRefused);
-    }
     let (acceptor, fingerprint) = match &options.mode {
         Mode::PlainHttp => (None, None),
         Mode::CertFiles { cert, key } => {
@@ -56,6 +56,11 @@ pub async fn serve(core: Core, options: TlsOptions) -> Result<TlsServer, TlsErro
     }
     .map_err(bind_error)?;
     let local_addr = listener.local_addr().map_err(bind_error)?;
+    // Only once serving cannot fail any more: a failed start leaves the
+    // core as it was (an agent may fall back to another transport).
+    if !options.allow_always {
+        core.forbid_allow_always();
+    }
     let scheme = if acceptor.is_some() { "https" } else { "http" };
     let address = format!("{scheme}://{}:{}", options.listen.url_host(), local_addr.port());
 
@@ -222,12 +227,27 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_core_with_allow_always_is_refused_unless_allowed() {
-        let e = serve(core(true), options().build().unwrap()).await.unwrap_err();
-        assert!(matches!(e, TlsError::AllowAlwaysRefused));
-        assert!(e.to_string().contains("allow_always"), "{e}");
-        let server = serve(core(true), options().allow_always(true).build().unwrap()).await.unwrap();
+    async fn serving_turns_allow_always_off_unless_the_options_keep_it() {
+        let c = core(true);
+        let server = serve(c.clone(), options().build().unwrap()).await.unwrap();
+        assert!(!c.allow_always(), "HTTPS turns allow-always off");
+        assert!(c.options().allow_always(), "the options the core was built with are kept");
         server.close().await;
+        let c = core(true);
+        let server = serve(c.clone(), options().allow_always(true).build().unwrap()).await.unwrap();
+        assert!(c.allow_always(), "kept when the options say so");
+        server.close().await;
+        let c = core(false);
+        let server = serve(c.clone(), options().allow_always(true).build().unwrap()).await.unwrap();
+        assert!(!c.allow_always(), "the transport never turns it on");
+        server.close().await;
+        let c = core(true);
+        let missing = TlsOptions::builder()
+            .listen("127.0.0.1:0")
+            .cert_pem_files("/nonexistent/cert.pem", "/nonexistent/key.pem")
+            .token(TOKEN);
+        assert!(serve(c.clone(), missing.build().unwrap()).await.is_err());
+        assert!(c.allow_always(), "a start that failed leaves allow-always as it was");
     }
 
     #[tokio::test]

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::constants::{ask_limits as lim, item_limits};
-use crate::text::{sanitize_body, sanitize_line, sanitize_line_chars};
+use crate::text::{check_title, quoted, sanitize_body, sanitize_line, sanitize_line_chars};
 use crate::{
     Id, PUSH_LINE_MAX, PUSH_TITLE_MAX, REASON_MAX, RuleError, TITLE_MAX, Timestamp, arguments_view, ask_hash,
     ask_id_for, call_summary,
@@ -513,9 +513,7 @@ impl AskSpec {
             text
         };
         let title = take(self.title, sanitize_line, TITLE_MAX);
-        if title.is_empty() {
-            return Err(RuleError::invalid("title", "ask rule: the title must not be empty"));
-        }
+        check_title(&title, "title", &format!("the ask for tool call {}", quoted(tool_call_id.as_str())))?;
         let reason = self.reason.map(|r| take(r, sanitize_body, REASON_MAX));
         let tool = self.tool.map(|t| ToolInfo {
             name: take(t.name, sanitize_line, item_limits::TOOL_NAME),
@@ -607,7 +605,7 @@ fn check_options(
         if o.always && !allow_always {
             return Err(RuleError::invalid(
                 "allow-always",
-                "ask rule: allow-always options are off for this core (allow_always = false, the TLS default)",
+                "ask rule: allow-always options are off for this agent (served over HTTPS, or built with allow_always(false)): check Collie::allow_always before offering one",
             ));
         }
         if o.always && kind != "choice" {

@@ -115,7 +115,7 @@ impl Request {
 
 /// A `GET` request borrowed from wherever the transport keeps it: what a
 /// read needs, nothing copied. The core answers most reads from it at once
-/// (`Core::answer_read` in `durable-core`); a poll, every 2 s from each
+/// (the core's `answer_read`); a poll, every 2 s from each
 /// phone that watches, then costs no owned copy of its path, query and
 /// `If-None-Match`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

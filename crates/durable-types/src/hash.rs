@@ -37,7 +37,7 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
 /// `askIdFor`).
 ///
 /// ```
-/// assert_eq!(durable_types::ask_id_for("ticket-1", "call-1"), "970f8a0b30368fbbcab73013d31d2d51");
+/// assert_eq!(durable_sdk::ask_id_for("ticket-1", "call-1"), "970f8a0b30368fbbcab73013d31d2d51");
 /// ```
 pub fn ask_id_for(pane_id: &str, tool_call_id: &str) -> String {
     let mut input = Vec::with_capacity(pane_id.len() + 1 + tool_call_id.len());
@@ -58,8 +58,8 @@ pub fn ask_id_for(pane_id: &str, tool_call_id: &str) -> String {
 /// hash drops them itself ([`ask_hash_input`]).
 ///
 /// ```
-/// let v = serde_json::json!({"b": 1, "a": {"d": [true, null], "c": "é"}});
-/// assert_eq!(durable_types::canonical_json(&v), r#"{"a":{"c":"é","d":[true,null]},"b":1}"#);
+/// let v = durable_sdk::json!({"b": 1, "a": {"d": [true, null], "c": "é"}});
+/// assert_eq!(durable_sdk::asks::canonical_json(&v), r#"{"a":{"c":"é","d":[true,null]},"b":1}"#);
 /// ```
 pub fn canonical_json(v: &Value) -> String {
     into_text(crate::canonical::write(v, Omit { nulls: false, top: &[] }))
@@ -97,8 +97,9 @@ pub(crate) fn ask_hash_of<T: serde::Serialize + ?Sized>(ask: &T) -> String {
 /// [`ask_hash_input`] of the ask as it is sent on the wire.
 ///
 /// ```
-/// let ask = serde_json::json!({"id": "x", "kind": "text", "title": "Name?"});
-/// assert!(durable_types::is_hash(&durable_types::ask_hash(&ask)));
+/// use durable_sdk::asks::{ask_hash, is_hash};
+/// let ask = durable_sdk::json!({"id": "x", "kind": "text", "title": "Name?"});
+/// assert!(is_hash(&ask_hash(&ask)));
 /// ```
 pub fn ask_hash(ask_wire_object: &Value) -> String {
     ask_hash_of(ask_wire_object)
@@ -116,8 +117,8 @@ pub fn is_hash(s: &str) -> bool {
 ///
 /// ```
 /// let h = "CB8B64234D06250D254D479DCDD28C57083CAE57BA257F035C7F409BE9DE57CE";
-/// assert!(durable_types::is_hash_any_case(h));
-/// assert!(!durable_types::is_hash(h));
+/// assert!(durable_sdk::asks::is_hash_any_case(h));
+/// assert!(!durable_sdk::asks::is_hash(h));
 /// ```
 pub fn is_hash_any_case(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())

@@ -48,7 +48,8 @@ impl HistoryRow {
     /// yet; the `with_*` and [`closed`](Self::closed) methods fill the rest.
     ///
     /// ```
-    /// use durable_types::{ConversationState, HistoryRow, Timestamp};
+    /// use durable_sdk::history::{ConversationState, HistoryRow};
+    /// use durable_sdk::types::Timestamp;
     /// let row = HistoryRow::open("orders", "Orders", Timestamp::EPOCH).in_tab("shop", "shop:main").with_items(3);
     /// assert_eq!((row.state, row.items, row.tab_id.as_deref()), (ConversationState::Open, 3, Some("shop:main")));
     /// let ended = row.closed(Timestamp::from_millis(5));

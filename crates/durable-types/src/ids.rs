@@ -11,18 +11,30 @@ use std::fmt;
 use percent_encoding::percent_decode_str;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::text::quoted;
 use crate::{CURSOR_MAX, ID_MAX, RuleError};
 
-/// Checks a string against the ID rule; the error names what broke it.
+/// Checks a string against the ID rule; the error names what broke it and
+/// shows the value (escaped and cut, [`quoted`]), calling it an `id`:
+/// `id "a/b": id rule: an id may not contain '/' …`.
 pub fn check_id(s: &str) -> Result<(), RuleError> {
+    check_id_for("id", s)
+}
+
+/// [`check_id`] for an id of a known role (`"pane id"`, `"action id"`,
+/// `"ask id"`, …): the error starts with the role and the value, e.g.
+/// `pane id "a/b": id rule: an id may not contain '/' …`.
+pub fn check_id_for(role: &str, s: &str) -> Result<(), RuleError> {
+    id_rule(s).map_err(|why| RuleError::invalid("id", format!("{role} {}: id rule: {why}", quoted(s))))
+}
+
+/// Why `s` breaks the ID rule, if it does.
+fn id_rule(s: &str) -> Result<(), String> {
     if s.is_empty() {
-        return Err(RuleError::invalid("id", "id rule: an id must not be empty"));
+        return Err("an id must not be empty".to_owned());
     }
     if s.len() > ID_MAX {
-        return Err(RuleError::invalid(
-            "id",
-            format!("id rule: an id is at most {ID_MAX} bytes, this one has {}", s.len()),
-        ));
+        return Err(format!("an id is at most {ID_MAX} bytes, this one has {}", s.len()));
     }
     if let Some(c) = s.chars().find(|c| c.is_control() || c.is_whitespace() || matches!(c, '/' | '?' | '#')) {
         let what = if c.is_control() {
@@ -32,40 +44,52 @@ pub fn check_id(s: &str) -> Result<(), RuleError> {
         } else {
             format!("'{c}'")
         };
+        return Err(format!(
+            "an id may not contain {what} (no control character, white space, '/', '?' or '#')"
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a workspace or tab id: the ID rule, and no `:`. The error calls
+/// it a `workspace or tab id`.
+pub fn check_scope_id(s: &str) -> Result<(), RuleError> {
+    check_scope_id_for("workspace or tab id", s)
+}
+
+/// [`check_scope_id`] for an id of a known role (`"workspace id"`,
+/// `"tab id"`); the error starts with the role and the value.
+pub fn check_scope_id_for(role: &str, s: &str) -> Result<(), RuleError> {
+    check_id_for(role, s)?;
+    if s.contains(':') {
         return Err(RuleError::invalid(
             "id",
             format!(
-                "id rule: an id may not contain {what} (no control character, white space, '/', '?' or '#')"
+                "{role} {}: id rule: a workspace or tab id may not contain ':' (a tab is named <workspace>:<tab> on the wire)",
+                quoted(s)
             ),
         ));
     }
     Ok(())
 }
 
-/// Checks a workspace or tab id: the ID rule, and no `:`.
-pub fn check_scope_id(s: &str) -> Result<(), RuleError> {
-    check_id(s)?;
-    if s.contains(':') {
-        return Err(RuleError::invalid(
-            "id",
-            "id rule: a workspace or tab id may not contain ':' (a tab is named <workspace>:<tab> on the wire)",
-        ));
-    }
-    Ok(())
+/// Checks a string against the cursor rule. The error calls it a
+/// `cursor`.
+pub fn check_cursor(s: &str) -> Result<(), RuleError> {
+    check_cursor_for("cursor", s)
 }
 
-/// Checks a string against the cursor rule.
-pub fn check_cursor(s: &str) -> Result<(), RuleError> {
-    if s.is_empty() || s.len() > CURSOR_MAX {
-        return Err(RuleError::invalid(
-            "cursor",
-            format!("cursor rule: a cursor is 1 to {CURSOR_MAX} bytes, this one has {}", s.len()),
-        ));
-    }
-    if !s.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
-        return Err(RuleError::invalid("cursor", "cursor rule: a cursor is printable ASCII without space"));
-    }
-    Ok(())
+/// [`check_cursor`] naming the cursor's role (e.g. `"after"`); the error
+/// starts with the role and the value.
+pub fn check_cursor_for(role: &str, s: &str) -> Result<(), RuleError> {
+    let why = if s.is_empty() || s.len() > CURSOR_MAX {
+        format!("a cursor is 1 to {CURSOR_MAX} bytes, this one has {}", s.len())
+    } else if !s.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
+        "a cursor is printable ASCII without space".to_owned()
+    } else {
+        return Ok(());
+    };
+    Err(RuleError::invalid("cursor", format!("{role} {}: cursor rule: {why}", quoted(s))))
 }
 
 /// Percent-decodes one URL path segment. Fails when the bytes are not UTF-8.
@@ -81,17 +105,19 @@ pub fn decode_path_segment(segment: &str) -> Result<String, RuleError> {
     if malformed {
         return Err(RuleError::invalid(
             "id",
-            "id rule: a path segment has a `%` that starts no escape (%XX)",
+            format!("path segment {}: id rule: a `%` here starts no escape (%XX)", quoted(segment)),
         ));
     }
-    percent_decode_str(segment)
-        .decode_utf8()
-        .map(|s| s.into_owned())
-        .map_err(|_| RuleError::invalid("id", "id rule: a path segment must decode to UTF-8"))
+    percent_decode_str(segment).decode_utf8().map(|s| s.into_owned()).map_err(|_| {
+        RuleError::invalid(
+            "id",
+            format!("path segment {}: id rule: a path segment must decode to UTF-8", quoted(segment)),
+        )
+    })
 }
 
 macro_rules! string_newtype {
-    ($(#[$meta:meta])* $name:ident, $check:path) => {
+    ($(#[$meta:meta])* $name:ident, $check:path, $check_for:path) => {
         $(#[$meta])*
         #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub struct $name(String);
@@ -101,6 +127,15 @@ macro_rules! string_newtype {
             pub fn new(s: impl Into<String>) -> Result<Self, RuleError> {
                 let s = s.into();
                 $check(&s)?;
+                Ok(Self(s))
+            }
+
+            /// Validates and wraps a string meant as `role` (e.g. `"pane
+            /// id"`): an error starts with the role and the value, escaped
+            /// and cut to 64 bytes.
+            pub fn named(role: &str, s: impl Into<String>) -> Result<Self, RuleError> {
+                let s = s.into();
+                $check_for(role, &s)?;
                 Ok(Self(s))
             }
 
@@ -189,19 +224,22 @@ string_newtype!(
     /// An id that follows the ID rule: pane, item, ask, action, starter,
     /// request and session ids.
     Id,
-    check_id
+    check_id,
+    check_id_for
 );
 
 string_newtype!(
     /// A workspace or tab id: the ID rule, and no `:`.
     ScopeId,
-    check_scope_id
+    check_scope_id,
+    check_scope_id_for
 );
 
 string_newtype!(
     /// A history cursor: 1 to 512 bytes of printable ASCII without space.
     Cursor,
-    check_cursor
+    check_cursor,
+    check_cursor_for
 );
 
 impl From<ScopeId> for Id {

@@ -291,18 +291,21 @@ impl Item {
 
     /// A final `reply`; the id follows the ID rule (an `Err` otherwise).
     pub fn reply(id: &str, text: impl Into<String>) -> Result<Item, RuleError> {
-        Ok(Item::new(Id::new(id)?, ItemBody::Reply { text: text.into(), partial: false }))
+        Ok(Item::new(Id::named("item id", id)?, ItemBody::Reply { text: text.into(), partial: false }))
     }
 
     /// A `reply` still growing (`partial: true`): write the same id again as
     /// it grows, at most every 250 ms, then once with [`Item::reply`].
     pub fn partial_reply(id: &str, text: impl Into<String>) -> Result<Item, RuleError> {
-        Ok(Item::new(Id::new(id)?, ItemBody::Reply { text: text.into(), partial: true }))
+        Ok(Item::new(Id::named("item id", id)?, ItemBody::Reply { text: text.into(), partial: true }))
     }
 
     /// A `notice` (2 KiB) with a tone.
     pub fn notice(id: &str, text: impl Into<String>, tone: NoticeTone) -> Result<Item, RuleError> {
-        Ok(Item::new(Id::new(id)?, ItemBody::Notice { text: text.into(), partial: false, tone: Some(tone) }))
+        Ok(Item::new(
+            Id::named("item id", id)?,
+            ItemBody::Notice { text: text.into(), partial: false, tone: Some(tone) },
+        ))
     }
 
     /// Applies the item rules: text is sanitized and cut to its kind's limit;

@@ -14,7 +14,7 @@
 mod asks;
 mod canonical;
 mod caps;
-mod constants;
+pub mod constants;
 mod error;
 mod errors;
 mod events;
@@ -34,7 +34,8 @@ pub use constants::*;
 pub use error::{RuleError, RuleKind};
 pub use errors::{ErrorBody, ErrorCode};
 pub use ids::{
-    Cursor, Id, ScopeId, check_cursor, check_id, check_scope_id, decode_path_segment, tab_wire_id,
+    Cursor, Id, ScopeId, check_cursor, check_cursor_for, check_id, check_id_for, check_scope_id,
+    check_scope_id_for, decode_path_segment, tab_wire_id,
 };
 pub use time::Timestamp;
 

@@ -28,9 +28,9 @@ const SCALAR_KEY: &str = "value";
 /// compact JSON, in the arguments' own order.
 ///
 /// ```
-/// let args = serde_json::json!({"order": "5521", "amount": 40});
+/// let args = durable_sdk::json!({"order": "5521", "amount": 40});
 /// assert_eq!(
-///     durable_types::arguments_view(&args),
+///     durable_sdk::asks::arguments_view(&args),
 ///     vec![("order".to_owned(), "\"5521\"".to_owned()), ("amount".to_owned(), "40".to_owned())],
 /// );
 /// ```
@@ -52,8 +52,8 @@ pub fn arguments_view(args: &Value) -> Vec<(String, String)> {
 /// in the arguments' own order.
 ///
 /// ```
-/// let args = serde_json::json!({"order": "5521", "amount": 40});
-/// assert_eq!(durable_types::call_summary("refund", &args), r#"refund(order: "5521", amount: 40)"#);
+/// let args = durable_sdk::json!({"order": "5521", "amount": 40});
+/// assert_eq!(durable_sdk::asks::call_summary("refund", &args), r#"refund(order: "5521", amount: 40)"#);
 /// ```
 ///
 /// Positional arguments (an array) and a lone scalar are written without

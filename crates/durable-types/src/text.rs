@@ -1,4 +1,6 @@
-//! Text sanitizing and truncation (contract §6.1): one home for the rule.
+//! Text sanitizing and truncation (contract §6.1): one home for the rule;
+//! the title rule (a title or label must show something once cleaned,
+//! [`clean_title`]); and how an error message shows a value ([`quoted`]).
 //!
 //! Control characters are removed (body text keeps `\n` and `\t`; titles and
 //! lines keep none, and also lose the line and paragraph separators U+2028
@@ -7,6 +9,8 @@
 //! soft hyphen, invisible fillers, interlinear annotation marks and tag
 //! characters. Text over its limit is cut on a UTF-8 boundary (bytes) or
 //! after a whole character (push text, whose limits count characters).
+
+use crate::RuleError;
 
 /// Text after cleaning, and whether anything was removed or cut.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +59,77 @@ pub fn is_forbidden_in_body(c: char) -> bool {
 /// line and paragraph separators, and the invisible characters.
 pub fn is_forbidden_in_line(c: char) -> bool {
     c.is_control() || is_line_separator(c) || is_invisible(c)
+}
+
+/// How much of a value an error message shows: its escaped text is cut to
+/// this many bytes (after a whole escape), and [`QUOTED_CUT`] follows the
+/// closing quote when it was cut.
+pub const QUOTED_MAX: usize = 64;
+
+/// What follows a value [`quoted`] had to cut.
+pub const QUOTED_CUT: &str = "…";
+
+/// A value as an error message shows it: in double quotes, escaped as Rust
+/// escapes a `char` (`\"`, `\\`, `\n`, `\u{7f}`, …, so a control or
+/// invisible character is seen, never acted on), the escaped text cut to
+/// [`QUOTED_MAX`] bytes on a whole escape, then [`QUOTED_CUT`] after the
+/// closing quote when anything was left out.
+pub fn quoted(value: &str) -> String {
+    let mut out = String::with_capacity(value.len().min(QUOTED_MAX) + 2 + QUOTED_CUT.len());
+    out.push('"');
+    let mut shown = 0;
+    let mut cut = false;
+    for c in value.chars() {
+        let escaped = c.escape_debug();
+        let len: usize = escaped.clone().map(char::len_utf8).sum();
+        if shown + len > QUOTED_MAX {
+            cut = true;
+            break;
+        }
+        out.extend(escaped);
+        shown += len;
+    }
+    out.push('"');
+    if cut {
+        out.push_str(QUOTED_CUT);
+    }
+    out
+}
+
+/// Whether a cleaned title shows nothing: it is empty, or only white space.
+pub fn is_blank(text: &str) -> bool {
+    text.trim().is_empty()
+}
+
+/// Cleans a title or label by the line rule ([`clean_line`], cut to
+/// `max_bytes`) and checks the title rule: what is left must show
+/// something (not [`is_blank`]). The error names the rule, the `field`
+/// (`"title"`, `"label"`) and what it belongs to (`owner`, e.g.
+/// `workspace "support"`).
+pub fn clean_title(text: &str, max_bytes: usize, field: &str, owner: &str) -> Result<String, RuleError> {
+    let cleaned = clean_line(text, max_bytes).text;
+    check_title(&cleaned, field, owner)?;
+    Ok(cleaned)
+}
+
+/// The title rule on text already cleaned: an `Err` ([`title_error`]) when
+/// it [`is_blank`].
+pub fn check_title(cleaned: &str, field: &str, owner: &str) -> Result<(), RuleError> {
+    if is_blank(cleaned) {
+        return Err(title_error(field, owner));
+    }
+    Ok(())
+}
+
+/// The error of a `field` (`"title"`, `"label"`) of `owner` that breaks the
+/// title rule: rule `"title"`, invalid argument.
+pub fn title_error(field: &str, owner: &str) -> RuleError {
+    RuleError::invalid(
+        "title",
+        format!(
+            "title rule: the {field} of {owner} must not be empty (once control and invisible characters are removed; white space alone counts as empty)"
+        ),
+    )
 }
 
 /// Cuts `s` to at most `max` bytes on a UTF-8 boundary.

@@ -55,7 +55,7 @@ impl Timestamp {
     /// out-of-range error.
     ///
     /// ```
-    /// use durable_types::Timestamp;
+    /// use durable_sdk::types::Timestamp;
     /// let t = Timestamp::parse("2026-11-30T06:00:00.123456+0100").unwrap();
     /// assert_eq!(t.to_rfc3339(), "2026-11-30T05:00:00.123Z");
     /// assert!(Timestamp::parse("2026-11-30T05:00:00").is_err());

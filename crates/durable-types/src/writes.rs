@@ -4,7 +4,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::fields;
-use crate::{Id, PHONE_TEXT_MAX};
+use crate::text::{check_title, clean_line, quoted};
+use crate::{Id, PHONE_TEXT_MAX, TITLE_MAX};
 
 /// What a rename or close acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -24,14 +25,26 @@ impl Target {
     /// `:`), a tab's `<workspace>:<tab>`, or a pane id.
     pub fn check_id(self, id: &str) -> Result<(), String> {
         let checked = match self {
-            Target::Workspace => crate::check_scope_id(id),
+            Target::Workspace => crate::check_scope_id_for("workspace id", id),
             Target::Tab => match id.split_once(':') {
-                Some((w, t)) => crate::check_scope_id(w).and_then(|()| crate::check_scope_id(t)),
-                None => return Err("a tab id is <workspace>:<tab>".into()),
+                Some((w, t)) => crate::check_scope_id_for("workspace id of a tab", w)
+                    .and_then(|()| crate::check_scope_id_for("tab id", t)),
+                None => {
+                    return Err(format!("id: tab id {}: a tab id is <workspace>:<tab>", quoted(id)));
+                }
             },
-            Target::Pane => crate::check_id(id),
+            Target::Pane => crate::check_id_for("pane id", id),
         };
         checked.map_err(|e| format!("id: {e}"))
+    }
+
+    /// The target's wire name.
+    fn name(self) -> &'static str {
+        match self {
+            Target::Workspace => "workspace",
+            Target::Tab => "tab",
+            Target::Pane => "pane",
+        }
     }
 
     fn parse(s: &str) -> Result<Target, String> {
@@ -239,7 +252,8 @@ pub struct RenameBody {
     pub target: Target,
     /// Its id (a tab's wire id for a tab).
     pub id: String,
-    /// The new title.
+    /// The new title, as sent; [`parse`](Self::parse) refuses one that is
+    /// empty once cleaned ([`crate::text::clean_title`]).
     pub title: String,
 }
 
@@ -251,7 +265,16 @@ impl RenameBody {
         let target = Target::parse(&fields::string(&o, "target")?)?;
         let id = fields::string(&o, "id")?;
         target.check_id(&id)?;
-        Ok(RenameBody { request_id, target, id, title: fields::string(&o, "title")? })
+        let title = fields::string(&o, "title")?;
+        // The title rule, as for the program's renames: a title that shows
+        // nothing once cleaned is refused here (400), before the receipt.
+        check_title(
+            &clean_line(&title, TITLE_MAX).text,
+            "title",
+            &format!("{} {}", target.name(), quoted(&id)),
+        )
+        .map_err(|e| format!("title: {e}"))?;
+        Ok(RenameBody { request_id, target, id, title })
     }
 }
 

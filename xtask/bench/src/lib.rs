@@ -516,7 +516,7 @@ async fn state_and_epoch(target: &Target) -> Result<(bytes::Bytes, String), Stri
 /// `t<c>-<n>` on pane `p0`, with the ask's hash, as Collie sends it.
 fn answer_calls(hash: String) -> load::Calls {
     std::sync::Arc::new(move |c, n| {
-        let ask = durable_sdk::types::ask_id_for("p0", &serve::ask_call_id(c, n));
+        let ask = durable_sdk::ask_id_for("p0", &serve::ask_call_id(c, n));
         let body = format!(r#"{{"requestId":"r{c}-{n}","answer":{{"optionIds":["yes"]}},"hash":"{hash}"}}"#);
         Call::post(format!("/v1/asks/{ask}"), body)
     })
@@ -625,7 +625,7 @@ mod tests {
         let calls = answer_calls("ab".repeat(32));
         let (a, b) = (calls(0, 7), calls(1, 7));
         assert_eq!(a.method, hyper::Method::POST);
-        assert_eq!(a.path, format!("/v1/asks/{}", durable_sdk::types::ask_id_for("p0", "t0-7")));
+        assert_eq!(a.path, format!("/v1/asks/{}", durable_sdk::ask_id_for("p0", "t0-7")));
         assert_ne!(a.path, b.path);
         let body: serde_json::Value = serde_json::from_slice(a.body.as_deref().unwrap()).unwrap();
         assert_eq!(body["requestId"], "r0-7");

@@ -1,7 +1,7 @@
 //! The servers the bench measures, each in a process of its own so that its
 //! CPU time can be read from `/proc/<pid>/stat`:
 //!
-//! - `agent`: a durable agent (`durable_sdk::create_core` + `serve`) with
+//! - `agent`: a durable agent (`durable_sdk::create_core` + `Collie::serve`) with
 //!   `--panes N` idle panes; pane `p0` holds `--events E` items; the last
 //!   change writes one item on the middle pane, so `?since=<seq − 1>` is a
 //!   delta of one pane. With `--asks N`, pane `p0` also keeps four choice
@@ -25,9 +25,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use durable_sdk::socket::SocketOptions;
-use durable_sdk::tls::TlsOptions;
-use durable_sdk::{AskOption, AskSpec, CoreOptions, Item, PaneOptions, create_core, serve};
+use durable_sdk::{AskOption, AskSpec, CoreOptions, Item, PaneOptions, Transport, create_core};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
@@ -111,8 +109,9 @@ pub fn main(args: &[String]) -> ExitCode {
 
 async fn agent(args: &ServeArgs) -> Result<(), String> {
     let e = |e: &dyn std::fmt::Display| e.to_string();
-    let core = create_core(CoreOptions::builder().host_name("bench").allow_always(args.https.is_none()))
-        .map_err(|x| e(&x))?;
+    // Over HTTPS, serving turns allow-always off.
+    let collie = create_core(CoreOptions::builder().host_name("bench")).map_err(|x| e(&x))?;
+    let core = collie.core().clone();
     let tab = core.workspace("bench", "Bench").map_err(|x| e(&x))?.tab("main", "Main").map_err(|x| e(&x))?;
     let mut panes = Vec::with_capacity(args.panes);
     for i in 0..args.panes {
@@ -131,21 +130,12 @@ async fn agent(args: &ServeArgs) -> Result<(), String> {
     // The last change: one pane, so a delta since the seq before it carries one pane.
     let middle = &panes[args.panes / 2];
     middle.write(Item::reply("last", "changed").map_err(|x| e(&x))?).map_err(|x| e(&x))?;
-    let server = match (&args.socket, &args.https) {
-        (Some(path), _) => {
-            serve(&core, SocketOptions::builder().path(path.clone())).await.map_err(|x| e(&x))?
-        }
-        (_, Some(addr)) => {
-            let options = TlsOptions::builder()
-                .listen(addr.clone())
-                .tokens_from_env()
-                .self_signed()
-                .build()
-                .map_err(|x| e(&x))?;
-            serve(&core, options).await.map_err(|x| e(&x))?
-        }
+    let transport = match (&args.socket, &args.https) {
+        (Some(path), _) => Transport::socket_at(path.clone()),
+        (_, Some(addr)) => Transport::https(addr.clone()).self_signed(),
         _ => unreachable!("parse checked"),
     };
+    collie.serve(transport).await.map_err(|x| e(&x))?;
     for slot in 0..args.asks {
         let pane = panes[0].clone();
         tokio::spawn(async move {
@@ -167,7 +157,7 @@ async fn agent(args: &ServeArgs) -> Result<(), String> {
         });
     }
     let seq = core_seq(&core).await;
-    println!("listening {}", server.address());
+    println!("listening {}", collie.address());
     println!("seq {seq}");
     if args.asks > 0 {
         println!("hash {}", ask_hash_of(&core).await.ok_or("no open ask in the state")?);
@@ -180,14 +170,14 @@ async fn agent(args: &ServeArgs) -> Result<(), String> {
 /// fields `T` names: a `serde_json::Value` of a 10,000-pane answer would
 /// leave the allocator holding some 20 MiB that the memory figures would
 /// then count against the agent).
-async fn read_state<T: serde::de::DeserializeOwned>(core: &durable_sdk::Core) -> Option<T> {
-    use durable_sdk::types::exchange::{Caller, Request};
+async fn read_state<T: serde::de::DeserializeOwned>(core: &durable_sdk::driver::Core) -> Option<T> {
+    use durable_sdk::driver::exchange::{Caller, Request};
     let resp = core.handle(Request::get("/v1/state", Caller::OtherProcess)).await;
     serde_json::from_slice(&resp.body).ok()
 }
 
 /// The agent's current change sequence.
-async fn core_seq(core: &durable_sdk::Core) -> u64 {
+async fn core_seq(core: &durable_sdk::driver::Core) -> u64 {
     #[derive(serde::Deserialize)]
     struct Seq {
         seq: u64,
@@ -196,7 +186,7 @@ async fn core_seq(core: &durable_sdk::Core) -> u64 {
 }
 
 /// The hash of the first open ask in the agent's state.
-async fn ask_hash_of(core: &durable_sdk::Core) -> Option<String> {
+async fn ask_hash_of(core: &durable_sdk::driver::Core) -> Option<String> {
     #[derive(serde::Deserialize)]
     struct Asks {
         asks: Vec<Hash>,

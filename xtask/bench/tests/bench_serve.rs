@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
-use durable_sdk::types::ask_id_for;
+use durable_sdk::ask_id_for;
 
 /// A folder of the test's own under /tmp (short, so that the socket path
 /// stays far under 103 bytes), removed when dropped.
@@ -70,7 +70,7 @@ fn the_bench_agent_raises_the_next_ask_as_each_is_answered() {
     assert_eq!(next(), format!("listening {socket}"));
     assert!(next().starts_with("seq "));
     let hash = next().strip_prefix("hash ").expect("a `hash` line").to_owned();
-    assert!(durable_sdk::types::is_hash(&hash), "{hash}");
+    assert!(durable_sdk::asks::is_hash(&hash), "{hash}");
 
     for n in 0..10 {
         let a = answer(&socket, &format!("t0-{n}"), &format!("r0-{n}"), &hash);

@@ -109,11 +109,12 @@ impl State {
         }
     }
 
-    pub(crate) fn rename_workspace(&mut self, id: &ScopeId, title: String) {
-        if let Some(w) = self.workspace_mut(id) {
-            w.title = title;
-            self.bump_layout();
-        }
+    /// Retitles a workspace; `false` when it is not open.
+    pub(crate) fn rename_workspace(&mut self, id: &ScopeId, title: String) -> bool {
+        let Some(w) = self.workspace_mut(id) else { return false };
+        w.title = title;
+        self.bump_layout();
+        true
     }
 
     /// Takes a workspace out of the layout (its tabs closed first).
@@ -151,11 +152,12 @@ impl State {
         }
     }
 
-    pub(crate) fn rename_tab(&mut self, key: &TabKey, title: String) {
-        if let Some(t) = self.find_tab_mut(key) {
-            t.title = title;
-            self.bump_layout();
-        }
+    /// Retitles a tab; `false` when it is not open.
+    pub(crate) fn rename_tab(&mut self, key: &TabKey, title: String) -> bool {
+        let Some(t) = self.find_tab_mut(key) else { return false };
+        t.title = title;
+        self.bump_layout();
+        true
     }
 
     /// Takes a tab out of the layout (its panes closed first).

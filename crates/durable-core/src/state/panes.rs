@@ -59,6 +59,9 @@ pub(crate) struct PaneData {
     next_order: u64,
     dropped: bool,
     actions: Vec<ActionView>,
+    /// The time of the pane's first event (history's `startedAt` for an
+    /// open pane, §10); `None` until it has one.
+    started_at: Option<Timestamp>,
     changed_at: u64,
     /// The layout seq at which the pane's place in the layout was learnt
     /// (`u64::MAX` until it is), and that place
@@ -172,6 +175,7 @@ impl PaneData {
             next_order: 0,
             dropped: false,
             actions: Vec::new(),
+            started_at: None,
             changed_at: 0,
             layout_pos: (u64::MAX, 0),
             warned_partial: false,
@@ -227,6 +231,29 @@ impl PaneData {
 
     pub(crate) fn queued_len(&self) -> usize {
         self.queued.len()
+    }
+
+    pub(crate) fn title(&self) -> &str {
+        &self.title
+    }
+
+    pub(crate) fn tab(&self) -> &TabKey {
+        &self.tab
+    }
+
+    /// The time of the pane's first event, if it had one.
+    pub(crate) fn started_at(&self) -> Option<Timestamp> {
+        self.started_at
+    }
+
+    /// Whether `session` is the pane's session id ([`Self::session_id`]),
+    /// without making it.
+    fn has_session_id(&self, session: &str, has_history: bool) -> bool {
+        match (&self.session_id, has_history) {
+            (SessionId::Named(s), _) => s == session,
+            (SessionId::Unset, true) => self.id.as_str() == session,
+            _ => false,
+        }
     }
 
     pub(crate) fn session_id(&self, has_history: bool) -> Option<String> {
@@ -287,6 +314,33 @@ impl PaneData {
         (self.view.values().skip(skip).map(|i| &**i).collect(), self.dropped || skip > 0)
     }
 
+    /// How many items the view holds.
+    pub(crate) fn view_len(&self) -> usize {
+        self.view.len()
+    }
+
+    /// Whether the view lost its oldest items to [`VIEW_LIMIT`].
+    pub(crate) fn view_dropped(&self) -> bool {
+        self.dropped
+    }
+
+    /// A page of the view for history (§10): at most `limit` items (copied)
+    /// whose place in the view comes after `after` (0: from the start), in
+    /// order, and the place of the page's last item when more follow. A
+    /// place is the item's order of first appearance, so it holds while
+    /// items are appended, rewritten in place or dropped from the front.
+    pub(crate) fn view_page(&self, after: u64, limit: usize) -> (Vec<Item>, Option<u64>) {
+        let mut rest = self.view.range(after.saturating_add(1)..);
+        let mut items = Vec::with_capacity(limit.min(self.view.len()));
+        let mut last = after;
+        for (order, item) in rest.by_ref().take(limit) {
+            items.push(Item::clone(item));
+            last = *order;
+        }
+        let next = rest.next().is_some().then_some(last);
+        (items, next)
+    }
+
     /// The seq of the oldest event still in the tail (last_seq + 1 if none).
     pub(crate) fn first_retained(&self) -> u64 {
         self.events.front().map_or(self.last_seq + 1, TailEvent::seq)
@@ -296,6 +350,7 @@ impl PaneData {
     /// it is encoded when first read ([`TailEvent`]).
     fn push_event(&mut self, ts: Timestamp, body: EventBody, tail_limit: usize) {
         self.last_seq += 1;
+        self.started_at.get_or_insert(ts);
         if let EventBody::Item { item } = &body {
             self.put_in_view(item.clone());
         }
@@ -348,6 +403,15 @@ impl State {
         let p = self.panes.get_mut(pane)?;
         let bytes = p.encode_tail_after(after, &mut self.event_scratch);
         Some((&**p, bytes))
+    }
+
+    /// The open pane whose session id is `session` (the first in layout
+    /// order, if several name the same one); `None` when no open pane has it.
+    /// History serves such a pane's view when the provider knows no
+    /// conversation by that id (§10).
+    pub(crate) fn open_pane_of_session(&self, session: &str) -> Option<&PaneData> {
+        let has_history = self.has_history;
+        self.panes_in_layout_order().find(|p| p.has_session_id(session, has_history))
     }
 
     pub(crate) fn is_open(&self, id: &Id) -> bool {

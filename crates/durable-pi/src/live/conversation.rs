@@ -27,10 +27,10 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// file holds. Cloning gives another handle to the same conversation.
 ///
 /// ```no_run
-/// # async fn f(tab: durable_core::Tab) -> Result<(), Box<dyn std::error::Error>> {
-/// use durable_core::PaneOptions;
-/// use durable_pi::{PiCommand, PiConversation, PiOptions};
+/// use durable_sdk::PaneOptions;
+/// use durable_sdk::pi::{PiCommand, PiConversation, PiOptions};
 ///
+/// # async fn f(tab: durable_sdk::Tab) -> Result<(), Box<dyn std::error::Error>> {
 /// let options = PiOptions::builder(PiCommand::new("pi"), "/home/me/.local/state/my-agent/sessions").build()?;
 /// let session = "0b7d6c2e-5a0f-4a55-9a1e-3f1c2d4e5f60";
 /// let pane = tab.pane(session, PaneOptions::new("Pi").harness("pi"))?;

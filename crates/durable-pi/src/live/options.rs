@@ -30,10 +30,11 @@ pub const DEFAULT_UNANSWERED_REASON: &str = "No one approved this tool call.";
 /// values may be API keys (`--api-key …`).
 ///
 /// ```
-/// let pi = durable_pi::PiCommand::parse("node '/opt/pi/cli.js' --provider faux").unwrap();
+/// use durable_sdk::pi::PiCommand;
+/// let pi = PiCommand::parse("node '/opt/pi/cli.js' --provider faux").unwrap();
 /// assert_eq!(pi.program(), "node");
 /// assert_eq!(pi.arguments(), ["/opt/pi/cli.js", "--provider", "faux"]);
-/// assert!(durable_pi::PiCommand::parse("  ").is_err());
+/// assert!(PiCommand::parse("  ").is_err());
 /// ```
 #[derive(Clone)]
 pub struct PiCommand {

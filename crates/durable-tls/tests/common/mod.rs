@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use durable_core::{Core, CoreOptions, PaneOptions, create_core};
 use durable_http::{SystemClock, random_epoch, stderr_warn};
-use durable_tls::{TlsOptions, TlsOptionsBuilder, serve};
+use durable_tls::{Limits, TlsOptions, serve};
 use durable_types::Item;
 
 pub const FIXTURE: &str = "DURABLE_TLS_FIXTURE";
@@ -104,10 +104,7 @@ fn serve_as_fixture() {
         if let Some(ms) = var(FIXTURE_HANDSHAKE_MS) {
             builder = builder.handshake_timeout(Duration::from_millis(ms.parse().unwrap()));
         }
-        if let Some(ms) = var(FIXTURE_HEADER_MS) {
-            builder = builder.header_read_timeout(Duration::from_millis(ms.parse().unwrap()));
-        }
-        builder = connection_limits(builder, &var);
+        builder = builder.limits(connection_limits(&var));
         if let Some(n) = var(FIXTURE_BIG_PANE) {
             big_pane(&core, n.parse().unwrap());
         }
@@ -137,19 +134,20 @@ fn serve_as_fixture() {
     });
 }
 
-/// The connection limits the fixture is given: a write-progress timeout and
-/// a cap on connections.
-fn connection_limits(
-    mut builder: TlsOptionsBuilder,
-    var: &dyn Fn(&str) -> Option<String>,
-) -> TlsOptionsBuilder {
+/// The connection limits the fixture is given: a header-read and a
+/// write-progress timeout, and a cap on connections.
+fn connection_limits(var: &dyn Fn(&str) -> Option<String>) -> Limits {
+    let mut limits = Limits::new();
+    if let Some(ms) = var(FIXTURE_HEADER_MS) {
+        limits = limits.header_read_timeout(Duration::from_millis(ms.parse().unwrap()));
+    }
     if let Some(ms) = var(FIXTURE_WRITE_MS) {
-        builder = builder.write_timeout(Duration::from_millis(ms.parse().unwrap()));
+        limits = limits.write_timeout(Duration::from_millis(ms.parse().unwrap()));
     }
     if let Some(n) = var(FIXTURE_MAX_CONNECTIONS) {
-        builder = builder.max_connections(n.parse().unwrap());
+        limits = limits.max_connections(n.parse().unwrap());
     }
-    builder
+    limits
 }
 
 /// A pane `big` (workspace `w`, tab `t`) holding `items` reply items of

@@ -1,0 +1,390 @@
+//! [`Collie`], the one handle an agent holds, and the two ways to get it:
+//! [`open_collie`] (served at once) and [`create_core`] (served later, with
+//! what only it takes: a receipt store, `allow_always`).
+
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use durable_core::{
+    ActionHandler, CallerCheckMode, ChatHandler, CloseRequest, Core, CoreOptions, CoreOptionsBuilder,
+    HandlerResult, HistoryProvider, Hooks, Pane, RenameRequest, Reopen, ReopenRequest, Started,
+    StarterRequest, WarnSink, Workspace,
+};
+use durable_types::{Caps, RuleError, Timestamp};
+
+use crate::error::Error;
+use crate::serving::{Served, Transport};
+
+/// The warn sink the SDK installs by default: each line once on standard
+/// error, and as a `tracing` event (target `durable`) for programs that
+/// have a subscriber.
+pub(crate) fn default_warn() -> impl Fn(&str) + Send + Sync + Clone + 'static {
+    |line: &str| {
+        tracing::warn!(target: "durable", "{line}");
+        write_stderr(line);
+    }
+}
+
+fn write_stderr(line: &str) {
+    use std::io::Write;
+    let mut out: String = line.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    out.push('\n');
+    let _ = std::io::stderr().lock().write_all(out.as_bytes());
+}
+
+/// What [`open_collie`] takes: the agent's name, where to serve it, and
+/// the core's everyday options. A receipt store and `allow_always` are
+/// [`create_core`]'s alone. A name alone is options too:
+/// `open_collie("hello")`.
+pub struct OpenOptions {
+    host_name: String,
+    transport: Option<Transport>,
+    caps: Option<Caps>,
+    tail_limit: Option<usize>,
+    hold_ms: Option<u64>,
+    warn: Option<WarnSink>,
+}
+
+impl fmt::Debug for OpenOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenOptions")
+            .field("host_name", &self.host_name)
+            .field("transport", &self.transport)
+            .field("caps", &self.caps)
+            .field("tail_limit", &self.tail_limit)
+            .field("hold_ms", &self.hold_ms)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenOptions {
+    /// The options of an agent named `host_name` (its name on the phone,
+    /// `host` in `GET /hello`, and the default socket's folder).
+    pub fn new(host_name: impl Into<String>) -> Self {
+        OpenOptions {
+            host_name: host_name.into(),
+            transport: None,
+            caps: None,
+            tail_limit: None,
+            hold_ms: None,
+            warn: None,
+        }
+    }
+
+    /// Where to serve (default [`Transport::socket`] on Linux and macOS;
+    /// required elsewhere, where only HTTPS exists).
+    pub fn transport(mut self, transport: Transport) -> Self {
+        self.transport = Some(transport);
+        self
+    }
+
+    /// The complete list of capabilities (default: what the agent's
+    /// handlers can do, plus `history` once a provider is set).
+    pub fn caps(mut self, caps: Caps) -> Self {
+        self.caps = Some(caps);
+        self
+    }
+
+    /// Raw events each pane keeps (default 500).
+    pub fn tail_limit(mut self, n: usize) -> Self {
+        self.tail_limit = Some(n);
+        self
+    }
+
+    /// How long an answer to an unknown ask is held, in ms (default 10 min).
+    pub fn hold_ms(mut self, ms: u64) -> Self {
+        self.hold_ms = Some(ms);
+        self
+    }
+
+    /// Where warn lines go (default: one line on standard error, and a
+    /// `tracing` event of target `durable`).
+    pub fn warn(mut self, sink: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.warn = Some(Arc::new(sink));
+        self
+    }
+}
+
+impl From<&str> for OpenOptions {
+    fn from(host_name: &str) -> Self {
+        OpenOptions::new(host_name)
+    }
+}
+
+impl From<String> for OpenOptions {
+    fn from(host_name: String) -> Self {
+        OpenOptions::new(host_name)
+    }
+}
+
+/// Opens the agent: builds its core and serves it on the transport of the
+/// options (the private socket unless told otherwise). Must be awaited
+/// inside a tokio runtime.
+///
+/// ```no_run
+/// use durable_sdk::{OpenOptions, Transport, open_collie};
+///
+/// # #[cfg(feature = "tls")]
+/// # async fn run() -> Result<(), durable_sdk::Error> {
+/// let collie = open_collie("hello").await?; // the private socket
+/// # collie.close().await;
+/// // HTTPS (feature `tls`), the token from COLLIE_TOKEN:
+/// let options = OpenOptions::new("hello").transport(Transport::https("0.0.0.0:8443").self_signed());
+/// let collie = open_collie(options).await?;
+/// # collie.close().await;
+/// # Ok(()) }
+/// ```
+pub async fn open_collie(options: impl Into<OpenOptions>) -> Result<Collie, Error> {
+    let o = options.into();
+    let mut b = CoreOptions::builder().host_name(o.host_name.clone());
+    if let Some(w) = o.warn {
+        b = b.warn(move |line| w(line));
+    }
+    if let Some(c) = o.caps {
+        b = b.caps(c);
+    }
+    if let Some(n) = o.tail_limit {
+        b = b.tail_limit(n);
+    }
+    if let Some(ms) = o.hold_ms {
+        b = b.hold_ms(ms);
+    }
+    let collie = create_core(b)?;
+    let transport = match o.transport {
+        Some(t) => t,
+        #[cfg(all(feature = "socket", unix))]
+        None => Transport::socket(),
+        #[cfg(not(all(feature = "socket", unix)))]
+        None => return Err(Error::NoTransport),
+    };
+    collie.serve(transport).await?;
+    Ok(collie)
+}
+
+/// The seed's `createCore`: the agent's handle, not served yet — for a
+/// core with what [`open_collie`] does not take (a persistent receipt
+/// store, `allow_always(false)`); then [`Collie::serve`] it. What a running
+/// program needs and the options leave unset is filled in: the system
+/// clock, a fresh random epoch, warn lines on standard error (and
+/// `tracing`).
+///
+/// ```no_run
+/// use durable_sdk::stores::MemoryReceiptStore;
+/// use durable_sdk::{CoreOptions, Transport, create_core};
+///
+/// # async fn run() -> Result<(), durable_sdk::Error> {
+/// let collie = create_core(CoreOptions::builder().host_name("desk").receipts(MemoryReceiptStore::new()))?;
+/// // … the layout and handlers …
+/// collie.serve(Transport::socket()).await?;
+/// collie.ready();
+/// # Ok(()) }
+/// ```
+pub fn create_core(options: CoreOptionsBuilder) -> Result<Collie, Error> {
+    let options = options.or_system(durable_http::SystemClock, durable_http::random_epoch, default_warn());
+    Ok(Collie::from_core(durable_core::create_core(options.build()?)))
+}
+
+/// A durable agent: the layout the phone shows, its handlers, and the
+/// transports it is served on. The seed's `collie`. Cheap to clone: clones
+/// share one agent.
+///
+/// The layout goes [`workspace`](Self::workspace) →
+/// [`tab`](Workspace::tab) → [`pane`](crate::Tab::pane); a pane takes its
+/// chat and buttons ([`Pane::on_send`], [`Pane::on_action`]) and raises
+/// asks ([`Pane::ask`], [`require_approval`](crate::require_approval)).
+/// Call [`ready`](Self::ready) once the layout is set.
+#[derive(Clone)]
+pub struct Collie {
+    core: Core,
+    served: Arc<Mutex<Vec<Served>>>,
+}
+
+impl fmt::Debug for Collie {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Collie")
+            .field("host_name", &self.core.options().host_name())
+            .field("addresses", &self.addresses())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Collie {
+    /// The handle of a core built by hand ([`driver::Core::new`](crate::driver::Core::new)),
+    /// for a test or a custom transport; [`create_core`] is the usual way.
+    pub fn from_core(core: Core) -> Self {
+        Collie { core, served: Arc::new(Mutex::new(Vec::new())) }
+    }
+
+    fn served(&self) -> std::sync::MutexGuard<'_, Vec<Served>> {
+        self.served.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Serves the agent on a transport (call again to serve it on another
+    /// too: the socket and HTTPS at once). Over HTTPS this turns
+    /// allow-always off unless the transport keeps it. Must be awaited
+    /// inside a tokio runtime.
+    pub async fn serve(&self, transport: Transport) -> Result<(), Error> {
+        let served = transport.serve(&self.core, self.core.options().host_name()).await?;
+        self.served().push(served);
+        Ok(())
+    }
+
+    /// What Collie attaches to: the socket path, or `https://host:port`
+    /// (`http://` for loopback plain HTTP) — of the first transport served;
+    /// empty before [`serve`](Self::serve).
+    pub fn address(&self) -> String {
+        self.served().first().map(Served::address).unwrap_or_default()
+    }
+
+    /// Every served transport's address, in the order served.
+    pub fn addresses(&self) -> Vec<String> {
+        self.served().iter().map(Served::address).collect()
+    }
+
+    /// The SHA-256 fingerprint of the self-signed certificate, when a
+    /// transport serves one, for Collie to pin.
+    pub fn fingerprint(&self) -> Option<String> {
+        self.served().iter().find_map(Served::fingerprint)
+    }
+
+    /// Who may answer on the first transport: the socket's caller check, or
+    /// `token` over HTTPS (`None` before [`serve`](Self::serve)).
+    pub fn caller_check(&self) -> Option<CallerCheckMode> {
+        self.served().first().map(Served::caller_check)
+    }
+
+    /// Stops serving: no new connection, requests in flight finish (within
+    /// the limits' grace), a socket file is removed. Open asks stay open: a
+    /// shutdown is not an answer.
+    pub async fn close(&self) {
+        let served = std::mem::take(&mut *self.served());
+        for s in served {
+            s.close().await;
+        }
+    }
+
+    /// The workspace with this id, created with `title` if it does not exist.
+    pub fn workspace(&self, id: &str, title: &str) -> Result<Workspace, RuleError> {
+        self.core.workspace(id, title)
+    }
+
+    /// The open pane with this id, wherever it is.
+    pub fn pane(&self, id: &str) -> Option<Pane> {
+        self.core.pane(id)
+    }
+
+    /// Marks the agent ready: Collie shows "starting" until then. The first
+    /// call also takes up the sends a restart left, so call it once the
+    /// panes and their handlers are set.
+    pub fn ready(&self) {
+        self.core.ready();
+    }
+
+    /// Serves history from the agent's own store; turns the `history` cap
+    /// on when caps were omitted.
+    pub fn history(&self, provider: impl HistoryProvider) {
+        self.core.history(provider);
+    }
+
+    /// What runs when the phone sends text to a pane without a chat handler
+    /// of its own: a [`ChatHandler`](crate::handlers::ChatHandler), or a
+    /// closure `|turn: Turn| async move { … }`.
+    pub fn on_send(&self, handler: impl ChatHandler) {
+        self.core.on_send(handler);
+    }
+
+    /// What runs when the phone presses a button on a pane without an
+    /// action handler of its own: an
+    /// [`ActionHandler`](crate::handlers::ActionHandler), or a closure
+    /// `|req: ActionRequest| async move { … Ok(()) }`.
+    pub fn on_action(&self, handler: impl ActionHandler) {
+        self.core.on_action(handler);
+    }
+
+    /// Adds a starter button (the phone's "new" menu); what it does is
+    /// [`on_starter`](Self::on_starter)'s.
+    pub fn starter(&self, id: &str, label: &str) -> Result<(), RuleError> {
+        self.core.starter(id, label)
+    }
+
+    /// Removes a starter button.
+    pub fn remove_starter(&self, id: &str) {
+        self.core.remove_starter(id);
+    }
+
+    /// Sets the agent-wide hooks of the phone's layout writes at once, as a
+    /// [`Hooks`](crate::handlers::Hooks) value (replacing earlier ones).
+    /// Setting any hook turns on the `rename`, `close` and `reopen` caps
+    /// when caps were omitted.
+    pub fn set_hooks(&self, hooks: impl Hooks) {
+        self.core.set_hooks(hooks);
+    }
+
+    /// What runs when the phone renames a workspace, tab or pane: `Ok` and
+    /// the SDK sets the title.
+    pub fn on_rename<F, Fut>(&self, hook: F)
+    where
+        F: Fn(RenameRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult> + Send + 'static,
+    {
+        self.core.on_rename(hook);
+    }
+
+    /// What runs when the phone closes a workspace, tab or pane: `Ok` and
+    /// the SDK closes it (its open asks close as aborted).
+    pub fn on_close<F, Fut>(&self, hook: F)
+    where
+        F: Fn(CloseRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult> + Send + 'static,
+    {
+        self.core.on_close(hook);
+    }
+
+    /// What runs when the phone reopens a closed pane.
+    pub fn on_reopen<F, Fut>(&self, hook: F)
+    where
+        F: Fn(ReopenRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult<Reopen>> + Send + 'static,
+    {
+        self.core.on_reopen(hook);
+    }
+
+    /// What runs when the phone presses a starter: open a pane and say
+    /// which ([`Started`](crate::handlers::Started)).
+    pub fn on_starter<F, Fut>(&self, hook: F)
+    where
+        F: Fn(StarterRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult<Started>> + Send + 'static,
+    {
+        self.core.on_starter(hook);
+    }
+
+    /// The capabilities in force.
+    pub fn caps(&self) -> Caps {
+        self.core.caps()
+    }
+
+    /// Whether asks may offer "Allow always" now (off once served over
+    /// HTTPS, unless the transport keeps it).
+    pub fn allow_always(&self) -> bool {
+        self.core.allow_always()
+    }
+
+    /// The current time, from the agent's clock (an ask's expiry is
+    /// counted from it).
+    pub fn now(&self) -> Timestamp {
+        self.core.now()
+    }
+
+    /// Writes one line through the warn sink.
+    pub fn warn(&self, line: &str) {
+        self.core.warn(line);
+    }
+
+    /// The core underneath, with the driver's calls (requests, deadlines,
+    /// jobs): for tests and custom transports.
+    pub fn core(&self) -> &Core {
+        &self.core
+    }
+}
