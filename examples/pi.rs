@@ -4,15 +4,17 @@
 //!
 //! ```text
 //! cargo run --example pi -- [--pi "<command that starts Pi>"] [--sessions DIR]
-//!     [--gate TOOLS] [--data DIR] [--socket PATH | --listen ADDR --self-signed] [--no-pi]
+//!     [--gate TOOLS] [--data DIR] [--open N] [--socket PATH | --listen ADDR --self-signed] [--no-pi]
 //! ```
 //!
 //! - `--pi`: Pi's command line (default `pi`); durable-pi adds `--mode rpc`,
 //!   the session flags and its gate extension. One Pi runs per open
 //!   conversation, from its first send.
 //! - `--sessions`: Pi's sessions folder (default `sessions` in the data
-//!   folder). Every session there is a pane, except those closed from the
-//!   phone; the starter `new-conversation` opens a new one.
+//!   folder). The sessions active last are panes (`--open N`, default 20),
+//!   except those closed from the phone; the others are closed rows in the
+//!   history, which the phone reopens as panes. The starter
+//!   `new-conversation` opens a new one.
 //! - `--gate TOOLS`: the tools whose calls wait for a card, comma-separated
 //!   (default `bash,write,edit`; `*` for every tool, `none` for none).
 //! - `--no-pi`: start no Pi; the sessions are read-only panes that follow
@@ -43,7 +45,10 @@ use durable_sdk::{CoreOptions, HandlerResult, Pane, PaneOptions, Refusal, Tab, T
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-const USAGE: &str = "usage: pi [--pi CMD] [--sessions DIR] [--gate TOOLS] [--data DIR] [--socket PATH | --listen ADDR --self-signed] [--no-pi]\n";
+const USAGE: &str = "usage: pi [--pi CMD] [--sessions DIR] [--gate TOOLS] [--data DIR] [--open N] [--socket PATH | --listen ADDR --self-signed] [--no-pi]\n";
+
+/// Conversations opened as panes at start, by default: the ones active last.
+const OPEN_DEFAULT: usize = 20;
 
 #[derive(Default)]
 struct Args {
@@ -55,6 +60,7 @@ struct Args {
     listen: Option<String>,
     self_signed: bool,
     no_pi: bool,
+    open: Option<usize>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -71,6 +77,7 @@ fn parse_args() -> Result<Args, String> {
             "--listen" => args.listen = Some(value()?),
             "--self-signed" => args.self_signed = true,
             "--no-pi" => args.no_pi = true,
+            "--open" => args.open = Some(value()?.parse().map_err(|_| "--open needs a number".to_owned())?),
             "--help" | "-h" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -244,13 +251,20 @@ async fn run(args: Args) -> Result<(), BoxError> {
         closed_here: Mutex::default(),
     });
     let closed = agent.closed();
+    // The conversations active last are panes; the others are closed rows
+    // in history, which the phone reopens (`on_reopen`).
+    let recent: Vec<_> = agent
+        .folder
+        .sessions()?
+        .into_iter()
+        .filter(|s| !closed.contains(&s.id))
+        .take(args.open.unwrap_or(OPEN_DEFAULT))
+        .collect();
     let mut opened = 0;
     // Oldest first, so the newest conversation ends up last in the tab.
-    for summary in agent.folder.sessions()?.into_iter().rev() {
-        if !closed.contains(&summary.id) {
-            agent.open(&summary.id, &summary.info().title())?;
-            opened += 1;
-        }
+    for summary in recent.into_iter().rev() {
+        agent.open(&summary.id, &summary.info().title())?;
+        opened += 1;
     }
     if opened == 0 && agent.pi.is_some() {
         agent.open(&PiConversation::new_session_id(), "New conversation")?;
@@ -267,11 +281,13 @@ async fn run(args: Args) -> Result<(), BoxError> {
         out.flush()?;
     }
     shutdown_signal().await?;
+    // The turns running get the grace to end, with their Pi still there;
+    // then each Pi is stopped.
+    collie.close().await;
     let running: Vec<PiConversation> = agent.conversations.lock().unwrap().drain().map(|(_, c)| c).collect();
     for conversation in running {
         conversation.shutdown().await;
     }
-    collie.close().await;
     Ok(())
 }
 

@@ -508,6 +508,19 @@ fn rename_starter_close_and_reopen_reach_pi_and_no_pi_serves_the_sessions_read_o
     let (status, _) =
         agent.post(&format!("/v1/panes/{first}/send"), json!({"requestId": "r-9", "text": "x"}));
     assert_ne!(status, 200, "no Pi, no send");
+    agent.kill();
+
+    // --open 1: only the conversation active last is a pane; the other is a
+    // closed row in history, and the phone's reopen brings it back.
+    let agent = PiAgent::start_with(&dir, &["--no-pi", "--open", "1"]);
+    assert_eq!(agent.panes(), vec![first.clone()], "the one active last");
+    assert_eq!(agent.history_row(&second)["state"], "closed", "{}", agent.history_row(&second));
+    assert_eq!(agent.history_row(&first)["state"], "open");
+    agent.write("/v1/reopen", json!({"requestId": "o-3", "id": second}));
+    assert!(agent.panes().contains(&second));
+    eventually("the reopened conversation read from its file", || {
+        agent.items(&second).iter().any(|i| i["text"] == "You said: from the starter").then_some(())
+    });
 }
 
 #[test]

@@ -73,6 +73,11 @@ pub(crate) struct Shared {
     pub(crate) wake_pending: AtomicBool,
     /// Whether the sends a restart left were looked at (on the first `ready`).
     pub(crate) sends_recovered: AtomicBool,
+    /// A graceful stop began: no new turn starts ([`Core::begin_stop`]).
+    pub(crate) stopping: AtomicBool,
+    /// Turns of sends running on the driver, and who waits for none.
+    pub(crate) turns_running: std::sync::atomic::AtomicUsize,
+    pub(crate) turns_idle: tokio::sync::Notify,
 }
 
 pub(crate) struct DriverState {
@@ -114,6 +119,9 @@ impl Core {
                 inflight: crate::once::InFlight::default(),
                 wake_pending: AtomicBool::new(false),
                 sends_recovered: AtomicBool::new(false),
+                stopping: AtomicBool::new(false),
+                turns_running: std::sync::atomic::AtomicUsize::new(0),
+                turns_idle: tokio::sync::Notify::new(),
             }),
         }
     }
@@ -177,6 +185,50 @@ impl Core {
     /// hears `token`, so the TLS server need not set it.
     pub fn set_caller_check(&self, mode: CallerCheckMode) {
         self.driver().caller_check = mode;
+    }
+
+    /// Begins a graceful stop (a driver's call, made by `close()`): from now
+    /// on no turn starts — a new send is `409 busy` ("the agent is
+    /// stopping"), unstored, for the phone to send again once the agent is
+    /// back, and sends already queued stay queued for the next start — while
+    /// the turns running go on to their end ([`Core::turns_done`]).
+    pub fn begin_stop(&self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether [`Core::begin_stop`] was called.
+    pub fn is_stopping(&self) -> bool {
+        self.shared.stopping.load(Ordering::SeqCst)
+    }
+
+    /// How many turns of sends run now.
+    pub fn turns_running(&self) -> usize {
+        self.shared.turns_running.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once no turn of a send runs (at once if none does). A
+    /// driver bounds the wait with its own timer: the shutdown grace.
+    pub async fn turns_done(&self) {
+        loop {
+            let mut idle = std::pin::pin!(self.shared.turns_idle.notified());
+            // Registered before the count is read: a last turn ending in
+            // between still wakes this wait.
+            idle.as_mut().enable();
+            if self.turns_running() == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
+
+    pub(crate) fn turn_began(&self) {
+        self.shared.turns_running.fetch_add(1, Ordering::SeqCst);
+    }
+
+    pub(crate) fn turn_ended(&self) {
+        if self.shared.turns_running.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.shared.turns_idle.notify_waiters();
+        }
     }
 
     /// Turns allow-always off for the asks raised from now on (a driver's

@@ -220,7 +220,10 @@ impl Core {
         // The turn runs on the driver; it ends (the pane goes idle) when the
         // handler returns and drops it.
         let (core, id) = (self.clone(), request_id.clone());
+        self.turn_began();
         self.push_job(async move {
+            // Counted for a graceful stop, also when the job is dropped.
+            let _running = TurnRunning(core.clone());
             handler.turn_dyn(turn).await;
             if let Err(e) = receipts.set_send_state_dyn(id.as_str(), SendState::Done).await {
                 core.warn(&format!(
@@ -324,6 +327,11 @@ impl Core {
             // starts a turn stops the loop (the rest waits for that turn);
             // one that accepts and stays idle lets the next one through.
             loop {
+                // A graceful stop starts no turn: what is queued stays
+                // queued (a store that keeps sends delivers it at the next start).
+                if core.is_stopping() {
+                    return;
+                }
                 // Not over an open ask: it goes once the ask closes.
                 let next = core.lock().next_queued_send(&pane);
                 let Some(send) = next else { return };
@@ -414,6 +422,14 @@ pub(crate) async fn send(core: &Core, pane: Id, body: SendBody, arrival: Timesta
                         .with("turnId", current.map_or(Value::Null, Value::String)),
                     ));
                 }
+            }
+            if core.is_stopping() {
+                // No turn starts in a graceful stop, and nothing is
+                // acknowledged that would not run: the phone sends it again.
+                return Ran::unstored(respond::error(
+                    ErrorCode::Busy,
+                    "the agent is stopping: send again once it is back",
+                ));
             }
             let working = p.state() == durable_types::PaneState::Working;
             // Sends still queued from the last turn go first: this one
@@ -709,4 +725,13 @@ pub(crate) async fn starter(core: &Core, starter: Id, body: StarterBody) -> Resp
         }
     };
     core.once(&request_id, |_| None, run).await
+}
+
+/// A running turn, counted until it ends or its job is dropped.
+struct TurnRunning(Core);
+
+impl Drop for TurnRunning {
+    fn drop(&mut self) {
+        self.0.turn_ended();
+    }
 }

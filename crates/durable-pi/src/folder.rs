@@ -171,8 +171,59 @@ impl SessionFolder {
     }
 
     /// The session with this id, if the folder holds it.
+    ///
+    /// Pi names a session's file after its id (`<time>_<id>.jsonl`), so the
+    /// files so named are read first, and only they: finding one session
+    /// costs a listing of the folder, not a reading of every session in it
+    /// (an agent opening its sessions one by one would read the folder's
+    /// every file once per session). Only when none of them holds the id is
+    /// every file read. Of several files holding one id, the one with the
+    /// latest activity is taken, as [`sessions`](Self::sessions) does.
     pub fn find(&self, id: &str) -> Result<Option<SessionSummary>, Error> {
+        if let Some(found) = self.find_named(id)? {
+            return Ok(Some(found));
+        }
         Ok(self.sessions()?.into_iter().find(|s| s.id == id))
+    }
+
+    /// The newest session with this id among the files named after it.
+    fn find_named(&self, id: &str) -> Result<Option<SessionSummary>, Error> {
+        if id.is_empty() {
+            return Ok(None);
+        }
+        let listing = match std::fs::read_dir(&self.dir) {
+            Ok(listing) => listing,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(Error::Io { path: self.dir.clone(), source }),
+        };
+        let (named, suffixed) = (format!("{id}.jsonl"), format!("_{id}.jsonl"));
+        let mut best: Option<SessionSummary> = None;
+        for dir_entry in listing.flatten() {
+            let name = dir_entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if name != named && !name.ends_with(&suffixed) {
+                continue;
+            }
+            let path = dir_entry.path();
+            let Ok(meta) = std::fs::metadata(&path) else { continue };
+            if !meta.is_file() {
+                continue;
+            }
+            let modified = meta.modified().ok();
+            let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            let fresh = cache.get(&path).is_some_and(|c| c.len == meta.len() && c.modified == modified);
+            if !fresh {
+                let summary = Session::read(&path).ok().and_then(|s| SessionSummary::of(&path, &s, modified));
+                cache.insert(path.clone(), Cached { len: meta.len(), modified, summary });
+            }
+            let Some(summary) = cache.get(&path).and_then(|c| c.summary.clone()) else { continue };
+            let newer =
+                |b: &SessionSummary| (summary.last_activity, &summary.path) > (b.last_activity, &b.path);
+            if summary.id == id && best.as_ref().is_none_or(newer) {
+                best = Some(summary);
+            }
+        }
+        Ok(best)
     }
 
     /// Reads the session with this id, if the folder holds it.
@@ -254,5 +305,40 @@ mod tests {
         std::fs::remove_file(dir.join("a.jsonl")).unwrap();
         assert!(folder.sessions().unwrap().is_empty());
         assert!(folder.cache.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn find_reads_only_the_files_named_after_the_id_when_one_holds_it() {
+        let dir = temp("named");
+        for n in 0..20 {
+            write(&dir, &format!("2026-12-01T05-00-00-000Z_s{n}.jsonl"), &format!("s{n}"), 1_000 + n);
+        }
+        let folder = SessionFolder::new(&dir);
+        let found = folder.find("s7").unwrap().expect("found by its file name");
+        assert_eq!((found.id.as_str(), found.last_activity), ("s7", Timestamp::from_millis(1_007)));
+        assert_eq!(folder.cache.lock().unwrap().len(), 1, "one file read, not the folder's twenty");
+        // "s1" is a suffix of no other file's name: "_s1.jsonl" matches s1 only, not s11.
+        assert_eq!(folder.find("s1").unwrap().map(|s| s.last_activity), Some(Timestamp::from_millis(1_001)));
+        assert_eq!(folder.cache.lock().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn find_falls_back_to_every_file_when_none_named_after_the_id_holds_it() {
+        let dir = temp("fallback");
+        write(&dir, "copy.jsonl", "s1", 1_000); // not named after its id
+        write(&dir, "2026-12-01T05-00-00-000Z_s2.jsonl", "other", 2_000); // named after s2, holds another id
+        write(&dir, "2026-12-01T05-00-00-000Z_s3.jsonl", "s3", 3_000);
+        write(&dir, "2026-12-02T05-00-00-000Z_s3.jsonl", "s3", 4_000); // a newer copy under the same id
+        let folder = SessionFolder::new(&dir);
+        assert_eq!(folder.find("s1").unwrap().map(|s| s.path), Some(dir.join("copy.jsonl")));
+        assert!(folder.find("s2").unwrap().is_none(), "its file holds another id");
+        assert_eq!(folder.find("other").unwrap().map(|s| s.id), Some("other".to_owned()));
+        let newest = folder.find("s3").unwrap().expect("s3");
+        assert_eq!(
+            newest.last_activity,
+            Timestamp::from_millis(4_000),
+            "the one active last, as sessions() lists"
+        );
+        assert!(folder.find("").unwrap().is_none());
     }
 }

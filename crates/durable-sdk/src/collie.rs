@@ -5,6 +5,7 @@
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use durable_core::{
     ActionHandler, CallerCheckMode, ChatHandler, CloseRequest, Core, CoreOptions, CoreOptionsBuilder,
@@ -14,7 +15,7 @@ use durable_core::{
 use durable_types::{Caps, RuleError, Timestamp};
 
 use crate::error::Error;
-use crate::serving::{Served, Transport};
+use crate::serving::{Limits, Served, Transport};
 
 /// The warn sink the SDK installs by default: each line once on standard
 /// error, and as a `tracing` event (target `durable`) for programs that
@@ -198,6 +199,9 @@ pub fn create_core(options: CoreOptionsBuilder) -> Result<Collie, Error> {
 pub struct Collie {
     core: Core,
     served: Arc<Mutex<Vec<Served>>>,
+    /// The longest shutdown grace of the transports served: how long
+    /// [`close`](Self::close) lets running turns go on.
+    grace: Arc<Mutex<Duration>>,
 }
 
 impl fmt::Debug for Collie {
@@ -213,7 +217,11 @@ impl Collie {
     /// The handle of a core built by hand ([`driver::Core::new`](crate::driver::Core::new)),
     /// for a test or a custom transport; [`create_core`] is the usual way.
     pub fn from_core(core: Core) -> Self {
-        Collie { core, served: Arc::new(Mutex::new(Vec::new())) }
+        Collie {
+            core,
+            served: Arc::new(Mutex::new(Vec::new())),
+            grace: Arc::new(Mutex::new(Limits::DEFAULT_SHUTDOWN_GRACE)),
+        }
     }
 
     fn served(&self) -> std::sync::MutexGuard<'_, Vec<Served>> {
@@ -225,7 +233,14 @@ impl Collie {
     /// allow-always off unless the transport keeps it. Must be awaited
     /// inside a tokio runtime.
     pub async fn serve(&self, transport: Transport) -> Result<(), Error> {
+        let grace = transport.shutdown_grace();
         let served = transport.serve(&self.core, self.core.options().host_name()).await?;
+        {
+            let mut longest = self.grace.lock().unwrap_or_else(PoisonError::into_inner);
+            if self.served().is_empty() || grace > *longest {
+                *longest = grace;
+            }
+        }
         self.served().push(served);
         Ok(())
     }
@@ -254,10 +269,20 @@ impl Collie {
         self.served().first().map(Served::caller_check)
     }
 
-    /// Stops serving: no new connection, requests in flight finish (within
-    /// the limits' grace), a socket file is removed. Open asks stay open: a
-    /// shutdown is not an answer.
+    /// Stops gracefully. First no new turn starts (a send is `409 busy`,
+    /// unstored, for the phone to send again once the agent is back; sends
+    /// already queued stay queued for the next start) and the turns running
+    /// get the shutdown grace (the transports' [`Limits`](crate::Limits),
+    /// 10 s by default) to end as they would; the transports go on serving
+    /// meanwhile, so their replies still reach the phone. Then serving
+    /// stops: no new connection, requests in flight finish within the
+    /// grace, a socket file is removed. A turn still running past the grace
+    /// is cut, and a store that keeps sends closes it with a notice at the
+    /// next start. Open asks stay open: a shutdown is not an answer.
     pub async fn close(&self) {
+        self.core.begin_stop();
+        let grace = *self.grace.lock().unwrap_or_else(PoisonError::into_inner);
+        let _ = tokio::time::timeout(grace, self.core.turns_done()).await;
         let served = std::mem::take(&mut *self.served());
         for s in served {
             s.close().await;

@@ -4,7 +4,6 @@
 use std::fmt;
 #[cfg(any(all(feature = "socket", unix), feature = "tls"))]
 use std::path::PathBuf;
-#[cfg(feature = "tls")]
 use std::time::Duration;
 
 use durable_core::{CallerCheckMode, Core};
@@ -198,6 +197,11 @@ impl Transport {
     #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
     pub fn handshake_timeout(self, timeout: Duration) -> Self {
         self.tls("handshake_timeout", |b| b.handshake_timeout(timeout))
+    }
+
+    /// The shutdown grace of its limits.
+    pub(crate) fn shutdown_grace(&self) -> Duration {
+        self.limits.as_ref().map_or(Limits::DEFAULT_SHUTDOWN_GRACE, Limits::shutdown_grace_value)
     }
 
     /// Starts serving `core` (`host` names the default socket path).

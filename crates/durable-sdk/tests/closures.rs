@@ -163,3 +163,34 @@ async fn hook_closures_replace_one_hook_each_and_set_hooks_replaces_them_all() {
     assert_eq!(post(&collie, "/v1/rename", rename("q-3")).await.0, 200, "the closure wins over the value");
     collie.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_lets_a_running_turn_end_and_refuses_new_sends_meanwhile() {
+    let dir = TempDir::new("close");
+    let collie = agent(&dir).await;
+    let pane =
+        collie.workspace("w", "W").unwrap().tab("t", "T").unwrap().pane("p", PaneOptions::new("P")).unwrap();
+    pane.on_send(|turn: Turn| async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        turn.reply(format!("done: {}", turn.text()));
+    })
+    .unwrap();
+    collie.ready();
+    let (status, r) = post(&collie, "/v1/panes/p/send", json!({"requestId": "r-1", "text": "slow"})).await;
+    assert_eq!((status, r["result"].as_str()), (200, Some("sent")), "{r}");
+    eventually("the turn running", || (collie.core().turns_running() == 1).then_some(())).await;
+
+    let closing = tokio::spawn({
+        let collie = collie.clone();
+        async move { collie.close().await }
+    });
+    eventually("the stop begun", || collie.core().is_stopping().then_some(())).await;
+    let (status, r) = post(&collie, "/v1/panes/p/send", json!({"requestId": "r-2", "text": "late"})).await;
+    assert_eq!((status, r["code"].as_str()), (409, Some("busy")), "{r}");
+    tokio::time::timeout(Duration::from_secs(10), closing).await.expect("close returned").unwrap();
+    assert_eq!(collie.core().turns_running(), 0);
+    let events = collie.core().handle(Request::get("/v1/panes/p/events", Caller::OtherProcess)).await;
+    let events = events.body_json().to_string();
+    assert!(events.contains("done: slow"), "the turn ended whole before close returned: {events}");
+    assert!(!events.contains("late"), "the send in the grace ran nothing: {events}");
+}

@@ -7,10 +7,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bytes::{Bytes, BytesMut};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, Decoder};
 
 use crate::Error;
 
@@ -80,9 +82,12 @@ impl PiProcess {
         {
             let (pending, alive, child) = (pending.clone(), alive.clone(), child.clone());
             tokio::spawn(async move {
-                let mut lines = BufReader::new(stdout).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    let Ok(value) = crate::json::parse(line.as_bytes()) else { continue };
+                let mut lines = RpcLines::new(stdout);
+                while let Some(line) = lines.next().await {
+                    let Ok(value) = crate::json::parse(&line) else {
+                        tracing::warn!(target: "durable", bytes = line.len(), "pi: a line of Pi's output is not JSON; skipped");
+                        continue;
+                    };
                     if value.get("type").and_then(Value::as_str) == Some("response") {
                         let id = value.get("id").and_then(Value::as_str).map(str::to_owned);
                         let waiter =
@@ -222,4 +227,109 @@ fn describe_signal(status: &std::process::ExitStatus) -> String {
 
 fn last_line(text: &str) -> Option<String> {
     text.lines().map(str::trim).rfind(|l| !l.is_empty()).map(|l| l.chars().take(300).collect())
+}
+
+/// Pi's standard output as lines of at most [`MAX_LINE`](crate::follow::MAX_LINE)
+/// bytes. A longer line is dropped as it comes (memory stays bounded by the
+/// limit), with a warn event, and reading goes on at the next line; so
+/// does a line that is not UTF-8 or not JSON (the caller's to skip). Only
+/// the end of the output, or an error reading it, ends the lines.
+pub(crate) struct RpcLines<R> {
+    reader: R,
+    codec: AnyDelimiterCodec,
+    buf: BytesMut,
+    eof: bool,
+}
+
+impl<R: AsyncRead + Unpin> RpcLines<R> {
+    pub(crate) fn new(reader: R) -> Self {
+        RpcLines::with_max(reader, crate::follow::MAX_LINE)
+    }
+
+    pub(crate) fn with_max(reader: R, max: usize) -> Self {
+        let codec = AnyDelimiterCodec::new_with_max_length(b"\n".to_vec(), Vec::new(), max);
+        RpcLines { reader, codec, buf: BytesMut::with_capacity(8 * 1024), eof: false }
+    }
+
+    /// The next line, without its `\n` (and a `\r` before it); `None` at the end.
+    pub(crate) async fn next(&mut self) -> Option<Bytes> {
+        loop {
+            let decoded = if self.eof {
+                self.codec.decode_eof(&mut self.buf)
+            } else {
+                self.codec.decode(&mut self.buf)
+            };
+            match decoded {
+                Ok(Some(line)) => return Some(strip_cr(line)),
+                Ok(None) if self.eof => return None,
+                Ok(None) => match self.reader.read_buf(&mut self.buf).await {
+                    Ok(0) => self.eof = true,
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::warn!(target: "durable", error = %e, "pi: reading Pi's output failed");
+                        return None;
+                    }
+                },
+                Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => {
+                    // The codec drops the rest of that line itself.
+                    tracing::warn!(target: "durable", "pi: a line of Pi's output is over its limit; dropped");
+                }
+                Err(AnyDelimiterCodecError::Io(e)) => {
+                    tracing::warn!(target: "durable", error = %e, "pi: reading Pi's output failed");
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+fn strip_cr(line: Bytes) -> Bytes {
+    match line.last() {
+        Some(b'\r') => line.slice(..line.len() - 1),
+        _ => line,
+    }
+}
+
+#[cfg(test)]
+mod lines_tests {
+    use super::*;
+
+    async fn all(input: &[u8], max: usize) -> Vec<Vec<u8>> {
+        let mut lines = RpcLines::with_max(input, max);
+        let mut out = Vec::new();
+        while let Some(l) = lines.next().await {
+            out.push(l.to_vec());
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn lines_over_the_bound_and_not_utf8_are_passed_over_and_reading_goes_on() {
+        let mut input = b"{\"a\":1}\r\n".to_vec();
+        input.extend(std::iter::repeat_n(b'x', 100));
+        input.extend(b"\n\xff\xfe not utf-8\n{\"b\":2}\n{\"c\":3}");
+        let got = all(&input, 64).await;
+        let want: Vec<Vec<u8>> = vec![
+            b"{\"a\":1}".to_vec(),
+            b"\xff\xfe not utf-8".to_vec(),
+            b"{\"b\":2}".to_vec(),
+            b"{\"c\":3}".to_vec(),
+        ];
+        assert_eq!(
+            got, want,
+            "the 100-byte line is dropped; the rest, the last without its newline, come through"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_line_far_over_the_bound_keeps_the_buffer_bounded() {
+        // 8 MiB with no newline, then a short line: the buffer never holds the long one.
+        let mut input = vec![b'y'; 8 * 1024 * 1024];
+        input.extend(b"\n{\"ok\":true}\n");
+        let mut lines = RpcLines::with_max(&input[..], 1024);
+        let line = lines.next().await.expect("the line after the long one");
+        assert_eq!(&line[..], b"{\"ok\":true}");
+        assert!(lines.buf.capacity() < 1024 * 1024, "buffer grew to {}", lines.buf.capacity());
+        assert!(lines.next().await.is_none());
+    }
 }
