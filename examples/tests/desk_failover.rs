@@ -45,7 +45,7 @@ fn desk_b_keeps_every_promise_desk_a_made_before_it_was_killed() {
         &dir_a,
         None,
         &[("DESK_RECEIPTS_URL", url.as_str())],
-        &["--receipts-schema", "desk", "--turn-ms", "400"],
+        &["--receipts-schema", "desk", "--turn-ms", "1000"],
     );
     let all = writes();
     let answers = post_twice_at_once(&a, &all);

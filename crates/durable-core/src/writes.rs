@@ -173,7 +173,21 @@ impl Core {
     /// Offers a send to the chat handlers; once one takes it, starts its
     /// turn (the pane works, turn id = request id), writes the `user` item
     /// naming the request id, and queues the turn as a job.
-    async fn deliver(&self, pane: &Id, takers: &Takers, request_id: &Id, text: &str) -> Taken<()> {
+    ///
+    /// `Err(Stopping)` when a graceful stop began: nothing was done. The
+    /// turn is counted from here, before the stop is looked at, so either
+    /// the stop sees this turn (and waits for it) or this sees the stop.
+    async fn deliver(
+        &self,
+        pane: &Id,
+        takers: &Takers,
+        request_id: &Id,
+        text: &str,
+    ) -> Result<Taken<()>, Stopping> {
+        let running = TurnRunning::begin(self.clone());
+        if self.is_stopping() {
+            return Err(Stopping);
+        }
         // The turn's signal is armed before the handler decides: a stop that
         // arrives while it is still deciding (or stuck) fires it.
         let controller = AbortController::new();
@@ -189,7 +203,7 @@ impl Core {
             Box::pin(async move { h.check_send_dyn(req).await })
         })
         .await;
-        let (Taken::Yes(()), Some(handler)) = (&verdict, handler) else { return verdict };
+        let (Taken::Yes(()), Some(handler)) = (&verdict, handler) else { return Ok(verdict) };
         let start = TurnStart {
             turn_id: request_id.to_string(),
             text: text.to_owned(),
@@ -200,11 +214,11 @@ impl Core {
         if let Err(e) = receipts.set_send_state_dyn(request_id.as_str(), SendState::Running).await {
             // Without the mark a restart would take the turn for one not
             // begun and run it again: better not to begin it.
-            return Taken::Refused(format!("the send's turn could not be recorded ({e})"));
+            return Ok(Taken::Refused(format!("the send's turn could not be recorded ({e})")));
         }
         let turn = match self.pane_handle(pane).begin_turn(start) {
             Ok(turn) => turn,
-            Err(e) => return Taken::Refused(e.to_string()),
+            Err(e) => return Ok(Taken::Refused(e.to_string())),
         };
         {
             let now = self.now();
@@ -220,10 +234,9 @@ impl Core {
         // The turn runs on the driver; it ends (the pane goes idle) when the
         // handler returns and drops it.
         let (core, id) = (self.clone(), request_id.clone());
-        self.turn_began();
         self.push_job(async move {
-            // Counted for a graceful stop, also when the job is dropped.
-            let _running = TurnRunning(core.clone());
+            // Counted until the turn ends, or its job is dropped unpolled.
+            let _running = running;
             handler.turn_dyn(turn).await;
             if let Err(e) = receipts.set_send_state_dyn(id.as_str(), SendState::Done).await {
                 core.warn(&format!(
@@ -231,7 +244,7 @@ impl Core {
                 ));
             }
         });
-        Taken::Yes(())
+        Ok(Taken::Yes(()))
     }
 
     /// The sends a restart left (§9.1): only those that were answered count
@@ -337,9 +350,14 @@ impl Core {
                 let Some(send) = next else { return };
                 let Some(takers) = core.handlers_of(&pane) else { return };
                 let why = match core.deliver(&pane, &takers, &send.request_id, &send.text).await {
-                    Taken::Refused(reason) => Some(reason),
-                    Taken::NotSupported => Some("no handler takes send here".to_owned()),
-                    Taken::Yes(()) => None,
+                    Ok(Taken::Refused(reason)) => Some(reason),
+                    Ok(Taken::NotSupported) => Some("no handler takes send here".to_owned()),
+                    Ok(Taken::Yes(())) => None,
+                    Err(Stopping) => {
+                        // Back where it was, for the next start.
+                        core.lock().requeue_send(&pane, send);
+                        return;
+                    }
                 };
                 if let Some(reason) = why {
                     let receipts = &core.shared.options.receipts;
@@ -426,10 +444,7 @@ pub(crate) async fn send(core: &Core, pane: Id, body: SendBody, arrival: Timesta
             if core.is_stopping() {
                 // No turn starts in a graceful stop, and nothing is
                 // acknowledged that would not run: the phone sends it again.
-                return Ran::unstored(respond::error(
-                    ErrorCode::Busy,
-                    "the agent is stopping: send again once it is back",
-                ));
+                return stopping();
             }
             let working = p.state() == durable_types::PaneState::Working;
             // Sends still queued from the last turn go first: this one
@@ -455,9 +470,12 @@ pub(crate) async fn send(core: &Core, pane: Id, body: SendBody, arrival: Timesta
             return ok(WriteResponse::new("queued", request_id.clone()).with("turnId", turn), group);
         }
         match core.deliver(&pane, &takers, &request_id, &text).await {
-            Taken::Yes(()) => ok(WriteResponse::new("sent", request_id.clone()).with("turnId", turn), group),
-            Taken::Refused(reason) => refused(reason),
-            Taken::NotSupported => not_supported("send"),
+            Ok(Taken::Yes(())) => {
+                ok(WriteResponse::new("sent", request_id.clone()).with("turnId", turn), group)
+            }
+            Ok(Taken::Refused(reason)) => refused(reason),
+            Ok(Taken::NotSupported) => not_supported("send"),
+            Err(Stopping) => stopping(),
         }
     };
     core.once(&request_id, |_| None, run).await
@@ -709,6 +727,10 @@ pub(crate) async fn reopen(core: &Core, body: ReopenBody) -> Response {
 pub(crate) async fn starter(core: &Core, starter: Id, body: StarterBody) -> Response {
     let StarterBody { request_id, text, .. } = body;
     let run = || async {
+        if core.is_stopping() {
+            // A starter opens a conversation and often its first turn.
+            return stopping();
+        }
         let known = core.lock().has_starter(&starter);
         if !known {
             return Ran::unstored(respond::not_found(format!("no starter {starter}")));
@@ -727,8 +749,23 @@ pub(crate) async fn starter(core: &Core, starter: Id, body: StarterBody) -> Resp
     core.once(&request_id, |_| None, run).await
 }
 
+/// A graceful stop began ([`Core::begin_stop`]): no turn starts.
+pub(crate) struct Stopping;
+
+/// `409 busy`, unstored: the phone sends it again once the agent is back.
+fn stopping() -> Ran {
+    Ran::unstored(respond::error(ErrorCode::Busy, "the agent is stopping: send again once it is back"))
+}
+
 /// A running turn, counted until it ends or its job is dropped.
 struct TurnRunning(Core);
+
+impl TurnRunning {
+    fn begin(core: Core) -> Self {
+        core.turn_began();
+        TurnRunning(core)
+    }
+}
 
 impl Drop for TurnRunning {
     fn drop(&mut self) {

@@ -177,8 +177,11 @@ impl SessionFolder {
     /// costs a listing of the folder, not a reading of every session in it
     /// (an agent opening its sessions one by one would read the folder's
     /// every file once per session). Only when none of them holds the id is
-    /// every file read. Of several files holding one id, the one with the
-    /// latest activity is taken, as [`sessions`](Self::sessions) does.
+    /// every file read. Of several files named after the id, the one with
+    /// the latest activity is taken; a copy under another name is looked at
+    /// only in that second reading (so where one named after the id holds
+    /// it, such a copy is not taken even if active later, which
+    /// [`sessions`](Self::sessions) would list instead).
     pub fn find(&self, id: &str) -> Result<Option<SessionSummary>, Error> {
         if let Some(found) = self.find_named(id)? {
             return Ok(Some(found));

@@ -175,6 +175,8 @@ async fn close_lets_a_running_turn_end_and_refuses_new_sends_meanwhile() {
         turn.reply(format!("done: {}", turn.text()));
     })
     .unwrap();
+    collie.starter("new", "New").unwrap();
+    collie.on_starter(|_req: StarterRequest| async { Ok(Started::without_pane()) });
     collie.ready();
     let (status, r) = post(&collie, "/v1/panes/p/send", json!({"requestId": "r-1", "text": "slow"})).await;
     assert_eq!((status, r["result"].as_str()), (200, Some("sent")), "{r}");
@@ -187,6 +189,12 @@ async fn close_lets_a_running_turn_end_and_refuses_new_sends_meanwhile() {
     eventually("the stop begun", || collie.core().is_stopping().then_some(())).await;
     let (status, r) = post(&collie, "/v1/panes/p/send", json!({"requestId": "r-2", "text": "late"})).await;
     assert_eq!((status, r["code"].as_str()), (409, Some("busy")), "{r}");
+    let (status, r) = post(&collie, "/v1/starters/new", json!({"requestId": "s-1"})).await;
+    assert_eq!(
+        (status, r["code"].as_str()),
+        (409, Some("busy")),
+        "a starter opens no turn in the grace: {r}"
+    );
     tokio::time::timeout(Duration::from_secs(10), closing).await.expect("close returned").unwrap();
     assert_eq!(collie.core().turns_running(), 0);
     let events = collie.core().handle(Request::get("/v1/panes/p/events", Caller::OtherProcess)).await;

@@ -661,6 +661,13 @@ impl State {
         }
     }
 
+    /// Puts a send taken from the queue back at its head.
+    pub(crate) fn requeue_send(&mut self, pane: &Id, send: QueuedSend) {
+        if let Some(p) = self.panes.get_mut(pane) {
+            p.queued.push_front(send);
+        }
+    }
+
     /// The oldest queued send, taken, when the pane is idle and asks
     /// nothing: a send is never delivered while a question waits.
     pub(crate) fn next_queued_send(&mut self, pane: &Id) -> Option<QueuedSend> {

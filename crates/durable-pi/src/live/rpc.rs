@@ -84,6 +84,9 @@ impl PiProcess {
             tokio::spawn(async move {
                 let mut lines = RpcLines::new(stdout);
                 while let Some(line) = lines.next().await {
+                    if line.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
                     let Ok(value) = crate::json::parse(&line) else {
                         tracing::warn!(target: "durable", bytes = line.len(), "pi: a line of Pi's output is not JSON; skipped");
                         continue;
