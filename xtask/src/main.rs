@@ -21,6 +21,8 @@
 //! the sans-IO core honest.
 
 #[cfg(test)]
+mod docs_paste;
+#[cfg(test)]
 mod fresh_crate;
 mod fuzz;
 mod install_pi;

@@ -28,7 +28,8 @@ const FORBIDDEN_TOKIO_FEATURES: [&str; 5] = ["rt", "rt-multi-thread", "net", "ti
 const UNIX_ONLY: [&str; 8] =
     ["nix", "signal-hook", "signal-hook-registry", "users", "uzers", "termios", "procfs", "daemonize"];
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+/// Every `.rs` file under `dir`.
+pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for entry in entries.flatten() {
         let path = entry.path();

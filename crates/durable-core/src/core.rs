@@ -13,8 +13,8 @@ use durable_types::exchange::{Read, Request, Response};
 use durable_types::{Cap, Caps, Timestamp};
 
 use crate::handlers::{
-    ActionHandler, BoxFuture, ChatHandler, CloseRequest, DynHooks, HandlerResult, HookSlots, Hooks,
-    PaneTakers, RenameRequest, Reopen, ReopenRequest, Started, StarterRequest,
+    ActionHandler, ChatHandler, CloseRequest, DynHooks, HandlerResult, HookSlots, Hooks, PaneTakers,
+    RenameRequest, Reopen, ReopenRequest, Started, StarterRequest, hook_fn,
 };
 use crate::history::DynHistory;
 use crate::options::CoreOptions;
@@ -317,9 +317,7 @@ impl Core {
         F: Fn(RenameRequest) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = HandlerResult> + Send + 'static,
     {
-        let hook: Arc<dyn Fn(RenameRequest) -> BoxFuture<'static, HandlerResult> + Send + Sync> =
-            Arc::new(move |req| Box::pin(hook(req)));
-        self.update_hooks(|slots| slots.rename = Some(hook));
+        self.update_hooks(|slots| slots.rename = Some(hook_fn(hook)));
     }
 
     /// What runs when the phone closes a workspace, tab or pane: `Ok` and
@@ -329,9 +327,7 @@ impl Core {
         F: Fn(CloseRequest) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = HandlerResult> + Send + 'static,
     {
-        let hook: Arc<dyn Fn(CloseRequest) -> BoxFuture<'static, HandlerResult> + Send + Sync> =
-            Arc::new(move |req| Box::pin(hook(req)));
-        self.update_hooks(|slots| slots.close = Some(hook));
+        self.update_hooks(|slots| slots.close = Some(hook_fn(hook)));
     }
 
     /// What runs when the phone reopens a closed pane. A closure's form of
@@ -341,9 +337,7 @@ impl Core {
         F: Fn(ReopenRequest) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = HandlerResult<Reopen>> + Send + 'static,
     {
-        let hook: Arc<dyn Fn(ReopenRequest) -> BoxFuture<'static, HandlerResult<Reopen>> + Send + Sync> =
-            Arc::new(move |req| Box::pin(hook(req)));
-        self.update_hooks(|slots| slots.reopen = Some(hook));
+        self.update_hooks(|slots| slots.reopen = Some(hook_fn(hook)));
     }
 
     /// What runs when the phone presses a starter declared with
@@ -353,9 +347,7 @@ impl Core {
         F: Fn(StarterRequest) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = HandlerResult<Started>> + Send + 'static,
     {
-        let hook: Arc<dyn Fn(StarterRequest) -> BoxFuture<'static, HandlerResult<Started>> + Send + Sync> =
-            Arc::new(move |req| Box::pin(hook(req)));
-        self.update_hooks(|slots| slots.starter = Some(hook));
+        self.update_hooks(|slots| slots.starter = Some(hook_fn(hook)));
     }
 
     fn update_hooks(&self, change: impl FnOnce(&mut HookSlots)) {

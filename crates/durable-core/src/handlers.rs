@@ -415,7 +415,16 @@ impl<T: Hooks> DynHooks for T {
     }
 }
 
-type HookFn<Req, T> = Arc<dyn Fn(Req) -> BoxFuture<'static, HandlerResult<T>> + Send + Sync>;
+pub(crate) type HookFn<Req, T> = Arc<dyn Fn(Req) -> BoxFuture<'static, HandlerResult<T>> + Send + Sync>;
+
+/// A hook closure, erased.
+pub(crate) fn hook_fn<Req, T, F, Fut>(hook: F) -> HookFn<Req, T>
+where
+    F: Fn(Req) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = HandlerResult<T>> + Send + 'static,
+{
+    Arc::new(move |req| Box::pin(hook(req)))
+}
 
 /// The agent-wide hooks in force: a [`Hooks`] value, and closures set one
 /// hook at a time over it ([`Core::on_rename`](crate::Core::on_rename), …).

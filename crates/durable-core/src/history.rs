@@ -10,8 +10,8 @@ use durable_types::TITLE_MAX;
 use durable_types::exchange::{Request, Response};
 use durable_types::text::sanitize_line;
 use durable_types::{
-    ConversationPage, ConversationState, Cursor, ErrorCode, HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX,
-    HistoryPage, HistoryRow, Id, Item,
+    ConversationPage, Cursor, ErrorCode, HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX, HistoryPage, HistoryRow,
+    Id, Item,
 };
 
 use crate::core::Core;
@@ -282,17 +282,9 @@ fn open_pane_page(
     };
     let (items, next) = pane.view_page(from, limit);
     let tab = pane.tab();
-    let row = HistoryRow {
-        id: session.to_string(),
-        title: pane.title().to_owned(),
-        subtitle: None,
-        workspace_id: Some(tab.ws.to_string()),
-        tab_id: Some(tab.wire()),
-        started_at: pane.started_at().unwrap_or(now),
-        ended_at: None,
-        state: ConversationState::Open,
-        items: pane.view_len() as u64,
-    };
+    let row = HistoryRow::open(session.as_str(), pane.title(), pane.started_at().unwrap_or(now))
+        .in_tab(tab.ws.as_str(), tab.wire())
+        .with_items(pane.view_len() as u64);
     let dropped = pane.view_dropped();
     drop(st);
     Ok(respond::json(

@@ -10,7 +10,7 @@ use std::time::Duration;
 use durable_core::{
     ActionHandler, CallerCheckMode, ChatHandler, CloseRequest, Core, CoreOptions, CoreOptionsBuilder,
     HandlerResult, HistoryProvider, Hooks, Pane, RenameRequest, Reopen, ReopenRequest, Started,
-    StarterRequest, WarnSink, Workspace,
+    StarterRequest, Workspace,
 };
 use durable_types::{Caps, RuleError, Timestamp};
 
@@ -41,10 +41,8 @@ fn write_stderr(line: &str) {
 pub struct OpenOptions {
     host_name: String,
     transport: Option<Transport>,
-    caps: Option<Caps>,
-    tail_limit: Option<usize>,
-    hold_ms: Option<u64>,
-    warn: Option<WarnSink>,
+    /// The core's options as given: `open_collie` builds the core from them.
+    core: CoreOptionsBuilder,
 }
 
 impl fmt::Debug for OpenOptions {
@@ -52,9 +50,6 @@ impl fmt::Debug for OpenOptions {
         f.debug_struct("OpenOptions")
             .field("host_name", &self.host_name)
             .field("transport", &self.transport)
-            .field("caps", &self.caps)
-            .field("tail_limit", &self.tail_limit)
-            .field("hold_ms", &self.hold_ms)
             .finish_non_exhaustive()
     }
 }
@@ -63,14 +58,8 @@ impl OpenOptions {
     /// The options of an agent named `host_name` (its name on the phone,
     /// `host` in `GET /hello`, and the default socket's folder).
     pub fn new(host_name: impl Into<String>) -> Self {
-        OpenOptions {
-            host_name: host_name.into(),
-            transport: None,
-            caps: None,
-            tail_limit: None,
-            hold_ms: None,
-            warn: None,
-        }
+        let host_name = host_name.into();
+        OpenOptions { core: CoreOptions::builder().host_name(host_name.clone()), host_name, transport: None }
     }
 
     /// Where to serve (default [`Transport::socket`] on Linux and macOS;
@@ -83,26 +72,26 @@ impl OpenOptions {
     /// The complete list of capabilities (default: what the agent's
     /// handlers can do, plus `history` once a provider is set).
     pub fn caps(mut self, caps: Caps) -> Self {
-        self.caps = Some(caps);
+        self.core = self.core.caps(caps);
         self
     }
 
     /// Raw events each pane keeps (default 500).
     pub fn tail_limit(mut self, n: usize) -> Self {
-        self.tail_limit = Some(n);
+        self.core = self.core.tail_limit(n);
         self
     }
 
     /// How long an answer to an unknown ask is held, in ms (default 10 min).
     pub fn hold_ms(mut self, ms: u64) -> Self {
-        self.hold_ms = Some(ms);
+        self.core = self.core.hold_ms(ms);
         self
     }
 
     /// Where warn lines go (default: one line on standard error, and a
     /// `tracing` event of target `durable`).
     pub fn warn(mut self, sink: impl Fn(&str) + Send + Sync + 'static) -> Self {
-        self.warn = Some(Arc::new(sink));
+        self.core = self.core.warn(sink);
         self
     }
 }
@@ -138,20 +127,7 @@ impl From<String> for OpenOptions {
 /// ```
 pub async fn open_collie(options: impl Into<OpenOptions>) -> Result<Collie, Error> {
     let o = options.into();
-    let mut b = CoreOptions::builder().host_name(o.host_name.clone());
-    if let Some(w) = o.warn {
-        b = b.warn(move |line| w(line));
-    }
-    if let Some(c) = o.caps {
-        b = b.caps(c);
-    }
-    if let Some(n) = o.tail_limit {
-        b = b.tail_limit(n);
-    }
-    if let Some(ms) = o.hold_ms {
-        b = b.hold_ms(ms);
-    }
-    let collie = create_core(b)?;
+    let collie = create_core(o.core)?;
     let transport = match o.transport {
         Some(t) => t,
         #[cfg(all(feature = "socket", unix))]

@@ -13,7 +13,8 @@
 //! (durable-pi's modules are inlined under `durable_sdk::pi`, so their `//!`
 //! docs are checked).
 
-use std::path::{Path, PathBuf};
+use crate::project_root;
+use crate::tidy::rust_files;
 
 /// The crates whose doc comments an author reads on durable-sdk's pages.
 const CRATES: [&str; 7] = [
@@ -43,18 +44,6 @@ const NOT_RUST: [&str; 4] = ["text", "sh", "json", "console"];
 /// Fewer blocks than this means the scan lost its way (the crates hold
 /// about thirty).
 const MIN_BLOCKS: usize = 20;
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
 
 /// What the scan of some files found.
 #[derive(Debug, Default, PartialEq)]
@@ -140,7 +129,7 @@ fn scan_file(file: &str, text: &str, skip_crate_docs: bool, scan: &mut Scan) {
 
 #[test]
 fn doc_examples_name_only_durable_sdk() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = project_root();
     let mut scan = Scan::default();
     for krate in CRATES {
         let src = root.join("crates").join(krate).join("src");
