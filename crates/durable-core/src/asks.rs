@@ -150,6 +150,7 @@ impl Core {
                 format!("pane {pane} is closed: an ask needs an open pane"),
             ));
         }
+        let agent_data = spec.agent_data.clone();
         let ask = spec.build(pane, now, allow_always)?;
         if st.is_ask_open(&ask.id) {
             return Err(RuleError::invalid(
@@ -162,6 +163,10 @@ impl Core {
         let (closed_tx, closed_rx) = oneshot::channel();
         let expires_at = ask.expires_at;
         let kind = ask.kind.name();
+        // Kept before anything can close it: the store's writes keep this order.
+        if self.shared.options.receipts.keeps_asks_dyn() {
+            self.keep_ask(&ask, agent_data);
+        }
         st.open_ask(ask, now, tx, closed_tx);
         tracing::info!(target: "durable", ask_id = %id, kind, pane = %pane, "ask raised");
 
@@ -247,6 +252,7 @@ impl Core {
         let Some(mut open) = st.close_ask(id, by, outcome, now) else { return };
         let pane = &open.ask.pane;
         tracing::info!(target: "durable", ask_id = %id, outcome = %outcome, decided_by = %by, pane = %pane, "ask decided");
+        self.forget_ask(id);
         if let Some(tx) = open.sender.take() {
             let result = match answer {
                 Some(answer) => Ok(Decided { answer, decided_by: by, decided_at: now }),
@@ -319,6 +325,7 @@ pub struct ApprovalOptions {
     tool_call_id: String,
     timeout_ms: Option<u64>,
     signal: Option<AbortSignal>,
+    agent_data: Option<Value>,
 }
 
 impl ApprovalOptions {
@@ -329,6 +336,7 @@ impl ApprovalOptions {
             tool_call_id: tool_call_id.into(),
             timeout_ms: None,
             signal: None,
+            agent_data: None,
         }
     }
 
@@ -341,6 +349,16 @@ impl ApprovalOptions {
     /// An abort signal: aborting closes the card (`approved: false`).
     pub fn signal(mut self, signal: AbortSignal) -> Self {
         self.signal = Some(signal);
+        self
+    }
+
+    /// A small value of the agent's own, kept with the card by a receipt
+    /// store that keeps asks and handed back with it after a restart
+    /// ([`KeptAsk::agent_data`](crate::KeptAsk::agent_data)), to find the
+    /// work again. At most [`AGENT_DATA_MAX`](durable_types::AGENT_DATA_MAX)
+    /// bytes of JSON.
+    pub fn agent_data(mut self, data: Value) -> Self {
+        self.agent_data = Some(data);
         self
     }
 }
@@ -398,9 +416,15 @@ pub fn require_approval(
     if let Some(ms) = options.timeout_ms {
         spec = spec.expires_in_ms(ms);
     }
+    spec.agent_data = options.agent_data;
     let handle = options.pane.ask_with(spec, options.signal)?;
+    Ok(approval_of(handle))
+}
+
+/// The approval a raised card of [`approval_spec`] resolves to.
+pub(crate) fn approval_of(handle: AskHandle) -> ApprovalFuture {
     let ask_id = handle.id().to_owned();
-    Ok(ApprovalFuture {
+    ApprovalFuture {
         inner: Box::pin(async move {
             match handle.decided().await {
                 Ok(d) => Approval {
@@ -419,7 +443,7 @@ pub fn require_approval(
                 },
             }
         }),
-    })
+    }
 }
 
 /// The awaitable of [`require_approval`]; the card is already raised.

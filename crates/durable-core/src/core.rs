@@ -78,6 +78,8 @@ pub(crate) struct Shared {
     /// Turns of sends running on the driver, and who waits for none.
     pub(crate) turns_running: std::sync::atomic::AtomicUsize,
     pub(crate) turns_idle: tokio::sync::Notify,
+    /// The asks the last run left open, and the store's ask journal (§7.2).
+    pub(crate) kept: crate::kept::KeptAsks,
 }
 
 pub(crate) struct DriverState {
@@ -122,6 +124,7 @@ impl Core {
                 stopping: AtomicBool::new(false),
                 turns_running: std::sync::atomic::AtomicUsize::new(0),
                 turns_idle: tokio::sync::Notify::new(),
+                kept: crate::kept::KeptAsks::default(),
             }),
         }
     }
@@ -265,11 +268,18 @@ impl Core {
     /// receipt store that keeps them: those still queued are delivered as
     /// their panes go idle, and those whose turn the restart cut are closed
     /// with a notice. So call it once the panes and their handlers are set.
+    ///
+    /// It also closes the asks the last run left open that the agent did not
+    /// claim from [`kept_asks`](Self::kept_asks) (§7.2), each with the chat
+    /// line "Stopped before an answer: <title>".
     pub fn ready(&self) {
         self.lock().mark_ready();
         if !self.shared.sends_recovered.swap(true, std::sync::atomic::Ordering::SeqCst) {
             let core = self.clone();
-            self.push_job(async move { core.recover_sends().await });
+            self.push_job(async move {
+                core.settle_kept().await;
+                core.recover_sends().await;
+            });
         }
     }
 

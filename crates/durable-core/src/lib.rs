@@ -54,6 +54,7 @@ mod clock;
 mod core;
 mod handlers;
 mod history;
+mod kept;
 mod layout;
 mod once;
 mod options;
@@ -79,6 +80,7 @@ pub use handlers::{
     Reopen, ReopenRequest, SendRequest, Started, StarterRequest, SteerRequest, StopRequest,
 };
 pub use history::{HistoryError, HistoryProvider, ItemsPage, RowsPage};
+pub use kept::{KeptAsk, KeptAskRecord};
 pub use layout::{Pane, PaneOptions, Tab, Workspace};
 pub use options::{CoreOptions, CoreOptionsBuilder, HELD_ANSWER_BYTES};
 pub use receipts::{Lookup, MemoryReceiptStore, PendingSend, Receipt, ReceiptStore, SendState, StoreError};

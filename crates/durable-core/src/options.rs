@@ -28,6 +28,9 @@ pub struct CoreOptions {
     pub(crate) epoch: String,
     pub(crate) warn: WarnSink,
     pub(crate) receipts: Arc<dyn DynReceiptStore>,
+    /// The store is the SDK's memory store, which keeps nothing past the
+    /// process by design (no warning that it keeps no asks).
+    pub(crate) receipts_in_memory: bool,
 }
 
 impl CoreOptions {
@@ -83,6 +86,7 @@ pub struct CoreOptionsBuilder {
     epoch: Option<String>,
     warn: Option<WarnSink>,
     receipts: Option<Arc<dyn DynReceiptStore>>,
+    receipts_in_memory: bool,
 }
 
 impl fmt::Debug for CoreOptionsBuilder {
@@ -172,7 +176,10 @@ impl CoreOptionsBuilder {
     /// with the process). Give a persistent store so that a replay after a
     /// restart still returns the first answer. To keep a handle on the
     /// store, pass an `Arc` of it (an `Arc` of a store is a store).
-    pub fn receipts(mut self, store: impl ReceiptStore) -> Self {
+    pub fn receipts<S: ReceiptStore>(mut self, store: S) -> Self {
+        use std::any::TypeId;
+        let memory = [TypeId::of::<MemoryReceiptStore>(), TypeId::of::<Arc<MemoryReceiptStore>>()];
+        self.receipts_in_memory = memory.contains(&TypeId::of::<S>());
         self.receipts = Some(Arc::new(store));
         self
     }
@@ -234,6 +241,7 @@ impl CoreOptionsBuilder {
             clock,
             epoch,
             warn: self.warn.unwrap_or_else(|| Arc::new(|_: &str| {})),
+            receipts_in_memory: self.receipts_in_memory || self.receipts.is_none(),
             receipts: self.receipts.unwrap_or_else(|| Arc::new(MemoryReceiptStore::new())),
         })
     }

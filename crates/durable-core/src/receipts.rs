@@ -10,6 +10,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use crate::handlers::BoxFuture;
+use crate::kept::KeptAskRecord;
 use bytes::Bytes;
 use durable_types::{EVICTED_MEMORY_FACTOR, RECEIPTS_PER_GROUP};
 use serde::{Deserialize, Serialize};
@@ -373,6 +374,37 @@ pub trait ReceiptStore: Send + Sync + 'static {
     fn unfinished_sends(&self) -> impl Future<Output = Result<Vec<PendingSend>, StoreError>> + Send {
         async { Ok(Vec::new()) }
     }
+
+    /// Whether this store keeps open asks across a restart (§7.2): then the
+    /// core calls [`keep_ask`](Self::keep_ask) as an ask is raised,
+    /// [`forget_ask`](Self::forget_ask) as it closes, and
+    /// [`kept_asks`](Self::kept_asks) at the next start. A store that keeps
+    /// receipts but not asks makes the core say so once, at
+    /// [`ready`](crate::Core::ready). The default: `false`.
+    fn keeps_asks(&self) -> bool {
+        false
+    }
+
+    /// Keeps an open ask (a later one with the same id replaces it).
+    /// Returns once kept.
+    fn keep_ask(&self, ask: KeptAskRecord) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let _ = ask;
+        async { Ok(()) }
+    }
+
+    /// The ask closed: forget it. An id not kept is ignored.
+    fn forget_ask(&self, ask_id: &str) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let _ = ask_id;
+        async { Ok(()) }
+    }
+
+    /// The asks left open by the last run, oldest first, called once at
+    /// start. A store shared by several processes hands out only the asks
+    /// of processes that are gone, never those of one still running, and
+    /// makes the asks it hands out this process's own.
+    fn kept_asks(&self) -> impl Future<Output = Result<Vec<KeptAskRecord>, StoreError>> + Send {
+        async { Ok(Vec::new()) }
+    }
 }
 
 /// A shared store is a store: `receipts(Arc::clone(&store))` keeps a handle
@@ -414,6 +446,18 @@ impl<S: ReceiptStore> ReceiptStore for Arc<S> {
     fn unfinished_sends(&self) -> impl Future<Output = Result<Vec<PendingSend>, StoreError>> + Send {
         S::unfinished_sends(self)
     }
+    fn keeps_asks(&self) -> bool {
+        S::keeps_asks(self)
+    }
+    fn keep_ask(&self, ask: KeptAskRecord) -> impl Future<Output = Result<(), StoreError>> + Send {
+        S::keep_ask(self, ask)
+    }
+    fn forget_ask(&self, ask_id: &str) -> impl Future<Output = Result<(), StoreError>> + Send {
+        S::forget_ask(self, ask_id)
+    }
+    fn kept_asks(&self) -> impl Future<Output = Result<Vec<KeptAskRecord>, StoreError>> + Send {
+        S::kept_asks(self)
+    }
 }
 
 /// The erased form the core keeps.
@@ -438,6 +482,10 @@ pub(crate) trait DynReceiptStore: Send + Sync {
         request_id: &'a str,
     ) -> BoxFuture<'a, Result<Option<SendState>, StoreError>>;
     fn unfinished_sends_dyn(&self) -> BoxFuture<'_, Result<Vec<PendingSend>, StoreError>>;
+    fn keeps_asks_dyn(&self) -> bool;
+    fn keep_ask_dyn(&self, ask: KeptAskRecord) -> BoxFuture<'_, Result<(), StoreError>>;
+    fn forget_ask_dyn<'a>(&'a self, ask_id: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
+    fn kept_asks_dyn(&self) -> BoxFuture<'_, Result<Vec<KeptAskRecord>, StoreError>>;
 }
 
 impl<S: ReceiptStore> DynReceiptStore for S {
@@ -459,6 +507,18 @@ impl<S: ReceiptStore> DynReceiptStore for S {
     }
     fn unfinished_sends_dyn(&self) -> BoxFuture<'_, Result<Vec<PendingSend>, StoreError>> {
         Box::pin(self.unfinished_sends())
+    }
+    fn keeps_asks_dyn(&self) -> bool {
+        self.keeps_asks()
+    }
+    fn keep_ask_dyn(&self, ask: KeptAskRecord) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(self.keep_ask(ask))
+    }
+    fn forget_ask_dyn<'a>(&'a self, ask_id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.forget_ask(ask_id))
+    }
+    fn kept_asks_dyn(&self) -> BoxFuture<'_, Result<Vec<KeptAskRecord>, StoreError>> {
+        Box::pin(self.kept_asks())
     }
     fn get_dyn<'a>(&'a self, request_id: &'a str) -> BoxFuture<'a, Result<Lookup, StoreError>> {
         Box::pin(self.get(request_id))

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use durable_core::{
     ActionHandler, CallerCheckMode, ChatHandler, CloseRequest, Core, CoreOptions, CoreOptionsBuilder,
-    HandlerResult, HistoryProvider, Hooks, Pane, RenameRequest, Reopen, ReopenRequest, Started,
+    HandlerResult, HistoryProvider, Hooks, KeptAsk, Pane, RenameRequest, Reopen, ReopenRequest, Started,
     StarterRequest, Workspace,
 };
 use durable_types::{Caps, RuleError, Timestamp};
@@ -276,10 +276,44 @@ impl Collie {
     }
 
     /// Marks the agent ready: Collie shows "starting" until then. The first
-    /// call also takes up the sends a restart left, so call it once the
-    /// panes and their handlers are set.
+    /// call also takes up the sends a restart left, and closes the asks the
+    /// last run left open that [`kept_asks`](Self::kept_asks) handed out and
+    /// nobody claimed, so call it once the panes and their handlers are set.
     pub fn ready(&self) {
         self.core.ready();
+    }
+
+    /// The asks (cards) open when the agent last stopped, kept by a receipt
+    /// store that keeps asks (`SqliteReceiptStore`, `PgReceiptStore`; the
+    /// default store, in memory, keeps nothing). Call it before
+    /// [`ready`](Self::ready), once the panes are set, and claim each
+    /// [`KeptAsk`](crate::asks::KeptAsk): raise it again by its id (an
+    /// answer the phone sent meanwhile then lands), now or later, or close
+    /// it. Those left unclaimed are closed at `ready()`, each with the chat
+    /// line "Stopped before an answer: <title>" (`docs/wire.md` §7.2).
+    ///
+    /// ```no_run
+    /// # async fn f(collie: durable_sdk::Collie) -> Result<(), durable_sdk::Error> {
+    /// for kept in collie.kept_asks().await? {
+    ///     // The value given with `ApprovalOptions::agent_data` finds the work again.
+    ///     let order = kept.agent_data().and_then(|d| d["order"].as_str()).map(str::to_owned);
+    ///     match order {
+    ///         Some(order) => {
+    ///             let approval = kept.raise_approval()?;
+    ///             tokio::spawn(async move {
+    ///                 if approval.await.approved {
+    ///                     println!("refund of order {order} issued");
+    ///                 }
+    ///             });
+    ///         }
+    ///         None => kept.close(),
+    ///     }
+    /// }
+    /// collie.ready();
+    /// # Ok(()) }
+    /// ```
+    pub async fn kept_asks(&self) -> Result<Vec<KeptAsk>, Error> {
+        Ok(self.core.kept_asks().await?)
     }
 
     /// Serves history from the agent's own store; turns the `history` cap

@@ -30,6 +30,9 @@ pub enum Error {
         /// The transport it was given to.
         transport: &'static str,
     },
+    /// The receipt store failed (reading the asks the last run kept).
+    #[error("receipt store: {0}")]
+    Store(#[from] durable_core::StoreError),
     /// [`open_collie`](crate::open_collie) was given no transport where the
     /// private socket does not exist (Windows, or the `socket` feature off).
     #[error(

@@ -207,11 +207,11 @@ pub mod types {
 /// ask gives, approvals, how an ask closes, and the ask's wire types and
 /// rules (its id, hash and summary).
 pub mod asks {
-    pub use durable_core::{Approval, ApprovalFuture, AskClosed, AskHandle, Decided, approval_spec};
+    pub use durable_core::{Approval, ApprovalFuture, AskClosed, AskHandle, Decided, KeptAsk, approval_spec};
     pub use durable_types::{
-        ASK_HASH_EXCLUDED, AnswerBody, AnswerRequest, Ask, AskKind, DecidedBy, Expiry, FieldType, FormField,
-        OptionStyle, Outcome, Push, SelectOption, ToolInfo, arguments_view, ask_hash, ask_hash_input,
-        call_summary, canonical_json, is_hash, is_hash_any_case,
+        AGENT_DATA_MAX, ASK_HASH_EXCLUDED, AnswerBody, AnswerRequest, Ask, AskKind, DecidedBy, Expiry,
+        FieldType, FormField, OptionStyle, Outcome, Push, SelectOption, ToolInfo, arguments_view, ask_hash,
+        ask_hash_input, call_summary, canonical_json, is_hash, is_hash_any_case,
     };
 }
 
@@ -238,7 +238,7 @@ pub mod history {
 /// file, `PgReceiptStore` (feature `postgres`) in PostgreSQL.
 pub mod stores {
     pub use durable_core::{
-        Lookup, MemoryReceiptStore, PendingSend, Receipt, ReceiptStore, SendState, StoreError,
+        KeptAskRecord, Lookup, MemoryReceiptStore, PendingSend, Receipt, ReceiptStore, SendState, StoreError,
     };
 
     #[cfg(feature = "postgres")]
@@ -248,7 +248,7 @@ pub mod stores {
     };
     #[cfg(feature = "sqlite-receipts")]
     #[cfg_attr(docsrs, doc(cfg(feature = "sqlite-receipts")))]
-    pub use crate::sqlite_receipts::SqliteReceiptStore;
+    pub use crate::sqlite_receipts::{SQLITE_SCHEMA_VERSION, SqliteReceiptStore};
 }
 
 /// What a [`Transport`] is made of, beyond its own

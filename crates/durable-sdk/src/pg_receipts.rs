@@ -8,7 +8,8 @@
 //! (`durable_receipts` unless [`PgReceiptOptionsBuilder::schema`] says
 //! otherwise: one schema per agent identity). The schema's `schema_version`
 //! table holds the version of its layout; [`PgReceiptStore::connect`]
-//! creates version 1 in a fresh schema, takes a newer SDK's layout as an
+//! creates the current version in a fresh schema (and migrates an older
+//! one, step by step), takes a newer SDK's layout as an
 //! error (it would not know its meaning), and runs under an advisory lock
 //! so that processes starting together migrate once. Version 1:
 //!
@@ -18,6 +19,12 @@
 //! | `evicted (request_id PRIMARY KEY, grp, seq)` | evicted ids, remembered for `receipt-dropped` |
 //! | `receipt_group (grp PRIMARY KEY, last_seq)` | each group's sequence: its row is the lock that orders the group's puts |
 //! | `pending_send (seq IDENTITY, request_id UNIQUE, pane, text, state)` | the sends journal (§9.1) |
+//!
+//! Version 2 adds:
+//!
+//! | table | holds |
+//! |---|---|
+//! | `kept_ask (ask_id PRIMARY KEY, seq IDENTITY, owner_pid, owner_start, body)` | the open asks (§7.2): each as its record's JSON text, and the process that owns it |
 //!
 //! # Exactly once across processes
 //! The core runs a write only after [`ReceiptStore::claim`] found its
@@ -61,6 +68,16 @@
 //! for one process running the agent at a time (a failover, not two
 //! processes serving at once, which would both take them up).
 //!
+//! # Asks
+//! Every open ask is kept until it closes (§7.2). Each process names
+//! itself by a session of its own, opened at [`PgReceiptStore::connect`]
+//! and held for the store's life: its backend pid and start time. At start,
+//! [`ReceiptStore::kept_asks`] takes up only the asks whose owner session
+//! is gone from `pg_stat_activity` — a process that died, or stopped —
+//! never those of a process still running, and makes them its own. (If a
+//! running process loses its owner session, a process starting then takes
+//! its asks: the database cannot tell a lost connection from a dead process.)
+//!
 //! # Unreachable database
 //! Every call fails with an error that says what broke (and the core
 //! answers `500 internal`, running nothing, when the lookup fails). The
@@ -79,21 +96,22 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
-use durable_core::{Lookup, PendingSend, Receipt, ReceiptStore, SendState, StoreError};
+use durable_core::{KeptAskRecord, Lookup, PendingSend, Receipt, ReceiptStore, SendState, StoreError};
 use durable_types::{EVICTED_MEMORY_FACTOR, RECEIPTS_PER_GROUP};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_postgres::NoTls;
 use tokio_postgres::config::Host;
 
 /// The layout this SDK writes (the `schema_version` table's value).
-pub const PG_SCHEMA_VERSION: i32 = 1;
+pub const PG_SCHEMA_VERSION: i32 = 2;
 
 /// Finished sends kept for replays to say so.
 const FINISHED_SENDS_KEPT: i64 = 100_000;
 
 /// Migrations, in order: `MIGRATIONS[n]` takes the schema from version `n`
 /// to `n + 1`. `{s}` is the quoted schema name.
-const MIGRATIONS: [&str; 1] = ["
+const MIGRATIONS: [&str; 2] = [
+    "
 CREATE TABLE {s}.receipt (
     request_id TEXT PRIMARY KEY,
     grp TEXT NOT NULL,
@@ -120,7 +138,17 @@ CREATE TABLE {s}.pending_send (
     state TEXT NOT NULL
 );
 CREATE INDEX pending_send_by_state ON {s}.pending_send (state, seq);
-"];
+",
+    "
+CREATE TABLE {s}.kept_ask (
+    ask_id TEXT PRIMARY KEY,
+    seq BIGINT GENERATED ALWAYS AS IDENTITY,
+    owner_pid INTEGER NOT NULL,
+    owner_start TEXT NOT NULL,
+    body TEXT NOT NULL
+);
+",
+];
 
 /// How to reach the database, and the store's limits. Built with
 /// [`PgReceiptOptions::builder`].
@@ -398,6 +426,9 @@ struct Sql {
     prune_sends: String,
     send_state: String,
     unfinished: String,
+    keep_ask: String,
+    forget_ask: String,
+    take_asks: String,
 }
 
 impl Sql {
@@ -440,6 +471,22 @@ impl Sql {
             unfinished: format!(
                 "SELECT request_id, pane, text, state FROM {s}.pending_send \
                  WHERE state IN ('queued', 'running') ORDER BY seq"
+            ),
+            keep_ask: format!(
+                "INSERT INTO {s}.kept_ask (ask_id, owner_pid, owner_start, body) VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT (ask_id) DO UPDATE SET owner_pid = EXCLUDED.owner_pid, \
+                 owner_start = EXCLUDED.owner_start, body = EXCLUDED.body"
+            ),
+            forget_ask: format!("DELETE FROM {s}.kept_ask WHERE ask_id = $1"),
+            // The asks of owners whose session is gone become this
+            // process's: an owner is a session (its pid and start), alive
+            // while it is in pg_stat_activity. Row locks make two processes
+            // starting at once take each ask once.
+            take_asks: format!(
+                "UPDATE {s}.kept_ask k SET owner_pid = $1, owner_start = $2 \
+                 WHERE NOT (k.owner_pid = $1 AND k.owner_start = $2) AND NOT EXISTS \
+                 (SELECT 1 FROM pg_stat_activity a WHERE a.pid = k.owner_pid AND a.backend_start::text = k.owner_start) \
+                 RETURNING k.seq, k.body"
             ),
         }
     }
@@ -494,6 +541,17 @@ struct Inner {
     claim_hold: Duration,
     claim_slots: Arc<Semaphore>,
     claims: Mutex<HashMap<String, Held>>,
+    /// This process's session of its own, open for the store's life: its
+    /// pid and start name the owner of the asks this process keeps, and
+    /// the server ends it when the process dies (see `kept_asks`).
+    owner: Owner,
+}
+
+/// The owner session's client (dropping it ends the session) and its name.
+struct Owner {
+    _client: tokio_postgres::Client,
+    pid: i32,
+    start: String,
 }
 
 /// A [`ReceiptStore`] in PostgreSQL (feature `postgres`): receipts, evicted
@@ -547,6 +605,7 @@ impl PgReceiptStore {
             .recycle_timeout(Some(options.claim_wait))
             .build()
             .map_err(|e| StoreError::new(format!("postgres: cannot make the connection pool: {e}")))?;
+        let owner = Self::owner_session(&options, &target).await?;
         let store = PgReceiptStore {
             inner: Arc::new(Inner {
                 pool,
@@ -559,10 +618,37 @@ impl PgReceiptStore {
                 claim_hold: options.claim_hold,
                 claim_slots: Arc::new(Semaphore::new(options.pool_size - 1)),
                 claims: Mutex::new(HashMap::new()),
+                owner,
             }),
         };
         store.migrate().await?;
         Ok(store)
+    }
+
+    /// Opens the session that names this process as an owner of kept asks.
+    async fn owner_session(options: &PgReceiptOptions, target: &str) -> Result<Owner, StoreError> {
+        let fail = |e: tokio_postgres::Error| {
+            let why = match e.as_db_error() {
+                Some(db) => format!("{} ({})", db.message(), db.code().code()),
+                None => chain(&e),
+            };
+            let text =
+                format!("postgres ({target}): opening the owner session: cannot reach the database: {why}");
+            StoreError::new(scrub(&text, &options.secrets))
+        };
+        let (client, connection) = options.config.connect(NoTls).await.map_err(fail)?;
+        tokio::spawn(async move {
+            // Ends with the client (the store dropped) or the server.
+            let _ = connection.await;
+        });
+        let row = client
+            .query_one(
+                "SELECT pid, backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid()",
+                &[],
+            )
+            .await
+            .map_err(fail)?;
+        Ok(Owner { pid: row.get(0), start: row.get(1), _client: client })
     }
 
     /// Where it connects, without the password.
@@ -857,6 +943,48 @@ impl ReceiptStore for PgReceiptStore {
             .await
             .map_err(|e| self.db_err(what, e))?;
         Ok(row.and_then(|r| SendState::parse(r.get::<_, &str>(0))))
+    }
+
+    fn keeps_asks(&self) -> bool {
+        true
+    }
+
+    async fn keep_ask(&self, ask: KeptAskRecord) -> Result<(), StoreError> {
+        let what = "keeping an ask";
+        let body = ask.to_json_text()?;
+        let owner = &self.inner.owner;
+        let conn = self.conn(what).await?;
+        conn.execute(&self.inner.sql.keep_ask, &[&ask.ask.id, &owner.pid, &owner.start, &body])
+            .await
+            .map_err(|e| self.db_err(what, e))?;
+        Ok(())
+    }
+
+    async fn forget_ask(&self, ask_id: &str) -> Result<(), StoreError> {
+        let what = "forgetting an ask";
+        let conn = self.conn(what).await?;
+        conn.execute(&self.inner.sql.forget_ask, &[&ask_id]).await.map_err(|e| self.db_err(what, e))?;
+        Ok(())
+    }
+
+    /// The asks kept by processes that are gone, now this process's: never
+    /// those of a process still running (its owner session is alive).
+    async fn kept_asks(&self) -> Result<Vec<KeptAskRecord>, StoreError> {
+        let what = "taking up the kept asks";
+        let owner = &self.inner.owner;
+        let conn = self.conn(what).await?;
+        let rows = conn
+            .query(&self.inner.sql.take_asks, &[&owner.pid, &owner.start])
+            .await
+            .map_err(|e| self.db_err(what, e))?;
+        let mut taken: Vec<(i64, KeptAskRecord)> = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let record =
+                KeptAskRecord::from_json_text(row.get::<_, &str>(1)).map_err(|e| self.err(what, e))?;
+            taken.push((row.get(0), record));
+        }
+        taken.sort_by_key(|(seq, _)| *seq);
+        Ok(taken.into_iter().map(|(_, r)| r).collect())
     }
 
     async fn unfinished_sends(&self) -> Result<Vec<PendingSend>, StoreError> {

@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
-use durable_core::{Lookup, PendingSend, Receipt, ReceiptStore, SendState, StoreError};
+use durable_core::{KeptAskRecord, Lookup, PendingSend, Receipt, ReceiptStore, SendState, StoreError};
 use durable_types::{EVICTED_MEMORY_FACTOR, RECEIPTS_PER_GROUP};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use tokio::sync::oneshot;
@@ -73,6 +73,21 @@ CREATE TABLE IF NOT EXISTS pending_send (
 CREATE INDEX IF NOT EXISTS pending_send_by_state ON pending_send (state, seq);
 ";
 
+/// The layout this SDK writes, in SQLite's `user_version`: version 1 is
+/// [`SCHEMA`] (receipts, evicted ids, groups, the sends journal), which
+/// SDKs before this one wrote as version 0; version 2 adds the kept asks.
+/// A newer file is refused: this SDK would not know its meaning.
+pub const SQLITE_SCHEMA_VERSION: i64 = 2;
+
+/// Version 2: the asks open at a stop, each as its record's JSON text.
+const KEPT_ASKS: &str = "
+CREATE TABLE IF NOT EXISTS kept_ask (
+    ask_id TEXT PRIMARY KEY NOT NULL,
+    seq INTEGER NOT NULL,
+    body TEXT NOT NULL
+);
+";
+
 /// Finished sends (`done`, `closed`) kept for replays to say so; older ones
 /// are forgotten (their replay then has no `Durable-Delivery` header).
 const FINISHED_SENDS_KEPT: i64 = 100_000;
@@ -103,6 +118,18 @@ enum Command {
     },
     Unfinished {
         reply: oneshot::Sender<Result<Vec<PendingSend>, StoreError>>,
+    },
+    KeepAsk {
+        ask_id: String,
+        body: String,
+        reply: oneshot::Sender<Result<(), StoreError>>,
+    },
+    ForgetAsk {
+        ask_id: String,
+        reply: oneshot::Sender<Result<(), StoreError>>,
+    },
+    KeptAsks {
+        reply: oneshot::Sender<Result<Vec<KeptAskRecord>, StoreError>>,
     },
 }
 
@@ -154,7 +181,7 @@ impl SqliteReceiptStore {
         let path = path.as_ref().to_path_buf();
         let per_group = per_group.max(1);
         private_file(&path)?;
-        let conn = Connection::open(&path).map_err(|e| sql_err("open", e))?;
+        let mut conn = Connection::open(&path).map_err(|e| sql_err("open", e))?;
         // WAL + FULL: a commit fsyncs the log before it returns (see the
         // module's documentation for why not NORMAL).
         let mode: String = conn
@@ -167,7 +194,7 @@ impl SqliteReceiptStore {
         }
         conn.pragma_update(None, "synchronous", "FULL").map_err(|e| sql_err("synchronous", e))?;
         conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(|e| sql_err("busy_timeout", e))?;
-        conn.execute_batch(SCHEMA).map_err(|e| sql_err("schema", e))?;
+        migrate(&mut conn)?;
         let (tx, rx) = mpsc::channel::<Command>();
         let thread = std::thread::Builder::new()
             .name("durable-receipts".into())
@@ -243,6 +270,75 @@ impl ReceiptStore for SqliteReceiptStore {
         self.send(Command::Unfinished { reply })?;
         rx.await.map_err(|_| StoreError::new("the receipt store's thread stopped"))?
     }
+
+    fn keeps_asks(&self) -> bool {
+        true
+    }
+
+    async fn keep_ask(&self, ask: KeptAskRecord) -> Result<(), StoreError> {
+        let body = ask.to_json_text()?;
+        let (reply, rx) = oneshot::channel();
+        self.send(Command::KeepAsk { ask_id: ask.ask.id, body, reply })?;
+        rx.await.map_err(|_| StoreError::new("the receipt store's thread stopped"))?
+    }
+
+    async fn forget_ask(&self, ask_id: &str) -> Result<(), StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Command::ForgetAsk { ask_id: ask_id.to_owned(), reply })?;
+        rx.await.map_err(|_| StoreError::new("the receipt store's thread stopped"))?
+    }
+
+    async fn kept_asks(&self) -> Result<Vec<KeptAskRecord>, StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Command::KeptAsks { reply })?;
+        rx.await.map_err(|_| StoreError::new("the receipt store's thread stopped"))?
+    }
+}
+
+/// Brings the file to [`SQLITE_SCHEMA_VERSION`] in one transaction.
+fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let tx =
+        conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| sql_err("schema", e))?;
+    let version: i64 =
+        tx.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| sql_err("schema", e))?;
+    if version > SQLITE_SCHEMA_VERSION {
+        return Err(StoreError::new(format!(
+            "sqlite: the database is at layout version {version}, newer than this SDK's {SQLITE_SCHEMA_VERSION}: upgrade the SDK"
+        )));
+    }
+    tx.execute_batch(SCHEMA).map_err(|e| sql_err("schema", e))?;
+    tx.execute_batch(KEPT_ASKS).map_err(|e| sql_err("schema version 2", e))?;
+    tx.pragma_update(None, "user_version", SQLITE_SCHEMA_VERSION).map_err(|e| sql_err("schema", e))?;
+    tx.commit().map_err(|e| sql_err("schema", e))
+}
+
+fn keep_ask(conn: &Connection, ask_id: &str, body: &str) -> Result<(), StoreError> {
+    conn.execute(
+        "INSERT INTO kept_ask (ask_id, seq, body) VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM kept_ask), ?2) \
+         ON CONFLICT (ask_id) DO UPDATE SET body = excluded.body",
+        params![ask_id, body],
+    )
+    .map_err(|e| sql_err("keep ask", e))?;
+    Ok(())
+}
+
+fn forget_ask(conn: &Connection, ask_id: &str) -> Result<(), StoreError> {
+    conn.execute("DELETE FROM kept_ask WHERE ask_id = ?1", [ask_id]).map_err(|e| sql_err("forget ask", e))?;
+    Ok(())
+}
+
+fn kept_asks(conn: &Connection) -> Result<Vec<KeptAskRecord>, StoreError> {
+    let err = |e| sql_err("kept asks", e);
+    let mut stmt = conn.prepare("SELECT ask_id, body FROM kept_ask ORDER BY seq").map_err(err)?;
+    let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))).map_err(err)?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (ask_id, body) = row.map_err(err)?;
+        let record = KeptAskRecord::from_json_text(&body)
+            .map_err(|e| StoreError::new(format!("sqlite: kept ask {ask_id}: {e}")))?;
+        out.push(record);
+    }
+    Ok(out)
 }
 
 fn worker(mut conn: Connection, rx: mpsc::Receiver<Command>, per_group: usize) {
@@ -265,6 +361,15 @@ fn worker(mut conn: Connection, rx: mpsc::Receiver<Command>, per_group: usize) {
             }
             Command::Unfinished { reply } => {
                 let _ = reply.send(unfinished_sends(&conn));
+            }
+            Command::KeepAsk { ask_id, body, reply } => {
+                let _ = reply.send(keep_ask(&conn, &ask_id, &body));
+            }
+            Command::ForgetAsk { ask_id, reply } => {
+                let _ = reply.send(forget_ask(&conn, &ask_id));
+            }
+            Command::KeptAsks { reply } => {
+                let _ = reply.send(kept_asks(&conn));
             }
         }
     }

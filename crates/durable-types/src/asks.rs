@@ -374,7 +374,16 @@ pub struct AskSpec {
     pub push: Option<Push>,
     /// The expiry.
     pub expires: Option<Expiry>,
+    /// A small value of the agent's own, kept with the ask by a receipt
+    /// store that keeps asks and handed back with it after a restart, to
+    /// find the work the ask stands for. Never sent to the phone, and not
+    /// part of the hash. At most [`AGENT_DATA_MAX`] bytes of JSON.
+    pub agent_data: Option<Value>,
 }
+
+/// The most bytes an ask's [`agent_data`](AskSpec::agent_data) takes, as
+/// compact JSON.
+pub const AGENT_DATA_MAX: usize = 4096;
 
 impl AskSpec {
     fn new(kind: AskKind, tool_call_id: impl Into<String>, title: impl Into<String>) -> Self {
@@ -387,6 +396,7 @@ impl AskSpec {
             tool: None,
             push: None,
             expires: None,
+            agent_data: None,
         }
     }
 
@@ -499,10 +509,45 @@ impl AskSpec {
         self
     }
 
+    /// Keeps `data` with the ask, for the agent after a restart (see
+    /// [`agent_data`](Self::agent_data)).
+    pub fn agent_data(mut self, data: Value) -> Self {
+        self.agent_data = Some(data);
+        self
+    }
+
+    /// The card of an ask raised before, to raise it again: the same kind,
+    /// words, tool line, options, item and expiry, so the same id and hash.
+    pub fn from_ask(ask: &Ask) -> AskSpec {
+        AskSpec {
+            kind: ask.kind.clone(),
+            tool_call_id: ask.tool_call_id.to_string(),
+            item_id: Some(ask.item_id.to_string()),
+            title: ask.title.clone(),
+            reason: ask.reason.clone(),
+            tool: ask.tool.clone(),
+            push: ask.push.clone(),
+            expires: ask.expires_at.map(Expiry::At),
+            agent_data: None,
+        }
+    }
+
     /// Applies every rule of §7 and builds the wire ask for `pane`, raised at
     /// `now`. `allow_always` false makes an `always` option an error.
     pub fn build(self, pane: &Id, now: Timestamp, allow_always: bool) -> Result<Ask, RuleError> {
         let tool_call_id = Id::new(self.tool_call_id).map_err(|e| ctx(e, "toolCallId"))?;
+        if let Some(data) = &self.agent_data {
+            let bytes = serde_json::to_vec(data).map_or(usize::MAX, |v| v.len());
+            if bytes > AGENT_DATA_MAX {
+                return Err(RuleError::out_of_range(
+                    "agentData",
+                    format!(
+                        "ask rule: the agent data of tool call {} is {bytes} bytes of JSON, more than {AGENT_DATA_MAX}: keep a key to your own store instead",
+                        quoted(tool_call_id.as_str())
+                    ),
+                ));
+            }
+        }
         let item_id = match self.item_id {
             Some(s) => Id::new(s).map_err(|e| ctx(e, "itemId"))?,
             None => tool_call_id.clone(),

@@ -42,8 +42,8 @@ pub use time::Timestamp;
 mod hash;
 mod summary;
 pub use asks::{
-    Answer, AnswerBody, AnswerRequest, Ask, AskKind, AskOption, AskSpec, DecidedBy, Expiry, FieldType,
-    FormField, OptionStyle, Outcome, Push, SelectOption, ToolInfo,
+    AGENT_DATA_MAX, Answer, AnswerBody, AnswerRequest, Ask, AskKind, AskOption, AskSpec, DecidedBy, Expiry,
+    FieldType, FormField, OptionStyle, Outcome, Push, SelectOption, ToolInfo,
 };
 pub use events::{Event, EventBody, EventsPage, PaneSnapshot, PaneState};
 pub use hash::{

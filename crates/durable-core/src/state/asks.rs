@@ -144,7 +144,7 @@ impl State {
         Some(open)
     }
 
-    fn remember_decided(&mut self, id: &str, by: DecidedBy, at: Timestamp) {
+    pub(crate) fn remember_decided(&mut self, id: &str, by: DecidedBy, at: Timestamp) {
         self.decided_gen += 1;
         let generation = self.decided_gen;
         // One copy of the id, shared by the map and the order.

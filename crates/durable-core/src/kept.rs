@@ -1,0 +1,359 @@
+//! Asks kept across a restart (§7.2): an open ask is kept by a receipt
+//! store that keeps asks, handed back to the agent at its next start, and
+//! raised again by it (same id, so an answer the phone sent meanwhile, held,
+//! lands) or closed — by the agent, or by the core at `ready()` for those
+//! nobody claimed, with the chat line "Stopped before an answer: …".
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::Mutex;
+
+use durable_types::{Ask, AskSpec, DecidedBy, EventBody, Id, Item, ItemBody, NoticeTone, RuleError};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::asks::{ApprovalFuture, AskHandle, approval_of};
+use crate::core::Core;
+use crate::receipts::StoreError;
+
+/// An open ask as a store keeps it: the card as it went on the wire (kind,
+/// words, tool line, options, item, expiry, id and hash) and the agent's
+/// own [`agent_data`](durable_types::AskSpec::agent_data). A store writes
+/// it as one JSON text (it is `Serialize + Deserialize`) and reads it back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct KeptAskRecord {
+    /// The card as raised.
+    pub ask: Ask,
+    /// The agent's own value, if it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_data: Option<Value>,
+}
+
+impl KeptAskRecord {
+    /// A record of `ask` with the agent's value.
+    pub fn new(ask: Ask, agent_data: Option<Value>) -> Self {
+        KeptAskRecord { ask, agent_data }
+    }
+
+    /// The record as one JSON text, for a store.
+    pub fn to_json_text(&self) -> Result<String, StoreError> {
+        serde_json::to_string(self)
+            .map_err(|e| StoreError::new(format!("a kept ask could not be written: {e}")))
+    }
+
+    /// A record read back from [`to_json_text`](Self::to_json_text).
+    pub fn from_json_text(text: &str) -> Result<Self, StoreError> {
+        serde_json::from_str(text).map_err(|e| StoreError::new(format!("a kept ask is damaged: {e}")))
+    }
+}
+
+/// Where the asks of the last run stand in this one.
+enum Phase {
+    /// Not read from the store yet.
+    NotLoaded,
+    /// Read; these are not handed to the agent (or were handed back).
+    Loaded(Vec<KeptAskRecord>),
+    /// `ready()` closed those nobody claimed: nothing more is handed out.
+    Settled,
+}
+
+/// A store write about asks, applied in the order the asks opened and closed.
+enum Op {
+    Keep(KeptAskRecord),
+    Forget(String),
+}
+
+/// The core's part: the last run's asks and the ordered journal of writes.
+pub(crate) struct KeptAsks {
+    phase: Mutex<Phase>,
+    /// One load at a time: the agent's `kept_asks()` and `ready()`'s settle.
+    load: tokio::sync::Mutex<()>,
+    journal: Mutex<Journal>,
+}
+
+#[derive(Default)]
+struct Journal {
+    ops: VecDeque<Op>,
+    draining: bool,
+}
+
+impl Default for KeptAsks {
+    fn default() -> Self {
+        KeptAsks {
+            phase: Mutex::new(Phase::NotLoaded),
+            load: tokio::sync::Mutex::new(()),
+            journal: Mutex::default(),
+        }
+    }
+}
+
+impl KeptAsks {
+    fn phase(&self) -> std::sync::MutexGuard<'_, Phase> {
+        self.phase.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// An ask that was open when the agent last stopped, handed back by
+/// [`Core::kept_asks`]. Claim it — [`raise`](Self::raise) it again now,
+/// [`raise_approval`](Self::raise_approval) for a
+/// [`require_approval`](crate::require_approval) card, or take its card with
+/// [`claim`](Self::claim) to raise later — or [`close`](Self::close) it. One
+/// dropped unclaimed before [`Core::ready`] is closed there, with the chat
+/// line "Stopped before an answer: <title>"; one dropped after, at once.
+#[must_use = "an ask dropped unclaimed is closed: raise it, claim it, or close it"]
+pub struct KeptAsk {
+    core: Core,
+    record: Option<KeptAskRecord>,
+}
+
+impl fmt::Debug for KeptAsk {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeptAsk").field("record", &self.record).finish_non_exhaustive()
+    }
+}
+
+impl KeptAsk {
+    fn record(&self) -> &KeptAskRecord {
+        self.record.as_ref().unwrap_or_else(|| unreachable!("a kept ask holds its record until consumed"))
+    }
+
+    /// The ask id (`ask_id_for(pane, tool_call_id)`): the same once raised again.
+    pub fn id(&self) -> &str {
+        &self.record().ask.id
+    }
+
+    /// Its pane's id.
+    pub fn pane(&self) -> &str {
+        self.record().ask.pane.as_str()
+    }
+
+    /// The tool call it was raised for.
+    pub fn tool_call_id(&self) -> &str {
+        self.record().ask.tool_call_id.as_str()
+    }
+
+    /// The card as it was raised, with its kept expiry (`expires_at`).
+    pub fn ask(&self) -> &Ask {
+        &self.record().ask
+    }
+
+    /// The value the agent kept with it
+    /// ([`AskSpec::agent_data`](durable_types::AskSpec::agent_data)).
+    pub fn agent_data(&self) -> Option<&Value> {
+        self.record().agent_data.as_ref()
+    }
+
+    /// The card to raise again: the same words, options, item, tool line and
+    /// expiry, and the agent data, so the same id and hash. Change the
+    /// expiry before raising if you like: what is raised is what counts.
+    pub fn spec(&self) -> AskSpec {
+        let record = self.record();
+        let mut spec = AskSpec::from_ask(&record.ask);
+        spec.agent_data = record.agent_data.clone();
+        spec
+    }
+
+    /// Raises the ask again on its pane, now, with the same id: an answer
+    /// held for it meanwhile applies at once. On an `Err` (its pane is
+    /// closed, or an allow-always option where allow-always is now off) the
+    /// ask stays unclaimed, and `ready()` closes it.
+    pub fn raise(mut self) -> Result<AskHandle, RuleError> {
+        let spec = self.spec();
+        let pane = Id::named("pane id", self.pane())?;
+        let raised = self.core.raise_ask(&pane, spec, None);
+        if raised.is_ok() {
+            self.record = None;
+        }
+        raised
+    }
+
+    /// [`raise`](Self::raise) for a card of
+    /// [`require_approval`](crate::require_approval): the awaitable of its
+    /// [`Approval`](crate::Approval).
+    pub fn raise_approval(self) -> Result<ApprovalFuture, RuleError> {
+        self.raise().map(approval_of)
+    }
+
+    /// Claims the ask without raising it: its card, for the agent to raise
+    /// later (with [`Pane::ask`](crate::Pane::ask)). Until then an answer
+    /// the phone sends is held (for the core's `hold_ms`); if the agent
+    /// stops before, the next start hands the ask out again.
+    pub fn claim(mut self) -> AskSpec {
+        let spec = self.spec();
+        self.record = None;
+        spec
+    }
+
+    /// Closes the ask now: the chat line "Stopped before an answer:
+    /// <title>" on its pane (none when the pane is gone), an answer for it
+    /// is refused as decided (`409 ask-closed`), and the store forgets it.
+    pub fn close(mut self) {
+        if let Some(record) = self.record.take() {
+            self.core.close_kept(record);
+        }
+    }
+}
+
+impl Drop for KeptAsk {
+    fn drop(&mut self) {
+        let Some(record) = self.record.take() else { return };
+        let mut phase = self.core.shared.kept.phase();
+        match &mut *phase {
+            Phase::Loaded(left) => left.push(record),
+            Phase::NotLoaded | Phase::Settled => {
+                drop(phase);
+                self.core.close_kept(record);
+            }
+        }
+    }
+}
+
+impl Core {
+    /// The asks open when the agent last stopped, for it to claim before
+    /// [`ready`](Self::ready) (§7.2): each is raised again by its id, now
+    /// or later, or closed; those left unclaimed at `ready()` are closed
+    /// with the chat line "Stopped before an answer: <title>". Empty with a
+    /// store that keeps no asks (the default, in memory), after `ready()`,
+    /// and on a second call (the first handed them all out).
+    pub async fn kept_asks(&self) -> Result<Vec<KeptAsk>, StoreError> {
+        let kept = &self.shared.kept;
+        let _one = kept.load.lock().await;
+        if matches!(*kept.phase(), Phase::NotLoaded) {
+            let records = self.load_kept().await?;
+            let mut phase = kept.phase();
+            if matches!(*phase, Phase::NotLoaded) {
+                *phase = Phase::Loaded(records);
+            }
+        }
+        let records = match &mut *kept.phase() {
+            Phase::Loaded(left) => std::mem::take(left),
+            _ => Vec::new(),
+        };
+        Ok(records.into_iter().map(|record| KeptAsk { core: self.clone(), record: Some(record) }).collect())
+    }
+
+    async fn load_kept(&self) -> Result<Vec<KeptAskRecord>, StoreError> {
+        let store = &self.shared.options.receipts;
+        if !store.keeps_asks_dyn() {
+            return Ok(Vec::new());
+        }
+        store.kept_asks_dyn().await
+    }
+
+    /// At `ready()`: closes the last run's asks nobody claimed, and says
+    /// once when the store keeps no asks at all.
+    pub(crate) async fn settle_kept(&self) {
+        let store = &self.shared.options.receipts;
+        if !store.keeps_asks_dyn() && !self.shared.options.receipts_in_memory {
+            self.warn(
+                "collie: the receipt store keeps no asks: a card open when the agent stops is gone at its next start (see ReceiptStore::keeps_asks)",
+            );
+        }
+        let kept = &self.shared.kept;
+        let _one = kept.load.lock().await;
+        let loaded = matches!(*kept.phase(), Phase::NotLoaded);
+        let mut records = Vec::new();
+        if loaded {
+            match self.load_kept().await {
+                Ok(found) => records = found,
+                Err(e) => {
+                    self.warn(&format!("collie: the asks left open by the last run could not be read ({e})"))
+                }
+            }
+        }
+        let left = std::mem::replace(&mut *kept.phase(), Phase::Settled);
+        if let Phase::Loaded(more) = left {
+            records.extend(more);
+        }
+        for record in records {
+            self.close_kept(record);
+        }
+    }
+
+    /// Closes an ask of the last run that is not open in this one: its id
+    /// is decided (an answer gets `409 ask-closed`, a held one is dropped),
+    /// its pane — if still open — gets the line "Stopped before an answer:
+    /// <title>", and the store forgets it. An ask raised again meanwhile is
+    /// left as it is.
+    pub(crate) fn close_kept(&self, record: KeptAskRecord) {
+        let ask = record.ask;
+        let now = self.now();
+        {
+            let mut st = self.lock();
+            if st.is_ask_open(&ask.id) {
+                return;
+            }
+            st.take_hold(&ask.id);
+            st.remember_decided(&ask.id, DecidedBy::Program, now);
+            if st.is_open(&ask.pane) {
+                let text = format!("Stopped before an answer: {}", ask.title);
+                let notice = Id::new(format!("ask-closed-{}", ask.id)).map(|id| {
+                    Item::new(id, ItemBody::Notice { text, partial: false, tone: Some(NoticeTone::Info) })
+                });
+                if let Ok((item, _)) = notice.map_err(|_| ()).and_then(|i| i.sanitized().map_err(|_| ())) {
+                    st.pane_event(&ask.pane, now, EventBody::Item { item: item.into() });
+                }
+            }
+        }
+        tracing::info!(target: "durable", ask_id = %ask.id, pane = %ask.pane, "kept ask closed unclaimed");
+        self.journal_ask(Op::Forget(ask.id));
+    }
+
+    /// An ask opened: a store that keeps asks keeps it.
+    pub(crate) fn keep_ask(&self, ask: &Ask, agent_data: Option<Value>) {
+        if self.shared.options.receipts.keeps_asks_dyn() {
+            self.journal_ask(Op::Keep(KeptAskRecord::new(ask.clone(), agent_data)));
+        }
+    }
+
+    /// An ask closed: the store forgets it.
+    pub(crate) fn forget_ask(&self, id: &str) {
+        if self.shared.options.receipts.keeps_asks_dyn() {
+            self.journal_ask(Op::Forget(id.to_owned()));
+        }
+    }
+
+    /// Applies the store writes one at a time, in order, on one job: an ask
+    /// closed right after it opened is never kept after its forget.
+    fn journal_ask(&self, op: Op) {
+        let start = {
+            let mut journal = self.shared.kept.journal.lock().unwrap_or_else(|e| e.into_inner());
+            journal.ops.push_back(op);
+            !std::mem::replace(&mut journal.draining, true)
+        };
+        if !start {
+            return;
+        }
+        let core = self.clone();
+        self.push_job(async move {
+            loop {
+                let op = {
+                    let mut journal = core.shared.kept.journal.lock().unwrap_or_else(|e| e.into_inner());
+                    match journal.ops.pop_front() {
+                        Some(op) => op,
+                        None => {
+                            journal.draining = false;
+                            return;
+                        }
+                    }
+                };
+                let store = &core.shared.options.receipts;
+                let (what, id, result) = match op {
+                    Op::Keep(record) => {
+                        let id = record.ask.id.clone();
+                        ("kept", id, store.keep_ask_dyn(record).await)
+                    }
+                    Op::Forget(id) => {
+                        let result = store.forget_ask_dyn(&id).await;
+                        ("forgotten", id, result)
+                    }
+                };
+                if let Err(e) = result {
+                    core.warn(&format!("collie: ask {id} could not be {what} by the receipt store ({e})"));
+                }
+            }
+        });
+    }
+}

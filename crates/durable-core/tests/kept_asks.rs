@@ -1,0 +1,309 @@
+//! Asks open at a stop, kept by the receipt store and handed back at the
+//! next start (§7.2): raised again by the same id (a held answer lands),
+//! claimed to raise later, closed by the agent, or closed at `ready()` with
+//! the chat line when nobody claimed them; the store forgets each as it
+//! closes, in order.
+mod harness;
+
+use std::sync::{Arc, Mutex};
+
+use durable_core::types::{AskOption, AskSpec, ToolInfo, ask_id_for};
+use durable_core::{
+    ApprovalOptions, KeptAskRecord, Lookup, Receipt, ReceiptStore, StoreError, require_approval,
+};
+use harness::{Harness, poll_once};
+use serde_json::{Value, json};
+
+/// Receipts and kept asks "on disk", shared by the runs of the agent.
+#[derive(Default)]
+struct Disk {
+    receipts: Vec<(String, Receipt)>,
+    asks: Vec<KeptAskRecord>,
+}
+
+#[derive(Clone, Default)]
+struct AskStore(Arc<Mutex<Disk>>);
+
+impl AskStore {
+    fn kept_ids(&self) -> Vec<String> {
+        self.0.lock().unwrap().asks.iter().map(|a| a.ask.id.clone()).collect()
+    }
+}
+
+impl ReceiptStore for AskStore {
+    async fn get(&self, request_id: &str) -> Result<Lookup, StoreError> {
+        let disk = self.0.lock().unwrap();
+        Ok(match disk.receipts.iter().find(|(id, _)| id == request_id) {
+            Some((_, r)) => Lookup::Found(r.clone()),
+            None => Lookup::Unknown,
+        })
+    }
+
+    async fn put(&self, request_id: &str, receipt: Receipt, _group: &str) -> Result<(), StoreError> {
+        let mut disk = self.0.lock().unwrap();
+        if !disk.receipts.iter().any(|(id, _)| id == request_id) {
+            disk.receipts.push((request_id.to_owned(), receipt));
+        }
+        Ok(())
+    }
+
+    fn keeps_asks(&self) -> bool {
+        true
+    }
+
+    async fn keep_ask(&self, ask: KeptAskRecord) -> Result<(), StoreError> {
+        // Written as text and read back, as a real store does.
+        let ask = KeptAskRecord::from_json_text(&ask.to_json_text()?)?;
+        let mut disk = self.0.lock().unwrap();
+        match disk.asks.iter_mut().find(|a| a.ask.id == ask.ask.id) {
+            Some(old) => *old = ask,
+            None => disk.asks.push(ask),
+        }
+        Ok(())
+    }
+
+    async fn forget_ask(&self, ask_id: &str) -> Result<(), StoreError> {
+        self.0.lock().unwrap().asks.retain(|a| a.ask.id != ask_id);
+        Ok(())
+    }
+
+    async fn kept_asks(&self) -> Result<Vec<KeptAskRecord>, StoreError> {
+        Ok(self.0.lock().unwrap().asks.clone())
+    }
+}
+
+fn run(store: &AskStore) -> Harness {
+    let store = store.clone();
+    Harness::with(move |b| b.receipts(store))
+}
+
+fn refund(call: &str) -> AskSpec {
+    AskSpec::choice(
+        call,
+        "refund wants to run",
+        [AskOption::new("allow", "Allow"), AskOption::new("deny", "Deny")],
+    )
+    .tool(ToolInfo::from_call("refund", &json!({"order": "5521", "amount": 40})))
+    .push_title("refund needs a yes")
+}
+
+fn pick(request_id: &str, option: &str, hash: &str) -> Value {
+    json!({"requestId": request_id, "answer": {"optionIds": [option]}, "hash": hash})
+}
+
+/// The first run raises the card and "dies" with it open.
+async fn first_run(store: &AskStore, spec: AskSpec) -> (String, String) {
+    let h = run(store);
+    let handle = h.pane().ask(spec).unwrap();
+    h.settle().await;
+    let id = handle.id().to_owned();
+    let hash = h.state().await.json["asks"][0]["hash"].as_str().unwrap().to_owned();
+    assert_eq!(store.kept_ids(), [id.clone()], "the open ask is kept");
+    (id, hash)
+}
+
+#[tokio::test]
+async fn an_ask_open_at_a_stop_is_handed_back_and_raised_again_by_the_same_id_with_its_agent_data() {
+    let store = AskStore::default();
+    let spec = refund("refund-1").agent_data(json!({"order": "5521"})).expires_in_ms(600_000);
+    let (id, hash) = first_run(&store, spec).await;
+
+    let h = run(&store);
+    h.pane();
+    let kept = h.core.kept_asks().await.unwrap();
+    assert_eq!(kept.len(), 1);
+    let ask = kept.into_iter().next().unwrap();
+    assert_eq!(ask.id(), id);
+    assert_eq!(ask.id(), ask_id_for("ticket-1", "refund-1"));
+    assert_eq!(ask.pane(), "ticket-1");
+    assert_eq!(ask.tool_call_id(), "refund-1");
+    assert_eq!(ask.agent_data(), Some(&json!({"order": "5521"})));
+    assert_eq!(ask.ask().title, "refund wants to run");
+    assert_eq!(ask.ask().tool.as_ref().unwrap().call, "refund(order: \"5521\", amount: 40)");
+    assert_eq!(ask.ask().expires_at.unwrap().as_millis(), harness::T0 + 600_000, "the kept expiry");
+    let handle = ask.raise().unwrap();
+    h.core.ready();
+    h.settle().await;
+
+    let state = h.state().await.json;
+    assert_eq!(state["asks"][0]["id"], id.as_str());
+    assert_eq!(state["asks"][0]["hash"], hash.as_str(), "the same card, so the same hash");
+    assert_eq!(state["asks"][0]["push"]["title"], "refund needs a yes");
+    let r = h.answer(&id, pick("r-1", "allow", &hash)).await;
+    assert_eq!(r.status, 200, "{:?}", r.json);
+    let mut handle = Box::pin(handle);
+    let answer = poll_once(&mut handle).expect("decided").unwrap();
+    assert_eq!(answer.option_id(), Some("allow"));
+    h.settle().await;
+    assert!(store.kept_ids().is_empty(), "a decided ask is forgotten");
+}
+
+#[tokio::test]
+async fn an_answer_sent_during_the_restart_is_held_and_lands_when_the_ask_is_raised_again() {
+    let store = AskStore::default();
+    let (id, hash) = first_run(&store, refund("refund-1").agent_data(json!({"order": "5521"}))).await;
+
+    let h = run(&store);
+    let pane = h.pane();
+    // The agent claims the ask to raise it after `ready()` (its work is
+    // not back yet); the phone's answer arrives in between.
+    let kept = h.core.kept_asks().await.unwrap();
+    let spec = kept.into_iter().next().unwrap().claim();
+    h.core.ready();
+    h.settle().await;
+    let held = h.answer(&id, pick("r-1", "allow", &hash)).await;
+    assert_eq!((held.status, held.json["result"].as_str()), (202, Some("held")));
+    assert!(h.notices("ticket-1").await.is_empty(), "a claimed ask is not closed at ready");
+
+    let mut handle = Box::pin(pane.ask(spec).unwrap());
+    let answer = poll_once(&mut handle).expect("the held answer applied at raise").unwrap();
+    assert_eq!(answer.option_id(), Some("allow"));
+    let replay = h.answer(&id, pick("r-1", "allow", &hash)).await;
+    assert_eq!((replay.status, replay.json["replayed"].as_bool()), (200, Some(true)));
+    h.settle().await;
+    assert!(store.kept_ids().is_empty());
+}
+
+#[tokio::test]
+async fn a_kept_approval_raised_again_resolves_to_its_approval() {
+    let store = AskStore::default();
+    let h = run(&store);
+    let pane = h.pane();
+    let args = json!({"order": "5521", "amount": 40});
+    let options = ApprovalOptions::new(&pane, "refund-1").agent_data(json!({"order": "5521"}));
+    let _first = require_approval("refund", &args, options).unwrap();
+    h.settle().await;
+    let hash = h.state().await.json["asks"][0]["hash"].as_str().unwrap().to_owned();
+    assert_eq!(store.0.lock().unwrap().asks[0].agent_data, Some(json!({"order": "5521"})));
+
+    let h = run(&store);
+    h.pane();
+    let kept = h.core.kept_asks().await.unwrap().into_iter().next().unwrap();
+    let id = kept.id().to_owned();
+    let approval = kept.raise_approval().unwrap();
+    h.core.ready();
+    let r = h.answer(&id, pick("r-1", "deny", &hash)).await;
+    assert_eq!(r.status, 200, "{:?}", r.json);
+    let approval = approval.await;
+    assert!(!approval.approved);
+    assert_eq!(approval.ask_id, id);
+}
+
+#[tokio::test]
+async fn an_ask_nobody_claims_by_ready_is_closed_with_the_chat_line_and_its_late_answer_is_refused() {
+    let store = AskStore::default();
+    let (id, hash) = first_run(&store, refund("refund-1")).await;
+
+    let h = run(&store);
+    h.pane();
+    // Held while the agent starts (before it says whether it takes the ask up).
+    let held = h.answer(&id, pick("r-1", "allow", &hash)).await;
+    assert_eq!(held.status, 202);
+    let kept = h.core.kept_asks().await.unwrap();
+    assert_eq!(kept.len(), 1);
+    drop(kept); // unclaimed
+    h.core.ready();
+    h.settle().await;
+    assert_eq!(h.notices("ticket-1").await, ["Stopped before an answer: refund wants to run"]);
+    assert!(h.open_ask_ids().await.is_empty());
+    assert!(store.kept_ids().is_empty(), "closed, so forgotten");
+    let late = h.answer(&id, pick("r-2", "allow", &hash)).await;
+    assert_eq!((late.status, late.code()), (409, "ask-closed"), "{:?}", late.json);
+    assert_eq!(late.json["decidedBy"], "program");
+}
+
+#[tokio::test]
+async fn an_agent_that_never_asks_gets_its_kept_asks_closed_at_ready() {
+    let store = AskStore::default();
+    first_run(&store, refund("refund-1")).await;
+    let h = run(&store);
+    h.pane();
+    h.core.ready();
+    h.settle().await;
+    assert_eq!(h.notices("ticket-1").await, ["Stopped before an answer: refund wants to run"]);
+    assert!(store.kept_ids().is_empty());
+}
+
+#[tokio::test]
+async fn an_ask_closed_by_the_agent_says_so_and_one_whose_pane_is_gone_closes_without_a_line() {
+    let store = AskStore::default();
+    let h = run(&store);
+    let _a = h.pane().ask(refund("refund-1")).unwrap();
+    let _b = h.pane_named("ticket-2").ask(refund("refund-2")).unwrap();
+    h.settle().await;
+    assert_eq!(store.kept_ids().len(), 2);
+
+    // The next run has ticket-1 only.
+    let h = run(&store);
+    h.pane();
+    let kept = h.core.kept_asks().await.unwrap();
+    assert_eq!(kept.len(), 2);
+    for ask in kept {
+        if ask.pane() == "ticket-1" {
+            ask.close();
+        } else {
+            assert!(ask.raise().is_err(), "its pane is not there");
+        }
+    }
+    h.core.ready();
+    h.settle().await;
+    assert_eq!(h.notices("ticket-1").await, ["Stopped before an answer: refund wants to run"]);
+    assert!(store.kept_ids().is_empty());
+    assert!(h.core.kept_asks().await.unwrap().is_empty(), "nothing more after ready");
+}
+
+#[tokio::test]
+async fn an_ask_that_closes_as_it_opens_is_not_left_kept() {
+    let store = AskStore::default();
+    let h = run(&store);
+    let pane = h.pane();
+    // Past its expiry already: it times out in the same call that raised it.
+    let spec = refund("refund-1").expires_at(durable_core::types::Timestamp::from_millis(harness::T0 - 1));
+    let _handle = pane.ask(spec).unwrap();
+    let _other = pane.ask(refund("refund-2")).unwrap();
+    pane.decide(&ask_id_for("ticket-1", "refund-2"), durable_core::types::Answer::option("allow")).unwrap();
+    h.settle().await;
+    assert!(store.kept_ids().is_empty(), "kept, then forgotten, in that order: {:?}", store.kept_ids());
+}
+
+#[tokio::test]
+async fn agent_data_is_bounded_and_never_sent_to_the_phone() {
+    let store = AskStore::default();
+    let h = run(&store);
+    let pane = h.pane();
+    let big = json!({"blob": "x".repeat(durable_core::types::AGENT_DATA_MAX)});
+    let e = pane.ask(refund("refund-1").agent_data(big)).unwrap_err();
+    assert!(e.to_string().contains("agent data"), "{e}");
+    let _ok = pane.ask(refund("refund-2").agent_data(json!({"secret-key": 7}))).unwrap();
+    let state = h.state().await;
+    assert!(!state.json.to_string().contains("secret-key"), "agent data stays in the agent");
+}
+
+#[tokio::test]
+async fn a_store_of_its_own_that_keeps_no_asks_is_said_once_and_the_memory_store_is_not() {
+    #[derive(Default)]
+    struct Receipts;
+    impl ReceiptStore for Receipts {
+        async fn get(&self, _: &str) -> Result<Lookup, StoreError> {
+            Ok(Lookup::Unknown)
+        }
+        async fn put(&self, _: &str, _: Receipt, _: &str) -> Result<(), StoreError> {
+            Ok(())
+        }
+    }
+    let own = Harness::with(|b| b.receipts(Receipts));
+    own.core.ready();
+    own.core.ready();
+    own.settle().await;
+    let said: Vec<String> = own.warns().into_iter().filter(|w| w.contains("keeps no asks")).collect();
+    assert_eq!(said.len(), 1, "{said:?}");
+
+    let memory = Harness::new();
+    memory.core.ready();
+    memory.settle().await;
+    assert!(!memory.warns().iter().any(|w| w.contains("keeps no asks")));
+    let explicit = Harness::with(|b| b.receipts(durable_core::MemoryReceiptStore::new()));
+    explicit.core.ready();
+    explicit.settle().await;
+    assert!(!explicit.warns().iter().any(|w| w.contains("keeps no asks")));
+}
