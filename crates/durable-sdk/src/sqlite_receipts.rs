@@ -561,6 +561,79 @@ mod tests {
         Receipt::of_json(200, &json!({"ok": true, "result": "sent", "n": n, "replayed": false}))
     }
 
+    fn kept(call: &str, data: Option<serde_json::Value>) -> KeptAskRecord {
+        use durable_types::{AskOption, AskSpec, Id, Timestamp};
+        let ask = AskSpec::choice(call, "refund wants to run", [AskOption::new("allow", "Allow")])
+            .build(&Id::new("ticket-1").unwrap(), Timestamp::from_millis(1_796_014_800_000), false)
+            .unwrap();
+        KeptAskRecord::new(ask, data)
+    }
+
+    #[tokio::test]
+    async fn open_asks_are_kept_in_order_replaced_by_id_forgotten_and_survive_a_reopen() {
+        let dir = TempDir::new();
+        let store = SqliteReceiptStore::open(dir.db()).unwrap();
+        assert!(store.keeps_asks());
+        let (a, b, c) = (kept("a", Some(json!({"n": 1}))), kept("b", None), kept("c", None));
+        for r in [&a, &b, &c] {
+            store.keep_ask(r.clone()).await.unwrap();
+        }
+        // Raised again: replaced in place, keeping its place in line.
+        let a2 = kept("a", Some(json!({"n": 2})));
+        store.keep_ask(a2.clone()).await.unwrap();
+        store.forget_ask(&b.ask.id).await.unwrap();
+        store.forget_ask("not-kept").await.unwrap();
+        drop(store);
+        let store = SqliteReceiptStore::open(dir.db()).unwrap();
+        assert_eq!(store.kept_asks().await.unwrap(), [a2, c]);
+    }
+
+    /// The layout SDKs wrote before layouts had versions (user_version 0).
+    const VERSION_1: &str = "
+        CREATE TABLE receipt (request_id TEXT PRIMARY KEY NOT NULL, grp TEXT NOT NULL, seq INTEGER NOT NULL, status INTEGER NOT NULL, body TEXT NOT NULL);
+        CREATE INDEX receipt_by_group ON receipt (grp, seq);
+        CREATE TABLE evicted (request_id TEXT PRIMARY KEY NOT NULL, grp TEXT NOT NULL, seq INTEGER NOT NULL);
+        CREATE INDEX evicted_by_group ON evicted (grp, seq);
+        CREATE TABLE receipt_group (grp TEXT PRIMARY KEY NOT NULL, last_seq INTEGER NOT NULL);
+        CREATE TABLE pending_send (seq INTEGER PRIMARY KEY AUTOINCREMENT, request_id TEXT UNIQUE NOT NULL, pane TEXT NOT NULL, text TEXT NOT NULL, state TEXT NOT NULL);
+        CREATE INDEX pending_send_by_state ON pending_send (state, seq);
+        INSERT INTO receipt (request_id, grp, seq, status, body) VALUES ('r-old', 'starters', 1, 200, '{\"ok\":true}');
+        INSERT INTO receipt_group (grp, last_seq) VALUES ('starters', 1);
+    ";
+
+    #[tokio::test]
+    async fn a_file_of_the_layout_before_versions_is_migrated_and_a_newer_one_refused() {
+        let dir = TempDir::new();
+        Connection::open(dir.db()).unwrap().execute_batch(VERSION_1).unwrap();
+        let store = SqliteReceiptStore::open(dir.db()).unwrap();
+        let Lookup::Found(old) = store.get("r-old").await.unwrap() else { panic!("the old receipt is kept") };
+        assert_eq!(String::from_utf8_lossy(&old.body), "{\"ok\":true}");
+        store.keep_ask(kept("a", None)).await.unwrap();
+        assert_eq!(store.kept_asks().await.unwrap().len(), 1);
+        drop(store);
+        let conn = Connection::open(dir.db()).unwrap();
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(version, SQLITE_SCHEMA_VERSION);
+        conn.pragma_update(None, "user_version", 99).unwrap();
+        drop(conn);
+        let err = SqliteReceiptStore::open(dir.db()).unwrap_err().to_string();
+        assert!(err.contains("version 99") && err.contains("newer"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_damaged_kept_ask_is_an_error_naming_it() {
+        let dir = TempDir::new();
+        let store = SqliteReceiptStore::open(dir.db()).unwrap();
+        drop(store);
+        Connection::open(dir.db())
+            .unwrap()
+            .execute("INSERT INTO kept_ask (ask_id, seq, body) VALUES ('bad-1', 1, '{oops')", [])
+            .unwrap();
+        let store = SqliteReceiptStore::open(dir.db()).unwrap();
+        let err = store.kept_asks().await.unwrap_err().to_string();
+        assert!(err.contains("bad-1") && err.contains("damaged"), "{err}");
+    }
+
     #[tokio::test]
     async fn put_then_get_returns_the_first_answer() {
         let dir = TempDir::new();

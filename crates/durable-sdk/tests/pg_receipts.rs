@@ -12,7 +12,9 @@ mod pg_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use durable_core::{Lookup, MemoryReceiptStore, PendingSend, Receipt, ReceiptStore, SendState};
+use durable_core::{
+    KeptAskRecord, Lookup, MemoryReceiptStore, PendingSend, Receipt, ReceiptStore, SendState,
+};
 use durable_sdk::stores::{PG_SCHEMA_VERSION, PgReceiptOptions, PgReceiptStore};
 use harness::Harness;
 use harness::recorder::{Log, PaneExt, Recorder};
@@ -127,7 +129,7 @@ async fn receipts_evicted_ids_and_sends_survive_a_new_store_on_the_same_schema()
 }
 
 #[tokio::test]
-async fn the_store_creates_its_schema_at_version_1_once_and_refuses_a_newer_one() {
+async fn the_store_creates_its_schema_at_its_version_once_and_refuses_a_newer_one() {
     let server = PgServer::shared();
     let schema = fresh_schema("version");
     // Four processes starting at once migrate once.
@@ -147,7 +149,7 @@ async fn the_store_creates_its_schema_at_version_1_once_and_refuses_a_newer_one(
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(tables, ["evicted", "pending_send", "receipt", "receipt_group", "schema_version"]);
+    assert_eq!(tables, ["evicted", "kept_ask", "pending_send", "receipt", "receipt_group", "schema_version"]);
     // A schema from a newer SDK is not touched.
     db.execute(&format!("UPDATE \"{schema}\".schema_version SET version = 99"), &[]).await.unwrap();
     let options = PgReceiptOptions::builder().url(server.url()).schema(&schema).build().unwrap();
@@ -283,4 +285,66 @@ fn without_postgresql_the_tests_fail_and_say_how_to_install_it() {
     }
     // Here it is installed (CI installs it): the server the tests use.
     assert!(pg_support::server_bin_dir().unwrap().join("initdb").is_file());
+}
+
+fn kept(call: &str) -> KeptAskRecord {
+    use durable_core::types::{AskOption, AskSpec, Id, Timestamp};
+    let ask = AskSpec::choice(call, "refund wants to run", [AskOption::new("allow", "Allow")])
+        .build(&Id::new("ticket-1").unwrap(), Timestamp::from_millis(1_796_014_800_000), false)
+        .unwrap();
+    KeptAskRecord::new(ask, Some(json!({"order": call})))
+}
+
+#[tokio::test]
+async fn a_version_1_schema_is_migrated_to_keep_asks_and_its_receipts_stay() {
+    let server = PgServer::shared();
+    let schema = fresh_schema("v1");
+    let store = store_on(server, &schema, 10).await;
+    store.put("r-old", receipt(1), "starters").await.unwrap();
+    drop(store);
+    // Back to the layout of version 1, as an older SDK left it.
+    let db = psql(server).await;
+    db.batch_execute(&format!(
+        "DROP TABLE \"{schema}\".kept_ask; UPDATE \"{schema}\".schema_version SET version = 1"
+    ))
+    .await
+    .unwrap();
+    let store = store_on(server, &schema, 10).await;
+    assert_eq!(store.get("r-old").await.unwrap(), Lookup::Found(receipt(1)));
+    store.keep_ask(kept("a")).await.unwrap();
+    let version: i32 =
+        db.query_one(&format!("SELECT version FROM \"{schema}\".schema_version"), &[]).await.unwrap().get(0);
+    assert_eq!(version, PG_SCHEMA_VERSION);
+    assert_eq!(PG_SCHEMA_VERSION, 2);
+}
+
+#[tokio::test]
+async fn a_process_is_handed_the_asks_of_a_process_that_is_gone_never_of_one_running() {
+    let server = PgServer::shared();
+    let schema = fresh_schema("owners");
+    let first = store_on(server, &schema, 10).await;
+    assert!(first.keeps_asks());
+    first.keep_ask(kept("a")).await.unwrap();
+    first.keep_ask(kept("b")).await.unwrap();
+    first.forget_ask(&kept("b").ask.id).await.unwrap();
+    first.keep_ask(kept("c")).await.unwrap();
+
+    // A second process while the first runs: nothing for it.
+    let second = store_on(server, &schema, 10).await;
+    assert_eq!(second.kept_asks().await.unwrap(), Vec::<KeptAskRecord>::new());
+
+    // The first process goes (its sessions end): the next start takes its asks, in order, once.
+    drop(first);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let taken = loop {
+        let taken = second.kept_asks().await.unwrap();
+        if !taken.is_empty() || std::time::Instant::now() > deadline {
+            break taken;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(taken, [kept("a"), kept("c")]);
+    let third = store_on(server, &schema, 10).await;
+    assert!(third.kept_asks().await.unwrap().is_empty(), "now the second's own, and it runs");
+    drop(second);
 }
