@@ -1,22 +1,33 @@
-//! A button behind an approval card, with history: the pane `orders` has an
-//! action `refund`; pressing it raises "refund wants to run" on the phone,
-//! and Allow or Deny decides. Every decision is kept and served as history.
+//! A button behind an approval card that survives a restart, with history:
+//! the pane `orders` has an action `refund`; pressing it raises "refund
+//! wants to run" on the phone, and Allow or Deny decides. With `--data DIR`
+//! the receipts and the open cards are kept in SQLite: kill the agent while
+//! the card is open, start it again, and the card comes back with the same
+//! id — an Allow sent meanwhile, or after, issues the refund.
 //!
-//! `cargo run --example approval` serves it on the private socket;
-//! `COLLIE_TOKEN=$(openssl rand -hex 32) cargo run --example approval -- --https 127.0.0.1:8443`
-//! serves the same agent over HTTPS (self-signed; Allow and Deny only).
+//! ```text
+//! cargo run --example approval -- [--socket PATH] [--data DIR] [--https ADDR]
+//! ```
+//!
+//! `--socket` defaults to the SDK's path for `approval`; `--data` to none
+//! (everything in memory: a card open at a stop is gone). `--https ADDR`
+//! serves over HTTPS instead (self-signed; the token from `COLLIE_TOKEN`;
+//! Allow and Deny only).
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use durable_sdk::asks::ApprovalFuture;
 use durable_sdk::handlers::ActionHandler;
 use durable_sdk::history::{
     ConversationState, HistoryError, HistoryProvider, HistoryRow, ItemsPage, RowsPage,
 };
+use durable_sdk::stores::SqliteReceiptStore;
 use durable_sdk::transport::socket_path_for;
 use durable_sdk::types::{Cursor, NoticeTone, Timestamp};
 use durable_sdk::{
-    ActionRequest, ApprovalOptions, CoreOptions, HandlerResult, Item, PaneOptions, Transport, create_core,
-    json, require_approval,
+    ActionRequest, ApprovalOptions, CoreOptions, HandlerResult, Item, Pane, PaneOptions, Transport,
+    create_core, json, require_approval,
 };
 
 /// What happened, kept for history (a real agent keeps it on disk).
@@ -30,26 +41,28 @@ impl ActionHandler for Refund {
         // The write answers once the work is started: the card is awaited
         // on a task of its own, never inside the handler.
         let call = format!("call-{}", req.request_id);
-        let approval = require_approval(
-            "refund",
-            &json!({"order": "5521", "amount": 40}),
-            ApprovalOptions::new(&req.pane, call.clone()).timeout_ms(600_000),
-        )?; // a rule broken here refuses the press: `409 refused`, nothing stored
-        let log = self.0.clone();
-        tokio::spawn(async move {
-            let a = approval.await;
-            let text = if a.approved {
-                "Refund of 40 issued".into()
-            } else {
-                format!("Refund not issued ({})", a.decided_by)
-            };
-            // The request id follows the ID rule; only its length could break it.
-            let Ok(item) = Item::notice(&format!("notice-{call}"), text, NoticeTone::Info) else { return };
-            let _ = req.pane.write(item.clone());
-            log.0.lock().unwrap().push(item);
-        });
+        let options = ApprovalOptions::new(&req.pane, call.clone())
+            .timeout_ms(600_000)
+            // Kept with the card: after a restart it says what to refund.
+            .agent_data(json!({"order": "5521", "amount": 40}));
+        let approval = require_approval("refund", &json!({"order": "5521", "amount": 40}), options)?; // a rule broken here refuses the press: `409 refused`
+        tokio::spawn(issue_when_decided(approval, req.pane, call, self.0.clone()));
         Ok(())
     }
+}
+
+/// Waits for the card's answer; an Allow issues the refund.
+async fn issue_when_decided(approval: ApprovalFuture, pane: Pane, call: String, log: Arc<Log>) {
+    let a = approval.await;
+    let text = if a.approved {
+        "Refund of 40 issued".into()
+    } else {
+        format!("Refund not issued ({})", a.decided_by)
+    };
+    // The call id follows the ID rule; only its length could break it.
+    let Ok(item) = Item::notice(&format!("notice-{call}"), text, NoticeTone::Info) else { return };
+    let _ = pane.write(item.clone());
+    log.0.lock().unwrap_or_else(|e| e.into_inner()).push(item);
 }
 
 impl HistoryProvider for Log {
@@ -63,7 +76,7 @@ impl HistoryProvider for Log {
         _after: Option<Cursor>,
         _limit: usize,
     ) -> Result<Option<ItemsPage>, HistoryError> {
-        let items = self.0.lock().unwrap().clone();
+        let items = self.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
         Ok((id == "orders").then(|| ItemsPage { row: self.row(), items, next: None, dropped: false }))
     }
 }
@@ -79,25 +92,72 @@ impl Log {
             started_at: Timestamp::from_millis(0),
             ended_at: None,
             state: ConversationState::Open,
-            items: self.0.lock().unwrap().len() as u64,
+            items: self.0.lock().unwrap_or_else(|e| e.into_inner()).len() as u64,
         }
     }
 }
 
+/// The command line.
+#[derive(Default)]
+struct Args {
+    socket: Option<PathBuf>,
+    data: Option<PathBuf>,
+    https: Option<String>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args::default();
+    let mut words = std::env::args().skip(1);
+    while let Some(flag) = words.next() {
+        let mut value = || words.next().ok_or_else(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--socket" => args.socket = Some(value()?.into()),
+            "--data" => args.data = Some(value()?.into()),
+            "--https" => args.https = Some(value()?),
+            _ => return Err(format!("unknown argument {flag}")),
+        }
+    }
+    Ok(args)
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let transport = match std::env::args().skip_while(|a| a != "--https").nth(1) {
+    let args = parse_args()
+        .map_err(|e| format!("{e}\nusage: approval [--socket PATH] [--data DIR] [--https ADDR]"))?;
+    let transport = match args.https {
         // The token from COLLIE_TOKEN (at least 32 bytes); no allow-always options over HTTPS.
         Some(addr) => Transport::https(addr).self_signed(),
-        None => Transport::socket_at(socket_path_for("approval")),
+        None => Transport::socket_at(args.socket.unwrap_or_else(|| socket_path_for("approval"))),
     };
-    let collie = create_core(CoreOptions::builder().host_name("shop"))?;
+    let mut options = CoreOptions::builder().host_name("shop");
+    if let Some(dir) = &args.data {
+        std::fs::create_dir_all(dir)?;
+        // Receipts and open cards, kept across restarts.
+        options = options.receipts(SqliteReceiptStore::open(dir.join("receipts.sqlite3"))?);
+    }
+    let collie = create_core(options)?;
     let log = Arc::new(Log::default());
     let tab = collie.workspace("shop", "Shop")?.tab("main", "Orders")?;
     let pane = tab.pane("orders", PaneOptions::new("Orders").harness("shop"))?;
     pane.action("refund", "Refund", Some("check"))?;
     pane.on_action(Refund(log.clone()))?;
-    collie.history(log);
+    collie.history(log.clone());
+
+    // Cards open when the agent last stopped come back with the same id:
+    // an Allow the phone sent while the agent was down lands now.
+    for kept in collie.kept_asks().await? {
+        let is_refund = kept.agent_data().is_some_and(|d| d["order"] == "5521");
+        match collie.pane(kept.pane()) {
+            Some(pane) if is_refund => {
+                let call = kept.tool_call_id().to_owned();
+                let approval = kept.raise_approval()?;
+                tokio::spawn(issue_when_decided(approval, pane, call, log.clone()));
+            }
+            // Not ours to take up: closed, with "Stopped before an answer" in the chat.
+            _ => kept.close(),
+        }
+    }
+
     collie.serve(transport).await?;
     collie.ready();
     println!("listening {}", collie.address());

@@ -62,6 +62,52 @@ fn approval_raises_a_card_for_the_button_and_the_phones_allow_issues_the_refund(
     assert_eq!(history["items"][0]["text"], "Refund of 40 issued", "{history}");
 }
 
+#[test]
+fn approvals_card_survives_a_sigkill_and_an_allow_sent_while_the_agent_is_down_issues_the_refund() {
+    let dir = Agent::fresh_dir("approval-restart");
+    let data = dir.join("data");
+    let data = data.to_str().unwrap();
+    let user = unprivileged();
+    let a = Agent::start_in("approval", user, &dir, &["--data", data]);
+    let (_, r) = a.post("/v1/panes/orders/actions/refund", json!({"requestId": "b-1"}));
+    assert_eq!(r["result"], "done", "{r}");
+    let (_, state) = a.curl(&["http://collie/v1/state"]);
+    let ask = state["asks"][0].clone();
+    let id = ask["id"].as_str().unwrap().to_owned();
+    let socket = a.socket.clone();
+    a.kill9();
+
+    // The phone answers while the agent is down: refused (nobody listens).
+    let answer = json!({"requestId": "a-1", "answer": {"optionIds": ["allow"]}, "hash": ask["hash"]});
+    let (status, _) = agent::curl_as(user, &socket, &["http://collie/v1/state"]);
+    assert_eq!(status, 0, "nothing listens on {socket}");
+
+    // Started again on the same data: the same card, by the same id.
+    let a = Agent::start_in("approval", user, &dir, &["--data", data]);
+    let (_, state) = a.curl(&["http://collie/v1/state"]);
+    assert_eq!(state["asks"].as_array().map(Vec::len), Some(1), "{state}");
+    assert_eq!(state["asks"][0]["id"], id.as_str());
+    assert_eq!(state["asks"][0]["hash"], ask["hash"]);
+    assert_eq!(state["asks"][0]["tool"]["call"], "refund(order: \"5521\", amount: 40)");
+    // Collie sends the answer again, with the same request id.
+    let (status, r) = a.post(&format!("/v1/asks/{id}"), answer.clone());
+    assert_eq!((status, r["result"].clone()), (200, json!("answered")), "{r}");
+    let notice = eventually("the refund notice", || {
+        a.item("orders", "notice-call-b-1")["text"].as_str().map(str::to_owned)
+    });
+    assert_eq!(notice, "Refund of 40 issued");
+
+    // Once decided, the card is not kept: another restart raises nothing,
+    // and the answer's repeat replays its first answer.
+    a.kill9();
+    let a = Agent::start_in("approval", user, &dir, &["--data", data]);
+    let (_, state) = a.curl(&["http://collie/v1/state"]);
+    assert_eq!(state["asks"], json!([]), "{state}");
+    let (status, r) = a.post(&format!("/v1/asks/{id}"), answer);
+    assert_eq!((status, r["replayed"].clone()), (200, json!(true)), "{r}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `curl` over HTTPS with the bearer token (the certificate is self-signed).
 fn curl_https(token: &str, args: &[&str]) -> (u16, serde_json::Value) {
     let out = std::process::Command::new("curl")

@@ -71,12 +71,18 @@ pub(crate) struct KeptAsks {
     /// One load at a time: the agent's `kept_asks()` and `ready()`'s settle.
     load: tokio::sync::Mutex<()>,
     journal: Mutex<Journal>,
+    /// Woken as each op is applied.
+    applied: tokio::sync::Notify,
 }
 
 #[derive(Default)]
 struct Journal {
     ops: VecDeque<Op>,
     draining: bool,
+    /// Ops pushed and ops applied (or failed), ever: a write waits for the
+    /// ops pushed before its answer to be applied.
+    pushed: u64,
+    applied: u64,
 }
 
 impl Default for KeptAsks {
@@ -85,6 +91,7 @@ impl Default for KeptAsks {
             phase: Mutex::new(Phase::NotLoaded),
             load: tokio::sync::Mutex::new(()),
             journal: Mutex::default(),
+            applied: tokio::sync::Notify::new(),
         }
     }
 }
@@ -92,6 +99,10 @@ impl Default for KeptAsks {
 impl KeptAsks {
     fn phase(&self) -> std::sync::MutexGuard<'_, Phase> {
         self.phase.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn journal(&self) -> std::sync::MutexGuard<'_, Journal> {
+        self.journal.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -315,12 +326,35 @@ impl Core {
         }
     }
 
+    /// Waits until the store has applied every ask write pushed so far: a
+    /// write that raised or closed an ask answers only once the store has
+    /// it, so that an acknowledged card is one a crash does not lose.
+    /// Immediate when nothing is pending (always, with a store that keeps
+    /// no asks).
+    pub(crate) async fn asks_written(&self) {
+        if !self.shared.options.receipts.keeps_asks_dyn() {
+            return;
+        }
+        let kept = &self.shared.kept;
+        let target = kept.journal().pushed;
+        loop {
+            let applied = kept.applied.notified();
+            let mut applied = std::pin::pin!(applied);
+            applied.as_mut().enable();
+            if kept.journal().applied >= target {
+                return;
+            }
+            applied.await;
+        }
+    }
+
     /// Applies the store writes one at a time, in order, on one job: an ask
     /// closed right after it opened is never kept after its forget.
     fn journal_ask(&self, op: Op) {
         let start = {
-            let mut journal = self.shared.kept.journal.lock().unwrap_or_else(|e| e.into_inner());
+            let mut journal = self.shared.kept.journal();
             journal.ops.push_back(op);
+            journal.pushed += 1;
             !std::mem::replace(&mut journal.draining, true)
         };
         if !start {
@@ -330,7 +364,7 @@ impl Core {
         self.push_job(async move {
             loop {
                 let op = {
-                    let mut journal = core.shared.kept.journal.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut journal = core.shared.kept.journal();
                     match journal.ops.pop_front() {
                         Some(op) => op,
                         None => {
@@ -353,6 +387,8 @@ impl Core {
                 if let Err(e) = result {
                     core.warn(&format!("collie: ask {id} could not be {what} by the receipt store ({e})"));
                 }
+                core.shared.kept.journal().applied += 1;
+                core.shared.kept.applied.notify_waiters();
             }
         });
     }

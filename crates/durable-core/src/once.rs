@@ -239,6 +239,8 @@ impl Core {
         // it is released before a waiting repeat in this process wakes.
         let store_claim = StoreClaim { store, id: request_id };
         let ran = run().await;
+        // A card this write raised or closed is in the store before the answer leaves.
+        self.asks_written().await;
         match (ran.response.status, ran.group) {
             (200, Some(group)) => {
                 // The bytes the response sends, shared, not copied.

@@ -307,3 +307,60 @@ async fn a_store_of_its_own_that_keeps_no_asks_is_said_once_and_the_memory_store
     explicit.settle().await;
     assert!(!explicit.warns().iter().any(|w| w.contains("keeps no asks")));
 }
+
+/// A store whose `keep_ask` waits for the test to let it through.
+#[derive(Clone)]
+struct SlowStore {
+    inner: AskStore,
+    gate: Arc<tokio::sync::Semaphore>,
+}
+
+impl ReceiptStore for SlowStore {
+    async fn get(&self, request_id: &str) -> Result<Lookup, StoreError> {
+        self.inner.get(request_id).await
+    }
+    async fn put(&self, request_id: &str, receipt: Receipt, group: &str) -> Result<(), StoreError> {
+        self.inner.put(request_id, receipt, group).await
+    }
+    fn keeps_asks(&self) -> bool {
+        true
+    }
+    async fn keep_ask(&self, ask: KeptAskRecord) -> Result<(), StoreError> {
+        let _pass = self.gate.acquire().await.map_err(|_| StoreError::new("gate closed"))?;
+        self.inner.keep_ask(ask).await
+    }
+    async fn forget_ask(&self, ask_id: &str) -> Result<(), StoreError> {
+        self.inner.forget_ask(ask_id).await
+    }
+    async fn kept_asks(&self) -> Result<Vec<KeptAskRecord>, StoreError> {
+        self.inner.kept_asks().await
+    }
+}
+
+#[tokio::test]
+async fn a_button_that_raises_a_card_answers_only_once_the_store_has_the_card() {
+    let store = SlowStore { inner: AskStore::default(), gate: Arc::new(tokio::sync::Semaphore::new(0)) };
+    let h = Harness::with({
+        let store = store.clone();
+        move |b| b.receipts(store)
+    });
+    let pane = h.pane();
+    pane.action("refund", "Refund", None).unwrap();
+    pane.on_action(|req: durable_core::ActionRequest| async move {
+        let _card = req.pane.ask(refund("refund-1"))?;
+        Ok(())
+    })
+    .unwrap();
+    let press = h.core.handle(durable_core::types::exchange::Request::post(
+        "/v1/panes/ticket-1/actions/refund",
+        r#"{"requestId":"b-1"}"#,
+        durable_core::types::exchange::Caller::OtherProcess,
+    ));
+    let mut press = tokio::spawn(press);
+    h.settle().await;
+    assert!(poll_once(&mut press).is_none(), "answered before the store kept the card");
+    store.gate.add_permits(1);
+    let response = tokio::time::timeout(std::time::Duration::from_secs(10), press).await.unwrap().unwrap();
+    assert_eq!(response.status, 200);
+    assert_eq!(store.inner.kept_ids(), [ask_id_for("ticket-1", "refund-1")]);
+}

@@ -75,11 +75,24 @@ impl Agent {
     /// [`Agent::start`] as `user`: the agent makes its socket folder itself,
     /// as that user, under the temp dir.
     pub fn start_as(name: &str, user: Option<u32>) -> Agent {
+        let dir = Agent::fresh_dir(name);
+        Agent::start_in(name, user, &dir, &[])
+    }
+
+    /// A fresh folder for one test's agent (its socket, its data).
+    pub fn fresh_dir(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("durable-{name}-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    /// [`Agent::start_as`] in `dir` (kept as it is: a restart on the same
+    /// data), with extra arguments.
+    pub fn start_in(name: &str, user: Option<u32>, dir: &std::path::Path, args: &[&str]) -> Agent {
         let socket = dir.join(name).join("app.sock");
         let socket = socket.to_str().unwrap().to_owned();
         let mut child = as_user(user, example(name))
+            .args(args)
             .env("COLLIE_DURABLE_SOCKET", &socket)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -95,6 +108,12 @@ impl Agent {
             "the agent runs as its user"
         );
         Agent { child, stdout, socket, user }
+    }
+
+    /// Ends the agent with `SIGKILL`, as a crash would, and reaps it.
+    pub fn kill9(mut self) {
+        let _ = self.child.kill(); // SIGKILL on Unix
+        let _ = self.child.wait();
     }
 
     /// `curl` over the agent's socket, as the agent's user.
