@@ -1,18 +1,17 @@
 //! The desk's questions: `/ask <kind> [Ns]` in a ticket, the refund
-//! approval, keeping undecided asks in the store, and raising them again
-//! (same tool-call id, same absolute expiry) after a restart.
+//! approval, and raising again after a restart the asks the SDK's receipt
+//! store kept (same id, same card, same absolute expiry).
 
 use std::sync::Arc;
 
-use durable_sdk::asks::AskHandle;
+use durable_sdk::asks::{ApprovalFuture, AskHandle, KeptAsk};
 use durable_sdk::asks::{DecidedBy, FieldType, FormField, Outcome, ToolInfo, canonical_json};
-use durable_sdk::types::{Id, ItemBody, NoticeTone, Timestamp};
+use durable_sdk::types::{Id, ItemBody, NoticeTone};
 use durable_sdk::{ApprovalOptions, Pane, require_approval};
-use durable_sdk::{AskOption, AskSpec, Item, ask_id_for};
+use durable_sdk::{AskOption, AskSpec, Item};
 use serde_json::{Value, json};
 
 use crate::desk::Desk;
-use crate::store::StoredAsk;
 
 /// The kinds `/ask` raises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,7 +129,9 @@ fn amount_text(args: &Value) -> String {
 }
 
 impl Desk {
-    /// `/ask <kind> [Ns]` on a ticket: kept in the store first, then raised.
+    /// `/ask <kind> [Ns]` on a ticket: raised, and kept by the SDK's receipt
+    /// store until it closes (its kind kept with it, to echo the answer
+    /// after a restart).
     pub(crate) fn raise_new(
         self: &Arc<Self>,
         pane: &Pane,
@@ -139,20 +140,17 @@ impl Desk {
     ) -> Result<(), String> {
         let n = self.store.next("ask").map_err(|e| format!("the desk's store failed: {e}"))?;
         let tool_call_id = format!("ask-{n}");
-        let expires_at = secs.map(|s| self.core.now().plus_millis(s * 1000).as_millis());
-        let stored = StoredAsk {
-            id: ask_id_for(pane.id(), &tool_call_id),
-            pane: pane.id().to_owned(),
-            kind: kind.name().to_owned(),
-            tool_call_id,
-            expires_at,
-        };
-        self.store
-            .put_ask(&stored, self.core.now().as_millis())
-            .map_err(|e| format!("the desk's store failed: {e}"))?;
-        self.raise_stored_one(pane, &stored).inspect_err(|_| {
-            let _ = self.store.remove_ask(&stored.id);
-        })
+        let mut spec = spec(kind, &tool_call_id, pane.id(), self.core.allow_always())
+            .agent_data(json!({"kind": kind.name()}));
+        if let Some(s) = secs {
+            spec = spec.expires_at(self.core.now().plus_millis(s * 1000));
+        }
+        let title = spec.title.clone();
+        let handle = pane.ask(spec).map_err(|e| e.to_string())?;
+        let desk = self.clone();
+        let pane = pane.clone();
+        tokio::spawn(async move { desk.echo_answer(pane, handle, tool_call_id, title).await });
+        Ok(())
     }
 
     /// The refund action: `require_approval("refund", {order, amount}, …)`
@@ -160,90 +158,86 @@ impl Desk {
     pub(crate) fn start_refund(self: &Arc<Self>, pane: &Pane) -> Result<(), String> {
         let n = self.store.next("refund").map_err(|e| format!("the desk's store failed: {e}"))?;
         let tool_call_id = format!("refund-{n}");
-        let stored = StoredAsk {
-            id: ask_id_for(pane.id(), &tool_call_id),
-            pane: pane.id().to_owned(),
-            kind: "refund".into(),
-            tool_call_id,
-            expires_at: None,
-        };
-        self.store
-            .put_ask(&stored, self.core.now().as_millis())
-            .map_err(|e| format!("the desk's store failed: {e}"))?;
-        self.raise_stored_one(pane, &stored).inspect_err(|_| {
-            let _ = self.store.remove_ask(&stored.id);
-        })
-    }
-
-    /// Raises every stored undecided ask again (at start-up, or
-    /// `--raise-delay-ms` after it). An ask whose pane is gone is dropped;
-    /// one past its expiry closes as timed out at once.
-    pub(crate) fn raise_stored(self: &Arc<Self>) {
-        let asks = match self.store.asks() {
-            Ok(a) => a,
-            Err(e) => {
-                self.core.warn(&format!("desk: could not read the stored asks: {e}"));
-                return;
-            }
-        };
-        for ask in asks {
-            let Some(pane) = self.core.pane(&ask.pane) else {
-                let _ = self.store.remove_ask(&ask.id);
-                continue;
-            };
-            if let Err(e) = self.raise_stored_one(&pane, &ask) {
-                self.core.warn(&format!("desk: could not raise ask {} again: {e}", ask.id));
-                let _ = self.store.remove_ask(&ask.id);
-            }
-        }
-    }
-
-    /// Raises one stored ask and starts the task that waits for its answer.
-    fn raise_stored_one(self: &Arc<Self>, pane: &Pane, ask: &StoredAsk) -> Result<(), String> {
-        if ask.kind == "refund" {
-            let row = self.store.pane(pane.id()).ok().flatten();
-            let args = refund_args(
-                row.as_ref().and_then(|r| r.order.as_deref()),
-                row.as_ref().and_then(|r| r.amount.as_ref()),
-            );
-            let mut options = ApprovalOptions::new(pane, ask.tool_call_id.clone());
-            if let Some(at) = ask.expires_at {
-                options = options.timeout_ms(at.saturating_sub(self.core.now().as_millis()));
-            }
-            let approval = require_approval("refund", &args, options).map_err(|e| e.to_string())?;
-            let desk = self.clone();
-            let pane = pane.clone();
-            let n = ask.tool_call_id.clone();
-            tokio::spawn(async move {
-                let approval = approval.await;
-                let _ = desk.store.remove_ask(&approval.ask_id);
-                let (text, tone) = if approval.approved {
-                    (format!("Refund of {} issued", amount_text(&args)), NoticeTone::Info)
-                } else {
-                    ("Refund not issued".to_owned(), NoticeTone::Warn)
-                };
-                if let Ok(id) = Id::new(format!("{n}-result")) {
-                    desk.say(
-                        &pane,
-                        Item::new(id, ItemBody::Notice { text, partial: false, tone: Some(tone) }),
-                    );
-                }
-            });
-            return Ok(());
-        }
-        let kind = AskKindCmd::from_name(&ask.kind)
-            .ok_or_else(|| format!("unknown stored ask kind {}", ask.kind))?;
-        let mut spec = spec(kind, &ask.tool_call_id, pane.id(), self.core.allow_always());
-        if let Some(at) = ask.expires_at {
-            spec = spec.expires_at(Timestamp::from_millis(at));
-        }
-        let title = spec.title.clone();
-        let handle = pane.ask(spec).map_err(|e| e.to_string())?;
-        let desk = self.clone();
-        let pane = pane.clone();
-        let tool_call_id = ask.tool_call_id.clone();
-        tokio::spawn(async move { desk.echo_answer(pane, handle, tool_call_id, title).await });
+        let row = self.store.pane(pane.id()).ok().flatten();
+        let args = refund_args(
+            row.as_ref().and_then(|r| r.order.as_deref()),
+            row.as_ref().and_then(|r| r.amount.as_ref()),
+        );
+        let options = ApprovalOptions::new(pane, tool_call_id.clone()).agent_data(json!({"kind": "refund"}));
+        let approval = require_approval("refund", &args, options).map_err(|e| e.to_string())?;
+        tokio::spawn(self.clone().refund_when_decided(pane.clone(), approval, tool_call_id, args));
         Ok(())
+    }
+
+    /// The asks open when the desk last stopped (kept by the SDK's receipt
+    /// store): raised again now, or — with `--raise-delay-ms` — held and
+    /// raised later by [`raise_kept`](Self::raise_kept). Called before
+    /// `ready()`: what is held here is claimed, the rest is closed there.
+    pub(crate) async fn take_up_kept(self: &Arc<Self>, later: bool) -> Result<Vec<KeptAsk>, String> {
+        let kept = self.core.kept_asks().await.map_err(|e| format!("the kept asks: {e}"))?;
+        if later {
+            return Ok(kept);
+        }
+        self.raise_kept(kept);
+        Ok(Vec::new())
+    }
+
+    /// Raises kept asks again, each with the task that waits for its
+    /// answer. One whose pane is gone, or of a kind the desk does not know,
+    /// is closed by the SDK (dropped unclaimed); one past its expiry closes
+    /// as timed out at once.
+    pub(crate) fn raise_kept(self: &Arc<Self>, kept: Vec<KeptAsk>) {
+        for ask in kept {
+            let Some(pane) = self.core.pane(ask.pane()) else { continue };
+            let kind = ask.agent_data().and_then(|d| d["kind"].as_str()).unwrap_or("").to_owned();
+            let tool_call_id = ask.tool_call_id().to_owned();
+            if kind == "refund" {
+                let row = self.store.pane(pane.id()).ok().flatten();
+                let args = refund_args(
+                    row.as_ref().and_then(|r| r.order.as_deref()),
+                    row.as_ref().and_then(|r| r.amount.as_ref()),
+                );
+                match ask.raise_approval() {
+                    Ok(approval) => {
+                        tokio::spawn(self.clone().refund_when_decided(pane, approval, tool_call_id, args));
+                    }
+                    Err(e) => {
+                        self.core.warn(&format!("desk: could not raise refund {tool_call_id} again: {e}"))
+                    }
+                }
+                continue;
+            }
+            if AskKindCmd::from_name(&kind).is_none() {
+                continue;
+            }
+            let title = ask.ask().title.clone();
+            match ask.raise() {
+                Ok(handle) => {
+                    let desk = self.clone();
+                    tokio::spawn(async move { desk.echo_answer(pane, handle, tool_call_id, title).await });
+                }
+                Err(e) => self.core.warn(&format!("desk: could not raise ask {tool_call_id} again: {e}")),
+            }
+        }
+    }
+
+    /// Waits for the refund's card; writes whether the refund was issued.
+    async fn refund_when_decided(
+        self: Arc<Self>,
+        pane: Pane,
+        approval: ApprovalFuture,
+        n: String,
+        args: Value,
+    ) {
+        let approval = approval.await;
+        let (text, tone) = if approval.approved {
+            (format!("Refund of {} issued", amount_text(&args)), NoticeTone::Info)
+        } else {
+            ("Refund not issued".to_owned(), NoticeTone::Warn)
+        };
+        if let Ok(id) = Id::new(format!("{n}-result")) {
+            self.say(&pane, Item::new(id, ItemBody::Notice { text, partial: false, tone: Some(tone) }));
+        }
     }
 
     /// Waits for an `/ask` answer and writes `Answer: <compact JSON, keys sorted>`.
@@ -256,7 +250,6 @@ impl Desk {
     ) {
         let ask_id = handle.id().to_owned();
         let outcome = handle.decided().await;
-        let _ = self.store.remove_ask(&ask_id);
         match outcome {
             Ok(decided) => {
                 let text = format!("Answer: {}", canonical_json(&decided.answer.to_json()));
@@ -284,6 +277,7 @@ impl Desk {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use durable_sdk::types::Timestamp;
 
     #[test]
     fn ask_commands() {

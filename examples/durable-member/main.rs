@@ -12,13 +12,14 @@
 //!   `Got it: <text>` streamed over `--turn-ms`, takes steer and stop, and
 //!   raises `/ask choice|multi|text|form|approve [Ns]`, echoing the answer.
 //! - The starter `new-ticket` opens the next ticket. Renames, closes,
-//!   reopens, undecided asks and every conversation are kept in the store
-//!   (`desk.sqlite3` in the data folder), the receipts in the SDK's
-//!   `SqliteReceiptStore` (`receipts.sqlite3`): a restart keeps them all.
-//!   With `--receipts postgres://…` (or `DESK_RECEIPTS_URL`) the receipts
-//!   and the acknowledged sends go to PostgreSQL (`PgReceiptStore`)
-//!   instead: a desk started on another machine with the same database
-//!   replays the first one's answers and delivers its queued sends.
+//!   reopens and every conversation are kept in the store (`desk.sqlite3`
+//!   in the data folder); the receipts, the acknowledged sends and the
+//!   undecided asks in the SDK's `SqliteReceiptStore` (`receipts.sqlite3`):
+//!   a restart keeps them all, and raises each undecided ask again by its
+//!   id. With `--receipts postgres://…` (or `DESK_RECEIPTS_URL`) the
+//!   receipts, sends and asks go to PostgreSQL (`PgReceiptStore`) instead:
+//!   a desk started on another machine with the same database replays the
+//!   first one's answers, delivers its queued sends and raises its cards.
 
 mod asks;
 mod cli;
@@ -155,9 +156,9 @@ async fn run(args: Args) -> Result<(), BoxError> {
     collie.starter("new-ticket", "New ticket")?;
     collie.history(DeskHistory { store: store.clone() });
     collie.set_hooks(DeskHooks { desk: desk.clone() });
-    if args.raise_delay_ms == 0 {
-        desk.raise_stored();
-    }
+    // The asks open at the last stop: raised again now, or held to raise
+    // after --raise-delay-ms (an answer sent meanwhile is held, then lands).
+    let later = desk.take_up_kept(args.raise_delay_ms > 0).await?;
     collie.ready();
 
     let transport = match &args.transport {
@@ -182,12 +183,12 @@ async fn run(args: Args) -> Result<(), BoxError> {
         writeln!(out, "listening {}", collie.address())?;
         out.flush()?;
     }
-    if args.raise_delay_ms > 0 {
+    if !later.is_empty() {
         let desk = desk.clone();
         let delay = Duration::from_millis(args.raise_delay_ms);
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;
-            desk.raise_stored();
+            desk.raise_kept(later);
         });
     }
 

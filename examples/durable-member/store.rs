@@ -1,7 +1,8 @@
 //! The desk's own store: tickets (and the announcements pane), their titles
-//! and closed flags, renamed or closed workspaces and tabs, undecided asks
-//! with their absolute expiry, the conversation items history serves, and
-//! the counters that keep turn, ask and ticket ids unique across restarts.
+//! and closed flags, renamed or closed workspaces and tabs, the
+//! conversation items history serves, and the counters that keep turn, ask
+//! and ticket ids unique across restarts. (Undecided asks are kept by the
+//! SDK's receipt store; the `ask` table of older files is left unread.)
 //!
 //! One SQLite file (`desk.sqlite3` in the data folder) in WAL mode with
 //! `synchronous = NORMAL`: every change is one committed transaction, so it
@@ -82,18 +83,6 @@ pub(crate) struct PaneRow {
     pub(crate) closed: bool,
     pub(crate) started_at: u64,
     pub(crate) ended_at: Option<u64>,
-}
-
-/// An ask raised and not yet decided.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct StoredAsk {
-    pub(crate) id: String,
-    pub(crate) pane: String,
-    /// `choice`, `multi`, `text`, `form`, `approve` or `refund`.
-    pub(crate) kind: String,
-    pub(crate) tool_call_id: String,
-    /// Milliseconds since the Unix epoch.
-    pub(crate) expires_at: Option<u64>,
 }
 
 pub(crate) struct Store {
@@ -267,35 +256,6 @@ impl Store {
         Ok(())
     }
 
-    pub(crate) fn put_ask(&self, ask: &StoredAsk, now: u64) -> Result<()> {
-        self.db().execute(
-            "INSERT OR REPLACE INTO ask (id, pane, kind, tool_call_id, expires_at, raised_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![ask.id, ask.pane, ask.kind, ask.tool_call_id, ask.expires_at.map(ms), ms(now)],
-        )?;
-        Ok(())
-    }
-
-    pub(crate) fn remove_ask(&self, id: &str) -> Result<()> {
-        self.db().execute("DELETE FROM ask WHERE id = ?1", [id])?;
-        Ok(())
-    }
-
-    pub(crate) fn asks(&self) -> Result<Vec<StoredAsk>> {
-        let db = self.db();
-        let mut q =
-            db.prepare("SELECT id, pane, kind, tool_call_id, expires_at FROM ask ORDER BY raised_at, id")?;
-        q.query_map([], |r| {
-            Ok(StoredAsk {
-                id: r.get(0)?,
-                pane: r.get(1)?,
-                kind: r.get(2)?,
-                tool_call_id: r.get(3)?,
-                expires_at: r.get::<_, Option<i64>>(4)?.map(|t| t as u64),
-            })
-        })?
-        .collect()
-    }
-
     /// Keeps a final item for history; a known id replaces the earlier one in place.
     pub(crate) fn put_item(&self, pane: &str, item: &Item) -> Result<()> {
         let body = serde_json::to_string(item).unwrap_or_default();
@@ -382,17 +342,6 @@ mod tests {
             assert_eq!(t2.id, "ticket-2");
             s.set_title("ticket-1", "Maria L.").unwrap();
             s.set_closed("ticket-2", true, 3000).unwrap();
-            s.put_ask(
-                &StoredAsk {
-                    id: "a".into(),
-                    pane: "ticket-1".into(),
-                    kind: "text".into(),
-                    tool_call_id: "ask-1".into(),
-                    expires_at: Some(9),
-                },
-                1,
-            )
-            .unwrap();
             assert_eq!(s.next("turn").unwrap(), 1);
         }
         let s = Store::open(&path).unwrap();
@@ -400,7 +349,6 @@ mod tests {
         let t2 = s.pane("ticket-2").unwrap().unwrap();
         assert!(t2.closed);
         assert_eq!(t2.ended_at, Some(3000));
-        assert_eq!(s.asks().unwrap()[0].expires_at, Some(9));
         assert_eq!(s.next("turn").unwrap(), 2);
         assert_eq!(s.new_ticket(4000).unwrap().id, "ticket-3");
         let _ = std::fs::remove_dir_all(&dir);

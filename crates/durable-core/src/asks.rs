@@ -50,7 +50,9 @@ pub struct Decided {
 
 /// The awaitable of a raised ask. Resolves to the answer, or fails with
 /// [`AskClosed`]. Dropping it does *not* close the ask: like a shutdown, it
-/// is not an answer, and a restarted agent raises the ask again.
+/// is not an answer. With a receipt store that keeps asks, an ask open when
+/// the agent stops is handed back at its next start
+/// ([`Core::kept_asks`](crate::Core::kept_asks)), to raise again by its id.
 #[must_use = "the ask stays open whether or not this is awaited; await it to get the answer"]
 pub struct AskHandle {
     id: String,

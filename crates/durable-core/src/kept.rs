@@ -61,7 +61,7 @@ enum Phase {
 
 /// A store write about asks, applied in the order the asks opened and closed.
 enum Op {
-    Keep(KeptAskRecord),
+    Keep(Box<KeptAskRecord>),
     Forget(String),
 }
 
@@ -315,7 +315,7 @@ impl Core {
     /// An ask opened: a store that keeps asks keeps it.
     pub(crate) fn keep_ask(&self, ask: &Ask, agent_data: Option<Value>) {
         if self.shared.options.receipts.keeps_asks_dyn() {
-            self.journal_ask(Op::Keep(KeptAskRecord::new(ask.clone(), agent_data)));
+            self.journal_ask(Op::Keep(Box::new(KeptAskRecord::new(ask.clone(), agent_data))));
         }
     }
 
@@ -377,7 +377,7 @@ impl Core {
                 let (what, id, result) = match op {
                     Op::Keep(record) => {
                         let id = record.ask.id.clone();
-                        ("kept", id, store.keep_ask_dyn(record).await)
+                        ("kept", id, store.keep_ask_dyn(*record).await)
                     }
                     Op::Forget(id) => {
                         let result = store.forget_ask_dyn(&id).await;

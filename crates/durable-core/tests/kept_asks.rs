@@ -98,7 +98,7 @@ async fn first_run(store: &AskStore, spec: AskSpec) -> (String, String) {
     h.settle().await;
     let id = handle.id().to_owned();
     let hash = h.state().await.json["asks"][0]["hash"].as_str().unwrap().to_owned();
-    assert_eq!(store.kept_ids(), [id.clone()], "the open ask is kept");
+    assert_eq!(store.kept_ids(), std::slice::from_ref(&id), "the open ask is kept");
     (id, hash)
 }
 
