@@ -271,7 +271,7 @@ impl Core {
     ///
     /// It also closes the asks the last run left open that the agent did not
     /// claim from [`kept_asks`](Self::kept_asks) (§7.2), each with the chat
-    /// line "Stopped before an answer: <title>".
+    /// line `Stopped before an answer: <title>`.
     pub fn ready(&self) {
         self.lock().mark_ready();
         if !self.shared.sends_recovered.swap(true, std::sync::atomic::Ordering::SeqCst) {

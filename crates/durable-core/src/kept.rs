@@ -112,7 +112,7 @@ impl KeptAsks {
 /// [`require_approval`](crate::require_approval) card, or take its card with
 /// [`claim`](Self::claim) to raise later — or [`close`](Self::close) it. One
 /// dropped unclaimed before [`Core::ready`] is closed there, with the chat
-/// line "Stopped before an answer: <title>"; one dropped after, at once.
+/// line `Stopped before an answer: <title>`; one dropped after, at once.
 #[must_use = "an ask dropped unclaimed is closed: raise it, claim it, or close it"]
 pub struct KeptAsk {
     core: Core,
@@ -197,9 +197,10 @@ impl KeptAsk {
         spec
     }
 
-    /// Closes the ask now: the chat line "Stopped before an answer:
-    /// <title>" on its pane (none when the pane is gone), an answer for it
-    /// is refused as decided (`409 ask-closed`), and the store forgets it.
+    /// Closes the ask now: the chat line
+    /// `Stopped before an answer: <title>` on its pane (none when the pane
+    /// is gone), an answer for it is refused as decided
+    /// (`409 ask-closed`), and the store forgets it.
     pub fn close(mut self) {
         if let Some(record) = self.record.take() {
             self.core.close_kept(record);
@@ -225,7 +226,7 @@ impl Core {
     /// The asks open when the agent last stopped, for it to claim before
     /// [`ready`](Self::ready) (§7.2): each is raised again by its id, now
     /// or later, or closed; those left unclaimed at `ready()` are closed
-    /// with the chat line "Stopped before an answer: <title>". Empty with a
+    /// with the chat line `Stopped before an answer: <title>`. Empty with a
     /// store that keeps no asks (the default, in memory), after `ready()`,
     /// and on a second call (the first handed them all out).
     pub async fn kept_asks(&self) -> Result<Vec<KeptAsk>, StoreError> {
@@ -285,9 +286,9 @@ impl Core {
 
     /// Closes an ask of the last run that is not open in this one: its id
     /// is decided (an answer gets `409 ask-closed`, a held one is dropped),
-    /// its pane — if still open — gets the line "Stopped before an answer:
-    /// <title>", and the store forgets it. An ask raised again meanwhile is
-    /// left as it is.
+    /// its pane — if still open — gets the line
+    /// `Stopped before an answer: <title>`, and the store forgets it. An
+    /// ask raised again meanwhile is left as it is.
     pub(crate) fn close_kept(&self, record: KeptAskRecord) {
         let ask = record.ask;
         let now = self.now();

@@ -290,7 +290,7 @@ impl Collie {
     /// [`KeptAsk`](crate::asks::KeptAsk): raise it again by its id (an
     /// answer the phone sent meanwhile then lands), now or later, or close
     /// it. Those left unclaimed are closed at `ready()`, each with the chat
-    /// line "Stopped before an answer: <title>" (`docs/wire.md` §7.2).
+    /// line `Stopped before an answer: <title>` (`docs/wire.md` §7.2).
     ///
     /// ```no_run
     /// # async fn f(collie: durable_sdk::Collie) -> Result<(), durable_sdk::Error> {

@@ -74,7 +74,7 @@ CREATE INDEX IF NOT EXISTS pending_send_by_state ON pending_send (state, seq);
 ";
 
 /// The layout this SDK writes, in SQLite's `user_version`: version 1 is
-/// [`SCHEMA`] (receipts, evicted ids, groups, the sends journal), which
+/// the receipts, evicted ids, groups and the sends journal, which
 /// SDKs before this one wrote as version 0; version 2 adds the kept asks.
 /// A newer file is refused: this SDK would not know its meaning.
 pub const SQLITE_SCHEMA_VERSION: i64 = 2;
