@@ -73,6 +73,8 @@ impl PiConversation {
                 value: session_id.to_owned(),
             });
         }
+        // What the Pis of a dead agent on this folder left running goes first.
+        stop_leftovers_once(&super::reaper::folder_tag(&options.session_dir));
         if let Some(session) = SessionFolder::new(&options.session_dir).read(session_id)? {
             let view = pane_view(&session);
             if let Some(title) = &view.title {
@@ -218,7 +220,12 @@ impl Inner {
             command.env("DURABLE_PI_GATE_TOOLS", options.gate.tools.join(","));
             command.env("DURABLE_PI_GATE_UNANSWERED", &options.gate.unanswered_reason);
         }
-        PiProcess::spawn(command).map_err(|source| Error::Spawn {
+        // Everything this Pi starts carries its run's mark; its watcher stops
+        // them when Pi ends or the agent dies (see `reaper`).
+        let tag = super::reaper::folder_tag(&options.session_dir);
+        let mark = super::reaper::run_mark(&tag, unique());
+        command.env(super::reaper::RUN_ENV, &mark);
+        PiProcess::spawn(command, || super::reaper::Watcher::spawn(&mark)).map_err(|source| Error::Spawn {
             program: options.command.program().to_string_lossy().into_owned(),
             source,
         })
@@ -448,6 +455,17 @@ fn write_extension(dir: &std::path::Path) -> Result<std::path::PathBuf, Error> {
 }
 
 /// A number not given twice in this process.
+/// Stops, once per sessions folder and process, what the Pi runs of dead
+/// agents on it left running.
+fn stop_leftovers_once(tag: &str) {
+    static DONE: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
+    if !done.iter().any(|t| t == tag) {
+        done.push(tag.to_owned());
+        super::reaper::stop_leftovers(tag);
+    }
+}
+
 fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(1);

@@ -16,6 +16,18 @@
 //! error notice saying how, and the next send starts Pi again on the same
 //! session: a pane never hangs on a dead Pi.
 //!
+//! # What Pi's tools start never outlives the agent
+//! Pi's `bash` tool runs each call in a session of its own, out of reach of
+//! Pi's process group. So each Pi is started with a mark in its environment
+//! (`DURABLE_PI_RUN`), which all it starts inherits, and beside it a small
+//! watcher (`sh`, in a group of its own) holding a pipe from the agent: when
+//! Pi ends or the agent dies — by `SIGTERM`, `SIGKILL`, or killed with its
+//! Pi — the pipe closes and the watcher stops every process of that run.
+//! A conversation attached on the same sessions folder also stops what the
+//! runs of agents no longer alive left (were their watchers killed too).
+//! Linux only (`/proc`); on macOS a call Pi runs in its own session may
+//! outlive an agent killed together with its Pi.
+//!
 //! # The gate: a risky call becomes a card
 //! A small Pi extension shipped with this crate (loaded with `-e`) stops
 //! each call of a gated tool (by default `bash`, `write`, `edit`; see
@@ -38,6 +50,7 @@
 
 mod conversation;
 mod options;
+mod reaper;
 mod rpc;
 mod stream;
 

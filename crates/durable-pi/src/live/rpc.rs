@@ -50,9 +50,15 @@ impl std::fmt::Debug for PiProcess {
 
 impl PiProcess {
     /// Starts Pi and its reader tasks (on the current tokio runtime).
-    pub(crate) fn spawn(mut command: tokio::process::Command) -> Result<PiProcess, std::io::Error> {
+    /// `watcher`, if any, lives until Pi's output closes: then it stops
+    /// what Pi's tools left running (see `reaper`).
+    pub(crate) fn spawn(
+        mut command: tokio::process::Command,
+        watcher: impl FnOnce() -> Option<super::reaper::Watcher>,
+    ) -> Result<PiProcess, std::io::Error> {
         command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
         let mut child = command.spawn()?;
+        let watcher = watcher();
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("Pi's output is not piped"))?;
         let stderr = child.stderr.take();
@@ -115,6 +121,8 @@ impl PiProcess {
                     (None, Some(last)) => format!("its output closed: {last}"),
                     (None, None) => "its output closed".to_owned(),
                 };
+                // Pi is gone: what its tools still run goes with it.
+                drop(watcher);
                 let _ = tx.send(PiEvent::Exited(how));
             });
         }
