@@ -36,7 +36,8 @@ use durable_sdk::handlers::{
     CloseRequest, Hooks, RenameRequest, Reopen, ReopenRequest, Started, StarterRequest,
 };
 use durable_sdk::pi::{
-    Follower, GateOptions, PiCommand, PiConversation, PiHistory, PiOptions, SessionFolder, items_since,
+    Follower, GateOptions, PiCommand, PiConversation, PiHistory, PiOptions, SessionFolder, close_kept_card,
+    items_since,
 };
 use durable_sdk::stores::SqliteReceiptStore;
 use durable_sdk::transport::socket_path_for;
@@ -271,6 +272,19 @@ async fn run(args: Args) -> Result<(), BoxError> {
     }
     if agent.pi.is_some() {
         collie.starter("new-conversation", "New conversation")?;
+    }
+    // The cards open when the agent last stopped: each gated call's card
+    // comes back by its id, and its answer reaches Pi; one whose
+    // conversation is not open here is closed, saying the call did not run.
+    for kept in collie.kept_asks().await? {
+        match agent.conversation(kept.pane()) {
+            // Not a card of Pi's gate: dropped, `ready()` closes it.
+            Some(conversation) => drop(conversation.take_up(kept)),
+            None => {
+                let pane = collie.pane(kept.pane());
+                close_kept_card(kept, pane.as_ref());
+            }
+        }
     }
     collie.history(history);
     collie.set_hooks(AgentHooks(agent.clone()));

@@ -694,3 +694,82 @@ fn what_pis_tools_start_never_outlives_the_agent_whatever_signal_ends_it() {
         drop(again);
     }
 }
+
+/// A gated `bash` call's card open when the agent is killed (`SIGKILL`):
+/// the phone's Allow is refused while the agent is down, and sent again
+/// (same request id) once it is back, where the card is up again with the
+/// same id; Pi is told, makes the same call again, and it runs — once,
+/// without a second card. A Deny the same way: Pi is told, nothing runs.
+/// A `SIGTERM` keeps the card as well.
+#[test]
+fn a_gated_calls_card_survives_a_sigkill_and_the_answer_sent_meanwhile_reaches_pi() {
+    // A SIGTERM (a service restarted) keeps the card too: a stop is not an answer.
+    for (option, signal) in [("allow", "KILL"), ("deny", "KILL"), ("allow", "TERM")] {
+        let dir = scratch(&format!("resume-{option}-{signal}"));
+        let args = ["--pi", &pi_command("faux")];
+        let agent = PiAgent::start_with(&dir, &args);
+        let pane = agent.pane();
+        let file = dir.join(format!("ran-{option}"));
+        agent.send(&pane, "r-1", &format!("use bash: echo ran >> {}", file.display()));
+        let card = agent.open_ask();
+        let socket = agent.socket.clone();
+        match signal {
+            "KILL" => agent.kill(),
+            _ => {
+                // SIGTERM: the example waits its shutdown grace for the turn
+                // (held by the card), stops Pi and ends by itself.
+                let mut agent = agent;
+                let _ = Command::new("kill").arg(agent.child.id().to_string()).status();
+                let deadline = Instant::now() + Duration::from_secs(30);
+                let status = loop {
+                    if let Ok(Some(status)) = agent.child.try_wait() {
+                        break status;
+                    }
+                    assert!(Instant::now() < deadline, "the agent ends by itself after SIGTERM");
+                    std::thread::sleep(Duration::from_millis(50));
+                };
+                assert!(status.success(), "{status}");
+            }
+        }
+        let answer = json!({"requestId": "a-1", "answer": {"optionIds": [option]}, "hash": card["hash"]});
+        let refused = Command::new("curl")
+            .args(["-sS", "--unix-socket", &socket, "-H", "Content-Type: application/json"])
+            .args([
+                "-d",
+                &answer.to_string(),
+                &format!("http://collie/v1/asks/{}", card["id"].as_str().unwrap()),
+            ])
+            .output()
+            .unwrap();
+        assert!(!refused.status.success(), "nobody listens while the agent is down");
+
+        let agent = PiAgent::start_with(&dir, &args);
+        let again = agent.open_ask();
+        assert_eq!((again["id"].clone(), again["hash"].clone()), (card["id"].clone(), card["hash"].clone()));
+        let (status, r) = agent.post(&format!("/v1/asks/{}", card["id"].as_str().unwrap()), answer);
+        assert_eq!((status, r["result"].clone()), (200, json!("answered")), "{r}");
+        agent.idle(&pane);
+        eventually("Pi's turn after the answer", || {
+            let items = agent.items(&pane);
+            let told = items.iter().any(|i| {
+                i["kind"] == "user" && i["text"].as_str().is_some_and(|t| t.contains("[durable-pi]"))
+            });
+            (told && agent.state()["panes"][0]["state"] == "idle").then_some(())
+        });
+        let ran = std::fs::read_to_string(&file).unwrap_or_default();
+        let items = agent.items(&pane);
+        if option == "allow" {
+            assert_eq!(ran, "ran\n", "the approved call ran once: {items:?}");
+            assert!(
+                agent.state()["asks"].as_array().unwrap().is_empty(),
+                "no second card for the approved call"
+            );
+        } else {
+            assert_eq!(ran, "", "a refused call never runs");
+            assert!(
+                items.iter().any(|i| i["text"] == "Understood: I will not run it."),
+                "Pi was told: {items:?}"
+            );
+        }
+    }
+}

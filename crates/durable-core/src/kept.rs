@@ -116,7 +116,8 @@ impl KeptAsks {
 #[must_use = "an ask dropped unclaimed is closed: raise it, claim it, or close it"]
 pub struct KeptAsk {
     core: Core,
-    record: Option<KeptAskRecord>,
+    /// Boxed: a kept ask is moved around (and handed back in `Err`s) whole.
+    record: Option<Box<KeptAskRecord>>,
 }
 
 impl fmt::Debug for KeptAsk {
@@ -127,7 +128,7 @@ impl fmt::Debug for KeptAsk {
 
 impl KeptAsk {
     fn record(&self) -> &KeptAskRecord {
-        self.record.as_ref().unwrap_or_else(|| unreachable!("a kept ask holds its record until consumed"))
+        self.record.as_deref().unwrap_or_else(|| unreachable!("a kept ask holds its record until consumed"))
     }
 
     /// The ask id (`ask_id_for(pane, tool_call_id)`): the same once raised again.
@@ -203,7 +204,7 @@ impl KeptAsk {
     /// (`409 ask-closed`), and the store forgets it.
     pub fn close(mut self) {
         if let Some(record) = self.record.take() {
-            self.core.close_kept(record);
+            self.core.close_kept(*record);
         }
     }
 }
@@ -213,10 +214,10 @@ impl Drop for KeptAsk {
         let Some(record) = self.record.take() else { return };
         let mut phase = self.core.shared.kept.phase();
         match &mut *phase {
-            Phase::Loaded(left) => left.push(record),
+            Phase::Loaded(left) => left.push(*record),
             Phase::NotLoaded | Phase::Settled => {
                 drop(phase);
-                self.core.close_kept(record);
+                self.core.close_kept(*record);
             }
         }
     }
@@ -243,7 +244,10 @@ impl Core {
             Phase::Loaded(left) => std::mem::take(left),
             _ => Vec::new(),
         };
-        Ok(records.into_iter().map(|record| KeptAsk { core: self.clone(), record: Some(record) }).collect())
+        Ok(records
+            .into_iter()
+            .map(|record| KeptAsk { core: self.clone(), record: Some(Box::new(record)) })
+            .collect())
     }
 
     async fn load_kept(&self) -> Result<Vec<KeptAskRecord>, StoreError> {

@@ -287,6 +287,7 @@ pub mod pi {
     pub use durable_pi::items::{BRANCH_SUMMARY_PREFIX, COMPACTION_PREFIX, FAILED, STOPPED};
     pub use durable_pi::live::{
         CardFn, DEFAULT_DENIED_REASON, DEFAULT_UNANSWERED_REASON, GATE_EXTENSION, PiOptionsBuilder,
+        close_kept_card,
     };
     pub use durable_pi::session::SESSION_VERSION;
     pub use durable_pi::{

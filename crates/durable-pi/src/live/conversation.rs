@@ -59,6 +59,13 @@ struct Inner {
     process: tokio::sync::Mutex<Option<Arc<PiProcess>>>,
     /// The open cards, by tool call id: closing one answers Pi "unanswered".
     cards: Mutex<HashMap<String, AbortController>>,
+    /// Calls approved on a card taken up after a restart: each lets the
+    /// same call (tool, arguments' digest) through the gate once.
+    passes: Mutex<Vec<(String, String)>>,
+    /// The agent is ending this Pi ([`PiConversation::shutdown`]): its open
+    /// cards stay open (a shutdown is not an answer), for a store that
+    /// keeps asks to hand them back at the next start.
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 impl PiConversation {
@@ -90,6 +97,8 @@ impl PiConversation {
             options,
             process: tokio::sync::Mutex::new(None),
             cards: Mutex::new(HashMap::new()),
+            passes: Mutex::new(Vec::new()),
+            stopping: std::sync::atomic::AtomicBool::new(false),
         });
         pane.on_send(PiChat(inner.clone())).map_err(|e| Error::Pane { why: e.to_string() })?;
         Ok(PiConversation { inner })
@@ -140,6 +149,21 @@ impl PiConversation {
         Ok(())
     }
 
+    /// Lets the call `tool` with arguments of digest `digest` through the
+    /// gate once, without a card.
+    pub(super) fn allow_once(&self, tool: &str, digest: &str) {
+        self.inner
+            .passes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((tool.to_owned(), digest.to_owned()));
+    }
+
+    /// Takes the pass of such a call, if it is still there.
+    pub(super) fn take_pass(&self, tool: &str, digest: &str) -> bool {
+        self.inner.take_pass(tool, digest)
+    }
+
     /// A new session id: a random UUID (version 4), as Pi makes them.
     pub fn new_session_id() -> String {
         let mut b = [0u8; 16];
@@ -157,10 +181,13 @@ impl PiConversation {
     }
 
     /// Ends Pi, if it runs: its input closes, so Pi stops the run and saves
-    /// the session; after two seconds it is killed. Open cards close. The
+    /// the session; after two seconds it is killed. Open cards stay open: a
+    /// shutdown is not an answer, and with a receipt store that keeps asks
+    /// the next start hands them back ([`take_up`](Self::take_up)). The
     /// next send starts Pi again.
     pub async fn shutdown(&self) {
-        self.inner.close_cards();
+        self.inner.stopping.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.inner.cards.lock().unwrap_or_else(|e| e.into_inner()).clear();
         let pi = self.inner.process.lock().await.take();
         if let Some(pi) = pi {
             pi.shutdown(Duration::from_secs(2)).await;
@@ -182,6 +209,7 @@ impl Inner {
             }
         }
         let pi = Arc::new(self.spawn()?);
+        self.stopping.store(false, std::sync::atomic::Ordering::SeqCst);
         match tokio::time::timeout(START_TIMEOUT, pi.call(json!({"type": "get_state"}))).await {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => {
@@ -242,6 +270,9 @@ impl Inner {
 
     fn close_cards(&self) {
         let cards: Vec<_> = self.cards.lock().unwrap_or_else(|e| e.into_inner()).drain().collect();
+        if self.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+            return; // left open (see `stopping`)
+        }
         for (_, card) in cards {
             card.abort();
         }
@@ -299,6 +330,17 @@ impl Inner {
         }
     }
 
+    fn take_pass(&self, tool: &str, digest: &str) -> bool {
+        let mut passes = self.passes.lock().unwrap_or_else(|e| e.into_inner());
+        match passes.iter().position(|(t, d)| t == tool && d == digest) {
+            Some(at) => {
+                passes.remove(at);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Raises the card of a gated call and answers Pi with the decision.
     async fn gate(
         self: Arc<Self>,
@@ -311,7 +353,16 @@ impl Inner {
         let call_id = call.get("toolCallId").and_then(Value::as_str).unwrap_or("").to_owned();
         let tool = call.get("toolName").and_then(Value::as_str).unwrap_or("tool");
         let input = call.get("input").cloned().unwrap_or(Value::Null);
-        let spec = card_of(gate, tool, &input, &call_id, item.as_ref());
+        let digest = super::resume::input_digest(&input);
+        // The call approved on a card taken up after a restart runs once, as approved.
+        if self.take_pass(tool, &digest) {
+            let response = json!({"type": "extension_ui_response", "id": request_id, "value": json!({"allow": true}).to_string()});
+            let _ = pi.write(&response).await;
+            return;
+        }
+        let mut spec = card_of(gate, tool, &input, &call_id, item.as_ref());
+        // Kept with the card: after a restart, `take_up` finds the call again.
+        spec.agent_data = Some(super::resume::card_data(&self.session_id, tool, &digest));
         let card = AbortController::new();
         self.cards.lock().unwrap_or_else(|e| e.into_inner()).insert(call_id.clone(), card.clone());
         let unanswered = || json!({"allow": false, "reason": gate.unanswered_reason});

@@ -38,19 +38,23 @@
 //! ends without an answer, or whose turn is stopped or whose Pi exits, is
 //! closed by the agent (`aborted`).
 //!
-//! A restart does not carry an open card over: Pi aborts the call when the
-//! agent stops (its input closes), and nothing calls it again after. An
-//! answer sent while the agent restarts is held (`202`, when it carries the
-//! card's hash) but no card is raised again to take it, and the session
-//! shows the call aborted. The stable id is what would let such an answer
-//! land, once a restarted Pi can take up a call it was gating; today it
-//! cannot. Other extensions' dialogs are
+//! A card open when the agent stops comes back (with a receipt store that
+//! keeps asks): Pi aborts the call as its input closes, but the card is
+//! kept with the session, the tool and a digest of the arguments, and
+//! [`PiConversation::take_up`] raises it again at the next start by the same
+//! id — an answer sent during the restart lands then. Allow tells Pi in a
+//! turn of the agent's own that the call was approved, and lets exactly that
+//! call (same tool, same arguments) through the gate once; Deny tells Pi it
+//! was refused. A call Pi does not make again, a card closed unanswered, and
+//! a card no conversation takes up ([`close_kept_card`]) leave a notice that
+//! the call did not run. Other extensions' dialogs are
 //! answered `cancelled` (the phone has no place for them), and their
 //! notifications are notices.
 
 mod conversation;
 mod options;
 mod reaper;
+mod resume;
 mod rpc;
 mod stream;
 
@@ -59,6 +63,7 @@ pub use options::{
     CardFn, DEFAULT_DENIED_REASON, DEFAULT_UNANSWERED_REASON, GateOptions, PiCommand, PiOptions,
     PiOptionsBuilder,
 };
+pub use resume::close_kept_card;
 
 /// The gate extension Pi loads (`-e`): TypeScript, the crate's only
 /// non-Rust file.

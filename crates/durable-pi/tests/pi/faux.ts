@@ -6,6 +6,8 @@
 //
 // - a tool result: a reply that quotes the output ("The tool said: …"), or
 //   "The tool failed: …" when the result is an error;
+// - after a restart, durable-pi's "… has approved it now …": the last tool
+//   call again (same tool, same arguments); "… has refused it …": a reply;
 // - a user message containing "use bash": thinking, a short text and a `bash`
 //   tool call (`stopReason: "toolUse"`); the command is what follows
 //   "use bash:" on that line, else `echo hello from bash`;
@@ -35,6 +37,19 @@ function text(content: Msg["content"]): string {
 		.join("\n");
 }
 
+type Call = { type: string; name: string; arguments: Record<string, unknown> };
+
+/// The last tool call the model made, from the conversation.
+function lastToolCall(messages: Msg[]): Call | undefined {
+	for (let i = messages.length - 1; i >= 0; i--) {
+		const content = messages[i].content;
+		if (messages[i].role !== "assistant" || typeof content === "string") continue;
+		const calls = (content ?? []).filter((b) => b.type === "toolCall") as unknown as Call[];
+		if (calls.length > 0) return calls[calls.length - 1];
+	}
+	return undefined;
+}
+
 const LONG = Array.from({ length: 300 }, (_, i) => `word${i + 1}`).join(" ");
 
 function answer(context: { messages: Msg[] }) {
@@ -50,6 +65,19 @@ function answer(context: { messages: Msg[] }) {
 	}
 	const said = last ? text(last.content) : "";
 	const lower = said.toLowerCase();
+	// durable-pi after a restart: a gated call approved now is made again,
+	// the same tool with the same arguments; a refused one is not.
+	if (lower.includes("has approved it now")) {
+		const call = lastToolCall(messages);
+		if (call) {
+			return fauxAssistantMessage([fauxText("Running it again."), fauxToolCall(call.name, call.arguments)], {
+				stopReason: "toolUse",
+			});
+		}
+	}
+	if (lower.includes("has refused it")) {
+		return fauxAssistantMessage("Understood: I will not run it.");
+	}
 	if (lower.includes("use bash")) {
 		const m = /use bash:\s*(.+)/i.exec(said);
 		const command = m ? m[1].trim() : "echo hello from bash";
