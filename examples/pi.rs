@@ -20,7 +20,10 @@
 //! - `--no-pi`: start no Pi; the sessions are read-only panes that follow
 //!   their files, and the history.
 //! - `--data`: the agent's folder (default `~/.local/state/durable-pi`):
-//!   receipts and the list of closed conversations.
+//!   receipts and open cards, the list of closed conversations, and the
+//!   sessions folder's index (`sessions-index.json`: a start reads only the
+//!   session files that changed since, so it costs a listing of the folder
+//!   at any number of sessions).
 //! - `--listen ADDR --self-signed`: HTTPS with the token in `COLLIE_TOKEN`,
 //!   instead of the private socket (`--socket` names its path).
 //!
@@ -92,8 +95,8 @@ fn parse_args() -> Result<Args, String> {
 /// The agent: a pane per conversation, Pi behind each (unless `--no-pi`).
 struct Agent {
     tab: Tab,
-    folder: SessionFolder,
-    history: Arc<PiHistory>,
+    folder: Arc<SessionFolder>,
+    history: Arc<PiHistory<Arc<SessionFolder>>>,
     pi: Option<PiOptions>,
     closed_file: PathBuf,
     conversations: Mutex<HashMap<String, PiConversation>>,
@@ -240,8 +243,10 @@ async fn run(args: Args) -> Result<(), BoxError> {
             Some(PiOptions::builder(command, &sessions).gate(gate).build()?)
         }
     };
-    let folder = SessionFolder::new(&sessions);
-    let history = Arc::new(PiHistory::new(SessionFolder::new(&sessions)));
+    // One listing of the folder for the panes and the history, its
+    // summaries kept in the data folder: a start reads only what changed.
+    let folder = Arc::new(SessionFolder::with_index(&sessions, data.join("sessions-index.json")));
+    let history = Arc::new(PiHistory::new(folder.clone()));
     let agent = Arc::new(Agent {
         tab: collie.workspace("pi", "Pi")?.tab("chats", "Conversations")?,
         folder,

@@ -87,12 +87,7 @@ impl SessionSummary {
     }
 }
 
-#[derive(Debug)]
-struct Cached {
-    len: u64,
-    modified: Option<SystemTime>,
-    summary: Option<SessionSummary>,
-}
+use crate::index::Entry as Cached;
 
 /// One folder of Pi session files.
 ///
@@ -118,12 +113,52 @@ struct Cached {
 pub struct SessionFolder {
     dir: PathBuf,
     cache: Mutex<HashMap<PathBuf, Cached>>,
+    /// Where the summaries are kept between runs, if anywhere.
+    index: Option<PathBuf>,
+    /// The summaries changed since the index was last written.
+    dirty: std::sync::atomic::AtomicBool,
 }
 
 impl SessionFolder {
     /// The folder at `dir` (read at each listing; it need not exist yet).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        SessionFolder { dir: dir.into(), cache: Mutex::new(HashMap::new()) }
+        SessionFolder {
+            dir: dir.into(),
+            cache: Mutex::new(HashMap::new()),
+            index: None,
+            dirty: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// The folder at `dir`, with its summaries kept in `index_file` (a file
+    /// of the agent's own, e.g. in its data folder): a listing reads again
+    /// only the files that changed since they were read, in this run or an
+    /// earlier one, so a start over a folder of thousands of sessions costs
+    /// a listing of the folder, not a reading of every file. The index is
+    /// written after a listing that changed it; one that is damaged, or
+    /// was written for another folder, is built again.
+    pub fn with_index(dir: impl Into<PathBuf>, index_file: impl Into<PathBuf>) -> Self {
+        let dir = dir.into();
+        let index_file = index_file.into();
+        let cache = crate::index::load(&index_file, &dir);
+        SessionFolder {
+            dir,
+            cache: Mutex::new(cache),
+            index: Some(index_file),
+            dirty: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Writes the index when the summaries changed.
+    fn save_index(&self, cache: &HashMap<PathBuf, Cached>) {
+        let Some(file) = &self.index else { return };
+        if !self.dirty.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        if let Err(e) = crate::index::save(file, &self.dir, cache) {
+            self.dirty.store(true, std::sync::atomic::Ordering::SeqCst);
+            tracing::warn!(target: "durable", file = %file.display(), error = %e, "pi: the sessions index could not be written");
+        }
     }
 
     /// The folder.
@@ -157,12 +192,18 @@ impl SessionFolder {
             if !fresh {
                 let summary = Session::read(&path).ok().and_then(|s| SessionSummary::of(&path, &s, modified));
                 cache.insert(path.clone(), Cached { len, modified, summary });
+                self.dirty.store(true, std::sync::atomic::Ordering::SeqCst);
             }
             if let Some(summary) = cache.get(&path).and_then(|c| c.summary.clone()) {
                 out.push(summary);
             }
         }
+        let before = cache.len();
         cache.retain(|path, _| present.contains(path));
+        if cache.len() != before {
+            self.dirty.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        self.save_index(&cache);
         drop(cache);
         out.sort_by(|a, b| (b.last_activity, &b.id, &b.path).cmp(&(a.last_activity, &a.id, &a.path)));
         let mut seen = HashSet::new();
@@ -218,6 +259,7 @@ impl SessionFolder {
             if !fresh {
                 let summary = Session::read(&path).ok().and_then(|s| SessionSummary::of(&path, &s, modified));
                 cache.insert(path.clone(), Cached { len: meta.len(), modified, summary });
+                self.dirty.store(true, std::sync::atomic::Ordering::SeqCst);
             }
             let Some(summary) = cache.get(&path).and_then(|c| c.summary.clone()) else { continue };
             let newer =
@@ -273,6 +315,77 @@ mod tests {
             ),
         )
         .unwrap();
+    }
+
+    /// Replaces a file's bytes with as many of garbage, keeping its time:
+    /// only a listing that reads it again sees the change.
+    fn garble_keeping_size_and_time(path: &Path) {
+        let meta = std::fs::metadata(path).unwrap();
+        std::fs::write(path, vec![b'#'; meta.len() as usize]).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(meta.modified().unwrap())
+            .unwrap();
+    }
+
+    fn ids(folder: &SessionFolder) -> Vec<String> {
+        folder.sessions().unwrap().into_iter().map(|s| s.id).collect()
+    }
+
+    #[test]
+    fn the_index_spares_a_start_the_unchanged_files_and_follows_changed_new_and_gone_ones() {
+        let dir = temp("index");
+        let sessions = dir.join("sessions");
+        std::fs::create_dir_all(&sessions).unwrap();
+        let index = dir.join("index.json");
+        write(&sessions, "a.jsonl", "a", 1_000);
+        write(&sessions, "b.jsonl", "b", 2_000);
+        write(&sessions, "c.jsonl", "c", 3_000);
+        assert_eq!(ids(&SessionFolder::with_index(&sessions, &index)), ["c", "b", "a"]);
+        assert!(index.exists(), "written after the first listing");
+
+        // The next start reads no unchanged file: b's garbage goes unseen.
+        garble_keeping_size_and_time(&sessions.join("b.jsonl"));
+        let folder = SessionFolder::with_index(&sessions, &index);
+        assert_eq!(ids(&folder), ["c", "b", "a"], "b was not read again");
+        assert_eq!(ids(&SessionFolder::new(&sessions)), ["c", "a"], "without the index it is");
+
+        // A changed file (Pi appended), a new one and a gone one are followed,
+        // in this run and the next.
+        write(&sessions, "a.jsonl", "a", 9_000);
+        write(&sessions, "d.jsonl", "d", 4_000);
+        std::fs::remove_file(sessions.join("c.jsonl")).unwrap();
+        assert_eq!(ids(&folder), ["a", "d", "b"]);
+        let again = SessionFolder::with_index(&sessions, &index);
+        assert_eq!(ids(&again), ["a", "d", "b"]);
+        assert_eq!(again.sessions().unwrap()[0].last_activity.as_millis(), 9_000);
+    }
+
+    #[test]
+    fn a_damaged_index_or_another_folders_is_built_again_not_trusted() {
+        let dir = temp("index-bad");
+        let sessions = dir.join("sessions");
+        std::fs::create_dir_all(&sessions).unwrap();
+        let index = dir.join("index.json");
+        write(&sessions, "a.jsonl", "a", 1_000);
+        write(&sessions, "b.jsonl", "b", 2_000);
+        assert_eq!(ids(&SessionFolder::with_index(&sessions, &index)), ["b", "a"]);
+        garble_keeping_size_and_time(&sessions.join("b.jsonl"));
+
+        let text = std::fs::read_to_string(&index).unwrap();
+        std::fs::write(&index, &text[..text.len() / 2]).unwrap();
+        assert_eq!(ids(&SessionFolder::with_index(&sessions, &index)), ["a"], "a cut index: every file read");
+
+        // Indexed for another folder: not taken for this one.
+        let other = dir.join("other");
+        std::fs::create_dir_all(&other).unwrap();
+        write(&other, "b.jsonl", "ghost", 5_000);
+        let other_index = dir.join("other-index.json");
+        assert_eq!(ids(&SessionFolder::with_index(&other, &other_index)), ["ghost"]);
+        std::fs::copy(&other_index, &index).unwrap();
+        assert_eq!(ids(&SessionFolder::with_index(&sessions, &index)), ["a"]);
     }
 
     #[test]

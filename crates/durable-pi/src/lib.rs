@@ -50,6 +50,7 @@ pub mod durable;
 pub mod folder;
 pub mod follow;
 pub mod history;
+mod index;
 pub mod items;
 mod json;
 pub mod live;

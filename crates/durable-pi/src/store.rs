@@ -141,3 +141,14 @@ pub trait ConversationStore: Send + Sync + 'static {
     /// One conversation with its items; `None` for an unknown id.
     fn conversation(&self, id: &str) -> Result<Option<Conversation>, Error>;
 }
+
+/// A shared store is a store: an agent keeps one [`SessionFolder`](crate::SessionFolder)
+/// (and its index) for its own listings and its history.
+impl<T: ConversationStore> ConversationStore for std::sync::Arc<T> {
+    fn conversations(&self) -> Result<Vec<ConversationInfo>, Error> {
+        T::conversations(self)
+    }
+    fn conversation(&self, id: &str) -> Result<Option<Conversation>, Error> {
+        T::conversation(self, id)
+    }
+}
