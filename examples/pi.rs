@@ -113,7 +113,7 @@ impl Agent {
                 let conversation = PiConversation::attach(&pane, id, options.clone())?;
                 self.conversations.lock().unwrap().insert(id.to_owned(), conversation);
             }
-            None => follow(pane.clone(), self.folder.dir().to_owned(), id.to_owned()),
+            None => follow(pane.clone(), self.folder.clone(), id.to_owned()),
         }
         self.history.set_open(id, true);
         self.set_closed(id, false)?;
@@ -143,9 +143,9 @@ impl Agent {
 }
 
 /// A read-only pane that follows the session's file as Pi (run elsewhere) writes it.
-fn follow(pane: Pane, dir: PathBuf, id: String) {
+fn follow(pane: Pane, folder: Arc<SessionFolder>, id: String) {
     tokio::spawn(async move {
-        let Ok(Some(summary)) = SessionFolder::new(dir).find(&id) else { return };
+        let Ok(Some(summary)) = folder.find(&id) else { return };
         let mut follower = Follower::new(summary.path);
         while pane.is_open() {
             if let Ok(progress) = follower.poll() {

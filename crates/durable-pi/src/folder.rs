@@ -224,10 +224,43 @@ impl SessionFolder {
     /// it, such a copy is not taken even if active later, which
     /// [`sessions`](Self::sessions) would list instead).
     pub fn find(&self, id: &str) -> Result<Option<SessionSummary>, Error> {
+        if let Some(found) = self.find_known(id) {
+            return Ok(Some(found));
+        }
         if let Some(found) = self.find_named(id)? {
             return Ok(Some(found));
         }
         Ok(self.sessions()?.into_iter().find(|s| s.id == id))
+    }
+
+    /// The session with this id from what an earlier listing (or the
+    /// index) read, when its file is named after the id and has not changed
+    /// since: no listing of the folder at all.
+    fn find_known(&self, id: &str) -> Option<SessionSummary> {
+        if id.is_empty() {
+            return None;
+        }
+        let (named, suffixed) = (format!("{id}.jsonl"), format!("_{id}.jsonl"));
+        let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        let mut best: Option<SessionSummary> = None;
+        for (path, cached) in cache.iter() {
+            let Some(summary) = cached.summary.as_ref().filter(|s| s.id == id) else { continue };
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if name != named && !name.ends_with(&suffixed) {
+                continue;
+            }
+            let Ok(meta) = std::fs::metadata(path) else { return None };
+            if meta.len() != cached.len || meta.modified().ok() != cached.modified {
+                return None; // changed: the listing of the named files reads it again
+            }
+            if best
+                .as_ref()
+                .is_none_or(|b| (summary.last_activity, &summary.path) > (b.last_activity, &b.path))
+            {
+                best = Some(summary.clone());
+            }
+        }
+        best
     }
 
     /// The newest session with this id among the files named after it.

@@ -13,12 +13,16 @@
 //!   session that starts while the phone pages does not shift the pages.
 //!   Item cursors are positions in the conversation (the branch shown).
 //! - Rows whose id breaks the ID rule are left out.
+//! - Pages come from one listing of the store, kept for
+//!   [`PiHistory::relist_after`] (2 s by default): paging through thousands
+//!   of conversations costs one listing, then a lookup a page.
 //!
 //! The provider is thin: [`PiHistory::rows_page`] and
 //! [`PiHistory::items_page`] do the work, synchronously (they read files).
 
 use std::collections::HashSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use durable_core::{HistoryError, HistoryProvider, ItemsPage, RowsPage};
 use durable_types::{ConversationState, Cursor, HistoryRow, check_id};
@@ -55,12 +59,50 @@ use crate::store::{ConversationInfo, ConversationStore};
 pub struct PiHistory<S = SessionFolder> {
     store: S,
     open: Mutex<HashSet<String>>,
+    /// The rows of the last listing, sorted, and when it was made.
+    listing: Mutex<Option<(Instant, Arc<Vec<ConversationInfo>>)>>,
+    relist_after: Duration,
 }
+
+/// How long a listing serves pages before the store is listed again.
+pub const RELIST_AFTER: Duration = Duration::from_secs(2);
 
 impl<S: ConversationStore> PiHistory<S> {
     /// The history of `store`; every row closed until [`PiHistory::set_open`].
     pub fn new(store: S) -> Self {
-        PiHistory { store, open: Mutex::new(HashSet::new()) }
+        PiHistory {
+            store,
+            open: Mutex::new(HashSet::new()),
+            listing: Mutex::new(None),
+            relist_after: RELIST_AFTER,
+        }
+    }
+
+    /// Pages are served from one listing of the store, sorted, for `after`
+    /// (default [`RELIST_AFTER`], 2 s); the next page asked later lists the
+    /// store again. So a phone paging through thousands of conversations
+    /// costs one listing, then a lookup a page; a conversation started
+    /// meanwhile shows at most that much later. `Duration::ZERO` lists at
+    /// every page.
+    pub fn relist_after(mut self, after: Duration) -> Self {
+        self.relist_after = after;
+        self
+    }
+
+    /// The sorted rows: the last listing while it is fresh, else a new one.
+    fn listed(&self) -> Result<Arc<Vec<ConversationInfo>>, Error> {
+        let mut listing = self.listing.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((at, rows)) = listing.as_ref() {
+            if at.elapsed() < self.relist_after {
+                return Ok(Arc::clone(rows));
+            }
+        }
+        let mut all: Vec<ConversationInfo> =
+            self.store.conversations()?.into_iter().filter(|c| check_id(&c.id).is_ok()).collect();
+        all.sort_by(|a, b| (b.last_activity.as_millis(), &b.id).cmp(&(a.last_activity.as_millis(), &a.id)));
+        let all = Arc::new(all);
+        *listing = Some((Instant::now(), Arc::clone(&all)));
+        Ok(all)
     }
 
     /// The store.
@@ -95,17 +137,13 @@ impl<S: ConversationStore> PiHistory<S> {
 
     /// Rows after `after` (from the newest when `None`), at most `limit`.
     pub fn rows_page(&self, after: Option<&Cursor>, limit: usize) -> Result<RowsPage, Error> {
-        let mut all: Vec<ConversationInfo> =
-            self.store.conversations()?.into_iter().filter(|c| check_id(&c.id).is_ok()).collect();
-        all.sort_by(|a, b| (b.last_activity.as_millis(), &b.id).cmp(&(a.last_activity.as_millis(), &a.id)));
+        let all = self.listed()?;
         let start = match after {
             None => 0,
             Some(cursor) => {
                 let (ms, id) = parse_row_cursor(cursor)?;
-                // The first row that sorts after the cursor's.
-                all.iter()
-                    .position(|c| (c.last_activity.as_millis(), c.id.as_str()) < (ms, id.as_str()))
-                    .unwrap_or(all.len())
+                // The first row that sorts after the cursor's (the rows are sorted).
+                all.partition_point(|c| (c.last_activity.as_millis(), c.id.as_str()) >= (ms, id.as_str()))
             }
         };
         let end = start.saturating_add(limit.max(1)).min(all.len());
@@ -283,6 +321,50 @@ mod tests {
             assert!(err.to_string().contains(bad), "{err}");
         }
         assert!(history.items_page("a", Some(&Cursor::new("r1.61").unwrap()), 2).is_err());
+    }
+
+    /// A store whose conversations change, counting its listings.
+    #[derive(Default)]
+    struct Growing(Mutex<(Vec<Conversation>, usize)>);
+
+    impl ConversationStore for Growing {
+        fn conversations(&self) -> Result<Vec<ConversationInfo>, Error> {
+            let mut g = self.0.lock().unwrap();
+            g.1 += 1;
+            Ok(g.0.iter().map(|c| c.info.clone()).collect())
+        }
+        fn conversation(&self, id: &str) -> Result<Option<Conversation>, Error> {
+            Ok(self.0.lock().unwrap().0.iter().find(|c| c.info.id == id).cloned())
+        }
+    }
+
+    #[test]
+    fn pages_come_from_one_listing_until_it_is_older_than_relist_after() {
+        let store = Growing::default();
+        store.0.lock().unwrap().0.extend((0..5).map(|n| conv(&format!("s{n}"), n, 0)));
+        let history = PiHistory::new(store).relist_after(Duration::from_millis(200));
+        let mut after = None;
+        let mut seen = Vec::new();
+        loop {
+            let page = history.rows_page(after.as_ref(), 2).unwrap();
+            seen.extend(ids(&page).into_iter().map(str::to_owned));
+            match page.next {
+                Some(next) => after = Some(next),
+                None => break,
+            }
+        }
+        assert_eq!(seen, ["s4", "s3", "s2", "s1", "s0"]);
+        assert_eq!(history.store().0.lock().unwrap().1, 1, "three pages, one listing");
+        history.store().0.lock().unwrap().0.push(conv("new", 9, 0));
+        assert_eq!(ids(&history.rows_page(None, 1).unwrap()), ["s4"], "not yet listed again");
+        std::thread::sleep(Duration::from_millis(250));
+        assert_eq!(ids(&history.rows_page(None, 1).unwrap()), ["new"], "listed again after relist_after");
+        assert_eq!(history.store().0.lock().unwrap().1, 2);
+
+        let every = PiHistory::new(Growing::default()).relist_after(Duration::ZERO);
+        every.rows_page(None, 1).unwrap();
+        every.rows_page(None, 1).unwrap();
+        assert_eq!(every.store().0.lock().unwrap().1, 2, "ZERO lists at every page");
     }
 
     #[tokio::test]

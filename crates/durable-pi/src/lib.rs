@@ -62,7 +62,7 @@ use std::path::PathBuf;
 pub use durable::DurableFolder;
 pub use folder::{SessionFolder, SessionSummary};
 pub use follow::{Follower, Progress};
-pub use history::PiHistory;
+pub use history::{PiHistory, RELIST_AFTER};
 pub use items::{PaneView, item_count, item_id, items_since, pane_view};
 pub use live::{GateOptions, PiCommand, PiConversation, PiOptions};
 pub use session::{Block, Entry, EntryKind, Header, Line, Message, Session, StopReason};

@@ -293,7 +293,7 @@ pub mod pi {
     pub use durable_pi::{
         Block, Conversation, ConversationInfo, ConversationStore, DurableFolder, Entry, EntryKind, Error,
         Follower, GateOptions, Header, Line, Message, PaneView, PiCommand, PiConversation, PiHistory,
-        PiOptions, Progress, Session, SessionFolder, SessionSummary, StopReason, item_count, item_id,
-        items_since, pane_view,
+        PiOptions, Progress, RELIST_AFTER, Session, SessionFolder, SessionSummary, StopReason, item_count,
+        item_id, items_since, pane_view,
     };
 }

@@ -17,13 +17,16 @@
 //! is read again, `--only GROUP,…` runs some of the groups of cases:
 //! `polls` (the full state and the `304`, both transports), `answers` (the
 //! answer round trip, both transports), `deltas` (10 and 10,000 panes, the
-//! full state at 10,000, memory) and `events` (a pane's events, memory of a
-//! full pane). Where `cargo xtask install-pi` has put node in `.tools/`,
+//! full state at 10,000, memory), `events` (a pane's events, memory of a
+//! full pane) and `pi` (the Pi example over 100, 1,000 and 10,000 sessions:
+//! the start to the first state, history pages, memory; `pi.rs`). Where
+//! `cargo xtask install-pi` has put node in `.tools/`,
 //! each case is also served by `node:http` (`node:https` over HTTPS) alone
 //! (`bare.js`).
 
 mod instructions;
 pub mod load;
+mod pi;
 pub mod serve;
 
 use std::io::{BufRead, BufReader};
@@ -50,7 +53,7 @@ struct Options {
 }
 
 /// The groups of cases, for `--only`.
-const GROUPS: [&str; 4] = ["polls", "answers", "deltas", "events"];
+const GROUPS: [&str; 5] = ["polls", "answers", "deltas", "events", "pi"];
 
 impl Options {
     fn wants(&self, group: &str) -> bool {
@@ -488,6 +491,9 @@ async fn run(o: &Options) -> Result<(), String> {
             rss_full.saturating_sub(rss_empty) as f64 / 1024.0,
             rss_empty as f64 / 1024.0
         );
+    }
+    if o.wants("pi") {
+        pi::run(&dir).await?;
     }
     let errors: u64 = lines.iter().map(|l| l.agent.errors).sum();
     println!("bench: {} cases in {:.0} s, {errors} errors", lines.len(), started.elapsed().as_secs_f64());

@@ -1,0 +1,250 @@
+//! The `pi` group: `examples/pi.rs --no-pi` (a release build) over a
+//! sessions folder of 100, 1,000 and 10,000 sessions, each a copy under a
+//! new id of a session the real Pi wrote (`crates/durable-pi/tests/fixtures/
+//! plain.jsonl`), their activity spread over twelve months, one of them
+//! 2,000 message pairs long. For each size: the start to the first
+//! `GET /v1/state` answered, with no index yet (cold) and again on the same
+//! data (warm: the sessions index in the data folder), the first history
+//! page, a later one, the first page of the long conversation, and the
+//! agent's resident memory; each with its ratio to the 100-session figure
+//! of the same run.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::load::{self, Call, Target};
+use crate::project_root;
+
+const SIZES: [usize; 3] = [100, 1_000, 10_000];
+/// The long conversation's message pairs.
+const LONG_PAIRS: usize = 2_000;
+/// Twelve months, in milliseconds.
+const SPREAD_MS: u64 = 365 * 24 * 3600 * 1000;
+/// 2026-12-01T00:00:00Z.
+const NEWEST_MS: u64 = 1_796_083_200_000;
+
+/// The figures of one size.
+struct Figures {
+    cold_ms: f64,
+    warm_ms: f64,
+    first_page_ms: f64,
+    later_page_ms: f64,
+    long_ms: f64,
+    rss_mib: f64,
+}
+
+pub(crate) async fn run(dir: &Path) -> Result<(), String> {
+    let exe = build_example()?;
+    let template =
+        std::fs::read_to_string(project_root().join("crates/durable-pi/tests/fixtures/plain.jsonl"))
+            .map_err(|e| format!("the Pi session fixture: {e}"))?;
+    println!();
+    println!("pi: examples/pi.rs --no-pi over Pi sessions (copies of one the real Pi wrote), --open 20");
+    println!(
+        "{:>8} {:>12} {:>12} {:>12} {:>12} {:>12} {:>9}",
+        "sessions", "cold→state", "warm→state", "history 1st", "later page", "long conv.", "RSS MiB"
+    );
+    let mut base: Option<Figures> = None;
+    for n in SIZES {
+        let sessions = dir.join(format!("pi-sessions-{n}"));
+        let long_id = generate(&sessions, &template, n)?;
+        let data = dir.join(format!("pi-data-{n}"));
+        let f = measure(&exe, &sessions, &data, &long_id, n).await?;
+        let ratio = |v: f64, b: f64| if b > 0.0 { format!("({:.1}x)", v / b) } else { String::new() };
+        let b = base.as_ref().unwrap_or(&f);
+        println!(
+            "{n:>8} {:>7.1} ms {:>5} {:>7.1} ms {:>5} {:>7.2} ms {:>5} {:>7.2} ms {:>5} {:>7.2} ms {:>5} {:>5.1} {:>5}",
+            f.cold_ms,
+            ratio(f.cold_ms, b.cold_ms),
+            f.warm_ms,
+            ratio(f.warm_ms, b.warm_ms),
+            f.first_page_ms,
+            ratio(f.first_page_ms, b.first_page_ms),
+            f.later_page_ms,
+            ratio(f.later_page_ms, b.later_page_ms),
+            f.long_ms,
+            ratio(f.long_ms, b.long_ms),
+            f.rss_mib,
+            ratio(f.rss_mib, b.rss_mib),
+        );
+        if base.is_none() {
+            base = Some(f);
+        }
+        let _ = std::fs::remove_dir_all(&sessions);
+        let _ = std::fs::remove_dir_all(&data);
+    }
+    Ok(())
+}
+
+/// `cargo build --release -p durable-examples --example pi`: the binary.
+fn build_example() -> Result<PathBuf, String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "--release", "--quiet", "-p", "durable-examples", "--example", "pi"])
+        .current_dir(project_root())
+        .status()
+        .map_err(|e| format!("cargo build of the pi example: {e}"))?;
+    if !status.success() {
+        return Err(format!("cargo build of the pi example: {status}"));
+    }
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| project_root().join("target"), PathBuf::from);
+    Ok(target.join("release/examples/pi"))
+}
+
+fn iso(ms: u64) -> String {
+    // Civil date from days since the epoch (Howard Hinnant's algorithm).
+    let (days, rem) = ((ms / 86_400_000) as i64, ms % 86_400_000);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (h, mi, s, milli) = (rem / 3_600_000, rem / 60_000 % 60, rem / 1000 % 60, rem % 1000);
+    format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{milli:03}Z")
+}
+
+/// Writes `n` sessions into `dir` (the last one long); returns the long one's id.
+fn generate(dir: &Path, template: &str, n: usize) -> Result<String, String> {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    let lines: Vec<Value> =
+        template.lines().map(serde_json::from_str).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+    let mut long_id = String::new();
+    for k in 0..n {
+        let id = format!("0b7d6c2e-5a0f-4a55-9a1e-{k:012x}");
+        let at = NEWEST_MS - (k as u64 * SPREAD_MS / n as u64);
+        let mut out = String::new();
+        let mut push = |mut v: Value, t: u64| {
+            if v["type"] == "session" {
+                v["id"] = Value::from(id.clone());
+            }
+            v["timestamp"] = Value::from(iso(t));
+            if let Some(m) = v.get_mut("message") {
+                m["timestamp"] = Value::from(t);
+            }
+            out.push_str(&v.to_string());
+            out.push('\n');
+        };
+        for (i, line) in lines.iter().enumerate() {
+            push(line.clone(), at + i as u64);
+        }
+        if k == n - 1 {
+            long_id = id.clone();
+            // The template's last two messages (a user's, the answer), again and again.
+            let (user, answer) = (&lines[lines.len() - 2], &lines[lines.len() - 1]);
+            let mut parent = answer["id"].as_str().unwrap_or("").to_owned();
+            for p in 0..LONG_PAIRS {
+                for (j, msg) in [user, answer].into_iter().enumerate() {
+                    let mut v = msg.clone();
+                    let entry = format!("l{p:05}{j}");
+                    v["id"] = Value::from(entry.clone());
+                    v["parentId"] = Value::from(parent);
+                    parent = entry;
+                    push(v, at + 100 + (2 * p + j) as u64);
+                }
+            }
+        }
+        let name = format!("{}_{id}.jsonl", iso(at).replace(':', "-"));
+        std::fs::write(dir.join(name), out).map_err(|e| e.to_string())?;
+    }
+    Ok(long_id)
+}
+
+/// The example, started; killed when dropped.
+struct Agent {
+    child: Child,
+    target: Target,
+    started: Instant,
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(exe: &Path, sessions: &Path, data: &Path) -> Result<Agent, String> {
+    let socket = data.with_extension("sock-dir").join("app.sock");
+    let started = Instant::now();
+    let mut child = Command::new(exe)
+        .args(["--no-pi", "--open", "20", "--sessions"])
+        .arg(sessions)
+        .arg("--data")
+        .arg(data)
+        .arg("--socket")
+        .arg(&socket)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("the pi example: {e}"))?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let first = BufReader::new(stdout).lines().next().and_then(Result::ok).unwrap_or_default();
+    let address = first.strip_prefix("listening ").ok_or_else(|| format!("the pi example said {first:?}"))?;
+    Ok(Agent { target: Target::from_address(address, ""), child, started })
+}
+
+async fn get(target: &Target, path: &str) -> Result<(f64, Value), String> {
+    let t = Instant::now();
+    let (status, body) = load::once(target, &Call::get(path)).await?;
+    let ms = t.elapsed().as_secs_f64() * 1000.0;
+    if status != 200 {
+        return Err(format!("GET {path}: {status}"));
+    }
+    Ok((ms, serde_json::from_slice(&body).map_err(|e| e.to_string())?))
+}
+
+/// The median of five runs of `GET path`, in ms.
+async fn median(target: &Target, path: &str) -> Result<f64, String> {
+    let mut times = Vec::new();
+    for _ in 0..5 {
+        times.push(get(target, path).await?.0);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[2])
+}
+
+async fn measure(
+    exe: &Path,
+    sessions: &Path,
+    data: &Path,
+    long_id: &str,
+    n: usize,
+) -> Result<Figures, String> {
+    let _ = std::fs::remove_dir_all(data);
+    let agent = start(exe, sessions, data)?;
+    get(&agent.target, "/v1/state").await?;
+    let cold_ms = agent.started.elapsed().as_secs_f64() * 1000.0;
+    let (first_page_ms, page) = get(&agent.target, "/v1/history?limit=50").await?;
+    let next = page["next"].as_str().ok_or_else(|| format!("{n} sessions: no second history page"))?;
+    let later = format!("/v1/history?limit=50&after={next}");
+    let later_page_ms = median(&agent.target, &later).await?;
+    let long_ms = median(&agent.target, &format!("/v1/history/{long_id}?limit=50")).await?;
+    // Settled: the follow tasks have read their files once.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let rss_mib = load::rss_kib(agent.child.id())? as f64 / 1024.0;
+    drop(agent);
+    let agent = start(exe, sessions, data)?;
+    get(&agent.target, "/v1/state").await?;
+    let warm_ms = agent.started.elapsed().as_secs_f64() * 1000.0;
+    Ok(Figures { cold_ms, warm_ms, first_page_ms, later_page_ms, long_ms, rss_mib })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn times_are_written_as_pi_writes_them() {
+        assert_eq!(super::iso(super::NEWEST_MS), "2026-12-01T00:00:00.000Z");
+        assert_eq!(super::iso(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(super::iso(951_782_400_123), "2000-02-29T00:00:00.123Z");
+    }
+}
