@@ -6,18 +6,19 @@
 //! id — an Allow sent meanwhile, or after, issues the refund.
 //!
 //! ```text
-//! cargo run --example approval -- [--socket PATH] [--data DIR] [--https ADDR]
+//! cargo run --example approval -- [--socket PATH] [--data DIR] [--https ADDR] [--raise-delay-ms N]
 //! ```
 //!
 //! `--socket` defaults to the SDK's path for `approval`; `--data` to none
 //! (everything in memory: a card open at a stop is gone). `--https ADDR`
 //! serves over HTTPS instead (self-signed; the token from `COLLIE_TOKEN`;
-//! Allow and Deny only).
+//! Allow and Deny only). `--raise-delay-ms N` raises the kept cards N ms
+//! after serving, to see an answer sent in between held, then applied.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use durable_sdk::asks::ApprovalFuture;
+use durable_sdk::asks::{ApprovalFuture, KeptAsk};
 use durable_sdk::handlers::ActionHandler;
 use durable_sdk::history::{
     ConversationState, HistoryError, HistoryProvider, HistoryRow, ItemsPage, RowsPage,
@@ -26,7 +27,7 @@ use durable_sdk::stores::SqliteReceiptStore;
 use durable_sdk::transport::socket_path_for;
 use durable_sdk::types::{Cursor, NoticeTone, Timestamp};
 use durable_sdk::{
-    ActionRequest, ApprovalOptions, CoreOptions, HandlerResult, Item, Pane, PaneOptions, Transport,
+    ActionRequest, ApprovalOptions, Collie, CoreOptions, HandlerResult, Item, Pane, PaneOptions, Transport,
     create_core, json, require_approval,
 };
 
@@ -97,12 +98,34 @@ impl Log {
     }
 }
 
+/// Raises the kept refund cards again, each with the task that issues the
+/// refund on Allow; any other kept card is closed ("Stopped before an
+/// answer" in the chat).
+fn take_up(collie: &Collie, kept: Vec<KeptAsk>, log: &Arc<Log>) {
+    for kept in kept {
+        let is_refund = kept.agent_data().is_some_and(|d| d["order"] == "5521");
+        match collie.pane(kept.pane()) {
+            Some(pane) if is_refund => {
+                let call = kept.tool_call_id().to_owned();
+                match kept.raise_approval() {
+                    Ok(approval) => {
+                        tokio::spawn(issue_when_decided(approval, pane, call, log.clone()));
+                    }
+                    Err(e) => collie.warn(&format!("approval: the card of {call} was not raised again: {e}")),
+                }
+            }
+            _ => kept.close(),
+        }
+    }
+}
+
 /// The command line.
 #[derive(Default)]
 struct Args {
     socket: Option<PathBuf>,
     data: Option<PathBuf>,
     https: Option<String>,
+    raise_delay_ms: u64,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -114,6 +137,10 @@ fn parse_args() -> Result<Args, String> {
             "--socket" => args.socket = Some(value()?.into()),
             "--data" => args.data = Some(value()?.into()),
             "--https" => args.https = Some(value()?),
+            "--raise-delay-ms" => {
+                args.raise_delay_ms =
+                    value()?.parse().map_err(|_| "--raise-delay-ms needs a number".to_owned())?
+            }
             _ => return Err(format!("unknown argument {flag}")),
         }
     }
@@ -122,8 +149,9 @@ fn parse_args() -> Result<Args, String> {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args = parse_args()
-        .map_err(|e| format!("{e}\nusage: approval [--socket PATH] [--data DIR] [--https ADDR]"))?;
+    let args = parse_args().map_err(|e| {
+        format!("{e}\nusage: approval [--socket PATH] [--data DIR] [--https ADDR] [--raise-delay-ms N]")
+    })?;
     let transport = match args.https {
         // The token from COLLIE_TOKEN (at least 32 bytes); no allow-always options over HTTPS.
         Some(addr) => Transport::https(addr).self_signed(),
@@ -144,23 +172,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     collie.history(log.clone());
 
     // Cards open when the agent last stopped come back with the same id:
-    // an Allow the phone sent while the agent was down lands now.
-    for kept in collie.kept_asks().await? {
-        let is_refund = kept.agent_data().is_some_and(|d| d["order"] == "5521");
-        match collie.pane(kept.pane()) {
-            Some(pane) if is_refund => {
-                let call = kept.tool_call_id().to_owned();
-                let approval = kept.raise_approval()?;
-                tokio::spawn(issue_when_decided(approval, pane, call, log.clone()));
-            }
-            // Not ours to take up: closed, with "Stopped before an answer" in the chat.
-            _ => kept.close(),
-        }
+    // an Allow the phone sends again now lands. (With --raise-delay-ms they
+    // come back that long after serving: an answer sent meanwhile is held,
+    // then lands.)
+    let mut kept = collie.kept_asks().await?;
+    if args.raise_delay_ms == 0 {
+        take_up(&collie, std::mem::take(&mut kept), &log);
     }
-
     collie.serve(transport).await?;
     collie.ready();
     println!("listening {}", collie.address());
+    if !kept.is_empty() {
+        let (collie, log) = (collie.clone(), log.clone());
+        let delay = std::time::Duration::from_millis(args.raise_delay_ms);
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            take_up(&collie, kept, &log);
+        });
+    }
     tokio::signal::ctrl_c().await?;
     collie.close().await;
     Ok(())

@@ -24,6 +24,9 @@
 //!   sessions folder's index (`sessions-index.json`: a start reads only the
 //!   session files that changed since, so it costs a listing of the folder
 //!   at any number of sessions).
+//! - `--raise-delay-ms N`: raise the cards kept from the last run N ms
+//!   after serving instead of at once (to see an answer sent meanwhile held,
+//!   then land).
 //! - `--listen ADDR --self-signed`: HTTPS with the token in `COLLIE_TOKEN`,
 //!   instead of the private socket (`--socket` names its path).
 //!
@@ -35,6 +38,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use durable_sdk::asks::KeptAsk;
 use durable_sdk::handlers::{
     CloseRequest, Hooks, RenameRequest, Reopen, ReopenRequest, Started, StarterRequest,
 };
@@ -45,11 +49,13 @@ use durable_sdk::pi::{
 use durable_sdk::stores::SqliteReceiptStore;
 use durable_sdk::transport::socket_path_for;
 use durable_sdk::types::Target;
-use durable_sdk::{CoreOptions, HandlerResult, Pane, PaneOptions, Refusal, Tab, Transport, create_core};
+use durable_sdk::{
+    Collie, CoreOptions, HandlerResult, Pane, PaneOptions, Refusal, Tab, Transport, create_core,
+};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-const USAGE: &str = "usage: pi [--pi CMD] [--sessions DIR] [--gate TOOLS] [--data DIR] [--open N] [--socket PATH | --listen ADDR --self-signed] [--no-pi]\n";
+const USAGE: &str = "usage: pi [--pi CMD] [--sessions DIR] [--gate TOOLS] [--data DIR] [--open N] [--raise-delay-ms N] [--socket PATH | --listen ADDR --self-signed] [--no-pi]\n";
 
 /// Conversations opened as panes at start, by default: the ones active last.
 const OPEN_DEFAULT: usize = 20;
@@ -65,6 +71,7 @@ struct Args {
     self_signed: bool,
     no_pi: bool,
     open: Option<usize>,
+    raise_delay_ms: u64,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -82,6 +89,10 @@ fn parse_args() -> Result<Args, String> {
             "--self-signed" => args.self_signed = true,
             "--no-pi" => args.no_pi = true,
             "--open" => args.open = Some(value()?.parse().map_err(|_| "--open needs a number".to_owned())?),
+            "--raise-delay-ms" => {
+                args.raise_delay_ms =
+                    value()?.parse().map_err(|_| "--raise-delay-ms needs a number".to_owned())?
+            }
             "--help" | "-h" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -281,19 +292,23 @@ async fn run(args: Args) -> Result<(), BoxError> {
     // The cards open when the agent last stopped: each gated call's card
     // comes back by its id, and its answer reaches Pi; one whose
     // conversation is not open here is closed, saying the call did not run.
-    for kept in collie.kept_asks().await? {
-        match agent.conversation(kept.pane()) {
-            // Not a card of Pi's gate: dropped, `ready()` closes it.
-            Some(conversation) => drop(conversation.take_up(kept)),
-            None => {
-                let pane = collie.pane(kept.pane());
-                close_kept_card(kept, pane.as_ref());
-            }
-        }
+    // With --raise-delay-ms they come back that long after `ready()`
+    // (an answer sent meanwhile is held, then lands).
+    let mut kept = collie.kept_asks().await?;
+    if args.raise_delay_ms == 0 {
+        take_up(&agent, &collie, std::mem::take(&mut kept));
     }
     collie.history(history);
     collie.set_hooks(AgentHooks(agent.clone()));
     collie.ready();
+    if !kept.is_empty() {
+        let (agent, collie) = (agent.clone(), collie.clone());
+        let delay = Duration::from_millis(args.raise_delay_ms);
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            take_up(&agent, &collie, kept);
+        });
+    }
     {
         let mut out = std::io::stdout().lock();
         writeln!(out, "listening {}", collie.address())?;
@@ -308,6 +323,21 @@ async fn run(args: Args) -> Result<(), BoxError> {
         conversation.shutdown().await;
     }
     Ok(())
+}
+
+/// Raises the kept cards again through their conversations; one whose
+/// conversation is not open here is closed, saying its call did not run.
+fn take_up(agent: &Agent, collie: &Collie, kept: Vec<KeptAsk>) {
+    for kept in kept {
+        match agent.conversation(kept.pane()) {
+            // Not a card of Pi's gate: dropped, and closed ("Stopped before an answer").
+            Some(conversation) => drop(conversation.take_up(kept)),
+            None => {
+                let pane = collie.pane(kept.pane());
+                close_kept_card(kept, pane.as_ref());
+            }
+        }
+    }
 }
 
 /// Creates a folder only its user can open (an existing one is left as it is).

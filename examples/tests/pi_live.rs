@@ -704,7 +704,9 @@ fn what_pis_tools_start_never_outlives_the_agent_whatever_signal_ends_it() {
 #[test]
 fn a_gated_calls_card_survives_a_sigkill_and_the_answer_sent_meanwhile_reaches_pi() {
     // A SIGTERM (a service restarted) keeps the card too: a stop is not an answer.
-    for (option, signal) in [("allow", "KILL"), ("deny", "KILL"), ("allow", "TERM")] {
+    // HELD: the restarted agent raises the card 3 s after it serves; the
+    // answer sent in between is held (202), then lands when it is raised.
+    for (option, signal) in [("allow", "KILL"), ("deny", "KILL"), ("allow", "TERM"), ("allow", "HELD")] {
         let dir = scratch(&format!("resume-{option}-{signal}"));
         let args = ["--pi", &pi_command("faux")];
         let agent = PiAgent::start_with(&dir, &args);
@@ -714,7 +716,7 @@ fn a_gated_calls_card_survives_a_sigkill_and_the_answer_sent_meanwhile_reaches_p
         let card = agent.open_ask();
         let socket = agent.socket.clone();
         match signal {
-            "KILL" => agent.kill(),
+            "KILL" | "HELD" => agent.kill(),
             _ => {
                 // SIGTERM: the example waits its shutdown grace for the turn
                 // (held by the card), stops Pi and ends by itself.
@@ -743,6 +745,25 @@ fn a_gated_calls_card_survives_a_sigkill_and_the_answer_sent_meanwhile_reaches_p
             .unwrap();
         assert!(!refused.status.success(), "nobody listens while the agent is down");
 
+        if signal == "HELD" {
+            let agent = PiAgent::start_with(&dir, &[args[0], args[1], "--raise-delay-ms", "3000"]);
+            let (status, r) =
+                agent.post(&format!("/v1/asks/{}", card["id"].as_str().unwrap()), answer.clone());
+            assert_eq!((status, r["result"].clone()), (202, json!("held")), "{r}");
+            // Raised again with its id; the held answer applies at once.
+            let ran = eventually("the held answer's call", || {
+                let text = std::fs::read_to_string(&file).unwrap_or_default();
+                (!text.is_empty()).then_some(text)
+            });
+            assert_eq!(ran, "ran\n");
+            let (status, r) = agent.post(&format!("/v1/asks/{}", card["id"].as_str().unwrap()), answer);
+            assert_eq!(
+                (status, r["replayed"].clone()),
+                (200, json!(true)),
+                "the held answer was applied: {r}"
+            );
+            continue;
+        }
         let agent = PiAgent::start_with(&dir, &args);
         let again = agent.open_ask();
         assert_eq!((again["id"].clone(), again["hash"].clone()), (card["id"].clone(), card["hash"].clone()));

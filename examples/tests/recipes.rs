@@ -108,6 +108,35 @@ fn approvals_card_survives_a_sigkill_and_an_allow_sent_while_the_agent_is_down_i
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn an_allow_sent_after_a_restart_before_the_card_is_back_is_held_and_issues_the_refund() {
+    let dir = Agent::fresh_dir("approval-held");
+    let data = dir.join("data");
+    let data = data.to_str().unwrap();
+    let user = unprivileged();
+    let a = Agent::start_in("approval", user, &dir, &["--data", data]);
+    let (_, r) = a.post("/v1/panes/orders/actions/refund", json!({"requestId": "b-1"}));
+    assert_eq!(r["result"], "done", "{r}");
+    let (_, state) = a.curl(&["http://collie/v1/state"]);
+    let ask = state["asks"][0].clone();
+    let id = ask["id"].as_str().unwrap().to_owned();
+    a.kill9();
+
+    // Back, but its card comes back 3 s after it serves: the Allow in between is held.
+    let a = Agent::start_in("approval", user, &dir, &["--data", data, "--raise-delay-ms", "3000"]);
+    let answer = json!({"requestId": "a-1", "answer": {"optionIds": ["allow"]}, "hash": ask["hash"]});
+    let (status, r) = a.post(&format!("/v1/asks/{id}"), answer.clone());
+    assert_eq!((status, r["result"].clone()), (202, json!("held")), "{r}");
+    let notice = eventually("the refund notice", || {
+        a.item("orders", "notice-call-b-1")["text"].as_str().map(str::to_owned)
+    });
+    assert_eq!(notice, "Refund of 40 issued");
+    let (status, r) = a.post(&format!("/v1/asks/{id}"), answer);
+    assert_eq!((status, r["replayed"].clone()), (200, json!(true)), "the held answer was applied: {r}");
+    drop(a);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `curl` over HTTPS with the bearer token (the certificate is self-signed).
 fn curl_https(token: &str, args: &[&str]) -> (u16, serde_json::Value) {
     let out = std::process::Command::new("curl")
