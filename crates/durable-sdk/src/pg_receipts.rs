@@ -77,6 +77,9 @@
 //! never those of a process still running, and makes them its own. (If a
 //! running process loses its owner session, a process starting then takes
 //! its asks: the database cannot tell a lost connection from a dead process.)
+//! The processes sharing a schema connect as the same role: PostgreSQL
+//! shows a session's start only to its own role (or `pg_read_all_stats`),
+//! and an owner whose start cannot be seen is taken for gone.
 //!
 //! # Unreachable database
 //! Every call fails with an error that says what broke (and the core
