@@ -258,6 +258,8 @@ async fn run(args: Args) -> Result<(), BoxError> {
     // summaries kept in the data folder: a start reads only what changed.
     let folder = Arc::new(SessionFolder::with_index(&sessions, data.join("sessions-index.json")));
     let history = Arc::new(PiHistory::new(folder.clone()));
+    // The history's first page finds its listing made.
+    history.warm();
     let agent = Arc::new(Agent {
         tab: collie.workspace("pi", "Pi")?.tab("chats", "Conversations")?,
         folder,

@@ -13,14 +13,15 @@
 //!   session that starts while the phone pages does not shift the pages.
 //!   Item cursors are positions in the conversation (the branch shown).
 //! - Rows whose id breaks the ID rule are left out.
-//! - Pages come from one listing of the store, kept for
-//!   [`PiHistory::relist_after`] (2 s by default): paging through thousands
-//!   of conversations costs one listing, then a lookup a page.
+//! - Pages come from one listing of the store, made again in the background
+//!   once older than [`PiHistory::relist_after`] (2 s by default): a page
+//!   costs a lookup at any number of conversations.
 //!
 //! The provider is thin: [`PiHistory::rows_page`] and
 //! [`PiHistory::items_page`] do the work, synchronously (they read files).
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -57,12 +58,17 @@ use crate::store::{ConversationInfo, ConversationStore};
 /// ```
 #[derive(Debug)]
 pub struct PiHistory<S = SessionFolder> {
-    store: S,
+    store: Arc<S>,
     open: Mutex<HashSet<String>>,
     /// The rows of the last listing, sorted, and when it was made.
-    listing: Mutex<Option<(Instant, Arc<Vec<ConversationInfo>>)>>,
+    listing: Arc<Mutex<Option<Listing>>>,
+    /// A listing is being made in the background.
+    relisting: Arc<AtomicBool>,
     relist_after: Duration,
 }
+
+/// A listing: when it was made, and its rows, newest first.
+type Listing = (Instant, Arc<Vec<ConversationInfo>>);
 
 /// How long a listing serves pages before the store is listed again.
 pub const RELIST_AFTER: Duration = Duration::from_secs(2);
@@ -71,38 +77,66 @@ impl<S: ConversationStore> PiHistory<S> {
     /// The history of `store`; every row closed until [`PiHistory::set_open`].
     pub fn new(store: S) -> Self {
         PiHistory {
-            store,
+            store: Arc::new(store),
             open: Mutex::new(HashSet::new()),
-            listing: Mutex::new(None),
+            listing: Arc::default(),
+            relisting: Arc::default(),
             relist_after: RELIST_AFTER,
         }
     }
 
-    /// Pages are served from one listing of the store, sorted, for `after`
-    /// (default [`RELIST_AFTER`], 2 s); the next page asked later lists the
-    /// store again. So a phone paging through thousands of conversations
-    /// costs one listing, then a lookup a page; a conversation started
-    /// meanwhile shows at most that much later. `Duration::ZERO` lists at
-    /// every page.
+    /// Pages are served from one listing of the store, sorted; once it is
+    /// older than `after` (default [`RELIST_AFTER`], 2 s) the next page is
+    /// still served from it while the store is listed again on a thread of
+    /// its own. So a page costs a lookup in the listing at any number of
+    /// conversations (only the very first page waits for a listing: see
+    /// [`warm`](Self::warm)), and a conversation started meanwhile shows up
+    /// a page or two later. `Duration::ZERO` lists the store at every page,
+    /// before answering.
     pub fn relist_after(mut self, after: Duration) -> Self {
         self.relist_after = after;
         self
     }
 
-    /// The sorted rows: the last listing while it is fresh, else a new one.
+    /// Lists the store on a thread of its own now, so that the first page
+    /// asked finds a listing (an agent calls it at start).
+    pub fn warm(&self) {
+        self.relist_in_background();
+    }
+
+    /// Makes a listing on a thread of its own, unless one is being made.
+    fn relist_in_background(&self) {
+        if self.relisting.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let (store, listing, relisting) =
+            (Arc::clone(&self.store), Arc::clone(&self.listing), Arc::clone(&self.relisting));
+        let spawned = std::thread::Builder::new().name("durable-pi-history".into()).spawn(move || {
+            if let Ok(rows) = list(&*store) {
+                *listing.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), rows));
+            }
+            relisting.store(false, Ordering::SeqCst);
+        });
+        if spawned.is_err() {
+            self.relisting.store(false, Ordering::SeqCst);
+        }
+    }
+
+    /// The sorted rows: the last listing (a stale one starts a new listing
+    /// in the background), else one made now.
     fn listed(&self) -> Result<Arc<Vec<ConversationInfo>>, Error> {
-        let mut listing = self.listing.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((at, rows)) = listing.as_ref() {
-            if at.elapsed() < self.relist_after {
-                return Ok(Arc::clone(rows));
+        if !self.relist_after.is_zero() {
+            let last = self.listing.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            if let Some((at, rows)) = last {
+                if at.elapsed() >= self.relist_after {
+                    self.relist_in_background();
+                }
+                return Ok(rows);
             }
         }
-        let mut all: Vec<ConversationInfo> =
-            self.store.conversations()?.into_iter().filter(|c| check_id(&c.id).is_ok()).collect();
-        all.sort_by(|a, b| (b.last_activity.as_millis(), &b.id).cmp(&(a.last_activity.as_millis(), &a.id)));
-        let all = Arc::new(all);
-        *listing = Some((Instant::now(), Arc::clone(&all)));
-        Ok(all)
+        let rows = list(&*self.store)?;
+        *self.listing.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), Arc::clone(&rows)));
+        Ok(rows)
     }
 
     /// The store.
@@ -191,6 +225,14 @@ impl<S: ConversationStore> HistoryProvider for PiHistory<S> {
     ) -> Result<Option<ItemsPage>, HistoryError> {
         self.items_page(session_id, after.as_ref(), limit).map_err(|e| HistoryError::new(e.public_message()))
     }
+}
+
+/// The store's conversations whose id follows the ID rule, newest first.
+fn list<S: ConversationStore>(store: &S) -> Result<Arc<Vec<ConversationInfo>>, Error> {
+    let mut all: Vec<ConversationInfo> =
+        store.conversations()?.into_iter().filter(|c| check_id(&c.id).is_ok()).collect();
+    all.sort_by(|a, b| (b.last_activity.as_millis(), &b.id).cmp(&(a.last_activity.as_millis(), &a.id)));
+    Ok(Arc::new(all))
 }
 
 /// `r<latest activity ms>.<id in hex>`: printable ASCII whatever the id.
@@ -358,8 +400,27 @@ mod tests {
         history.store().0.lock().unwrap().0.push(conv("new", 9, 0));
         assert_eq!(ids(&history.rows_page(None, 1).unwrap()), ["s4"], "not yet listed again");
         std::thread::sleep(Duration::from_millis(250));
-        assert_eq!(ids(&history.rows_page(None, 1).unwrap()), ["new"], "listed again after relist_after");
-        assert_eq!(history.store().0.lock().unwrap().1, 2);
+        // Older than relist_after: this page still comes from the old
+        // listing, and a new one is made in the background.
+        assert_eq!(ids(&history.rows_page(None, 1).unwrap()), ["s4"]);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while ids(&history.rows_page(None, 1).unwrap()) != ["new"] {
+            assert!(Instant::now() < deadline, "the background listing never came");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(history.store().0.lock().unwrap().1, 2, "one more listing");
+
+        // warm() lists before the first page is asked.
+        let warmed = PiHistory::new(Growing::default());
+        warmed.store().0.lock().unwrap().0.push(conv("w", 1, 0));
+        warmed.warm();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while warmed.store().0.lock().unwrap().1 == 0 || warmed.relisting.load(Ordering::SeqCst) {
+            assert!(Instant::now() < deadline, "warm() never listed");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(ids(&warmed.rows_page(None, 5).unwrap()), ["w"]);
+        assert_eq!(warmed.store().0.lock().unwrap().1, 1, "the first page came from warm()'s listing");
 
         let every = PiHistory::new(Growing::default()).relist_after(Duration::ZERO);
         every.rows_page(None, 1).unwrap();
