@@ -56,6 +56,7 @@ pub(crate) fn run_mark(tag: &str, n: u64) -> String {
 /// The watcher's script: wait for the pipe to close, then stop every
 /// process whose environment holds `DURABLE_PI_RUN=$1` (a few rounds, for
 /// what forks meanwhile).
+#[cfg(target_os = "linux")]
 const WATCH: &str = r#"read -r _
 round=0
 while [ "$round" -lt 10 ]; do
@@ -80,12 +81,16 @@ pub(crate) struct Watcher {
 }
 
 impl Watcher {
-    /// Starts the watcher of the run `mark` (Linux; `None` elsewhere, or
-    /// when `sh` cannot start, with a warn event).
+    /// No watcher outside Linux (no `/proc` to find a run's processes).
+    #[cfg(not(target_os = "linux"))]
+    pub(crate) fn spawn(_mark: &str) -> Option<Watcher> {
+        None
+    }
+
+    /// Starts the watcher of the run `mark` (`None`, with a warn event,
+    /// when `sh` cannot start).
+    #[cfg(target_os = "linux")]
     pub(crate) fn spawn(mark: &str) -> Option<Watcher> {
-        if !cfg!(target_os = "linux") {
-            return None;
-        }
         let mut command = tokio::process::Command::new("sh");
         command
             .arg("-c")
