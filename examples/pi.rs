@@ -13,17 +13,20 @@
 //! - `--sessions`: Pi's sessions folder (default `sessions` in the data
 //!   folder). The sessions active last are panes (`--open N`, default 20),
 //!   except those closed from the phone; the others are closed rows in the
-//!   history, which the phone reopens as panes. The starter
-//!   `new-conversation` opens a new one.
+//!   history, which the phone reopens as panes (`POST /v1/reopen` with the
+//!   row's id). The starter `new-conversation` opens a new one. A start
+//!   reads only the files that can hold those N (by their modification
+//!   times: Pi appends to a session's file as it goes), then lists the rest
+//!   for the history on a thread of its own.
 //! - `--gate TOOLS`: the tools whose calls wait for a card, comma-separated
 //!   (default `bash,write,edit`; `*` for every tool, `none` for none).
 //! - `--no-pi`: start no Pi; the sessions are read-only panes that follow
 //!   their files, and the history.
 //! - `--data`: the agent's folder (default `~/.local/state/durable-pi`):
 //!   receipts and open cards, the list of closed conversations, and the
-//!   sessions folder's index (`sessions-index.json`: a start reads only the
-//!   session files that changed since, so it costs a listing of the folder
-//!   at any number of sessions).
+//!   sessions folder's index (`sessions-index.json`: the history's listing
+//!   reads only the session files that changed since, so after the first
+//!   start it costs a listing of the folder at any number of sessions).
 //! - `--raise-delay-ms N`: raise the cards kept from the last run N ms
 //!   after serving instead of at once (to see an answer sent meanwhile held,
 //!   then land).
@@ -254,12 +257,10 @@ async fn run(args: Args) -> Result<(), BoxError> {
             Some(PiOptions::builder(command, &sessions).gate(gate).build()?)
         }
     };
-    // One listing of the folder for the panes and the history, its
-    // summaries kept in the data folder: a start reads only what changed.
+    // One folder for the panes and the history, its summaries kept in the
+    // data folder: a start reads only what changed.
     let folder = Arc::new(SessionFolder::with_index(&sessions, data.join("sessions-index.json")));
     let history = Arc::new(PiHistory::new(folder.clone()));
-    // The history's first page finds its listing made.
-    history.warm();
     let agent = Arc::new(Agent {
         tab: collie.workspace("pi", "Pi")?.tab("chats", "Conversations")?,
         folder,
@@ -271,14 +272,10 @@ async fn run(args: Args) -> Result<(), BoxError> {
     });
     let closed = agent.closed();
     // The conversations active last are panes; the others are closed rows
-    // in history, which the phone reopens (`on_reopen`).
-    let recent: Vec<_> = agent
-        .folder
-        .sessions()?
-        .into_iter()
-        .filter(|s| !closed.contains(&s.id))
-        .take(args.open.unwrap_or(OPEN_DEFAULT))
-        .collect();
+    // in history, which the phone reopens (`on_reopen`). Only the files that
+    // can be among them are read (by their modification times), even on a
+    // first start without an index.
+    let recent = agent.folder.newest(args.open.unwrap_or(OPEN_DEFAULT), |s| !closed.contains(&s.id))?;
     let mut opened = 0;
     // Oldest first, so the newest conversation ends up last in the tab.
     for summary in recent.into_iter().rev() {
@@ -316,6 +313,10 @@ async fn run(args: Args) -> Result<(), BoxError> {
         writeln!(out, "listening {}", collie.address())?;
         out.flush()?;
     }
+    // The history's listing (on a first start, every session file read once
+    // for the index) is made now, on a thread of its own: the first page
+    // finds it, or waits for it.
+    agent.history.warm();
     shutdown_signal().await?;
     // The turns running get the grace to end, with their Pi still there;
     // then each Pi is stopped.

@@ -89,6 +89,41 @@ impl SessionSummary {
 
 use crate::index::Entry as Cached;
 
+/// A file's last activity can follow its modification time by this much
+/// (file times come from a coarser clock than Pi's timestamps).
+const MODIFIED_SLACK_MS: u64 = 60_000;
+
+/// A session file as the folder's listing shows it.
+struct Listed {
+    path: PathBuf,
+    len: u64,
+    modified: Option<SystemTime>,
+}
+
+impl Listed {
+    /// Whether `cached` was read from the file as it is now.
+    fn matches(&self, cached: &Cached) -> bool {
+        cached.len == self.len && cached.modified == self.modified
+    }
+
+    fn is_fresh_in(&self, cache: &HashMap<PathBuf, Cached>) -> bool {
+        cache.get(&self.path).is_some_and(|c| self.matches(c))
+    }
+
+    /// The latest its last activity can be (ms): its modification time,
+    /// with a margin; unbounded without one.
+    fn activity_bound(&self) -> u64 {
+        self.modified.and_then(|m| m.duration_since(UNIX_EPOCH).ok()).map_or(u64::MAX, |d| {
+            u64::try_from(d.as_millis()).unwrap_or(u64::MAX).saturating_add(MODIFIED_SLACK_MS)
+        })
+    }
+}
+
+/// Newest first: latest activity, then id, then file, descending.
+fn newest_first(a: &SessionSummary, b: &SessionSummary) -> std::cmp::Ordering {
+    (b.last_activity, &b.id, &b.path).cmp(&(a.last_activity, &a.id, &a.path))
+}
+
 /// One folder of Pi session files.
 ///
 /// ```
@@ -117,6 +152,10 @@ pub struct SessionFolder {
     index: Option<PathBuf>,
     /// The summaries changed since the index was last written.
     dirty: std::sync::atomic::AtomicBool,
+    /// The index was read (at the first listing of every session).
+    index_read: std::sync::OnceLock<()>,
+    /// The file each session id was found in last ([`find`](Self::find)).
+    found: Mutex<HashMap<String, PathBuf>>,
 }
 
 impl SessionFolder {
@@ -127,6 +166,8 @@ impl SessionFolder {
             cache: Mutex::new(HashMap::new()),
             index: None,
             dirty: std::sync::atomic::AtomicBool::new(false),
+            index_read: std::sync::OnceLock::new(),
+            found: Mutex::new(HashMap::new()),
         }
     }
 
@@ -136,23 +177,40 @@ impl SessionFolder {
     /// earlier one, so a start over a folder of thousands of sessions costs
     /// a listing of the folder, not a reading of every file. The index is
     /// written after a listing that changed it; one that is damaged, or
-    /// was written for another folder, is built again.
+    /// was written for another folder, is built again. It is read at the
+    /// first listing of every session ([`sessions`](Self::sessions)), not
+    /// here: a start that opens only the newest sessions
+    /// ([`newest`](Self::newest)) does not wait for it.
     pub fn with_index(dir: impl Into<PathBuf>, index_file: impl Into<PathBuf>) -> Self {
-        let dir = dir.into();
-        let index_file = index_file.into();
-        let cache = crate::index::load(&index_file, &dir);
-        SessionFolder {
-            dir,
-            cache: Mutex::new(cache),
-            index: Some(index_file),
-            dirty: std::sync::atomic::AtomicBool::new(false),
-        }
+        SessionFolder { index: Some(index_file.into()), ..SessionFolder::new(dir) }
+    }
+
+    /// Reads the index once, keeping what this run read since (newer).
+    fn read_index(&self) {
+        let Some(file) = &self.index else { return };
+        self.index_read.get_or_init(|| {
+            let indexed = crate::index::load(file, &self.dir);
+            let indexed_len = indexed.len();
+            let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            let mut differs = false;
+            for (path, entry) in indexed {
+                match cache.entry(path) {
+                    std::collections::hash_map::Entry::Occupied(read) => differs |= *read.get() != entry,
+                    std::collections::hash_map::Entry::Vacant(place) => drop(place.insert(entry)),
+                }
+            }
+            // Files read before (at start, `newest`) as the index has them
+            // leave it as it is: it is not written again for nothing.
+            let unindexed = cache.len() > indexed_len;
+            self.dirty.store(differs || unindexed, std::sync::atomic::Ordering::SeqCst);
+        });
     }
 
     /// Writes the index when the summaries changed.
     fn save_index(&self, cache: &HashMap<PathBuf, Cached>) {
         let Some(file) = &self.index else { return };
-        if !self.dirty.swap(false, std::sync::atomic::Ordering::SeqCst) {
+        // Not read yet: what this run holds is a part, not the index.
+        if self.index_read.get().is_none() || !self.dirty.swap(false, std::sync::atomic::Ordering::SeqCst) {
             return;
         }
         if let Err(e) = crate::index::save(file, &self.dir, cache) {
@@ -166,49 +224,143 @@ impl SessionFolder {
         &self.dir
     }
 
-    /// Every session, newest first (latest activity, then id, descending),
-    /// one per session id.
-    pub fn sessions(&self) -> Result<Vec<SessionSummary>, Error> {
+    /// The folder's session files (`*.jsonl`) with their size and time.
+    fn files(&self) -> Result<Vec<Listed>, Error> {
         let listing = match std::fs::read_dir(&self.dir) {
             Ok(listing) => listing,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
             Err(source) => return Err(Error::Io { path: self.dir.clone(), source }),
         };
-        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        let mut present = HashSet::new();
-        let mut out = Vec::new();
+        let mut files = Vec::new();
         for dir_entry in listing.flatten() {
             let path = dir_entry.path();
             if path.extension().is_none_or(|ext| ext != "jsonl") {
                 continue;
             }
-            let Ok(meta) = std::fs::metadata(&path) else { continue };
-            if !meta.is_file() {
-                continue;
-            }
-            let (len, modified) = (meta.len(), meta.modified().ok());
-            present.insert(path.clone());
-            let fresh = cache.get(&path).is_some_and(|c| c.len == len && c.modified == modified);
-            if !fresh {
-                let summary = Session::read(&path).ok().and_then(|s| SessionSummary::of(&path, &s, modified));
-                cache.insert(path.clone(), Cached { len, modified, summary });
-                self.dirty.store(true, std::sync::atomic::Ordering::SeqCst);
-            }
-            if let Some(summary) = cache.get(&path).and_then(|c| c.summary.clone()) {
-                out.push(summary);
+            // Through the folder's handle (no walk of the whole path for each
+            // file); a link is followed.
+            let meta = match dir_entry.file_type() {
+                Ok(t) if t.is_symlink() => std::fs::metadata(&path),
+                _ => dir_entry.metadata(),
+            };
+            let Ok(meta) = meta else { continue };
+            if meta.is_file() {
+                files.push(Listed { path, len: meta.len(), modified: meta.modified().ok() });
             }
         }
+        Ok(files)
+    }
+
+    /// Reads one file's summary (no lock held: a listing that reads
+    /// thousands of files does not hold up a [`find`](Self::find)).
+    fn read_file(file: &Listed) -> Cached {
+        let summary =
+            Session::read(&file.path).ok().and_then(|s| SessionSummary::of(&file.path, &s, file.modified));
+        Cached { len: file.len, modified: file.modified, summary }
+    }
+
+    /// Keeps what was read, and writes the index if that changed it.
+    fn remember(&self, read: Vec<(PathBuf, Cached)>) {
+        if read.is_empty() {
+            return;
+        }
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        cache.extend(read);
+        self.dirty.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.save_index(&cache);
+    }
+
+    /// Every session, newest first (latest activity, then id, descending),
+    /// one per session id.
+    pub fn sessions(&self) -> Result<Vec<SessionSummary>, Error> {
+        self.read_index();
+        let files = self.files()?;
+        let stale: Vec<&Listed> = {
+            let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            files.iter().filter(|f| !f.is_fresh_in(&cache)).collect()
+        };
+        let read: Vec<(PathBuf, Cached)> =
+            stale.into_iter().map(|f| (f.path.clone(), Self::read_file(f))).collect();
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if !read.is_empty() {
+            cache.extend(read);
+            self.dirty.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        let present: HashSet<&Path> = files.iter().map(|f| f.path.as_path()).collect();
         let before = cache.len();
-        cache.retain(|path, _| present.contains(path));
+        cache.retain(|path, _| present.contains(path.as_path()));
         if cache.len() != before {
             self.dirty.store(true, std::sync::atomic::Ordering::SeqCst);
         }
+        let mut out: Vec<SessionSummary> =
+            files.iter().filter_map(|f| cache.get(&f.path).and_then(|c| c.summary.clone())).collect();
         self.save_index(&cache);
         drop(cache);
-        out.sort_by(|a, b| (b.last_activity, &b.id, &b.path).cmp(&(a.last_activity, &a.id, &a.path)));
+        out.sort_by(newest_first);
         let mut seen = HashSet::new();
         out.retain(|s| seen.insert(s.id.clone()));
         Ok(out)
+    }
+
+    /// The first `n` sessions of [`sessions`](Self::sessions) that `keep`
+    /// keeps, reading only the files that can be among them.
+    ///
+    /// Pi appends each entry to its session's file as it is made, so a
+    /// file's modification time is at or after its latest activity: the
+    /// files this folder has not read yet, or that changed since, are read
+    /// newest modification first, and no more once the next one was
+    /// modified before the `n`-th session found was active. The index is
+    /// not read for it (reading a few files costs less), so a start over
+    /// thousands of sessions, with an index or without, reads a few files
+    /// and no more (the history's listing reads the rest, or the index).
+    /// A file whose modification time
+    /// was set back before its last message (by a copy that set it) may be
+    /// passed over here; [`sessions`](Self::sessions) lists it in its place.
+    pub fn newest(
+        &self,
+        n: usize,
+        mut keep: impl FnMut(&SessionSummary) -> bool,
+    ) -> Result<Vec<SessionSummary>, Error> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let files = self.files()?;
+        let mut top = Vec::new();
+        let mut unread = Vec::new();
+        {
+            let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            for file in &files {
+                match cache.get(&file.path) {
+                    Some(c) if file.matches(c) => top.extend(c.summary.iter().filter(|s| keep(s)).cloned()),
+                    _ => unread.push(file),
+                }
+            }
+        }
+        let first_n = |top: &mut Vec<SessionSummary>| {
+            top.sort_by(newest_first);
+            let mut seen = HashSet::new();
+            top.retain(|s| seen.insert(s.id.clone()));
+            top.truncate(n);
+        };
+        first_n(&mut top);
+        unread.sort_by_key(|f| std::cmp::Reverse(f.activity_bound()));
+        let mut read = Vec::new();
+        for file in unread {
+            let nth = (top.len() == n).then(|| top[n - 1].last_activity.as_millis());
+            if nth.is_some_and(|nth| file.activity_bound() < nth) {
+                break; // this file and every one after it were last active before the n-th
+            }
+            let entry = Self::read_file(file);
+            if let Some(summary) = entry.summary.as_ref().filter(|s| keep(s)) {
+                if nth.is_none_or(|nth| summary.last_activity.as_millis() >= nth) {
+                    top.push(summary.clone());
+                    first_n(&mut top);
+                }
+            }
+            read.push((file.path.clone(), entry));
+        }
+        self.remember(read);
+        Ok(top)
     }
 
     /// The session with this id, if the folder holds it.
@@ -222,15 +374,36 @@ impl SessionFolder {
     /// the latest activity is taken; a copy under another name is looked at
     /// only in that second reading (so where one named after the id holds
     /// it, such a copy is not taken even if active later, which
-    /// [`sessions`](Self::sessions) would list instead).
+    /// [`sessions`](Self::sessions) would list instead). A session found
+    /// before is taken from the file it was found in while that file has
+    /// not changed (a look at one file).
     pub fn find(&self, id: &str) -> Result<Option<SessionSummary>, Error> {
-        if let Some(found) = self.find_known(id) {
+        if let Some(found) = self.find_again(id) {
             return Ok(Some(found));
         }
-        if let Some(found) = self.find_named(id)? {
-            return Ok(Some(found));
+        let found = match self.find_known(id) {
+            Some(found) => Some(found),
+            None => match self.find_named(id)? {
+                Some(found) => Some(found),
+                None => self.sessions()?.into_iter().find(|s| s.id == id),
+            },
+        };
+        if let Some(found) = &found {
+            self.found.lock().unwrap_or_else(|e| e.into_inner()).insert(id.to_owned(), found.path.clone());
         }
-        Ok(self.sessions()?.into_iter().find(|s| s.id == id))
+        Ok(found)
+    }
+
+    /// The session with this id from the file it was found in last, when
+    /// that file has not changed: a look at one file (the history asks it of
+    /// every open conversation at each page).
+    fn find_again(&self, id: &str) -> Option<SessionSummary> {
+        let path = self.found.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned()?;
+        let meta = std::fs::metadata(&path).ok()?;
+        let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        let cached =
+            cache.get(&path).filter(|c| c.len == meta.len() && c.modified == meta.modified().ok())?;
+        cached.summary.clone().filter(|s| s.id == id)
     }
 
     /// The session with this id from what an earlier listing (or the
@@ -318,6 +491,10 @@ impl ConversationStore for SessionFolder {
         Ok(self.sessions()?.iter().map(SessionSummary::info).collect())
     }
 
+    fn info(&self, id: &str) -> Result<Option<ConversationInfo>, Error> {
+        Ok(self.find(id)?.map(|s| s.info()))
+    }
+
     fn conversation(&self, id: &str) -> Result<Option<Conversation>, Error> {
         let Some(summary) = self.find(id)? else { return Ok(None) };
         let session = Session::read(&summary.path)?;
@@ -391,6 +568,11 @@ mod tests {
         write(&sessions, "d.jsonl", "d", 4_000);
         std::fs::remove_file(sessions.join("c.jsonl")).unwrap();
         assert_eq!(ids(&folder), ["a", "d", "b"]);
+        let kept: serde_json::Value = serde_json::from_slice(&std::fs::read(&index).unwrap()).unwrap();
+        let mut names: Vec<&str> =
+            kept["entries"].as_array().unwrap().iter().filter_map(|e| e["name"].as_str()).collect();
+        names.sort();
+        assert_eq!(names, ["a.jsonl", "b.jsonl", "d.jsonl"], "the gone file's entry dropped from the index");
         let again = SessionFolder::with_index(&sessions, &index);
         assert_eq!(ids(&again), ["a", "d", "b"]);
         assert_eq!(again.sessions().unwrap()[0].last_activity.as_millis(), 9_000);
@@ -410,15 +592,114 @@ mod tests {
         let text = std::fs::read_to_string(&index).unwrap();
         std::fs::write(&index, &text[..text.len() / 2]).unwrap();
         assert_eq!(ids(&SessionFolder::with_index(&sessions, &index)), ["a"], "a cut index: every file read");
+        let rebuilt: serde_json::Value = serde_json::from_slice(&std::fs::read(&index).unwrap()).unwrap();
+        assert_eq!(rebuilt["entries"].as_array().map(Vec::len), Some(2), "and written again whole");
 
-        // Indexed for another folder: not taken for this one.
+        // Indexed for another folder, whose b.jsonl has the same name, size
+        // and time as this one's: not taken for this one.
         let other = dir.join("other");
         std::fs::create_dir_all(&other).unwrap();
-        write(&other, "b.jsonl", "ghost", 5_000);
+        write(&other, "b.jsonl", "g", 5_000);
+        let b = std::fs::metadata(sessions.join("b.jsonl")).unwrap();
+        assert_eq!(std::fs::metadata(other.join("b.jsonl")).unwrap().len(), b.len());
+        std::fs::File::options()
+            .write(true)
+            .open(other.join("b.jsonl"))
+            .unwrap()
+            .set_modified(b.modified().unwrap())
+            .unwrap();
         let other_index = dir.join("other-index.json");
-        assert_eq!(ids(&SessionFolder::with_index(&other, &other_index)), ["ghost"]);
+        assert_eq!(ids(&SessionFolder::with_index(&other, &other_index)), ["g"]);
         std::fs::copy(&other_index, &index).unwrap();
-        assert_eq!(ids(&SessionFolder::with_index(&sessions, &index)), ["a"]);
+        assert_eq!(ids(&SessionFolder::with_index(&sessions, &index)), ["a"], "g is not this folder's");
+    }
+
+    /// Sets a file's modification time, as Pi's last write left it.
+    fn touch(path: &Path, ms: u64) {
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(UNIX_EPOCH + std::time::Duration::from_millis(ms))
+            .unwrap();
+    }
+
+    #[test]
+    fn newest_reads_only_the_files_that_can_be_among_the_first_n() {
+        let dir = temp("newest");
+        const DAY: u64 = 86_400_000;
+        // Thirty sessions a day apart, each file last written a second after its last message.
+        for n in 0..30u64 {
+            let file = format!("2026-01-{:02}T05-00-00-000Z_s{n}.jsonl", n % 28 + 1);
+            write(&dir, &file, &format!("s{n}"), 1_700_000_000_000 + n * DAY);
+            touch(&dir.join(&file), 1_700_000_000_000 + n * DAY + 1_000);
+        }
+        let want = |folder: &SessionFolder, n: usize, skip: &str| -> Vec<String> {
+            folder.sessions().unwrap().into_iter().map(|s| s.id).filter(|id| id != skip).take(n).collect()
+        };
+        let folder = SessionFolder::new(&dir);
+        let got: Vec<String> =
+            folder.newest(3, |s| s.id != "s28").unwrap().into_iter().map(|s| s.id).collect();
+        assert_eq!(got, ["s29", "s27", "s26"]);
+        assert_eq!(
+            folder.cache.lock().unwrap().len(),
+            4,
+            "s29 to s26 (s28 read, then left out): s25 was written before s26 was last active"
+        );
+        assert_eq!(got, want(&SessionFolder::new(&dir), 3, "s28"));
+
+        // What the folder read before is not read again; a file written since
+        // (its time now) is read, and leads.
+        write(&dir, "2026-01-01T05-00-00-000Z_s3.jsonl", "s3", 1_800_000_000_000);
+        touch(&dir.join("2026-01-01T05-00-00-000Z_s3.jsonl"), 1_800_000_000_500);
+        let got: Vec<String> = folder.newest(2, |_| true).unwrap().into_iter().map(|s| s.id).collect();
+        assert_eq!(got, ["s3", "s29"]);
+        assert_eq!(folder.cache.lock().unwrap().len(), 5, "s3 (written since) read, nothing else");
+
+        // Times that say nothing (every file written at once): every file is
+        // read, and the pick is still the listing's.
+        let same = temp("newest-same");
+        for n in 0..10u64 {
+            write(&same, &format!("s{n}.jsonl"), &format!("s{n}"), 5_000 + n);
+        }
+        write(&same, "copy.jsonl", "s2", 9_999); // a copy active last lists once
+        let folder = SessionFolder::new(&same);
+        let got: Vec<String> = folder.newest(3, |_| true).unwrap().into_iter().map(|s| s.id).collect();
+        assert_eq!(got, ["s2", "s9", "s8"]);
+        assert_eq!(got, want(&SessionFolder::new(&same), 3, ""));
+        assert!(folder.newest(0, |_| true).unwrap().is_empty());
+    }
+
+    #[test]
+    fn newest_at_a_start_neither_waits_for_the_index_nor_writes_a_part_over_it() {
+        let dir = temp("newest-index");
+        let sessions = dir.join("sessions");
+        std::fs::create_dir_all(&sessions).unwrap();
+        let index = dir.join("index.json");
+        for (n, id) in ["a", "b", "c"].into_iter().enumerate() {
+            let file = sessions.join(format!("{id}.jsonl"));
+            write(&sessions, &format!("{id}.jsonl"), id, 1_000_000 + n as u64 * 100_000_000);
+            touch(&file, 1_000_000 + n as u64 * 100_000_000 + 1_000);
+        }
+        assert_eq!(ids(&SessionFolder::with_index(&sessions, &index)), ["c", "b", "a"]);
+        garble_keeping_size_and_time(&sessions.join("a.jsonl"));
+
+        touch(&index, 1_000);
+
+        // A start: the newest read from its file, the index not read yet.
+        let folder = SessionFolder::with_index(&sessions, &index);
+        let newest: Vec<String> = folder.newest(1, |_| true).unwrap().into_iter().map(|s| s.id).collect();
+        assert_eq!(newest, ["c"]);
+        assert_eq!(folder.cache.lock().unwrap().len(), 1, "c alone read, no index");
+        // The whole index is still there for the listing (a's garbage unseen),
+        // and c, read as the index has it, does not make it written again.
+        assert_eq!(ids(&folder), ["c", "b", "a"]);
+        assert_eq!(
+            std::fs::metadata(&index).unwrap().modified().unwrap(),
+            UNIX_EPOCH + std::time::Duration::from_millis(1_000),
+            "not written again"
+        );
+        assert_eq!(ids(&SessionFolder::with_index(&sessions, &index)), ["c", "b", "a"]);
     }
 
     #[test]

@@ -14,15 +14,19 @@
 //!   Item cursors are positions in the conversation (the branch shown).
 //! - Rows whose id breaks the ID rule are left out.
 //! - Pages come from one listing of the store, made again in the background
-//!   once older than [`PiHistory::relist_after`] (2 s by default): a page
-//!   costs a lookup at any number of conversations.
+//!   once older than [`PiHistory::relist_after`] (2 s by default), with the
+//!   conversations open as panes ([`PiHistory::set_open`]) looked up as
+//!   they are now ([`ConversationStore::info`]) and put in their place: a
+//!   page costs a lookup at any number of conversations, and shows the
+//!   conversation just had. The first listing is begun at start
+//!   ([`PiHistory::warm`]); a page asked before it is done waits for it.
 //!
 //! The provider is thin: [`PiHistory::rows_page`] and
 //! [`PiHistory::items_page`] do the work, synchronously (they read files).
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use durable_core::{HistoryError, HistoryProvider, ItemsPage, RowsPage};
@@ -62,8 +66,10 @@ pub struct PiHistory<S = SessionFolder> {
     open: Mutex<HashSet<String>>,
     /// The rows of the last listing, sorted, and when it was made.
     listing: Arc<Mutex<Option<Listing>>>,
-    /// A listing is being made in the background.
+    /// A listing is being made in the background (set false, and
+    /// `listed_now` notified, under the `listing` lock).
     relisting: Arc<AtomicBool>,
+    listed_now: Arc<Condvar>,
     relist_after: Duration,
 }
 
@@ -81,6 +87,7 @@ impl<S: ConversationStore> PiHistory<S> {
             open: Mutex::new(HashSet::new()),
             listing: Arc::default(),
             relisting: Arc::default(),
+            listed_now: Arc::default(),
             relist_after: RELIST_AFTER,
         }
     }
@@ -90,16 +97,18 @@ impl<S: ConversationStore> PiHistory<S> {
     /// still served from it while the store is listed again on a thread of
     /// its own. So a page costs a lookup in the listing at any number of
     /// conversations (only the very first page waits for a listing: see
-    /// [`warm`](Self::warm)), and a conversation started meanwhile shows up
-    /// a page or two later. `Duration::ZERO` lists the store at every page,
-    /// before answering.
+    /// [`warm`](Self::warm)). The conversations open as panes are looked up
+    /// at each page as they are now; one not open that changed meanwhile
+    /// shows from the page after that listing. `Duration::ZERO` lists the
+    /// store at every page, before answering.
     pub fn relist_after(mut self, after: Duration) -> Self {
         self.relist_after = after;
         self
     }
 
     /// Lists the store on a thread of its own now, so that the first page
-    /// asked finds a listing (an agent calls it at start).
+    /// asked finds a listing (an agent calls it at start); a page asked
+    /// before it is done waits for it rather than listing the store again.
     pub fn warm(&self) {
         self.relist_in_background();
     }
@@ -109,33 +118,43 @@ impl<S: ConversationStore> PiHistory<S> {
         if self.relisting.swap(true, Ordering::SeqCst) {
             return;
         }
-        let (store, listing, relisting) =
-            (Arc::clone(&self.store), Arc::clone(&self.listing), Arc::clone(&self.relisting));
+        let done = ListingDone {
+            listing: Arc::clone(&self.listing),
+            relisting: Arc::clone(&self.relisting),
+            listed_now: Arc::clone(&self.listed_now),
+        };
+        let store = Arc::clone(&self.store);
         let spawned = std::thread::Builder::new().name("durable-pi-history".into()).spawn(move || {
-            if let Ok(rows) = list(&*store) {
-                *listing.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), rows));
-            }
-            relisting.store(false, Ordering::SeqCst);
+            let started = Instant::now();
+            let rows = list(&*store).ok();
+            done.finish(started, rows);
         });
-        if spawned.is_err() {
-            self.relisting.store(false, Ordering::SeqCst);
+        if let Err(e) = spawned {
+            tracing::warn!(target: "durable", error = %e, "pi: the history could not list on a thread of its own");
+            // The closure (and its `ListingDone`) was dropped: that cleared `relisting`.
         }
     }
 
     /// The sorted rows: the last listing (a stale one starts a new listing
-    /// in the background), else one made now.
+    /// in the background), else the one under way (waited for, not made
+    /// twice), else one made now.
     fn listed(&self) -> Result<Arc<Vec<ConversationInfo>>, Error> {
         if !self.relist_after.is_zero() {
-            let last = self.listing.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            if let Some((at, rows)) = last {
+            let mut last = self.listing.lock().unwrap_or_else(|e| e.into_inner());
+            while last.is_none() && self.relisting.load(Ordering::SeqCst) {
+                last = self.listed_now.wait(last).unwrap_or_else(|e| e.into_inner());
+            }
+            if let Some((at, rows)) = last.clone() {
+                drop(last);
                 if at.elapsed() >= self.relist_after {
                     self.relist_in_background();
                 }
                 return Ok(rows);
             }
         }
+        let started = Instant::now();
         let rows = list(&*self.store)?;
-        *self.listing.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), Arc::clone(&rows)));
+        *self.listing.lock().unwrap_or_else(|e| e.into_inner()) = Some((started, Arc::clone(&rows)));
         Ok(rows)
     }
 
@@ -169,23 +188,63 @@ impl<S: ConversationStore> PiHistory<S> {
         }
     }
 
-    /// Rows after `after` (from the newest when `None`), at most `limit`.
+    /// The conversations open as panes, as the store has them now, newest
+    /// first.
+    fn open_now(&self) -> Result<Vec<ConversationInfo>, Error> {
+        let ids: Vec<String> = self.open.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect();
+        let mut open = Vec::with_capacity(ids.len());
+        for id in ids {
+            open.extend(self.store.info(&id)?.filter(|c| c.id == id && check_id(&c.id).is_ok()));
+        }
+        open.sort_by(|a, b| sort_key(b).cmp(&sort_key(a)));
+        Ok(open)
+    }
+
+    /// Rows after `after` (from the newest when `None`), at most `limit`:
+    /// the listing's, with the conversations open as panes as they are now
+    /// in their place.
     pub fn rows_page(&self, after: Option<&Cursor>, limit: usize) -> Result<RowsPage, Error> {
         let all = self.listed()?;
-        let start = match after {
-            None => 0,
+        let open = self.open_now()?;
+        let open_ids: HashSet<&str> = open.iter().map(|c| c.id.as_str()).collect();
+        let (mut i, mut j) = match after {
+            None => (0, 0),
             Some(cursor) => {
                 let (ms, id) = parse_row_cursor(cursor)?;
-                // The first row that sorts after the cursor's (the rows are sorted).
-                all.partition_point(|c| (c.last_activity.as_millis(), c.id.as_str()) >= (ms, id.as_str()))
+                // The first row that sorts after the cursor's (both are sorted).
+                let after = |c: &ConversationInfo| sort_key(c) >= (ms, id.as_str());
+                (all.partition_point(after), open.partition_point(after))
             }
         };
-        let end = start.saturating_add(limit.max(1)).min(all.len());
-        let page = &all[start..end];
-        let next = match page.last() {
-            Some(last) if end < all.len() => Some(row_cursor(last)),
-            _ => None,
-        };
+        let want = limit.max(1);
+        let mut page: Vec<&ConversationInfo> = Vec::with_capacity(want.min(all.len() + open.len()));
+        let mut more = false;
+        loop {
+            while all.get(i).is_some_and(|c| open_ids.contains(c.id.as_str())) {
+                i += 1; // shown as it is now, from `open`
+            }
+            let next = match (all.get(i), open.get(j)) {
+                (None, None) => break,
+                (Some(listed), Some(now)) if sort_key(listed) > sort_key(now) => {
+                    i += 1;
+                    listed
+                }
+                (_, Some(now)) => {
+                    j += 1;
+                    now
+                }
+                (Some(listed), None) => {
+                    i += 1;
+                    listed
+                }
+            };
+            if page.len() == want {
+                more = true;
+                break;
+            }
+            page.push(next);
+        }
+        let next = if more { page.last().map(|last| row_cursor(last)) } else { None };
         Ok(RowsPage { rows: page.iter().map(|c| self.row(c)).collect(), next })
     }
 
@@ -227,12 +286,44 @@ impl<S: ConversationStore> HistoryProvider for PiHistory<S> {
     }
 }
 
+/// Ends a background listing, also when it panics or never starts: its rows
+/// kept, `relisting` cleared and the pages waiting for it woken, under the
+/// listing's lock (so a page that looked at `relisting` cannot miss it).
+struct ListingDone {
+    listing: Arc<Mutex<Option<Listing>>>,
+    relisting: Arc<AtomicBool>,
+    listed_now: Arc<Condvar>,
+}
+
+impl ListingDone {
+    fn finish(self, started: Instant, rows: Option<Arc<Vec<ConversationInfo>>>) {
+        if let Some(rows) = rows {
+            *self.listing.lock().unwrap_or_else(|e| e.into_inner()) = Some((started, rows));
+        }
+        // Drop clears the flag.
+    }
+}
+
+impl Drop for ListingDone {
+    fn drop(&mut self) {
+        let guard = self.listing.lock().unwrap_or_else(|e| e.into_inner());
+        self.relisting.store(false, Ordering::SeqCst);
+        drop(guard);
+        self.listed_now.notify_all();
+    }
+}
+
 /// The store's conversations whose id follows the ID rule, newest first.
 fn list<S: ConversationStore>(store: &S) -> Result<Arc<Vec<ConversationInfo>>, Error> {
     let mut all: Vec<ConversationInfo> =
         store.conversations()?.into_iter().filter(|c| check_id(&c.id).is_ok()).collect();
     all.sort_by(|a, b| (b.last_activity.as_millis(), &b.id).cmp(&(a.last_activity.as_millis(), &a.id)));
     Ok(Arc::new(all))
+}
+
+/// The order of rows, newest first when compared in reverse.
+fn sort_key(c: &ConversationInfo) -> (u64, &str) {
+    (c.last_activity.as_millis(), c.id.as_str())
 }
 
 /// `r<latest activity ms>.<id in hex>`: printable ASCII whatever the id.
@@ -384,7 +475,7 @@ mod tests {
     fn pages_come_from_one_listing_until_it_is_older_than_relist_after() {
         let store = Growing::default();
         store.0.lock().unwrap().0.extend((0..5).map(|n| conv(&format!("s{n}"), n, 0)));
-        let history = PiHistory::new(store).relist_after(Duration::from_millis(200));
+        let history = PiHistory::new(store).relist_after(Duration::from_secs(600));
         let mut after = None;
         let mut seen = Vec::new();
         loop {
@@ -399,16 +490,21 @@ mod tests {
         assert_eq!(history.store().0.lock().unwrap().1, 1, "three pages, one listing");
         history.store().0.lock().unwrap().0.push(conv("new", 9, 0));
         assert_eq!(ids(&history.rows_page(None, 1).unwrap()), ["s4"], "not yet listed again");
-        std::thread::sleep(Duration::from_millis(250));
-        // Older than relist_after: this page still comes from the old
-        // listing, and a new one is made in the background.
-        assert_eq!(ids(&history.rows_page(None, 1).unwrap()), ["s4"]);
+
+        // Older than relist_after (1 ms here): the page still comes from the
+        // old listing, and a new one is made in the background.
+        let store = Growing::default();
+        store.0.lock().unwrap().0.extend((1..=3).map(|n| conv(&format!("s{n}"), n, 0)));
+        let history = PiHistory::new(store).relist_after(Duration::from_millis(1));
+        assert_eq!(ids(&history.rows_page(None, 3).unwrap()), ["s3", "s2", "s1"]);
+        history.store().0.lock().unwrap().0.push(conv("new", 9, 0));
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(ids(&history.rows_page(None, 1).unwrap()), ["s3"], "the old listing's page");
         let deadline = Instant::now() + Duration::from_secs(10);
         while ids(&history.rows_page(None, 1).unwrap()) != ["new"] {
             assert!(Instant::now() < deadline, "the background listing never came");
             std::thread::sleep(Duration::from_millis(10));
         }
-        assert_eq!(history.store().0.lock().unwrap().1, 2, "one more listing");
 
         // warm() lists before the first page is asked.
         let warmed = PiHistory::new(Growing::default());
@@ -426,6 +522,56 @@ mod tests {
         every.rows_page(None, 1).unwrap();
         every.rows_page(None, 1).unwrap();
         assert_eq!(every.store().0.lock().unwrap().1, 2, "ZERO lists at every page");
+    }
+
+    #[test]
+    fn conversations_open_as_panes_show_as_they_are_now_in_their_place() {
+        let store = Growing::default();
+        store.0.lock().unwrap().0.extend((1..=4).map(|n| conv(&format!("s{n}"), n * 10, 0)));
+        let history = PiHistory::new(store).relist_after(Duration::from_secs(600));
+        assert_eq!(ids(&history.rows_page(None, 10).unwrap()), ["s4", "s3", "s2", "s1"]);
+        // Since that listing: s1 (open) was active again, s5 (open) began,
+        // s2 (not open) was active again too.
+        {
+            let mut g = history.store().0.lock().unwrap();
+            g.0.retain(|c| c.info.id != "s1" && c.info.id != "s2");
+            g.0.extend([conv("s1", 35, 3), conv("s5", 50, 1), conv("s2", 60, 0)]);
+        }
+        history.set_open("s1", true);
+        history.set_open("s5", true);
+        history.set_open("gone", true); // open, not in the store: no row
+        let first = history.rows_page(None, 2).unwrap();
+        assert_eq!(ids(&first), ["s5", "s4"], "s2 waits for the next listing; s5 is shown at once");
+        let rest = history.rows_page(first.next.as_ref(), 2).unwrap();
+        assert_eq!(ids(&rest), ["s1", "s3"], "s1 in its new place, once");
+        assert_eq!((rest.rows[0].items, rest.rows[0].state), (3, ConversationState::Open));
+        let last = history.rows_page(rest.next.as_ref(), 2).unwrap();
+        assert_eq!(ids(&last), ["s2"]);
+        assert!(last.next.is_none());
+        assert_eq!(history.store().0.lock().unwrap().1, 1, "one listing");
+    }
+
+    /// A store that takes its time to list, counting its listings.
+    struct Slow(Growing);
+
+    impl ConversationStore for Slow {
+        fn conversations(&self) -> Result<Vec<ConversationInfo>, Error> {
+            std::thread::sleep(Duration::from_millis(300));
+            self.0.conversations()
+        }
+        fn conversation(&self, id: &str) -> Result<Option<Conversation>, Error> {
+            self.0.conversation(id)
+        }
+    }
+
+    #[test]
+    fn a_first_page_asked_while_warm_lists_waits_for_that_listing() {
+        let history = PiHistory::new(Slow(Growing::default()));
+        history.store().0.0.lock().unwrap().0.push(conv("w", 1, 0));
+        history.warm();
+        // Asked at once, while the warm listing sleeps: served from it.
+        assert_eq!(ids(&history.rows_page(None, 5).unwrap()), ["w"]);
+        assert_eq!(history.store().0.0.lock().unwrap().1, 1, "one listing, not a second for the page");
     }
 
     #[tokio::test]

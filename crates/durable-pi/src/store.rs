@@ -140,6 +140,13 @@ pub trait ConversationStore: Send + Sync + 'static {
     fn conversations(&self) -> Result<Vec<ConversationInfo>, Error>;
     /// One conversation with its items; `None` for an unknown id.
     fn conversation(&self, id: &str) -> Result<Option<Conversation>, Error>;
+    /// What a list shows of one conversation now; `None` for an unknown id.
+    /// The history asks it at each page of the conversations open as panes,
+    /// so that they show as they are while the listing it keeps catches up.
+    /// By default, [`conversation`](Self::conversation)'s info.
+    fn info(&self, id: &str) -> Result<Option<ConversationInfo>, Error> {
+        Ok(self.conversation(id)?.map(|c| c.info))
+    }
 }
 
 /// A shared store is a store: an agent keeps one [`SessionFolder`](crate::SessionFolder)
@@ -150,5 +157,8 @@ impl<T: ConversationStore> ConversationStore for std::sync::Arc<T> {
     }
     fn conversation(&self, id: &str) -> Result<Option<Conversation>, Error> {
         T::conversation(self, id)
+    }
+    fn info(&self, id: &str) -> Result<Option<ConversationInfo>, Error> {
+        T::info(self, id)
     }
 }

@@ -3,11 +3,12 @@
 //! new id of a session the real Pi wrote (`crates/durable-pi/tests/fixtures/
 //! plain.jsonl`), their activity spread over twelve months, one of them
 //! 2,000 message pairs long. For each size: the start to the first
-//! `GET /v1/state` answered, with no index yet (cold) and again on the same
-//! data (warm: the sessions index in the data folder), the first history
-//! page, a later one, the first page of the long conversation, and the
-//! agent's resident memory; each with its ratio to the 100-session figure
-//! of the same run.
+//! `GET /v1/state` answered and the first history page after it, with no
+//! index yet (cold) and again on the same data (warm: the sessions index in
+//! the data folder); on the warm start a later page and the first page of
+//! the long conversation; the agent's resident memory after the cold
+//! start; each with its ratio to the 100-session figure of the same run.
+//! Each file's modification time is its last entry's, as Pi leaves it.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -30,6 +31,7 @@ const NEWEST_MS: u64 = 1_796_083_200_000;
 /// The figures of one size.
 struct Figures {
     cold_ms: f64,
+    cold_page_ms: f64,
     warm_ms: f64,
     first_page_ms: f64,
     later_page_ms: f64,
@@ -45,8 +47,15 @@ pub(crate) async fn run(dir: &Path) -> Result<(), String> {
     println!();
     println!("pi: examples/pi.rs --no-pi over Pi sessions (copies of one the real Pi wrote), --open 20");
     println!(
-        "{:>8} {:>12} {:>12} {:>12} {:>12} {:>12} {:>9}",
-        "sessions", "cold→state", "warm→state", "history 1st", "later page", "long conv.", "RSS MiB"
+        "{:>8} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>9}",
+        "sessions",
+        "cold→state",
+        "cold 1st pg",
+        "warm→state",
+        "warm 1st pg",
+        "later page",
+        "long conv.",
+        "RSS MiB"
     );
     let mut base: Option<Figures> = None;
     for n in SIZES {
@@ -57,9 +66,11 @@ pub(crate) async fn run(dir: &Path) -> Result<(), String> {
         let ratio = |v: f64, b: f64| if b > 0.0 { format!("({:.1}x)", v / b) } else { String::new() };
         let b = base.as_ref().unwrap_or(&f);
         println!(
-            "{n:>8} {:>7.1} ms {:>5} {:>7.1} ms {:>5} {:>7.2} ms {:>5} {:>7.2} ms {:>5} {:>7.2} ms {:>5} {:>5.1} {:>5}",
+            "{n:>8} {:>7.1} ms {:>5} {:>7.1} ms {:>5} {:>7.1} ms {:>5} {:>7.2} ms {:>5} {:>7.2} ms {:>5} {:>7.2} ms {:>5} {:>5.1} {:>5}",
             f.cold_ms,
             ratio(f.cold_ms, b.cold_ms),
+            f.cold_page_ms,
+            ratio(f.cold_page_ms, b.cold_page_ms),
             f.warm_ms,
             ratio(f.warm_ms, b.warm_ms),
             f.first_page_ms,
@@ -154,7 +165,16 @@ fn generate(dir: &Path, template: &str, n: usize) -> Result<String, String> {
             }
         }
         let name = format!("{}_{id}.jsonl", iso(at).replace(':', "-"));
-        std::fs::write(dir.join(name), out).map_err(|e| e.to_string())?;
+        let path = dir.join(name);
+        std::fs::write(&path, out).map_err(|e| e.to_string())?;
+        // Pi appends each entry as it is made: the file's time is its last
+        // entry's (a second after it here).
+        let last = at + 100 + if k == n - 1 { 2 * LONG_PAIRS as u64 } else { lines.len() as u64 };
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .and_then(|f| f.set_modified(std::time::UNIX_EPOCH + Duration::from_millis(last + 1_000)))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
     }
     Ok(long_id)
 }
@@ -221,22 +241,29 @@ async fn measure(
     n: usize,
 ) -> Result<Figures, String> {
     let _ = std::fs::remove_dir_all(data);
+    // Cold: no index yet. The first page waits for the history's listing,
+    // which reads every file once.
     let agent = start(exe, sessions, data)?;
     get(&agent.target, "/v1/state").await?;
     let cold_ms = agent.started.elapsed().as_secs_f64() * 1000.0;
+    let (cold_page_ms, page) = get(&agent.target, "/v1/history?limit=50").await?;
+    if page["rows"].as_array().map(Vec::len) != Some(50) {
+        return Err(format!("{n} sessions: the first history page is not 50 rows"));
+    }
+    // Settled: the follow tasks have read their files once.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let rss_mib = load::rss_kib(agent.child.id())? as f64 / 1024.0;
+    drop(agent);
+    // Warm: the index in the data folder.
+    let agent = start(exe, sessions, data)?;
+    get(&agent.target, "/v1/state").await?;
+    let warm_ms = agent.started.elapsed().as_secs_f64() * 1000.0;
     let (first_page_ms, page) = get(&agent.target, "/v1/history?limit=50").await?;
     let next = page["next"].as_str().ok_or_else(|| format!("{n} sessions: no second history page"))?;
     let later = format!("/v1/history?limit=50&after={next}");
     let later_page_ms = median(&agent.target, &later).await?;
     let long_ms = median(&agent.target, &format!("/v1/history/{long_id}?limit=50")).await?;
-    // Settled: the follow tasks have read their files once.
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    let rss_mib = load::rss_kib(agent.child.id())? as f64 / 1024.0;
-    drop(agent);
-    let agent = start(exe, sessions, data)?;
-    get(&agent.target, "/v1/state").await?;
-    let warm_ms = agent.started.elapsed().as_secs_f64() * 1000.0;
-    Ok(Figures { cold_ms, warm_ms, first_page_ms, later_page_ms, long_ms, rss_mib })
+    Ok(Figures { cold_ms, cold_page_ms, warm_ms, first_page_ms, later_page_ms, long_ms, rss_mib })
 }
 
 #[cfg(test)]
