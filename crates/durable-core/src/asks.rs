@@ -176,8 +176,12 @@ impl Core {
         // out at once, and an answer held meanwhile does not win.
         match expires_at {
             Some(at) if at <= now => {
-                st.take_hold(&id);
-                self.close_ask_locked(&mut st, &id, DecidedBy::Timeout, Outcome::Timeout, None, now);
+                // An answer held since before the expiry (sent while the
+                // agent restarted) was on time: it applies; else it times out.
+                self.apply_hold(&mut st, &id, now);
+                if st.is_ask_open(&id) {
+                    self.close_ask_locked(&mut st, &id, DecidedBy::Timeout, Outcome::Timeout, None, now);
+                }
             }
             Some(at) => {
                 self.apply_hold(&mut st, &id, now);

@@ -301,6 +301,12 @@ impl Core {
             if st.is_ask_open(&ask.id) {
                 return;
             }
+            // Decided already in this run (raised again and answered): its
+            // decision stands, and its record is forgotten.
+            if st.decided(&ask.id).is_some() {
+                self.journal_ask(Op::Forget(ask.id));
+                return;
+            }
             st.take_hold(&ask.id);
             st.remember_decided(&ask.id, DecidedBy::Program, now);
             if st.is_open(&ask.pane) {
@@ -312,9 +318,11 @@ impl Core {
                     st.pane_event(&ask.pane, now, EventBody::Item { item: item.into() });
                 }
             }
+            tracing::info!(target: "durable", ask_id = %ask.id, pane = %ask.pane, "kept ask closed unclaimed");
+            // Under the state lock, as a raise pushes its keep: the store's
+            // writes for one id keep the order of its opens and closes.
+            self.journal_ask(Op::Forget(ask.id));
         }
-        tracing::info!(target: "durable", ask_id = %ask.id, pane = %ask.pane, "kept ask closed unclaimed");
-        self.journal_ask(Op::Forget(ask.id));
     }
 
     /// An ask opened: a store that keeps asks keeps it.

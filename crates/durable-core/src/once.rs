@@ -239,8 +239,6 @@ impl Core {
         // it is released before a waiting repeat in this process wakes.
         let store_claim = StoreClaim { store, id: request_id };
         let ran = run().await;
-        // A card this write raised or closed is in the store before the answer leaves.
-        self.asks_written().await;
         match (ran.response.status, ran.group) {
             (200, Some(group)) => {
                 // The bytes the response sends, shared, not copied.
@@ -251,6 +249,10 @@ impl Core {
                 // while `put` runs (its waiting repeats then run themselves:
                 // found by the exhaustive model check, issue #15).
                 self.lock().keep_receipt(request_id.clone(), receipt.clone());
+                // A card this write raised or closed is in the store before
+                // the answer leaves (after the receipt in memory: a request
+                // dropped during this wait is still never run twice).
+                self.asks_written().await;
                 let put = store.put_dyn(request_id.as_str(), receipt.clone(), &group).await;
                 drop(store_claim);
                 if let Err(e) = put {

@@ -425,3 +425,31 @@ async fn an_answer_is_acknowledged_only_once_its_card_is_forgotten() {
     assert_eq!(response.status, 200);
     assert!(store.inner.kept_ids().is_empty());
 }
+
+/// A card raised again after its expiry takes the answer the phone sent in
+/// time, during the restart; without one it times out.
+#[tokio::test]
+async fn a_card_raised_again_after_its_expiry_takes_an_answer_held_in_time() {
+    let store = AskStore::default();
+    let (id, hash) = first_run(&store, refund("refund-1").expires_in_ms(10_000)).await;
+    let h = run(&store);
+    let pane = h.pane();
+    let spec = h.core.kept_asks().await.unwrap().into_iter().next().unwrap().claim();
+    h.core.ready();
+    let held = h.answer(&id, pick("r-1", "allow", &hash)).await;
+    assert_eq!(held.status, 202);
+    h.advance(20_000).await; // past the card's expiry before it is raised again
+    let mut handle = Box::pin(pane.ask(spec).unwrap());
+    let answer = poll_once(&mut handle).expect("decided at raise").expect("the held answer, not a timeout");
+    assert_eq!(answer.option_id(), Some("allow"));
+
+    // Without a held answer, the same late raise times out.
+    let store = AskStore::default();
+    first_run(&store, refund("refund-2").expires_in_ms(10_000)).await;
+    let h = run(&store);
+    let pane = h.pane();
+    let spec = h.core.kept_asks().await.unwrap().into_iter().next().unwrap().claim();
+    h.advance(20_000).await;
+    let mut handle = Box::pin(pane.ask(spec).unwrap());
+    assert!(poll_once(&mut handle).expect("decided at raise").is_err(), "timed out");
+}

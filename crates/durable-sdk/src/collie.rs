@@ -298,14 +298,17 @@ impl Collie {
     ///     // The value given with `ApprovalOptions::agent_data` finds the work again.
     ///     let order = kept.agent_data().and_then(|d| d["order"].as_str()).map(str::to_owned);
     ///     match order {
-    ///         Some(order) => {
-    ///             let approval = kept.raise_approval()?;
-    ///             tokio::spawn(async move {
-    ///                 if approval.await.approved {
-    ///                     println!("refund of order {order} issued");
-    ///                 }
-    ///             });
-    ///         }
+    ///         // An `Err` (its pane is gone) leaves it to `ready()`, which closes it.
+    ///         Some(order) => match kept.raise_approval() {
+    ///             Ok(approval) => {
+    ///                 tokio::spawn(async move {
+    ///                     if approval.await.approved {
+    ///                         println!("refund of order {order} issued");
+    ///                     }
+    ///                 });
+    ///             }
+    ///             Err(e) => collie.warn(&format!("a kept card was not raised again: {e}")),
+    ///         },
     ///         None => kept.close(),
     ///     }
     /// }

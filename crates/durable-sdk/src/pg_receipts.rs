@@ -147,7 +147,7 @@ CREATE TABLE {s}.kept_ask (
     ask_id TEXT PRIMARY KEY,
     seq BIGINT GENERATED ALWAYS AS IDENTITY,
     owner_pid INTEGER NOT NULL,
-    owner_start TEXT NOT NULL,
+    owner_start BIGINT NOT NULL,
     body TEXT NOT NULL
 );
 ",
@@ -488,8 +488,9 @@ impl Sql {
             take_asks: format!(
                 "UPDATE {s}.kept_ask k SET owner_pid = $1, owner_start = $2 \
                  WHERE NOT (k.owner_pid = $1 AND k.owner_start = $2) AND NOT EXISTS \
-                 (SELECT 1 FROM pg_stat_activity a WHERE a.pid = k.owner_pid AND a.backend_start::text = k.owner_start) \
-                 RETURNING k.seq, k.body"
+                 (SELECT 1 FROM pg_stat_activity a WHERE a.pid = k.owner_pid \
+                 AND (extract(epoch FROM a.backend_start) * 1000000)::bigint = k.owner_start) \
+                 RETURNING k.seq, k.body, k.ask_id"
             ),
         }
     }
@@ -554,7 +555,8 @@ struct Inner {
 struct Owner {
     _client: tokio_postgres::Client,
     pid: i32,
-    start: String,
+    /// Its start, in microseconds since the epoch.
+    start: i64,
 }
 
 /// A [`ReceiptStore`] in PostgreSQL (feature `postgres`): receipts, evicted
@@ -646,7 +648,9 @@ impl PgReceiptStore {
         });
         let row = client
             .query_one(
-                "SELECT pid, backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid()",
+                // Microseconds since the epoch: a number, the same whatever
+                // each session's TimeZone and DateStyle.
+                "SELECT pid, (extract(epoch FROM backend_start) * 1000000)::bigint FROM pg_stat_activity WHERE pid = pg_backend_pid()",
                 &[],
             )
             .await
@@ -982,9 +986,15 @@ impl ReceiptStore for PgReceiptStore {
             .map_err(|e| self.db_err(what, e))?;
         let mut taken: Vec<(i64, KeptAskRecord)> = Vec::with_capacity(rows.len());
         for row in &rows {
-            let record =
-                KeptAskRecord::from_json_text(row.get::<_, &str>(1)).map_err(|e| self.err(what, e))?;
-            taken.push((row.get(0), record));
+            match KeptAskRecord::from_json_text(row.get::<_, &str>(1)) {
+                Ok(record) => taken.push((row.get(0), record)),
+                // One bad record must not keep the others (and the agent) from starting.
+                Err(e) => {
+                    let ask_id: &str = row.get(2);
+                    tracing::warn!(target: "durable", ask_id = %ask_id, error = %e, "postgres: a kept ask is damaged; it is dropped");
+                    let _ = conn.execute(&self.inner.sql.forget_ask, &[&ask_id]).await;
+                }
+            }
         }
         taken.sort_by_key(|(seq, _)| *seq);
         Ok(taken.into_iter().map(|(_, r)| r).collect())

@@ -332,11 +332,21 @@ fn kept_asks(conn: &Connection) -> Result<Vec<KeptAskRecord>, StoreError> {
     let mut stmt = conn.prepare("SELECT ask_id, body FROM kept_ask ORDER BY seq").map_err(err)?;
     let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))).map_err(err)?;
     let mut out = Vec::new();
+    let mut damaged = Vec::new();
     for row in rows {
         let (ask_id, body) = row.map_err(err)?;
-        let record = KeptAskRecord::from_json_text(&body)
-            .map_err(|e| StoreError::new(format!("sqlite: kept ask {ask_id}: {e}")))?;
-        out.push(record);
+        match KeptAskRecord::from_json_text(&body) {
+            Ok(record) => out.push(record),
+            // One bad record must not keep the others (and the agent) from starting.
+            Err(e) => {
+                tracing::warn!(target: "durable", ask_id = %ask_id, error = %e, "sqlite: a kept ask is damaged; it is dropped");
+                damaged.push(ask_id);
+            }
+        }
+    }
+    drop(stmt);
+    for ask_id in damaged {
+        forget_ask(conn, &ask_id)?;
     }
     Ok(out)
 }
@@ -621,17 +631,23 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_damaged_kept_ask_is_an_error_naming_it() {
+    async fn a_damaged_kept_ask_is_dropped_and_the_others_are_handed_out() {
         let dir = TempDir::new();
         let store = SqliteReceiptStore::open(dir.db()).unwrap();
+        store.keep_ask(kept("good", None)).await.unwrap();
         drop(store);
         Connection::open(dir.db())
             .unwrap()
-            .execute("INSERT INTO kept_ask (ask_id, seq, body) VALUES ('bad-1', 1, '{oops')", [])
+            .execute("INSERT INTO kept_ask (ask_id, seq, body) VALUES ('bad-1', 0, '{oops')", [])
             .unwrap();
         let store = SqliteReceiptStore::open(dir.db()).unwrap();
-        let err = store.kept_asks().await.unwrap_err().to_string();
-        assert!(err.contains("bad-1") && err.contains("damaged"), "{err}");
+        assert_eq!(store.kept_asks().await.unwrap(), [kept("good", None)]);
+        drop(store);
+        let left: i64 = Connection::open(dir.db())
+            .unwrap()
+            .query_row("SELECT COUNT(*) FROM kept_ask WHERE ask_id = 'bad-1'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(left, 0, "the damaged record is gone");
     }
 
     #[tokio::test]
