@@ -62,13 +62,23 @@ fn approval_raises_a_card_for_the_button_and_the_phones_allow_issues_the_refund(
     assert_eq!(history["items"][0]["text"], "Refund of 40 issued", "{history}");
 }
 
-#[test]
-fn approvals_card_survives_a_sigkill_and_an_allow_sent_while_the_agent_is_down_issues_the_refund() {
-    let dir = Agent::fresh_dir("approval-restart");
-    let data = dir.join("data");
-    let data = data.to_str().unwrap();
+/// The approval recipe on a data folder of its own, its refund card open
+/// when it is killed (`SIGKILL`): the folder, the data path, the user, the
+/// card and the socket it listened on.
+struct KilledWithACard {
+    dir: std::path::PathBuf,
+    data: String,
+    user: Option<u32>,
+    ask: serde_json::Value,
+    id: String,
+    socket: String,
+}
+
+fn approval_killed_with_its_card_open(name: &str) -> KilledWithACard {
+    let dir = Agent::fresh_dir(name);
+    let data = dir.join("data").to_str().unwrap().to_owned();
     let user = unprivileged();
-    let a = Agent::start_in("approval", user, &dir, &["--data", data]);
+    let a = Agent::start_in("approval", user, &dir, &["--data", &data]);
     let (_, r) = a.post("/v1/panes/orders/actions/refund", json!({"requestId": "b-1"}));
     assert_eq!(r["result"], "done", "{r}");
     let (_, state) = a.curl(&["http://collie/v1/state"]);
@@ -76,6 +86,14 @@ fn approvals_card_survives_a_sigkill_and_an_allow_sent_while_the_agent_is_down_i
     let id = ask["id"].as_str().unwrap().to_owned();
     let socket = a.socket.clone();
     a.kill9();
+    KilledWithACard { dir, data, user, ask, id, socket }
+}
+
+#[test]
+fn approvals_card_survives_a_sigkill_and_an_allow_sent_while_the_agent_is_down_issues_the_refund() {
+    let KilledWithACard { dir, data, user, ask, id, socket } =
+        approval_killed_with_its_card_open("approval-restart");
+    let data = data.as_str();
 
     // The phone answers while the agent is down: refused (nobody listens).
     let answer = json!({"requestId": "a-1", "answer": {"optionIds": ["allow"]}, "hash": ask["hash"]});
@@ -110,17 +128,9 @@ fn approvals_card_survives_a_sigkill_and_an_allow_sent_while_the_agent_is_down_i
 
 #[test]
 fn an_allow_sent_after_a_restart_before_the_card_is_back_is_held_and_issues_the_refund() {
-    let dir = Agent::fresh_dir("approval-held");
-    let data = dir.join("data");
-    let data = data.to_str().unwrap();
-    let user = unprivileged();
-    let a = Agent::start_in("approval", user, &dir, &["--data", data]);
-    let (_, r) = a.post("/v1/panes/orders/actions/refund", json!({"requestId": "b-1"}));
-    assert_eq!(r["result"], "done", "{r}");
-    let (_, state) = a.curl(&["http://collie/v1/state"]);
-    let ask = state["asks"][0].clone();
-    let id = ask["id"].as_str().unwrap().to_owned();
-    a.kill9();
+    let KilledWithACard { dir, data, user, ask, id, .. } =
+        approval_killed_with_its_card_open("approval-held");
+    let data = data.as_str();
 
     // Back, but its card comes back 3 s after it serves: the Allow in between is held.
     let a = Agent::start_in("approval", user, &dir, &["--data", data, "--raise-delay-ms", "3000"]);

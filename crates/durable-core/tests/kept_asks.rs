@@ -308,14 +308,35 @@ async fn a_store_of_its_own_that_keeps_no_asks_is_said_once_and_the_memory_store
     assert!(!explicit.warns().iter().any(|w| w.contains("keeps no asks")));
 }
 
-/// A store whose `keep_ask` waits for the test to let it through.
+/// Which of the store's ask writes waits for the test to let it through.
+#[derive(Clone, Copy, PartialEq)]
+enum Held {
+    Keep,
+    Forget,
+}
+
+/// A store one of whose ask writes waits for the test to let it through.
 #[derive(Clone)]
-struct SlowStore {
+struct Gated {
     inner: AskStore,
+    held: Held,
     gate: Arc<tokio::sync::Semaphore>,
 }
 
-impl ReceiptStore for SlowStore {
+impl Gated {
+    fn new(held: Held) -> Gated {
+        Gated { inner: AskStore::default(), held, gate: Arc::new(tokio::sync::Semaphore::new(0)) }
+    }
+
+    async fn pass(&self, op: Held) -> Result<(), StoreError> {
+        if op == self.held {
+            let _pass = self.gate.acquire().await.map_err(|_| StoreError::new("gate closed"))?;
+        }
+        Ok(())
+    }
+}
+
+impl ReceiptStore for Gated {
     async fn get(&self, request_id: &str) -> Result<Lookup, StoreError> {
         self.inner.get(request_id).await
     }
@@ -326,10 +347,11 @@ impl ReceiptStore for SlowStore {
         true
     }
     async fn keep_ask(&self, ask: KeptAskRecord) -> Result<(), StoreError> {
-        let _pass = self.gate.acquire().await.map_err(|_| StoreError::new("gate closed"))?;
+        self.pass(Held::Keep).await?;
         self.inner.keep_ask(ask).await
     }
     async fn forget_ask(&self, ask_id: &str) -> Result<(), StoreError> {
+        self.pass(Held::Forget).await?;
         self.inner.forget_ask(ask_id).await
     }
     async fn kept_asks(&self) -> Result<Vec<KeptAskRecord>, StoreError> {
@@ -337,13 +359,16 @@ impl ReceiptStore for SlowStore {
     }
 }
 
+/// A core over `store`, its driver the test's runtime.
+fn gated_run(store: &Gated) -> Harness {
+    let store = store.clone();
+    Harness::with(move |b| b.receipts(store))
+}
+
 #[tokio::test]
 async fn a_button_that_raises_a_card_answers_only_once_the_store_has_the_card() {
-    let store = SlowStore { inner: AskStore::default(), gate: Arc::new(tokio::sync::Semaphore::new(0)) };
-    let h = Harness::with({
-        let store = store.clone();
-        move |b| b.receipts(store)
-    });
+    let store = Gated::new(Held::Keep);
+    let h = gated_run(&store);
     let pane = h.pane();
     pane.action("refund", "Refund", None).unwrap();
     pane.on_action(|req: durable_core::ActionRequest| async move {
@@ -365,35 +390,6 @@ async fn a_button_that_raises_a_card_answers_only_once_the_store_has_the_card() 
     assert_eq!(store.inner.kept_ids(), [ask_id_for("ticket-1", "refund-1")]);
 }
 
-/// A store whose `forget_ask` waits for the test to let it through.
-#[derive(Clone)]
-struct SlowForget {
-    inner: AskStore,
-    gate: Arc<tokio::sync::Semaphore>,
-}
-
-impl ReceiptStore for SlowForget {
-    async fn get(&self, request_id: &str) -> Result<Lookup, StoreError> {
-        self.inner.get(request_id).await
-    }
-    async fn put(&self, request_id: &str, receipt: Receipt, group: &str) -> Result<(), StoreError> {
-        self.inner.put(request_id, receipt, group).await
-    }
-    fn keeps_asks(&self) -> bool {
-        true
-    }
-    async fn keep_ask(&self, ask: KeptAskRecord) -> Result<(), StoreError> {
-        self.inner.keep_ask(ask).await
-    }
-    async fn forget_ask(&self, ask_id: &str) -> Result<(), StoreError> {
-        let _pass = self.gate.acquire().await.map_err(|_| StoreError::new("gate closed"))?;
-        self.inner.forget_ask(ask_id).await
-    }
-    async fn kept_asks(&self) -> Result<Vec<KeptAskRecord>, StoreError> {
-        self.inner.kept_asks().await
-    }
-}
-
 /// An answer the phone heard `200` for never leaves its card kept: were the
 /// agent killed right after, the next start would raise a decided card
 /// again, and sends queued behind it would wait for an answer that never
@@ -401,11 +397,8 @@ impl ReceiptStore for SlowForget {
 /// store of asks, which forgot an ask only after its answer had left).
 #[tokio::test]
 async fn an_answer_is_acknowledged_only_once_its_card_is_forgotten() {
-    let store = SlowForget { inner: AskStore::default(), gate: Arc::new(tokio::sync::Semaphore::new(0)) };
-    let h = Harness::with({
-        let store = store.clone();
-        move |b| b.receipts(store)
-    });
+    let store = Gated::new(Held::Forget);
+    let h = gated_run(&store);
     let _handle = h.pane().ask(refund("refund-1")).unwrap();
     h.settle().await;
     let state = h.state().await.json;
