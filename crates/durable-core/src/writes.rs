@@ -4,6 +4,8 @@
 //! most 5 s from the request's arrival (`409 busy`).
 
 use std::collections::HashMap;
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use durable_types::exchange::Response;
@@ -12,7 +14,7 @@ use durable_types::{
     ReopenBody, ScopeId, SendBody, StarterBody, SteerBody, Target, Timestamp, WriteResponse,
 };
 use serde_json::Value;
-use tokio::sync::{OwnedMutexGuard, oneshot};
+use tokio::sync::{Notify, OwnedMutexGuard, oneshot};
 
 use crate::core::Core;
 use crate::handlers::{
@@ -29,10 +31,14 @@ use crate::state::{QueuedSend, TabKey};
 use crate::timers::Timer;
 use crate::turn::TurnStart;
 
-/// One write lock per pane.
+/// One write lock per pane, and whether the sends the last run left are
+/// back in their queues.
 #[derive(Default)]
 pub(crate) struct WriteLocks {
     map: Mutex<HashMap<Id, Arc<tokio::sync::Mutex<()>>>>,
+    /// Set once [`Core::recover_sends`] is over (however it ends).
+    recovered: AtomicBool,
+    recovered_now: Notify,
 }
 
 impl WriteLocks {
@@ -43,6 +49,31 @@ impl WriteLocks {
     /// Forgets a closed pane's lock (a write holding it keeps its `Arc`).
     pub(crate) fn remove(&self, pane: &Id) {
         self.map.lock().unwrap_or_else(|e| e.into_inner()).remove(pane);
+    }
+
+    /// Returns once the recovery of the last run's sends is over.
+    async fn recovered(&self) {
+        loop {
+            // Registered before the look: an end between the two still wakes it.
+            let mut over = pin!(self.recovered_now.notified());
+            over.as_mut().enable();
+            if self.recovered.load(Ordering::SeqCst) {
+                return;
+            }
+            over.await;
+        }
+    }
+}
+
+/// Marks the recovery over when dropped: an early return, or a recovery
+/// dropped midway, never keeps the panes' writes waiting (were it never to
+/// begin, they would wait their 5 s and answer `409 busy`).
+struct RecoveryOver<'a>(&'a WriteLocks);
+
+impl Drop for RecoveryOver<'_> {
+    fn drop(&mut self) {
+        self.0.recovered.store(true, Ordering::SeqCst);
+        self.0.recovered_now.notify_waiters();
     }
 }
 
@@ -111,22 +142,45 @@ fn no_pane(pane: &Id) -> Ran {
 }
 
 impl Core {
+    /// Whether the sends the last run left may still be on their way back
+    /// to their queues: [`ready`](Core::ready) began their recovery and it
+    /// is not over.
+    fn recovering_sends(&self) -> bool {
+        self.shared.sends_recovered.load(Ordering::SeqCst)
+            && !self.shared.writes.recovered.load(Ordering::SeqCst)
+    }
+
     /// Waits for the pane's write lock, at most until `arrival + 5 s`.
+    ///
+    /// While the sends the last run left are being put back in their
+    /// queues, it waits for that first: a send that arrives meanwhile goes
+    /// behind them (not before), and a repeat of one of them is decided
+    /// once the recovery has looked at it, never twice (issue 29).
     async fn lock_pane(&self, pane: &Id, arrival: Timestamp) -> Result<OwnedMutexGuard<()>, Ran> {
         // No lock is made for a pane that is not open (the route answers 404).
         if !self.lock().is_open(pane) {
             return Err(no_pane(pane));
         }
         let lock = self.shared.writes.get(pane);
-        if let Ok(guard) = lock.clone().try_lock_owned() {
-            return Ok(guard);
+        let recovering = self.recovering_sends();
+        if !recovering {
+            if let Ok(guard) = lock.clone().try_lock_owned() {
+                return Ok(guard);
+            }
         }
         let (tx, rx) = oneshot::channel();
         {
             let mut st = self.lock();
             self.add_timer(&mut st, arrival.plus_millis(BUSY_MS), Timer::Wake(tx));
         }
-        match select(lock.lock_owned(), rx).await {
+        let writes = &self.shared.writes;
+        let locked = async move {
+            if recovering {
+                writes.recovered().await;
+            }
+            lock.lock_owned().await
+        };
+        match select(locked, rx).await {
             Either::Left(guard) => Ok(guard),
             Either::Right(_) => Err(Ran::unstored(respond::error(
                 ErrorCode::Busy,
@@ -252,6 +306,7 @@ impl Core {
     /// goes back in its pane's queue; one whose turn was running is closed
     /// with a notice on its pane; one whose pane is gone is closed.
     pub(crate) async fn recover_sends(&self) {
+        let _over = RecoveryOver(&self.shared.writes);
         let receipts = self.shared.options.receipts.clone();
         let sends = match receipts.unfinished_sends_dyn().await {
             Ok(sends) => sends,
