@@ -2,7 +2,8 @@
 //! socket), against the real Pi with the scripted model of
 //! `crates/durable-pi/tests/pi/faux.ts`: streaming, cards for `bash`
 //! calls (Allow, Deny, a stop while one is open), steer and stop, Pi
-//! crashing, and a restart on the same data after `SIGKILL`.
+//! crashing, and a restart on the same data after `SIGKILL`. (What Pi's
+//! tools start, after the agent's death: `pi_tools.rs`.)
 //!
 //! It needs node 22 and Pi in `<repo>/.tools` (`cargo xtask install-pi`);
 //! without them it fails and says so: it never skips.
@@ -600,99 +601,6 @@ fn pi_and_its_tools_never_see_the_agents_tokens() {
     });
     assert_eq!(tool["output"], "none none kept\n", "{tool}");
     agent.idle(&pane);
-}
-
-/// The processes whose command line holds `needle` (from `/proc`).
-fn processes_naming(needle: &str) -> Vec<u32> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
-        if String::from_utf8_lossy(&cmdline).replace('\0', " ").contains(needle) {
-            out.push(pid);
-        }
-    }
-    out
-}
-
-/// A long `bash` call under the real Pi (`bash`, then `sleep`, in a session
-/// of their own), the agent ended by `SIGKILL` or by `SIGTERM`: what the
-/// call started is gone soon after, and a start on the same data finds
-/// nothing of it.
-#[test]
-fn what_pis_tools_start_never_outlives_the_agent_whatever_signal_ends_it() {
-    // As root (CI), the group kill also runs with the agent as `nobody`.
-    let nobody = (nix::unistd::geteuid().as_raw() == 0).then_some(65534);
-    for (signal, user) in
-        [("KILL", None), ("KILL-GROUP", None), ("KILL-GROUP", nobody), ("KILL-ALL", None), ("TERM", None)]
-    {
-        let dir = scratch(&format!("tools-{signal}-{}", user.unwrap_or(0)));
-        let args = ["--pi", &pi_command("faux")];
-        let agent = PiAgent::start_as(&dir, &args, user);
-        let pane = agent.pane();
-        // A number no other process names: `sleep` takes a fraction.
-        let mark = format!("4321.{}{}{}", std::process::id(), signal.len(), user.unwrap_or(0));
-        // Silent while it runs (a call that writes would die of SIGPIPE with Pi).
-        agent.send(&pane, "r-1", &format!("use bash: sleep {mark}; echo done"));
-        let card = agent.open_ask();
-        let (status, r) = agent.answer(&card, "a-1", "allow");
-        assert_eq!(status, 200, "{r}");
-        let running = eventually("the call's bash", || {
-            let found = processes_naming(&mark);
-            (!found.is_empty()).then_some(found)
-        });
-        std::thread::sleep(Duration::from_millis(500));
-        match signal {
-            "KILL" => agent.kill(),
-            "KILL-GROUP" => {
-                // The agent and its Pi at once, as `kill -9 -<group>` does.
-                let group = format!("-{}", agent.child.id());
-                let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
-                agent.kill();
-            }
-            "KILL-ALL" => {
-                // The agent, its Pi and the watcher of Pi's run: only the next
-                // start on the same data is left to stop the call.
-                let agent_pid = agent.child.id();
-                let watchers: Vec<u32> = processes_naming("durable-pi-watcher")
-                    .into_iter()
-                    .filter(|pid| {
-                        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-                        String::from_utf8_lossy(&cmdline).contains(&format!("-{agent_pid}-"))
-                    })
-                    .collect();
-                assert!(!watchers.is_empty(), "the run has a watcher");
-                let group = format!("-{agent_pid}");
-                let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
-                for pid in watchers {
-                    let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
-                }
-                agent.kill();
-                std::thread::sleep(Duration::from_millis(300));
-                assert!(
-                    !processes_naming(&mark).is_empty(),
-                    "with its watcher gone, the call is still there"
-                );
-                drop(PiAgent::start_as(&dir, &args, user));
-            }
-            _ => drop(agent), // SIGTERM, then the example's own shutdown
-        }
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !processes_naming(&mark).is_empty() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let left = processes_naming(&mark);
-        for pid in &left {
-            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
-        }
-        assert!(
-            left.is_empty(),
-            "after SIG{signal}, the call's processes {running:?} outlived the agent: {left:?}"
-        );
-        let again = PiAgent::start_as(&dir, &args, user);
-        assert!(processes_naming(&mark).is_empty(), "a start on the same data finds none of them");
-        drop(again);
-    }
 }
 
 /// A gated `bash` call's card open when the agent is killed (`SIGKILL`):

@@ -6,7 +6,9 @@
 //! coding agent, 1.6) keeps each session in one JSONL file (format version
 //! 3). This crate reads those files; it never writes them (Pi owns them).
 //! Live conversations run Pi itself as a child process in RPC mode; the
-//! program that starts Pi is the user's to give ([`PiCommand`]).
+//! program that starts Pi is the user's to give ([`PiCommand`]). What Pi's
+//! tools start never outlives the agent, whatever signal ends it (a watcher
+//! beside each Pi, and a sweep at start: see [`live`]).
 //!
 //! | part | module | what |
 //! |---|---|---|

@@ -18,15 +18,29 @@
 //!
 //! # What Pi's tools start never outlives the agent
 //! Pi's `bash` tool runs each call in a session of its own, out of reach of
-//! Pi's process group. So each Pi is started with a mark in its environment
-//! (`DURABLE_PI_RUN`), which all it starts inherits, and beside it a small
-//! watcher (`sh`, in a group of its own) holding a pipe from the agent: when
-//! Pi ends or the agent dies — by `SIGTERM`, `SIGKILL`, or killed with its
-//! Pi — the pipe closes and the watcher stops every process of that run.
-//! A conversation attached on the same sessions folder also stops what the
-//! runs of agents no longer alive left (were their watchers killed too).
-//! Linux only (`/proc`); on macOS a call Pi runs in its own session may
-//! outlive an agent killed together with its Pi.
+//! Pi's process group. Pi kills a running call's process group itself
+//! when its input closes (the agent ended or died), but not when it is
+//! killed with the agent (`SIGKILL` to the group, the OOM killer), nor what
+//! a call moved out of that group. So each Pi is started with a mark in its
+//! environment (`DURABLE_PI_RUN`), which all it starts inherits, and beside
+//! it a small watcher (`sh`, in a process group of its own) holding a pipe
+//! from the agent. When Pi ends or the agent dies — by `SIGTERM`,
+//! `SIGKILL`, or killed with its Pi — the pipe closes and the watcher stops
+//! what ran under that Pi: the processes carrying the mark, their children,
+//! and the members of the sessions they lead (so a call that cleared its
+//! environment, `env -i`, goes too). A conversation attached on the same
+//! sessions folder first stops what the runs of agents no longer alive left
+//! (were their watchers killed too); it tells a dead agent from a live one
+//! by the pid and start time in the mark, and never signals a process whose
+//! pid was reused (a pidfd). Not reached: a process that clears its
+//! environment, forks away from its parent and leaves its call's session —
+//! under systemd the service's cgroup stops that one.
+//!
+//! On Linux this reads `/proc`. On macOS the watcher lists processes with
+//! `ps -E` and stops the marked ones and their children (no sessions: an
+//! `env -i` call whose parent ended escapes), and a start does not look for
+//! the leftovers of dead agents: a call of a Pi killed together with its
+//! agent and watcher may outlive them there. Not on Windows.
 //!
 //! # The gate: a risky call becomes a card
 //! A small Pi extension shipped with this crate (loaded with `-e`) stops
@@ -65,8 +79,7 @@ pub use options::{
 };
 pub use resume::close_kept_card;
 
-/// The gate extension Pi loads (`-e`): TypeScript, the crate's only
-/// non-Rust file.
+/// The gate extension Pi loads (`-e`), in TypeScript.
 pub const GATE_EXTENSION: &str = include_str!("../../extension/gate.ts");
 
 /// The title of the gate's dialog, which tells it from other extensions'.

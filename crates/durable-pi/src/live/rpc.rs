@@ -51,14 +51,15 @@ impl std::fmt::Debug for PiProcess {
 impl PiProcess {
     /// Starts Pi and its reader tasks (on the current tokio runtime).
     /// `watcher`, if any, lives until Pi's output closes: then it stops
-    /// what Pi's tools left running (see `reaper`).
+    /// what Pi's tools left running (see `reaper`). It starts first, so no
+    /// instant of the run goes unwatched.
     pub(crate) fn spawn(
         mut command: tokio::process::Command,
         watcher: impl FnOnce() -> Option<super::reaper::Watcher>,
     ) -> Result<PiProcess, std::io::Error> {
         command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
-        let mut child = command.spawn()?;
         let watcher = watcher();
+        let mut child = command.spawn()?;
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("Pi's output is not piped"))?;
         let stderr = child.stderr.take();

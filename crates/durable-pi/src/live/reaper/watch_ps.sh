@@ -1,0 +1,54 @@
+# The watcher of one Pi run where there is no `/proc` (macOS); run as
+# `sh -c <this> durable-pi-watcher <mark> <ps options>`, the options those
+# that make `ps` list every process with its environment after its command
+# (`-axwwE` on macOS). It waits for its input to close (the agent ended
+# this Pi, or the agent died, however), then stops every process whose
+# environment holds `DURABLE_PI_RUN=<mark>` (as a word of `ps`'s line) and
+# every process whose parent is one of those (transitively): each is
+# stopped (SIGSTOP) as it is found, and once a scan finds nothing new, all
+# are killed (SIGKILL). `ps` shows no session there: a call that cleared
+# its environment and left its parent is not found.
+read -r _ || :
+mark="DURABLE_PI_RUN=$1"
+env_options=$2
+me=$$
+held=" "
+round=0
+while [ "$round" -lt 100 ]; do
+  round=$((round + 1))
+  table=$(ps -axww -o pid= -o ppid= 2>/dev/null)
+  # shellcheck disable=SC2086
+  marked=$(ps $env_options -o pid= -o command= 2>/dev/null |
+    awk -v m="$mark" '{ for (i = 2; i <= NF; i++) if ($i == m) { print $1; break } }')
+  found=" "
+  for p in $marked; do
+    [ "$p" = "$me" ] || found="$found$p "
+  done
+  grew=1
+  while [ -n "$grew" ]; do
+    grew=
+    while read -r p parent; do
+      [ -n "$p" ] || continue
+      [ "$p" = "$me" ] && continue
+      case "$found" in *" $p "*) continue ;; esac
+      case "$found" in
+        *" $parent "*)
+          found="$found$p "
+          grew=1
+          ;;
+      esac
+    done <<EOF
+$table
+EOF
+  done
+  new=
+  for p in $found; do
+    case "$held" in *" $p "*) continue ;; esac
+    kill -STOP "$p" 2>/dev/null && held="$held$p " && new=1
+  done
+  [ -z "$new" ] && break
+done
+for p in $held; do
+  kill -KILL "$p" 2>/dev/null
+done
+exit 0
