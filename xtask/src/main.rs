@@ -5,15 +5,15 @@
 //! and the SDK live in packages of their own, and this one hands them over
 //! with `cargo run`:
 //!
-//! - `xtask-collie` (`xtask/collie`), Collie's side of an agent:
-//!   `conformance` plays Collie against the support desk over both
-//!   transports, `phone` looks at an agent and answers it from a terminal as
-//!   Collie's phone would, `doctor` runs the checks Collie runs before it
-//!   shows an agent, `soak` and `flood` load the desk.
+//! - `durable-cli` (`crates/durable-cli`, the `durable` binary authors
+//!   install), Collie's side of an agent: `phone` and `doctor` run
+//!   `durable phone` and `durable doctor`; `conformance` plays Collie
+//!   against the support desk over both transports.
 //! - `xtask-bench` (`xtask/bench`): `bench` measures what a poll and an
-//!   answer cost against a bare hyper server. It runs from a release build
-//!   (figures of an unoptimized build say nothing), so that a fresh clone
-//!   builds the measured code once and nothing else.
+//!   answer cost against a bare hyper server; `soak` and `flood` load the
+//!   desk. They run from a release build (figures of an unoptimized build
+//!   say nothing), so that a fresh clone builds the measured code once and
+//!   nothing else.
 //!
 //! Here: `install-pi` puts node 22 and the real Pi in `.tools/` for
 //! `durable-pi`'s live tests; `fuzz` installs cargo-fuzz and runs the fuzz
@@ -33,8 +33,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 const USAGE: &str = "usage: cargo xtask conformance [--transport socket|tls|both] [--filter SUBSTR]
-       cargo xtask phone (--socket PATH | --url URL) [--fingerprint SHA256 | --insecure] [--plain]
-       cargo xtask doctor (--socket PATH | --url URL) [--fingerprint SHA256 | --insecure]
+       cargo xtask phone ARGS (durable phone; --help lists them)
+       cargo xtask doctor ARGS (durable doctor; --help lists them)
        cargo xtask install-pi
        cargo xtask bench [--window-ms N] [--conns N] [--memory-seconds N] [--only GROUPS] [--instructions [--keep-dumps]]
        cargo xtask fuzz (--smoke | --runs N | --time SECS) [--sanitizer address|none] [TARGET...]
@@ -50,8 +50,8 @@ fn main() -> ExitCode {
     match task {
         "install-pi" => install_pi::main(&args[1..]),
         "fuzz" => fuzz::main(&args[1..]),
-        "bench" => hand_over(Package::Bench, &args),
-        "conformance" | "phone" | "doctor" | "soak" | "flood" => hand_over(Package::Collie, &args),
+        "bench" | "soak" | "flood" => hand_over(Package::Bench, &args),
+        "conformance" | "phone" | "doctor" => hand_over(Package::Cli, &args),
         "-h" | "--help" | "help" => {
             println!("{USAGE}");
             ExitCode::SUCCESS
@@ -67,7 +67,7 @@ fn main() -> ExitCode {
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Package {
     Bench,
-    Collie,
+    Cli,
 }
 
 /// The `cargo` arguments that run `args` (the task and its own arguments)
@@ -78,7 +78,7 @@ fn cargo_run_args(package: Package, manifest: &Path, args: &[String]) -> Vec<Str
     let run: &[&str] = match package {
         // Built in release mode and nothing else: the bench measures that build.
         Package::Bench => &["run", "--release", "-p", "xtask-bench", "--bin", "xtask-bench"],
-        Package::Collie => &["run", "-p", "xtask-collie", "--bin", "xtask-collie"],
+        Package::Cli => &["run", "-p", "durable-cli", "--bin", "durable"],
     };
     let manifest = ["--manifest-path".to_owned(), manifest.display().to_string(), "--".to_owned()];
     run.iter().map(|s| s.to_string()).chain(manifest).chain(args.iter().cloned()).collect()
@@ -143,14 +143,14 @@ mod tests {
     }
 
     #[test]
-    fn collie_tasks_run_from_a_dev_build_with_their_arguments() {
+    fn collie_tasks_run_the_durable_binary_from_a_dev_build_with_their_arguments() {
         let run = cargo_run_args(
-            Package::Collie,
+            Package::Cli,
             Path::new("/w/Cargo.toml"),
             &strings(&["phone", "--socket", "/tmp/a b.sock"]),
         );
         assert!(!run.contains(&"--release".to_owned()));
-        assert_eq!(run[..5], strings(&["run", "-p", "xtask-collie", "--bin", "xtask-collie"])[..]);
+        assert_eq!(run[..5], strings(&["run", "-p", "durable-cli", "--bin", "durable"])[..]);
         assert_eq!(
             run[5..],
             strings(&["--manifest-path", "/w/Cargo.toml", "--", "phone", "--socket", "/tmp/a b.sock"])[..]

@@ -16,28 +16,45 @@ use std::time::{Duration, Instant};
 /// How long the tests wait for something the agent does (a poll is 2 s).
 pub const PATIENCE: Duration = Duration::from_secs(20);
 
-/// The xtask-collie binary cargo built for these tests (what `cargo xtask
-/// phone` and `cargo xtask doctor` run).
-pub fn xtask() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_xtask-collie"))
+/// The repository's root.
+fn workspace() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).expect("xtask/collie sits two levels down")
+}
+
+/// `target/<profile>/<name>`, built with `cargo build <what>` (once per test
+/// process) unless `always` is false and it is there already.
+fn built(name: &str, what: &[&str], always: bool) -> PathBuf {
+    static BUILT: Mutex<()> = Mutex::new(());
+    // This test binary is `target/<profile>/deps/<name>-<hash>`.
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let profile = exe.parent().and_then(Path::parent).expect("the target folder");
+    let bin = profile.join(name);
+    let _once = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if always || !bin.exists() {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = Command::new(cargo)
+            .arg("build")
+            .args(what)
+            .current_dir(workspace())
+            .status()
+            .expect("running cargo build");
+        assert!(status.success(), "cargo build {} failed", what.join(" "));
+    }
+    bin
+}
+
+/// The `durable` binary (`crates/durable-cli`), built for these tests: what
+/// `durable phone` and `durable doctor` run. Built once per test process
+/// (cargo knows when nothing changed), so a test never runs an old one.
+pub fn durable() -> PathBuf {
+    static ONCE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    ONCE.get_or_init(|| built("durable", &["-p", "durable-cli", "--bin", "durable"], true)).clone()
 }
 
 /// `target/<profile>/examples/desk`: built by `cargo test --workspace`
 /// (the examples package's tests need it); built here when it is missing.
 pub fn desk_binary() -> PathBuf {
-    static BUILT: Mutex<()> = Mutex::new(());
-    let bin = xtask().parent().expect("the target folder").join("examples").join("desk");
-    let _once = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if !bin.exists() {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "--example", "desk", "-p", "durable-examples"])
-            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap())
-            .status()
-            .expect("running cargo build for the desk");
-        assert!(status.success(), "cargo build --example desk -p durable-examples failed");
-    }
-    bin
+    built("examples/desk", &["--example", "desk", "-p", "durable-examples"], false)
 }
 
 /// A fresh private folder (mode 0700) under /tmp, removed when dropped;
@@ -191,7 +208,7 @@ impl Desk {
 
 /// `cargo xtask doctor <args>` with `COLLIE_TOKEN` as given: its output and status.
 pub fn doctor(args: &[String], token: Option<&str>) -> Output {
-    let mut cmd = Command::new(xtask());
+    let mut cmd = Command::new(durable());
     cmd.arg("doctor").args(args).env_remove("COLLIE_DURABLE_SOCKET");
     match token {
         Some(t) => cmd.env("COLLIE_TOKEN", t),
@@ -215,7 +232,7 @@ impl Lines {
     }
 
     pub fn start_with(args: &[String], token: Option<&str>) -> Lines {
-        let mut cmd = Command::new(xtask());
+        let mut cmd = Command::new(durable());
         cmd.arg("phone").args(args).env_remove("COLLIE_DURABLE_SOCKET");
         match token {
             Some(t) => cmd.env("COLLIE_TOKEN", t),
@@ -328,7 +345,7 @@ impl Tmux {
         let mut cmd = Command::new(&tmux);
         cmd.args(["-L", &server, "-f", config.to_str().unwrap()])
             .args(["new-session", "-d", "-s", "phone", "-x", &width.to_string(), "-y", &height.to_string()])
-            .arg(xtask())
+            .arg(durable())
             .arg("phone")
             .args(desk.args())
             .env_remove("TMUX")

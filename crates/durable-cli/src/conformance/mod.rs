@@ -25,7 +25,21 @@ use cases::{Case, Ctx, Shared, Uses};
 use check::R;
 use desk::{Desk, DeskSpec, Transport, private_dir};
 
-const USAGE: &str = "usage: cargo xtask conformance [--transport socket|tls|both] [--filter SUBSTR]";
+/// The repository's root (the desk tier runs in this repository only).
+fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `durable conformance`'s command line.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Which transports to run over: socket, tls or both.
+    #[arg(long, default_value = "both")]
+    transport: String,
+    /// Only the cases whose name holds this.
+    #[arg(long, value_name = "SUBSTR")]
+    filter: Option<String>,
+}
 
 /// How long one case may take, desks and restarts included.
 const CASE_TIMEOUT: Duration = Duration::from_secs(90);
@@ -66,41 +80,21 @@ struct Options {
     filter: Option<String>,
 }
 
-fn parse(args: &[String]) -> Result<Options, String> {
-    let mut options = Options { transports: vec![Transport::Socket, Transport::Tls], filter: None };
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_owned())),
-            _ => (arg.as_str(), None),
-        };
-        let mut value =
-            || inline.clone().or_else(|| args.next().cloned()).ok_or_else(|| format!("{flag} needs a value"));
-        match flag {
-            "--transport" => {
-                options.transports = match value()?.as_str() {
-                    "socket" => vec![Transport::Socket],
-                    "tls" => vec![Transport::Tls],
-                    "both" => vec![Transport::Socket, Transport::Tls],
-                    other => return Err(format!("--transport {other}: socket, tls or both")),
-                }
-            }
-            "--filter" => options.filter = Some(value()?),
-            "-h" | "--help" => return Err(String::new()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(options)
+fn parse(args: &Args) -> Result<Options, String> {
+    let transports = match args.transport.as_str() {
+        "socket" => vec![Transport::Socket],
+        "tls" => vec![Transport::Tls],
+        "both" => vec![Transport::Socket, Transport::Tls],
+        other => return Err(format!("--transport {other}: socket, tls or both")),
+    };
+    Ok(Options { transports, filter: args.filter.clone() })
 }
 
-pub(crate) fn main(args: &[String]) -> ExitCode {
-    let options = match parse(args) {
+pub(crate) fn main(args: Args) -> ExitCode {
+    let options = match parse(&args) {
         Ok(options) => options,
         Err(why) => {
-            if !why.is_empty() {
-                eprintln!("conformance: {why}");
-            }
-            eprintln!("{USAGE}");
+            eprintln!("conformance: {why} (durable conformance --help)");
             return ExitCode::from(2);
         }
     };
@@ -125,7 +119,7 @@ enum Outcome {
 
 async fn run(options: Options) -> R<bool> {
     let started = Instant::now();
-    let root = crate::project_root();
+    let root = project_root();
     let baseline_path = root.join("xtask/collie/conformance/expected-failures.txt");
     let baseline = match std::fs::read_to_string(&baseline_path) {
         Ok(text) => Baseline::parse(&text).map_err(|e| format!("{}: {e}", baseline_path.display()))?,
@@ -366,7 +360,15 @@ mod tests {
 
     #[test]
     fn options_read_transport_and_filter() {
-        let args = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let args = |a: &[&str]| {
+            use clap::Parser;
+            #[derive(Parser)]
+            struct Cli {
+                #[command(flatten)]
+                conformance: Args,
+            }
+            Cli::parse_from(std::iter::once("conformance").chain(a.iter().copied())).conformance
+        };
         let o = parse(&args(&["--transport", "tls", "--filter=ask_"])).unwrap();
         assert_eq!(o.transports, vec![Transport::Tls]);
         assert_eq!(o.filter.as_deref(), Some("ask_"));
@@ -394,7 +396,7 @@ mod tests {
     /// added is accepted, with a made-up one it is stale.
     #[test]
     fn the_shipped_baseline_parses_and_names_real_cases() {
-        let path = crate::project_root().join("xtask/collie/conformance/expected-failures.txt");
+        let path = project_root().join("xtask/collie/conformance/expected-failures.txt");
         let text = std::fs::read_to_string(&path).expect("the baseline file is shipped");
         let baseline = Baseline::parse(&text).unwrap();
         let lines = text.lines().filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#')).count();

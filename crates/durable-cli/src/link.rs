@@ -136,58 +136,41 @@ impl fmt::Display for Url {
     }
 }
 
-/// Where the agent is.
-/// What the phone's and the doctor's command lines say of the agent:
-/// where it is (`--socket PATH`, `--url URL`, else `COLLIE_DURABLE_SOCKET`),
-/// a certificate pin (`--fingerprint`), `--insecure`, and which of the
-/// command's own switches (`extra`, e.g. `--plain`) were given. `Err("")`
-/// asks for the usage (`-h`).
-#[derive(Debug)]
+/// What every command line says of the agent: where it is (`--socket
+/// PATH`, `--url URL`, else `COLLIE_DURABLE_SOCKET`), a certificate pin
+/// (`--fingerprint`) and `--insecure`.
+#[derive(Debug, Clone, clap::Args)]
 pub(crate) struct AgentArgs {
-    /// The socket path, or the URL as given (each command reads it).
-    pub(crate) place: Result<PathBuf, String>,
-    pub(crate) pin: Option<[u8; 32]>,
+    /// The agent's private socket.
+    #[arg(long, value_name = "PATH", env = "COLLIE_DURABLE_SOCKET", conflicts_with = "url")]
+    socket: Option<PathBuf>,
+    /// The agent's address: https://HOST:PORT, or http://127.0.0.1:PORT; the
+    /// token comes from COLLIE_TOKEN.
+    #[arg(long, value_name = "URL")]
+    url: Option<String>,
+    /// The SHA-256 fingerprint of the agent's certificate (64 hex digits,
+    /// pairs with `:` allowed; the agent prints it with --self-signed).
+    #[arg(long, value_name = "SHA256", value_parser = fingerprint_arg)]
+    pub(crate) fingerprint: Option<[u8; 32]>,
+    /// Trust the certificate the agent shows (loopback only).
+    #[arg(long)]
     pub(crate) insecure: bool,
-    pub(crate) switches: Vec<&'static str>,
+}
+
+fn fingerprint_arg(text: &str) -> Result<[u8; 32], String> {
+    crate::pin::fingerprint_in(text)
+        .ok_or_else(|| "the certificate's SHA-256: 64 hex digits, pairs with `:` allowed".to_owned())
 }
 
 impl AgentArgs {
-    pub(crate) fn parse(args: &[String], extra: &[&'static str]) -> Result<AgentArgs, String> {
-        let (mut socket, mut url, mut pin, mut insecure, mut switches) =
-            (None, None, None, false, Vec::new());
-        let mut it = args.iter();
-        while let Some(arg) = it.next() {
-            let (flag, inline) = match arg.split_once('=') {
-                Some((f, v)) if f.starts_with("--") => (f, Some(v.to_owned())),
-                _ => (arg.as_str(), None),
-            };
-            let mut value = || {
-                inline.clone().or_else(|| it.next().cloned()).ok_or_else(|| format!("{flag} needs a value"))
-            };
-            match flag {
-                "--socket" => socket = Some(PathBuf::from(value()?)),
-                "--url" => url = Some(value()?),
-                "--fingerprint" => pin = Some(crate::pin::fingerprint_in(&value()?).ok_or(
-                    "--fingerprint takes the certificate's SHA-256: 64 hex digits, pairs with `:` allowed",
-                )?),
-                "--insecure" => insecure = true,
-                "-h" | "--help" => return Err(String::new()),
-                other => match extra.iter().find(|s| **s == other) {
-                    Some(switch) => switches.push(*switch),
-                    None => return Err(format!("unknown argument {other:?}")),
-                },
-            }
+    /// The socket path, or the URL as given (each command reads it); `Err`
+    /// when neither is said.
+    pub(crate) fn place(&self) -> Result<Result<PathBuf, String>, String> {
+        match (&self.socket, &self.url) {
+            (Some(path), None) if !path.as_os_str().is_empty() => Ok(Ok(path.clone())),
+            (_, Some(url)) => Ok(Err(url.clone())),
+            _ => Err("say where the agent is: --socket PATH or --url URL".into()),
         }
-        let place = match (socket, url) {
-            (Some(_), Some(_)) => return Err("--socket and --url exclude each other".into()),
-            (Some(path), None) => Ok(path),
-            (None, Some(url)) => Err(url),
-            (None, None) => match std::env::var_os("COLLIE_DURABLE_SOCKET").filter(|s| !s.is_empty()) {
-                Some(path) => Ok(PathBuf::from(path)),
-                None => return Err("say where the agent is: --socket PATH or --url URL".into()),
-            },
-        };
-        Ok(AgentArgs { place, pin, insecure, switches })
     }
 }
 

@@ -25,18 +25,18 @@ use model::{Ask, Hello, Model, View, WIRE, short_id};
 
 pub(crate) use draw::clean;
 
-const USAGE: &str =
-    "usage: cargo xtask phone [--socket PATH | --url URL] [--fingerprint SHA256 | --insecure] [--plain]
-
-  --socket PATH         the agent's private socket (default: $COLLIE_DURABLE_SOCKET)
-  --url URL             https://HOST:PORT (or http://127.0.0.1:PORT); the token comes from COLLIE_TOKEN
-  --fingerprint SHA256  the SHA-256 fingerprint of the agent's certificate (it prints it with --self-signed)
-  --insecure            trust the certificate the agent shows (loopback only)
-  --plain               the line interface even on a terminal
-
-On a terminal: type a message and Enter to send it; `:` starts a command
-(`:help` lists them); Tab moves to the cards. Without a terminal: one command
-a line on stdin (`help` lists them), the screen's changes printed as lines.";
+/// `durable phone`'s command line.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "On a terminal: type a message and Enter to send it; `:` starts a command \
+(`:help` lists them); Tab moves to the cards. Without a terminal: one command a line on stdin \
+(`help` lists them), the screen's changes printed as lines.")]
+pub(crate) struct Args {
+    #[command(flatten)]
+    agent: AgentArgs,
+    /// The line interface even on a terminal.
+    #[arg(long)]
+    plain: bool,
+}
 
 /// How often the phone polls while you look at it (§1).
 pub(crate) const POLL: Duration = Duration::from_secs(2);
@@ -61,25 +61,23 @@ pub(crate) const HELP: &str = "commands:
   panes | asks | refresh | wait <ms> | help | quit";
 
 #[derive(Debug)]
-struct Args {
+struct Given {
     target: Target,
     pin: Option<[u8; 32]>,
     insecure: bool,
     plain: bool,
 }
 
-fn parse_args(args: &[String]) -> Result<Args, String> {
-    let given = AgentArgs::parse(args, &["--plain"])?;
-    let target = match given.place {
+fn given(args: &Args) -> Result<Given, String> {
+    let target = match args.agent.place()? {
         Ok(path) => Target::Socket(path),
         Err(url) => Target::Url(Url::parse(&url)?),
     };
-    let plain = given.switches.contains(&"--plain");
-    Ok(Args { target, pin: given.pin, insecure: given.insecure, plain })
+    Ok(Given { target, pin: args.agent.fingerprint, insecure: args.agent.insecure, plain: args.plain })
 }
 
 /// The link the arguments ask for, or why not (the rules of §1.2).
-fn link_for(args: &Args) -> Result<Link, String> {
+fn link_for(args: &Given) -> Result<Link, String> {
     match &args.target {
         Target::Socket(path) => {
             if !path.is_absolute() {
@@ -109,15 +107,11 @@ fn link_for(args: &Args) -> Result<Link, String> {
     }
 }
 
-pub(crate) fn main(args: &[String]) -> ExitCode {
-    let args = match parse_args(args) {
+pub(crate) fn main(args: Args) -> ExitCode {
+    let args = match given(&args) {
         Ok(a) => a,
         Err(why) => {
-            if why.is_empty() {
-                println!("{USAGE}");
-                return ExitCode::SUCCESS;
-            }
-            eprintln!("phone: {why}\n{USAGE}");
+            eprintln!("phone: {why} (durable phone --help)");
             return ExitCode::from(2);
         }
     };
@@ -771,7 +765,17 @@ mod tests {
 
     #[test]
     fn arguments_follow_the_transport_rules() {
-        let args = |a: &[&str]| parse_args(&a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>());
+        let args = |a: &[&str]| -> Result<Given, String> {
+            use clap::Parser;
+            #[derive(Parser)]
+            struct Cli {
+                #[command(flatten)]
+                phone: Args,
+            }
+            let cli = Cli::try_parse_from(std::iter::once("phone").chain(a.iter().copied()))
+                .map_err(|e| e.to_string())?;
+            given(&cli.phone)
+        };
         assert!(args(&["--socket", "/run/x.sock", "--url", "https://127.0.0.1:1"]).is_err());
         let a = args(&["--url", "https://127.0.0.1:8443", "--fingerprint", &"AB:".repeat(32)[..95]]).unwrap();
         assert_eq!(a.pin, Some([0xab; 32]));

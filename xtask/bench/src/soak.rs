@@ -565,14 +565,14 @@ fn raise_fd_limit(needed: usize) -> Result<(), String> {
         .map_err(|e| format!("raising the open-file limit to {needed}: {e}"))
 }
 
-/// The release desk beside this release xtask-collie (`target/release/examples/desk`),
+/// The release desk beside this release xtask-bench (`target/release/examples/desk`),
 /// or the one given.
 fn desk_binary(given: Option<&Path>) -> Result<PathBuf, String> {
     let bin = match given {
         Some(path) => path.to_path_buf(),
         None => {
             let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-            exe.parent().ok_or("no folder for xtask-collie")?.join("examples").join("desk")
+            exe.parent().ok_or("no folder for xtask-bench")?.join("examples").join("desk")
         }
     };
     if !bin.exists() {
@@ -584,30 +584,30 @@ fn desk_binary(given: Option<&Path>) -> Result<PathBuf, String> {
     Ok(bin)
 }
 
-/// Figures of an unoptimized build say nothing: builds xtask-collie and the desk in
+/// Figures of an unoptimized build say nothing: builds xtask-bench and the desk in
 /// release mode (once; cargo keeps them), then runs `task` from that build.
 fn rerun_release(task: &str, args: &[String]) -> ExitCode {
-    let root = crate::project_root();
+    let root = xtask_bench::project_root();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let build = [
         "build",
         "--release",
         "-p",
-        "xtask-collie",
+        "xtask-bench",
         "-p",
         "durable-examples",
         "--bin",
-        "xtask-collie",
+        "xtask-bench",
         "--example",
         "desk",
     ];
-    eprintln!("{task}: building xtask-collie and the desk in release mode (cargo {})", build.join(" "));
+    eprintln!("{task}: building xtask-bench and the desk in release mode (cargo {})", build.join(" "));
     if !Command::new(&cargo).args(build).current_dir(&root).status().is_ok_and(|s| s.success()) {
         eprintln!("{task}: the release build failed");
         return ExitCode::FAILURE;
     }
     let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-    let exe = target.join("release").join("xtask-collie");
+    let exe = target.join("release").join("xtask-bench");
     match Command::new(&exe).arg(task).args(args).status() {
         Ok(s) if s.success() => ExitCode::SUCCESS,
         Ok(s) => ExitCode::from(s.code().and_then(|c| u8::try_from(c).ok()).unwrap_or(1)),

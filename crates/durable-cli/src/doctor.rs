@@ -15,15 +15,16 @@ use serde_json::Value;
 use crate::link::{AgentArgs, Answer, Link, LinkError, Target, Token, Url};
 use crate::pin::fingerprint_text;
 
-const USAGE: &str =
-    "usage: cargo xtask doctor (--socket PATH | --url URL) [--fingerprint SHA256 | --insecure]
-
-  --socket PATH         the agent's private socket (default: $COLLIE_DURABLE_SOCKET)
-  --url URL             https://HOST:PORT (or http://127.0.0.1:PORT); the token comes from COLLIE_TOKEN
-  --fingerprint SHA256  the fingerprint the agent's certificate must have
-  --insecure            on loopback, accept a certificate that is not pinned
-                        (elsewhere an unpinned https agent is asked without the token,
-                        for the fingerprint to pin)";
+/// `durable doctor`'s command line.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Each check prints one line (ok, FAIL with a fix, or skip); the exit code is 1 when one fails.\n\
+Over https without --fingerprint and off loopback, the agent is asked without the token, for the fingerprint to pin."
+)]
+pub(crate) struct Args {
+    #[command(flatten)]
+    agent: AgentArgs,
+}
 
 /// `SOCKET_PATH_MAX` of §1.1 (and §11).
 const SOCKET_PATH_MAX: usize = 103;
@@ -90,31 +91,26 @@ enum Agent {
 }
 
 #[derive(Debug)]
-struct Args {
+struct Given {
     agent: Agent,
     pin: Option<[u8; 32]>,
     insecure: bool,
 }
 
-fn parse_args(args: &[String]) -> Result<Args, String> {
-    let given = AgentArgs::parse(args, &[])?;
-    let agent = match given.place {
+fn given(args: &Args) -> Result<Given, String> {
+    let agent = match args.agent.place()? {
         Ok(path) => Agent::Socket(path),
         // The URL's shape is the first check.
         Err(url) => Url::parse(&url).map_or_else(Agent::BadUrl, Agent::Url),
     };
-    Ok(Args { agent, pin: given.pin, insecure: given.insecure })
+    Ok(Given { agent, pin: args.agent.fingerprint, insecure: args.agent.insecure })
 }
 
-pub(crate) fn main(args: &[String]) -> ExitCode {
-    let args = match parse_args(args) {
+pub(crate) fn main(args: Args) -> ExitCode {
+    let args = match given(&args) {
         Ok(a) => a,
-        Err(why) if why.is_empty() => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
         Err(why) => {
-            eprintln!("doctor: {why}\n{USAGE}");
+            eprintln!("doctor: {why} (durable doctor --help)");
             return ExitCode::from(2);
         }
     };
@@ -319,7 +315,7 @@ fn privacy(path: &Path, uid: u32) -> Result<String, (String, String)> {
 }
 
 /// The URL's checks (§1.2), then hello's.
-async fn https(report: &mut Report, url: &Url, args: &Args) {
+async fn https(report: &mut Report, url: &Url, args: &Given) {
     match url.rule() {
         Ok(()) => report.ok(
             "url-scheme",
