@@ -370,9 +370,13 @@ impl Core {
             journal.pushed += 1;
             !std::mem::replace(&mut journal.draining, true)
         };
-        if !start {
-            return;
+        if start {
+            self.drain_asks();
         }
+    }
+
+    /// The job that applies the journal's ops until none is left.
+    fn drain_asks(&self) {
         let core = self.clone();
         self.push_job(async move {
             loop {
@@ -386,6 +390,7 @@ impl Core {
                         }
                     }
                 };
+                let mut in_flight = OpInFlight { core: &core, done: false };
                 let store = &core.shared.options.receipts;
                 let (what, id, result) = match op {
                     Op::Keep(record) => {
@@ -397,6 +402,7 @@ impl Core {
                         ("forgotten", id, result)
                     }
                 };
+                in_flight.done = true;
                 if let Err(e) = result {
                     core.warn(&format!("collie: ask {id} could not be {what} by the receipt store ({e})"));
                 }
@@ -404,5 +410,34 @@ impl Core {
                 core.shared.kept.applied.notify_waiters();
             }
         });
+    }
+}
+
+/// An op the store is applying. Dropped before it is done — the store's
+/// future panicked, or the job was dropped — it counts as applied (with a
+/// warning) and the rest of the journal goes on in a new job: a write
+/// waiting for its asks to be written never waits forever behind it.
+struct OpInFlight<'a> {
+    core: &'a Core,
+    done: bool,
+}
+
+impl Drop for OpInFlight<'_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let kept = &self.core.shared.kept;
+        let more = {
+            let mut journal = kept.journal();
+            journal.applied += 1;
+            journal.draining = !journal.ops.is_empty();
+            journal.draining
+        };
+        kept.applied.notify_waiters();
+        self.core.warn("collie: the receipt store stopped while writing an ask (it panicked?); that card may not survive a restart");
+        if more {
+            self.core.drain_asks();
+        }
     }
 }

@@ -313,6 +313,8 @@ async fn a_store_of_its_own_that_keeps_no_asks_is_said_once_and_the_memory_store
 enum Held {
     Keep,
     Forget,
+    /// The first `keep_ask` panics (an author's store with a bug).
+    PanicOnFirstKeep,
 }
 
 /// A store one of whose ask writes waits for the test to let it through.
@@ -321,14 +323,26 @@ struct Gated {
     inner: AskStore,
     held: Held,
     gate: Arc<tokio::sync::Semaphore>,
+    panicked: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Gated {
     fn new(held: Held) -> Gated {
-        Gated { inner: AskStore::default(), held, gate: Arc::new(tokio::sync::Semaphore::new(0)) }
+        Gated {
+            inner: AskStore::default(),
+            held,
+            gate: Arc::new(tokio::sync::Semaphore::new(0)),
+            panicked: Arc::default(),
+        }
     }
 
     async fn pass(&self, op: Held) -> Result<(), StoreError> {
+        if self.held == Held::PanicOnFirstKeep
+            && op == Held::Keep
+            && !self.panicked.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            panic!("the store's own bug");
+        }
         if op == self.held {
             let _pass = self.gate.acquire().await.map_err(|_| StoreError::new("gate closed"))?;
         }
@@ -388,6 +402,45 @@ async fn a_button_that_raises_a_card_answers_only_once_the_store_has_the_card() 
     let response = tokio::time::timeout(std::time::Duration::from_secs(10), press).await.unwrap().unwrap();
     assert_eq!(response.status, 200);
     assert_eq!(store.inner.kept_ids(), [ask_id_for("ticket-1", "refund-1")]);
+}
+
+/// A store whose ask write panics (a bug of its own) does not hold up the
+/// writes behind it: the button that raised the card answers, the warning
+/// says the card may not survive a restart, and the next card is kept.
+#[tokio::test]
+async fn a_store_that_panics_on_an_ask_write_never_holds_up_the_writes_behind_it() {
+    let store = Gated::new(Held::PanicOnFirstKeep);
+    let h = gated_run(&store);
+    let pane = h.pane();
+    pane.action("refund", "Refund", None).unwrap();
+    pane.on_action(|req: durable_core::ActionRequest| async move {
+        let _card = req.pane.ask(refund("refund-1"))?;
+        Ok(())
+    })
+    .unwrap();
+    let press = h.core.handle(durable_core::types::exchange::Request::post(
+        "/v1/panes/ticket-1/actions/refund",
+        r#"{"requestId":"b-1"}"#,
+        durable_core::types::exchange::Caller::OtherProcess,
+    ));
+    let response = tokio::time::timeout(std::time::Duration::from_secs(10), tokio::spawn(press))
+        .await
+        .expect("the press waited forever behind the store's panic")
+        .unwrap();
+    assert_eq!(response.status, 200);
+    assert!(store.panicked.load(std::sync::atomic::Ordering::SeqCst), "the store's write ran and panicked");
+    let warned = h.warns.lock().unwrap().iter().any(|w| w.contains("stopped while writing an ask"));
+    assert!(warned, "{:?}", h.warns.lock().unwrap());
+    let _second = pane.ask(refund("refund-2")).unwrap();
+    h.settle().await;
+    let second = ask_id_for("ticket-1", "refund-2");
+    for _ in 0..100 {
+        if store.inner.kept_ids().contains(&second) {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("the next card was never kept: {:?}", store.inner.kept_ids());
 }
 
 /// An answer the phone heard `200` for never leaves its card kept: were the
