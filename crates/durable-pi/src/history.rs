@@ -63,7 +63,7 @@ use crate::store::{ConversationInfo, ConversationStore};
 #[derive(Debug)]
 pub struct PiHistory<S = SessionFolder> {
     store: Arc<S>,
-    open: Mutex<HashSet<String>>,
+    open: Arc<Mutex<HashSet<String>>>,
     /// The rows of the last listing, sorted, and when it was made.
     listing: Arc<Mutex<Option<Listing>>>,
     /// A listing is being made in the background (set false, and
@@ -84,7 +84,7 @@ impl<S: ConversationStore> PiHistory<S> {
     pub fn new(store: S) -> Self {
         PiHistory {
             store: Arc::new(store),
-            open: Mutex::new(HashSet::new()),
+            open: Arc::default(),
             listing: Arc::default(),
             relisting: Arc::default(),
             listed_now: Arc::default(),
@@ -104,6 +104,19 @@ impl<S: ConversationStore> PiHistory<S> {
     pub fn relist_after(mut self, after: Duration) -> Self {
         self.relist_after = after;
         self
+    }
+
+    /// The same history, sharing everything (for a page served on a
+    /// blocking thread).
+    fn share(&self) -> Self {
+        PiHistory {
+            store: Arc::clone(&self.store),
+            open: Arc::clone(&self.open),
+            listing: Arc::clone(&self.listing),
+            relisting: Arc::clone(&self.relisting),
+            listed_now: Arc::clone(&self.listed_now),
+            relist_after: self.relist_after,
+        }
     }
 
     /// Lists the store on a thread of its own now, so that the first page
@@ -271,9 +284,15 @@ impl<S: ConversationStore> PiHistory<S> {
     }
 }
 
+/// Pages read files and may wait for a listing under way: on tokio's
+/// blocking threads when a runtime runs the request, so a page never holds
+/// up the runtime's workers (inline otherwise).
 impl<S: ConversationStore> HistoryProvider for PiHistory<S> {
     async fn rows(&self, after: Option<Cursor>, limit: usize) -> Result<RowsPage, HistoryError> {
-        self.rows_page(after.as_ref(), limit).map_err(|e| HistoryError::new(e.public_message()))
+        let history = self.share();
+        off_the_runtime(move || history.rows_page(after.as_ref(), limit))
+            .await
+            .map_err(|e| HistoryError::new(e.public_message()))
     }
 
     async fn items(
@@ -282,7 +301,24 @@ impl<S: ConversationStore> HistoryProvider for PiHistory<S> {
         after: Option<Cursor>,
         limit: usize,
     ) -> Result<Option<ItemsPage>, HistoryError> {
-        self.items_page(session_id, after.as_ref(), limit).map_err(|e| HistoryError::new(e.public_message()))
+        let (history, id) = (self.share(), session_id.to_owned());
+        off_the_runtime(move || history.items_page(&id, after.as_ref(), limit))
+            .await
+            .map_err(|e| HistoryError::new(e.public_message()))
+    }
+}
+
+/// Runs `work` on tokio's blocking threads when called on a runtime, else
+/// here.
+async fn off_the_runtime<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, Error> + Send + 'static,
+) -> Result<T, Error> {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => match runtime.spawn_blocking(work).await {
+            Ok(result) => result,
+            Err(e) => Err(Error::Pi { why: format!("the history page failed: {e}") }),
+        },
+        Err(_) => work(),
     }
 }
 
@@ -583,5 +619,39 @@ mod tests {
         assert_eq!(items.items.len(), 2);
         let err = HistoryProvider::rows(&history, Some(Cursor::new("x").unwrap()), 1).await.unwrap_err();
         assert!(err.to_string().contains("cursor"), "{err}");
+    }
+
+    /// A store that lists only once the runtime's other task has run (or
+    /// after 5 s), saying which.
+    struct WaitsForTheRuntime(Arc<(Mutex<bool>, Condvar)>, Arc<AtomicBool>);
+
+    impl ConversationStore for WaitsForTheRuntime {
+        fn conversations(&self) -> Result<Vec<ConversationInfo>, Error> {
+            let (ran, now) = &*self.0;
+            let ran = ran.lock().unwrap();
+            let (ran, _) = now.wait_timeout_while(ran, Duration::from_secs(5), |ran| !*ran).unwrap();
+            self.1.store(*ran, Ordering::SeqCst);
+            Ok(vec![conv("a", 1, 0).info])
+        }
+        fn conversation(&self, _id: &str) -> Result<Option<Conversation>, Error> {
+            Ok(None)
+        }
+    }
+
+    /// A page that reads the store does not hold up the runtime it is
+    /// served on (here its only thread): another task runs meanwhile.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_page_leaves_the_runtime_free_while_it_reads_the_store() {
+        let ran = Arc::new((Mutex::new(false), Condvar::new()));
+        let saw = Arc::new(AtomicBool::new(false));
+        let history = PiHistory::new(WaitsForTheRuntime(Arc::clone(&ran), Arc::clone(&saw)));
+        let other = tokio::spawn(async move {
+            *ran.0.lock().unwrap() = true;
+            ran.1.notify_all();
+        });
+        let page = HistoryProvider::rows(&history, None, 10).await.unwrap();
+        assert_eq!(ids(&page), ["a"]);
+        assert!(saw.load(Ordering::SeqCst), "the listing blocked the runtime's only thread");
+        other.await.unwrap();
     }
 }
