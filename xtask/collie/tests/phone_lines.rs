@@ -267,7 +267,7 @@ fn lines_survive_an_agent_that_answers_nonsense() {
     let socket = fake_agent(&dir, nonsense);
     let mut p = Lines::start_with(&["--socket".into(), socket], None);
     p.expect("agent [2Jfake: wire 7..9");
-    p.expect("they share no version");
+    p.expect("durable-hello: incompatible: the durable agent speaks 7..9, this Collie speaks 1..1");
     for _ in 0..6 {
         p.send("refresh");
         p.send("open p1");
@@ -280,5 +280,46 @@ fn lines_survive_an_agent_that_answers_nonsense() {
     assert!(seen.contains("a bad answer from the agent"), "{seen}");
     assert!(!seen.contains('\u{1b}') && !seen.contains('\u{7}') && !seen.contains('\u{202e}'), "{seen}");
     assert!(!seen.contains("panicked"), "{seen}");
+    assert!(p.finish().success(), "{seen}");
+}
+
+#[test]
+fn lines_say_in_collies_words_when_older_messages_were_skipped() {
+    let dir = TestDir::new("lines-skipped");
+    let hello = r#"{"ok": true, "host": "fake", "wire": {"min": 1, "max": 1}, "ready": true, "epoch": "e", "caps": {"history": true}}"#;
+    let state = r#"{"ok": true, "epoch": "e", "seq": 1, "ready": true, "full": true, "workspaces": [{"id": "w", "title": "W", "tabs": [{"id": "t", "title": "T", "panes": ["p1"]}]}], "panes": [{"id": "p1", "tab": "t", "title": "P", "state": "idle", "turnId": null, "lastSeq": 9, "openAsks": [], "actions": []}], "removed": [], "asks": []}"#;
+    // The view of a pane that lost its oldest items (docs/wire.md §6), then
+    // a page of history that did (§10).
+    let view = r#"{"ok": true, "pane": "p1", "snapshot": true, "next": 9, "state": "idle", "turnId": null, "asks": [], "dropped": true, "items": [{"id": "u1", "kind": "user", "text": "hi"}]}"#;
+    let history = r#"{"ok": true, "items": [{"id": "u1", "kind": "user", "text": "hi"}], "dropped": true}"#;
+    let answers = [hello, r#"{"ok": true, "compatible": true}"#, state, view, history];
+    let socket = fake_agent(&dir, answers.iter().map(|a| (200, (*a).to_owned())).collect());
+    let mut p = Lines::start_with(&["--socket".into(), socket], None);
+    p.expect("pane p1 \"P\" idle");
+    p.send("open p1");
+    let skipped = "Older messages were skipped: the durable agent no longer keeps them.";
+    assert_eq!(p.expect("skipped"), format!("[p1] {skipped}"));
+    p.expect("[p1] you: hi");
+    p.send("history s1");
+    assert_eq!(p.expect("skipped"), format!("[history s1] {skipped}"));
+    p.send("quit");
+    let seen = p.seen.join("\n");
+    assert!(p.finish().success(), "{seen}");
+}
+
+#[test]
+fn lines_say_in_collies_words_when_the_wire_versions_do_not_meet() {
+    let dir = TestDir::new("lines-versions");
+    let hello = r#"{"ok": true, "host": "later", "wire": {"min": 2, "max": 3}, "ready": true, "epoch": "e", "caps": {}}"#;
+    let intro = r#"{"ok": true, "wire": {"min": 2, "max": 3}, "compatible": false}"#;
+    let state = r#"{"ok": true, "epoch": "e", "seq": 1, "ready": true, "full": true, "workspaces": [], "panes": [], "removed": [], "asks": []}"#;
+    let socket = fake_agent(&dir, [hello, intro, state].iter().map(|a| (200, (*a).to_owned())).collect());
+    let mut p = Lines::start_with(&["--socket".into(), socket], None);
+    let line = p.expect("incompatible");
+    assert_eq!(line, "durable-hello: incompatible: the durable agent speaks 2..3, this Collie speaks 1..1");
+    p.send("wait 100");
+    p.expect("waited 100 ms");
+    let seen = p.seen.join("\n");
+    assert_eq!(seen.matches("incompatible").count(), 1, "said once:\n{seen}");
     assert!(p.finish().success(), "{seen}");
 }

@@ -7,6 +7,20 @@ use serde_json::Value;
 
 use super::model::{Ask, FieldType, Kind, Pane, short_id};
 
+/// Collie's words where the agent no longer keeps a chat's oldest messages
+/// (docs/wire.md §6 and §10: `dropped`).
+pub(crate) const SKIPPED: &str = "Older messages were skipped: the durable agent no longer keeps them.";
+
+/// Collie's words when the agent's wire versions (§3) and the phone's share
+/// none: `durable-hello: incompatible: the durable agent speaks 2..3, this
+/// Collie speaks 1..1`.
+pub(crate) fn incompatible(agent: (u64, u64), phone: (u64, u64)) -> String {
+    format!(
+        "durable-hello: incompatible: the durable agent speaks {}..{}, this Collie speaks {}..{}",
+        agent.0, agent.1, phone.0, phone.1
+    )
+}
+
 /// Characters that draw nothing or reorder text (the agent's own set, §6.1).
 fn invisible(c: char) -> bool {
     matches!(c,
@@ -318,6 +332,15 @@ mod tests {
         assert_eq!(d(json!({"kind": "code", "lang": "rust", "text": "fn x()"})), "code (rust):|  fn x()");
         assert_eq!(d(json!({"kind": "hologram"})), "(an item of kind \"hologram\" this phone does not draw)");
         assert_eq!(d(json!(42)), "(an item of kind \"\" this phone does not draw)");
+    }
+
+    #[test]
+    fn collies_words() {
+        assert_eq!(
+            incompatible((2, 3), (1, 1)),
+            "durable-hello: incompatible: the durable agent speaks 2..3, this Collie speaks 1..1"
+        );
+        assert_eq!(SKIPPED, "Older messages were skipped: the durable agent no longer keeps them.");
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! `cargo xtask phone`: a terminal client that looks at a durable agent the
+//! `durable phone`: a terminal client that looks at a durable agent the
 //! way Collie does (docs/wire.md): it polls `GET /v1/state` every 2 s with
 //! `If-None-Match` and `since` (§5), reads the open pane's events `after`
 //! what it has (§6), draws the chat and the open asks as cards (§7), and
@@ -13,6 +13,7 @@ mod lines;
 mod model;
 mod term;
 mod tui;
+mod width;
 
 use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
@@ -23,6 +24,8 @@ use serde_json::{Value, json};
 use crate::link::{AgentArgs, Link, Target, Token, Url, enc};
 use model::{Ask, Hello, Model, View, WIRE, short_id};
 
+// The doctor's too (which a Windows build may leave out).
+#[cfg_attr(not(unix), allow(unused_imports))]
 pub(crate) use draw::clean;
 
 /// `durable phone`'s command line.
@@ -70,41 +73,61 @@ struct Given {
 
 fn given(args: &Args) -> Result<Given, String> {
     let target = match args.agent.place()? {
-        Ok(path) => Target::Socket(path),
+        Ok(path) => socket(path)?,
         Err(url) => Target::Url(Url::parse(&url)?),
     };
     Ok(Given { target, pin: args.agent.fingerprint, insecure: args.agent.insecure, plain: args.plain })
 }
 
+/// The agent's private socket (§1.1).
+#[cfg(unix)]
+fn socket(path: std::path::PathBuf) -> Result<Target, String> {
+    Ok(Target::Socket(path))
+}
+
+/// The private socket is Unix-only: elsewhere the agent is reached over
+/// HTTPS (§1.2).
+#[cfg(not(unix))]
+fn socket(path: std::path::PathBuf) -> Result<Target, String> {
+    Err(format!(
+        "--socket {}: the agent's private socket is Unix-only; here, reach it with --url https://HOST:PORT",
+        path.display()
+    ))
+}
+
 /// The link the arguments ask for, or why not (the rules of §1.2).
 fn link_for(args: &Given) -> Result<Link, String> {
-    match &args.target {
-        Target::Socket(path) => {
-            if !path.is_absolute() {
-                return Err(format!(
-                    "the socket path {} is not absolute (docs/wire.md §1.1; `cargo xtask doctor` checks the rest)",
-                    path.display()
-                ));
-            }
-            Ok(Link::new(args.target.clone(), None, None))
+    #[cfg(unix)]
+    if let Target::Socket(path) = &args.target {
+        if !path.is_absolute() {
+            return Err(format!(
+                "the socket path {} is not absolute (docs/wire.md §1.1; `durable doctor` checks the rest)",
+                path.display()
+            ));
         }
-        Target::Url(url) => {
-            url.rule().map_err(|e| format!("{e} (docs/wire.md §1.2)"))?;
-            let token =
-                Token::from_env().ok_or("set COLLIE_TOKEN to the agent's token (docs/wire.md §1.2)")?;
-            if url.https && args.pin.is_none() {
-                if !args.insecure {
-                    return Err("an https agent needs --fingerprint SHA256 (the agent prints it with --self-signed), \
-                                or --insecure on loopback"
-                        .into());
-                }
-                if !url.is_loopback() {
-                    return Err("--insecure is for loopback only: give --fingerprint SHA256".into());
-                }
-            }
-            Ok(Link::new(args.target.clone(), Some(token), args.pin))
+        return Ok(Link::new(args.target.clone(), None, None));
+    }
+    // Elsewhere than on Unix the agent is only a URL away (`given` refuses
+    // a socket there), whether or not the link still names sockets.
+    #[allow(irrefutable_let_patterns)]
+    let Target::Url(url) = &args.target else {
+        return Err("the agent's private socket is Unix-only: reach it with --url".into());
+    };
+    url.rule().map_err(|e| format!("{e} (docs/wire.md §1.2)"))?;
+    let token = Token::from_env().ok_or("set COLLIE_TOKEN to the agent's token (docs/wire.md §1.2)")?;
+    if url.https && args.pin.is_none() {
+        if !args.insecure {
+            return Err(
+                "an https agent needs --fingerprint SHA256 (the agent prints it with --self-signed), \
+                        or --insecure on loopback"
+                    .into(),
+            );
+        }
+        if !url.is_loopback() {
+            return Err("--insecure is for loopback only: give --fingerprint SHA256".into());
         }
     }
+    Ok(Link::new(args.target.clone(), Some(token), args.pin))
 }
 
 pub(crate) fn main(args: Args) -> ExitCode {
@@ -333,10 +356,7 @@ impl Session {
                         draw::clean(&caps.join(" "))
                     ));
                     if hello.wire.1 < WIRE.0 || hello.wire.0 > WIRE.1 {
-                        out.push(format!(
-                            "agent speaks wire v{}..{}, this phone v{}: they share no version (docs/wire.md §3)",
-                            hello.wire.0, hello.wire.1, WIRE.0
-                        ));
+                        out.push(draw::incompatible(hello.wire, WIRE));
                     }
                     self.model.hello = Some(hello);
                 }
@@ -346,10 +366,19 @@ impl Session {
             Ok(a) => out.push(Session::refusal("hello", a.status, a.json.as_ref())),
             Err(e) => out.push(format!("hello: {e}")),
         }
-        let intro = json!({"wire": {"min": WIRE.0, "max": WIRE.1}, "collie": {"version": "xtask-phone"}});
+        let collie = concat!("durable-phone-", env!("CARGO_PKG_VERSION"));
+        let intro = json!({"wire": {"min": WIRE.0, "max": WIRE.1}, "collie": {"version": collie}});
         if let Ok(a) = self.link.post("/hello", &intro).await {
-            if a.json.as_ref().and_then(|v| v.get("compatible")) == Some(&Value::Bool(false)) {
-                out.push("hello: the agent says this phone's wire is not compatible".into());
+            let said = out.iter().any(|l| l.starts_with("durable-hello: incompatible"));
+            let v = a.json.unwrap_or_default();
+            if v.get("compatible") == Some(&Value::Bool(false)) && !said {
+                // The agent's versions from its answer, when it gives them.
+                let at = |k: &str| v.get("wire").and_then(|w| w.get(k)).and_then(Value::as_u64);
+                out.push(match (at("min"), at("max")) {
+                    (Some(min), Some(max)) => draw::incompatible((min, max), WIRE),
+                    _ => "durable-hello: incompatible: the durable agent says this Collie's wire is not one it speaks"
+                        .into(),
+                });
             }
         }
         out.extend(self.poll().await);
@@ -697,7 +726,7 @@ impl Session {
                     }
                 }
                 if v.get("dropped") == Some(&Value::Bool(true)) {
-                    out.push(format!("{prefix}(the agent no longer keeps the oldest items)"));
+                    out.push(format!("{prefix}{}", draw::SKIPPED));
                 }
                 self.paging = next.clone().map(|n| Paging::Items(s.clone(), n));
             }
@@ -777,11 +806,16 @@ mod tests {
             given(&cli.phone)
         };
         assert!(args(&["--socket", "/run/x.sock", "--url", "https://127.0.0.1:1"]).is_err());
+        #[cfg(not(unix))]
+        assert!(args(&["--socket", "C:\\agent.sock"]).unwrap_err().contains("Unix-only"));
         let a = args(&["--url", "https://127.0.0.1:8443", "--fingerprint", &"AB:".repeat(32)[..95]]).unwrap();
         assert_eq!(a.pin, Some([0xab; 32]));
         assert!(args(&["--url", "https://127.0.0.1:8443", "--fingerprint", "abc"]).is_err());
-        let rel = args(&["--socket", "rel/app.sock"]).unwrap();
-        assert!(link_for(&rel).unwrap_err().contains("not absolute"));
+        #[cfg(unix)]
+        {
+            let rel = args(&["--socket", "rel/app.sock"]).unwrap();
+            assert!(link_for(&rel).unwrap_err().contains("not absolute"));
+        }
         let plain = args(&["--url", "http://10.1.2.3:80"]).unwrap();
         assert!(link_for(&plain).unwrap_err().contains("only for 127.0.0.1"));
     }

@@ -545,6 +545,7 @@ impl Model {
         let Some(view) = self.view.as_mut().filter(|view| view.pane == pane) else { return Ok(Vec::new()) };
         let next = number(v, "events", "next")?;
         let before: Vec<(String, String)> = chat_lines(view);
+        let said = view.dropped;
         if boolean(v, "events", "snapshot")? {
             let items = array(v, "events", "items")?;
             view.items.clear();
@@ -563,8 +564,11 @@ impl Model {
         let after = chat_lines(view);
         let prefix = format!("[{}] ", draw::clean(&view.pane));
         let mut lines = Vec::new();
-        if view.dropped && !before.is_empty() && before.len() > after.len() {
-            lines.push(format!("{prefix}(older messages were dropped)"));
+        // Once when the agent says it dropped the oldest, again when more of
+        // what the phone showed went.
+        let lost = before.iter().any(|(k, _)| !after.iter().any(|(a, _)| a == k));
+        if view.dropped && (!said || lost) {
+            lines.push(format!("{prefix}{}", draw::SKIPPED));
         }
         for (key, text) in &after {
             if !before.iter().any(|(k, t)| k == key && t == text) {
@@ -733,6 +737,25 @@ mod tests {
         a["options"] = json!([{"id": 3}]);
         assert!(Ask::parse(&a, "ask").is_err());
         assert!(Hello::parse(&json!({"ok": true, "caps": []})).is_err());
+    }
+
+    #[test]
+    fn a_view_without_its_oldest_messages_says_so_in_collies_words() {
+        let mut m = Model::default();
+        m.apply_state(&state(), None).unwrap();
+        m.view = Some(View::new("ticket-1"));
+        let skipped = "[ticket-1] Older messages were skipped: the durable agent no longer keeps them.";
+        let snap = |next: u64, id: &str| {
+            json!({"ok": true, "pane": "ticket-1", "snapshot": true, "next": next, "state": "idle",
+                "turnId": null, "asks": [], "dropped": true, "items": [{"id": id, "kind": "user", "text": id}]})
+        };
+        assert_eq!(m.apply_events(&snap(2500, "u9")).unwrap(), [skipped, "[ticket-1] you: u9"]);
+        // Said once: the events after it do not say it again.
+        let page = json!({"ok": true, "pane": "ticket-1", "snapshot": false, "next": 2501, "events": [
+            {"seq": 2501, "ts": "t", "type": "item", "item": {"id": "r9", "kind": "reply", "text": "ok"}}]});
+        assert_eq!(m.apply_events(&page).unwrap(), ["[ticket-1] agent: ok"]);
+        // Behind the tail: the view again, without messages the phone showed.
+        assert_eq!(m.apply_events(&snap(4000, "u12")).unwrap(), [skipped, "[ticket-1] you: u12"]);
     }
 
     #[test]

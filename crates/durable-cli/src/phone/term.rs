@@ -1,51 +1,47 @@
-//! The terminal under the phone's screen: raw mode and the alternate screen
-//! (restored when dropped, a panic included), the window's size, keys read
-//! from the bytes a terminal sends, and a painter that rewrites only the
-//! rows that changed.
+//! The terminal under the phone's screen, through `crossterm` (Unix and
+//! Windows): raw mode and the alternate screen (restored when dropped, a
+//! panic included), the window's size, keys and resizes read on a thread of
+//! their own, and a painter that rewrites only the rows that changed, each
+//! fitted to the width in columns ([`super::width`]).
 
 use std::io::Write;
+use std::time::Duration;
 
-use rustix::termios::{OptionalActions, Termios, tcgetattr, tcgetwinsize, tcsetattr};
+use crossterm::cursor::{Hide, MoveTo, Show};
+use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use crossterm::style::{Attribute, Print, SetAttribute};
+use crossterm::terminal::{self, Clear, ClearType, EnterAlternateScreen, LeaveAlternateScreen};
+use crossterm::{execute, queue};
+use tokio::sync::mpsc;
 
-/// The terminal in raw mode, put back as it was when dropped.
-pub(crate) struct Raw {
-    saved: Termios,
-}
+use super::width::fit;
 
-impl std::fmt::Debug for Raw {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Raw")
-    }
-}
+/// The terminal in raw mode on the alternate screen, put back as it was
+/// when dropped.
+#[derive(Debug)]
+pub(crate) struct Raw(());
 
 impl Raw {
     pub(crate) fn enter() -> Result<Raw, String> {
-        let stdin = std::io::stdin();
-        let saved = tcgetattr(&stdin).map_err(|e| format!("reading the terminal's mode: {e}"))?;
-        let mut raw = saved.clone();
-        raw.make_raw();
-        tcsetattr(&stdin, OptionalActions::Now, &raw).map_err(|e| format!("setting raw mode: {e}"))?;
-        // The alternate screen, the cursor hidden while painting.
-        let mut out = std::io::stdout();
-        let _ = out.write_all(b"\x1b[?1049h\x1b[H\x1b[2J");
-        let _ = out.flush();
-        Ok(Raw { saved })
+        terminal::enable_raw_mode().map_err(|e| format!("setting raw mode: {e}"))?;
+        let raw = Raw(());
+        execute!(std::io::stdout(), EnterAlternateScreen, Clear(ClearType::All), MoveTo(0, 0))
+            .map_err(|e| format!("opening the alternate screen: {e}"))?;
+        Ok(raw)
     }
 }
 
 impl Drop for Raw {
     fn drop(&mut self) {
-        let mut out = std::io::stdout();
-        let _ = out.write_all(b"\x1b[?25h\x1b[?1049l");
-        let _ = out.flush();
-        let _ = tcsetattr(std::io::stdin(), OptionalActions::Now, &self.saved);
+        let _ = execute!(std::io::stdout(), SetAttribute(Attribute::Reset), Show, LeaveAlternateScreen);
+        let _ = terminal::disable_raw_mode();
     }
 }
 
 /// Columns and rows (80×24 when the terminal does not say).
 pub(crate) fn size() -> (usize, usize) {
-    match tcgetwinsize(std::io::stdout()) {
-        Ok(w) if w.ws_col > 0 && w.ws_row > 0 => (w.ws_col as usize, w.ws_row as usize),
+    match terminal::size() {
+        Ok((cols, rows)) if cols > 0 && rows > 0 => (usize::from(cols), usize::from(rows)),
         _ => (80, 24),
     }
 }
@@ -68,84 +64,79 @@ pub(crate) enum Key {
     Ctrl(char),
 }
 
-/// Reads keys from the bytes a terminal sent. Bytes of an unfinished
-/// escape or UTF-8 sequence wait for the next read.
-#[derive(Debug, Default)]
-pub(crate) struct Keys {
-    pending: Vec<u8>,
+/// What the terminal tells the phone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Input {
+    Key(Key),
+    /// The window changed size: paint it all again.
+    Resize,
 }
 
-impl Keys {
-    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Vec<Key> {
-        self.pending.extend_from_slice(bytes);
-        let mut keys = Vec::new();
-        let mut at = 0;
-        let buf = std::mem::take(&mut self.pending);
-        while at < buf.len() {
-            let rest = &buf[at..];
-            let (key, used) = match rest[0] {
-                0x1b => match parse_escape(rest) {
-                    Some(parsed) => parsed,
-                    None => {
-                        self.pending = rest.to_vec();
-                        break;
-                    }
-                },
-                b'\r' | b'\n' => (Some(Key::Enter), 1),
-                0x7f | 0x08 => (Some(Key::Backspace), 1),
-                b'\t' => (Some(Key::Tab), 1),
-                c @ 0x01..=0x1a => (Some(Key::Ctrl((b'a' + c - 1) as char)), 1),
-                0x00 | 0x1c..=0x1f => (None, 1),
-                _ => {
-                    let len = match rest[0] {
-                        0xc0..=0xdf => 2,
-                        0xe0..=0xef => 3,
-                        0xf0..=0xf7 => 4,
-                        _ => 1,
-                    };
-                    if rest.len() < len {
-                        self.pending = rest.to_vec();
-                        break;
-                    }
-                    let key =
-                        std::str::from_utf8(&rest[..len]).ok().and_then(|s| s.chars().next()).map(Key::Char);
-                    (key, len)
-                }
-            };
-            keys.extend(key);
-            at += used;
-        }
-        keys
+/// The phone's key for a key event; `None` for keys it does not use and
+/// for releases (Windows reports those too).
+pub(crate) fn key_of(event: KeyEvent) -> Option<Key> {
+    if event.kind == KeyEventKind::Release {
+        return None;
     }
-}
-
-/// An escape sequence at the start of `rest`: the key and the bytes it
-/// used, or `None` when it is not finished. A lone ESC is the Esc key.
-fn parse_escape(rest: &[u8]) -> Option<(Option<Key>, usize)> {
-    if rest.len() == 1 {
-        return Some((Some(Key::Esc), 1));
-    }
-    match rest[1] {
-        b'[' | b'O' => {
-            // CSI / SS3: parameters, then a final byte in 0x40..=0x7e.
-            let end = rest[2..].iter().position(|b| (0x40..=0x7e).contains(b))? + 2;
-            let params = &rest[2..end];
-            let key = match (rest[end], params) {
-                (b'A', _) => Some(Key::Up),
-                (b'B', _) => Some(Key::Down),
-                (b'C', _) => Some(Key::Right),
-                (b'D', _) => Some(Key::Left),
-                (b'Z', _) => Some(Key::BackTab),
-                (b'~', b"5") => Some(Key::PageUp),
-                (b'~', b"6") => Some(Key::PageDown),
-                _ => None,
-            };
-            Some((key, end + 1))
-        }
-        0x1b => Some((Some(Key::Esc), 1)),
+    let ctrl = event.modifiers.contains(KeyModifiers::CONTROL);
+    Some(match event.code {
+        // Ctrl-H is a backspace on many terminals, Ctrl-J a newline.
+        KeyCode::Char('h') if ctrl => Key::Backspace,
+        KeyCode::Char('j') if ctrl => Key::Enter,
+        KeyCode::Char(c) if ctrl && c.is_ascii_alphabetic() => Key::Ctrl(c.to_ascii_lowercase()),
+        KeyCode::Char(_) if ctrl => return None,
         // Alt and a key: the key alone.
-        _ => Some((None, 1)),
+        KeyCode::Char(c) => Key::Char(c),
+        KeyCode::Enter => Key::Enter,
+        KeyCode::Backspace => Key::Backspace,
+        KeyCode::Tab if event.modifiers.contains(KeyModifiers::SHIFT) => Key::BackTab,
+        KeyCode::Tab => Key::Tab,
+        KeyCode::BackTab => Key::BackTab,
+        KeyCode::Esc => Key::Esc,
+        KeyCode::Up => Key::Up,
+        KeyCode::Down => Key::Down,
+        KeyCode::Left => Key::Left,
+        KeyCode::Right => Key::Right,
+        KeyCode::PageUp => Key::PageUp,
+        KeyCode::PageDown => Key::PageDown,
+        _ => return None,
+    })
+}
+
+/// What the phone does with a terminal event, if anything.
+pub(crate) fn input_of(event: Event) -> Option<Input> {
+    match event {
+        Event::Key(key) => key_of(key).map(Input::Key),
+        Event::Resize(..) => Some(Input::Resize),
+        _ => None,
     }
+}
+
+/// Reads the terminal's events on a thread of its own (crossterm's reads
+/// block) and hands over what the phone uses. The channel closes when the
+/// terminal cannot be read; the thread ends soon after the receiver goes.
+pub(crate) fn read_input() -> mpsc::UnboundedReceiver<Input> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        loop {
+            match event::poll(Duration::from_millis(200)) {
+                Ok(true) => match event::read() {
+                    Ok(event) => {
+                        if let Some(input) = input_of(event) {
+                            if tx.send(input).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    Err(_) => return,
+                },
+                Ok(false) if tx.is_closed() => return,
+                Ok(false) => {}
+                Err(_) => return,
+            }
+        }
+    });
+    rx
 }
 
 /// A row of the screen: its text, and whether it is drawn in reverse video.
@@ -165,13 +156,8 @@ impl Row {
     }
 }
 
-/// `text` cut or padded to `width` characters (wide characters are rare in
-/// what the phone draws; each counts as one).
-pub(crate) fn fit(text: &str, width: usize) -> String {
-    let mut out: String = text.chars().take(width).collect();
-    let n = out.chars().count();
-    out.extend(std::iter::repeat_n(' ', width - n));
-    out
+fn coord(n: usize) -> u16 {
+    u16::try_from(n).unwrap_or(u16::MAX)
 }
 
 /// Paints frames, rewriting the rows that changed since the last one.
@@ -185,9 +171,26 @@ impl Painter {
     /// Paints `rows` (as many as the screen has) and puts the cursor at
     /// `cursor` (column, row), shown.
     pub(crate) fn paint(&mut self, rows: &[Row], width: usize, cursor: (usize, usize)) {
-        let mut out = String::from("\x1b[?25l");
+        let mut out = std::io::stdout().lock();
+        let _ = self.paint_to(&mut out, rows, width, cursor);
+    }
+
+    /// Forgets what is on the screen: the next frame paints every row.
+    pub(crate) fn invalidate(&mut self) {
+        self.last.clear();
+        self.width = 0;
+    }
+
+    fn paint_to(
+        &mut self,
+        out: &mut impl Write,
+        rows: &[Row],
+        width: usize,
+        cursor: (usize, usize),
+    ) -> std::io::Result<()> {
+        queue!(out, Hide)?;
         if width != self.width || rows.len() != self.last.len() {
-            out.push_str("\x1b[H\x1b[2J");
+            queue!(out, SetAttribute(Attribute::Reset), Clear(ClearType::All))?;
             self.last.clear();
             self.width = width;
         }
@@ -195,20 +198,18 @@ impl Painter {
             if self.last.get(n) == Some(row) {
                 continue;
             }
-            out.push_str(&format!("\x1b[{};1H", n + 1));
+            queue!(out, MoveTo(0, coord(n)))?;
             if row.strong {
-                out.push_str("\x1b[7m");
+                queue!(out, SetAttribute(Attribute::Reverse))?;
             }
-            out.push_str(&fit(&row.text, width));
+            queue!(out, Print(fit(&row.text, width)))?;
             if row.strong {
-                out.push_str("\x1b[0m");
+                queue!(out, SetAttribute(Attribute::Reset))?;
             }
         }
-        out.push_str(&format!("\x1b[{};{}H\x1b[?25h", cursor.1 + 1, cursor.0 + 1));
+        queue!(out, MoveTo(coord(cursor.0), coord(cursor.1)), Show)?;
         self.last = rows.to_vec();
-        let mut stdout = std::io::stdout();
-        let _ = stdout.write_all(out.as_bytes());
-        let _ = stdout.flush();
+        out.flush()
     }
 }
 
@@ -217,37 +218,66 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keys_are_read_from_terminal_bytes() {
-        let mut k = Keys::default();
-        assert_eq!(
-            k.feed(b"a\r\x1b[A\x1b[B\t\x1b[Z\x7f\x03 \xc3\xa9"),
-            [
-                Key::Char('a'),
-                Key::Enter,
-                Key::Up,
-                Key::Down,
-                Key::Tab,
-                Key::BackTab,
-                Key::Backspace,
-                Key::Ctrl('c'),
-                Key::Char(' '),
-                Key::Char('é')
-            ]
-        );
-        assert_eq!(k.feed(b"\x1b[5~\x1b[6~\x1bOC"), [Key::PageUp, Key::PageDown, Key::Right]);
-        assert_eq!(k.feed(b"\x1b"), [Key::Esc]);
-        // A sequence cut between two reads.
-        assert_eq!(k.feed(b"\x1b["), []);
-        assert_eq!(k.feed(b"D\xc3"), [Key::Left]);
-        assert_eq!(k.feed(b"\xa9"), [Key::Char('é')]);
-        // Unknown sequences and stray bytes are dropped, never a panic.
-        assert_eq!(k.feed(b"\x1b[99;5u\xff\x00x"), [Key::Char('x')]);
+    fn key_events_become_the_phones_keys() {
+        let k = |code, modifiers| key_of(KeyEvent::new(code, modifiers));
+        let none = KeyModifiers::NONE;
+        let ctrl = KeyModifiers::CONTROL;
+        assert_eq!(k(KeyCode::Char('a'), none), Some(Key::Char('a')));
+        assert_eq!(k(KeyCode::Char('語'), none), Some(Key::Char('語')));
+        assert_eq!(k(KeyCode::Char('x'), KeyModifiers::ALT), Some(Key::Char('x')));
+        assert_eq!(k(KeyCode::Char('c'), ctrl), Some(Key::Ctrl('c')));
+        assert_eq!(k(KeyCode::Char('N'), ctrl | KeyModifiers::SHIFT), Some(Key::Ctrl('n')));
+        assert_eq!(k(KeyCode::Char('h'), ctrl), Some(Key::Backspace));
+        assert_eq!(k(KeyCode::Char('j'), ctrl), Some(Key::Enter));
+        assert_eq!(k(KeyCode::Char('4'), ctrl), None);
+        assert_eq!(k(KeyCode::Enter, none), Some(Key::Enter));
+        assert_eq!(k(KeyCode::Tab, KeyModifiers::SHIFT), Some(Key::BackTab));
+        assert_eq!(k(KeyCode::BackTab, KeyModifiers::SHIFT), Some(Key::BackTab));
+        assert_eq!(k(KeyCode::PageUp, none), Some(Key::PageUp));
+        assert_eq!(k(KeyCode::F(5), none), None);
+        // Windows reports releases as well: one key, one press.
+        let release = KeyEvent::new_with_kind(KeyCode::Char('a'), none, KeyEventKind::Release);
+        assert_eq!(key_of(release), None);
+        assert_eq!(input_of(Event::Resize(80, 24)), Some(Input::Resize));
+        assert_eq!(input_of(Event::FocusGained), None);
+    }
+
+    /// The text the painter wrote, its escape sequences left out.
+    fn printed(bytes: &[u8]) -> String {
+        let text = String::from_utf8(bytes.to_vec()).unwrap();
+        let mut out = String::new();
+        let mut chars = text.chars();
+        while let Some(c) = chars.next() {
+            if c == '\u{1b}' {
+                // CSI: parameters, then a final byte in @..~.
+                if chars.next() == Some('[') {
+                    for c in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        out
     }
 
     #[test]
-    fn rows_are_fitted_to_the_width() {
-        assert_eq!(fit("abc", 5), "abc  ");
-        assert_eq!(fit("abcdef", 3), "abc");
-        assert_eq!(fit("é€", 3), "é€ ");
+    fn the_painter_rewrites_changed_rows_fitted_to_the_columns() {
+        let mut p = Painter::default();
+        let rows = [Row::strong(" title"), Row::plain(" agent: Got it: héllo 👋 日本語 and more")];
+        let mut out = Vec::new();
+        p.paint_to(&mut out, &rows, 20, (0, 1)).unwrap();
+        let text = printed(&out);
+        assert_eq!(text, format!("{:20}{}", " title", " agent: Got it: hél…"));
+        assert!(String::from_utf8(out).unwrap().contains("\u{1b}[7m"), "the title in reverse video");
+        // Only the changed row again.
+        let rows = [Row::strong(" title"), Row::plain(" 日本語日本語日本語日本語")];
+        let mut out = Vec::new();
+        p.paint_to(&mut out, &rows, 20, (0, 1)).unwrap();
+        assert_eq!(printed(&out), " 日本語日本語日本語…");
+        assert_eq!(super::super::width::width(&printed(&out)), 20);
     }
 }

@@ -11,14 +11,13 @@
 //!   typing fills a text, Enter answers; an allow-always pick asks for a
 //!   second Enter; Esc leaves the card.
 
-use tokio::io::AsyncReadExt;
-use tokio::sync::mpsc;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use super::answer::Draft;
 use super::draw::{self, clean};
 use super::model::{self, Ask, FieldType, Kind, Model};
-use super::term::{Key, Keys, Painter, Raw, Row, size};
+use super::term::{Input, Key, Painter, Raw, Row, read_input, size};
+use super::width;
 use super::{Command, HELP, POLL, Session, parse_command};
 
 /// How many lines of what happened the screen keeps.
@@ -259,7 +258,7 @@ fn frame(model: &Model, ui: &Ui, width: usize, height: usize, now: i128) -> (Vec
             }
             let mut lines = Vec::new();
             if view.dropped {
-                lines.push("(older messages were dropped)".to_owned());
+                lines.push(draw::SKIPPED.to_owned());
             }
             for item in &view.items {
                 for (n, l) in draw::item_lines(item).into_iter().enumerate() {
@@ -280,10 +279,11 @@ fn frame(model: &Model, ui: &Ui, width: usize, height: usize, now: i128) -> (Vec
     let mut card: Vec<Row> =
         shown.map(|(n, ask)| card_rows(ask, draft, now, n, cards.len())).unwrap_or_default();
 
-    // Bottom: the latest of the log, then the input line.
+    // Bottom: the latest of the log, then the input line, which shows the
+    // end of a long input, where the cursor is.
     let log_rows = 2;
     let input_row = match &ui.focus {
-        Focus::Input => format!("> {}", ui.input),
+        Focus::Input => format!("> {}", width::tail(&clean(&ui.input), width - 3)),
         Focus::Card(_) => "  (answering a card: Esc to type again)".to_owned(),
     };
     // Squeeze the top when the screen is short (the chat keeps 3 rows), then
@@ -295,6 +295,8 @@ fn frame(model: &Model, ui: &Ui, width: usize, height: usize, now: i128) -> (Vec
         card.remove(card.len() - 2);
     }
     let chat_rows = height.saturating_sub(fixed_len(&top, &card, log_rows));
+    // The chat's lines wrapped to the columns after the margin.
+    let body: Vec<String> = body.iter().flat_map(|l| width::wrap(l, width - 1)).collect();
     let mut rows = top;
     rows.push(Row::strong(title));
     let end = body.len().saturating_sub(ui.scroll.min(body.len().saturating_sub(chat_rows)));
@@ -306,7 +308,7 @@ fn frame(model: &Model, ui: &Ui, width: usize, height: usize, now: i128) -> (Vec
     // The last change, then the agent's answer to the last write.
     rows.push(Row::plain(ui.log.last().map(|l| format!(" {l}")).unwrap_or_default()));
     rows.push(Row::plain(ui.answer.as_ref().map(|l| format!(" agent answered: {l}")).unwrap_or_default()));
-    let cursor_col = input_row.chars().count().min(width - 1);
+    let cursor_col = width::width(&input_row).min(width - 1);
     rows.push(Row::plain(input_row));
     rows.truncate(height);
     let cursor_row = rows.len() - 1;
@@ -315,29 +317,6 @@ fn frame(model: &Model, ui: &Ui, width: usize, height: usize, now: i128) -> (Vec
 
 fn fixed_len(top: &[Row], card: &[Row], log_rows: usize) -> usize {
     top.len() + 1 + card.len() + log_rows + 1
-}
-
-/// Reads stdin on its own task and hands the keys over.
-fn read_keys() -> mpsc::UnboundedReceiver<Key> {
-    let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        let mut stdin = tokio::io::stdin();
-        let mut keys = Keys::default();
-        let mut buf = [0u8; 1024];
-        loop {
-            match stdin.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    for key in keys.feed(&buf[..n]) {
-                        if tx.send(key).is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-        }
-    });
-    rx
 }
 
 /// What a key asks the loop to do.
@@ -497,15 +476,23 @@ pub(super) async fn run(mut session: Session) -> Result<(), String> {
         }
     }
     paint(&mut painter, &session, &mut ui);
-    let mut keys = read_keys();
+    let mut input = read_input();
     let mut polls = tokio::time::interval_at(Instant::now() + POLL, POLL);
     polls.set_missed_tick_behavior(MissedTickBehavior::Delay);
     // The time left on a card counts down between polls.
     let mut clock = tokio::time::interval(std::time::Duration::from_secs(1));
     loop {
         tokio::select! {
-            key = keys.recv() => {
-                let Some(key) = key else { return Ok(()) };
+            got = input.recv() => {
+                let key = match got {
+                    None => return Ok(()),
+                    Some(Input::Resize) => {
+                        painter.invalidate();
+                        paint(&mut painter, &session, &mut ui);
+                        continue;
+                    }
+                    Some(Input::Key(key)) => key,
+                };
                 match on_key(&session.model, &mut ui, key) {
                     Step::Nothing => {}
                     Step::Quit => return Ok(()),
@@ -587,6 +574,46 @@ mod tests {
             let (rows, (col, row)) = frame(&m, &ui, w, h, 0);
             assert!(rows.len() <= h.max(8) && row < rows.len() && col < w.max(20), "{w}x{h}");
         }
+    }
+
+    #[test]
+    fn wide_text_wraps_and_fits_by_columns() {
+        let mut m = model();
+        let view = m.view.as_mut().unwrap();
+        view.items.push(json!({"id": "u", "kind": "user", "text": "héllo 👋 日本語"}));
+        view.items.push(
+            json!({"id": "r", "kind": "reply", "text": "Got it: 日本語の長い文章です 👋👋👋 e\u{301}tude"}),
+        );
+        view.dropped = true;
+        m.panes[0].title = "マリア・ロペス 👩‍💼".into();
+        let mut ui = Ui::new();
+        ui.input = "日本語 👋".into();
+        let (rows, cursor) = frame(&m, &ui, 30, 30, 0);
+        let t = text(&rows);
+        // Every row, fitted as the painter does, takes the screen's width.
+        for row in &rows {
+            assert_eq!(width::width(&width::fit(&row.text, 30)), 30, "{t}");
+        }
+        // The chat wraps by columns (30 with the margin) and keeps all of it.
+        let chat = " agent: Got it:\n 日本語の長い文章です 👋👋👋\n e\u{301}tude\n";
+        assert!(t.contains(chat), "{t}");
+        assert!(t.contains(" you: héllo 👋 日本語\n"), "{t}");
+        assert!(
+            t.contains(" Older messages were skipped:\n the durable agent no longer\n keeps them.\n"),
+            "{t}"
+        );
+        let title = rows.iter().position(|r| r.text.starts_with(" ticket-1 · ")).unwrap();
+        for row in &rows[title + 1..title + 8] {
+            assert!(width::width(&row.text) <= 30, "{t}");
+        }
+        // The cursor stands after what was typed, in columns.
+        assert_eq!(rows[cursor.1].text, "> 日本語 👋");
+        assert_eq!(cursor.0, 2 + 6 + 1 + 2);
+        // A long input shows its end, the cursor inside the screen.
+        ui.input = "日本語".repeat(10);
+        let (rows, cursor) = frame(&m, &ui, 30, 30, 0);
+        assert_eq!(rows[cursor.1].text, format!("> {}", "語日本".repeat(4) + "語"));
+        assert_eq!(cursor.0, 28);
     }
 
     #[test]
