@@ -1,15 +1,19 @@
-//! `cargo xtask doctor`: the checks Collie runs before it shows an agent,
-//! one line each with the rule's name and, when it fails, a fix; the exit
-//! code is non-zero when one fails. The rules are those of docs/wire.md:
-//! the socket's path and privacy and stale sockets (§1.1), the URL, the
-//! token and the certificate (§1.2), then `GET /hello`: wire ranges, caps
-//! and `ready` (§3, §4).
+//! `durable doctor`: the checks Collie runs before it shows an agent, one
+//! line each with the rule's name and, when it fails, a fix; the exit code
+//! is 1 when one fails, 2 when the command line is unusable. The rules are
+//! those of docs/wire.md: the socket's path and privacy and stale sockets
+//! (§1.1), the URL, the token and the certificate (§1.2), then `GET
+//! /hello`: it answers whole, in time and in JSON, the wire ranges meet
+//! (said in Collie's words), the caps and `ready` (§3, §4). The wire's
+//! names and limits come from `durable_types`, as the SDK's do.
 
 use std::io::ErrorKind;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
+use durable_types::{CAP_NAMES, SOCKET_PATH_MAX, TOKEN_MIN, WIRE_MAX, WIRE_MIN};
 use serde_json::Value;
 
 use crate::link::{AgentArgs, Answer, Link, LinkError, Target, Token, Url};
@@ -18,7 +22,7 @@ use crate::pin::fingerprint_text;
 /// `durable doctor`'s command line.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Each check prints one line (ok, FAIL with a fix, or skip); the exit code is 1 when one fails.\n\
+    after_help = "Each check prints one line (ok, FAIL with a fix, or skip); the exit code is 1 when one fails, 2 for an unusable command line.\n\
 Over https without --fingerprint and off loopback, the agent is asked without the token, for the fingerprint to pin."
 )]
 pub(crate) struct Args {
@@ -26,20 +30,10 @@ pub(crate) struct Args {
     agent: AgentArgs,
 }
 
-/// `SOCKET_PATH_MAX` of §1.1 (and §11).
-const SOCKET_PATH_MAX: usize = 103;
-
-/// `TOKEN_MIN` of §1.2.
-const TOKEN_MIN: usize = 32;
-
-/// The capability names of §4, in wire order.
-const CAP_NAMES: [&str; 11] = [
-    "asks", "starters", "send", "steer", "abort", "rename", "close", "actions", "history", "reopen",
-    "terminal",
-];
-
-/// The wire versions Collie (and this doctor) speaks.
-const WIRE: (u64, u64) = (1, 1);
+/// How long the doctor waits for `GET /hello`: a hello does no work, so an
+/// agent that says nothing for this long is stuck (the link's own limit is
+/// for writes, which may wait 5 s for a pane's lock).
+const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(Debug, PartialEq)]
 enum Verdict {
@@ -175,13 +169,38 @@ async fn socket(report: &mut Report, path: &Path) {
         }
         return;
     }
+    // Nothing at the path (or no folder): one line says so, and what to do.
+    let fix_missing = "start the agent, and give the path it prints (`listening <path>`)";
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            let folder = path.parent().unwrap_or(path);
+            let what = if folder.is_dir() {
+                format!("there is no socket at {shown}")
+            } else {
+                format!("there is no socket at {shown}: its folder {} does not exist", folder.display())
+            };
+            report.skip("socket-not-private", "no socket to check");
+            report.fail("socket-stale", what, fix_missing);
+            return skip_hello(report);
+        }
+        Ok(meta) if !meta.file_type().is_socket() && !meta.file_type().is_symlink() => {
+            report.fail(
+                "socket-not-private",
+                format!("{shown} is not a socket"),
+                "give the path the agent prints (`listening <path>`)",
+            );
+            report.skip("socket-stale", "not a socket");
+            return skip_hello(report);
+        }
+        _ => {}
+    }
     let uid = rustix::process::geteuid().as_raw();
     match privacy(path, uid) {
         Ok(what) => report.ok("socket-not-private", what),
         Err((what, fix)) => report.fail("socket-not-private", what, format!("{fix} (docs/wire.md §1.1)")),
     }
     let mut link = Link::new(Target::Socket(path.to_owned()), None, None);
-    let answer = match link.get("/hello", &[]).await {
+    let answer = match get_hello(&mut link).await {
         Ok(answer) => {
             report.ok("socket-stale", "the agent accepts connections on it");
             answer
@@ -195,19 +214,40 @@ async fn socket(report: &mut Report, path: &Path) {
             return skip_hello(report);
         }
         Err(LinkError::Connect { kind: ErrorKind::NotFound, .. }) => {
-            report.fail(
-                "socket-stale",
-                format!("there is no socket at {shown}"),
-                "start the agent, and give the path it prints (`listening <path>`)",
-            );
+            report.fail("socket-stale", format!("there is no socket at {shown}"), fix_missing);
+            return skip_hello(report);
+        }
+        Err(e @ LinkError::Connect { .. }) => {
+            report.fail("socket-stale", e.to_string(), fix_missing);
             return skip_hello(report);
         }
         Err(e) => {
-            report.fail("socket-stale", e.to_string(), "start the agent, and give the path it prints");
-            return skip_hello(report);
+            // Connected: the socket is not stale, the answer is what broke.
+            report.ok("socket-stale", "the agent accepts connections on it");
+            return broken_hello(report, &e);
         }
     };
     hello(report, &answer);
+}
+
+/// `GET /hello` within [`HELLO_TIMEOUT`].
+async fn get_hello(link: &mut Link) -> Result<Answer, LinkError> {
+    match tokio::time::timeout(HELLO_TIMEOUT, link.get("/hello", &[])).await {
+        Ok(result) => result,
+        Err(_) => Err(LinkError::Http(format!("GET /hello: no answer in {} s", HELLO_TIMEOUT.as_secs()))),
+    }
+}
+
+/// The agent took the connection, but no whole answer came back.
+fn broken_hello(report: &mut Report, e: &LinkError) {
+    report.fail(
+        "hello",
+        format!("no whole answer to GET /hello: {e}"),
+        "is a durable agent listening there? Check its log; GET /hello must answer {\"ok\": true, …} at once (docs/wire.md §3)",
+    );
+    for rule in ["wire-range", "caps", "ready"] {
+        report.skip(rule, "needs a hello answer");
+    }
 }
 
 fn skip_rest(report: &mut Report, why: &str) {
@@ -225,8 +265,9 @@ fn skip_hello(report: &mut Report) {
 /// Every component of the socket's path, as §1.1 wants it: no symbolic
 /// link; ancestors owned by root or the user and not writable by others
 /// (unless sticky); the socket's folder the user's with mode 0700; the
-/// socket the user's with no group or other bits.
-fn privacy(path: &Path, uid: u32) -> Result<String, (String, String)> {
+/// socket the user's with no group or other bits. `Err((what, fix))`; the
+/// phone's start may call it too, for a warning line.
+pub(crate) fn privacy(path: &Path, uid: u32) -> Result<String, (String, String)> {
     let folder =
         path.parent().ok_or_else(|| ("the path has no folder".to_owned(), "give a path".to_owned()))?;
     let mut ancestors: Vec<&Path> = folder.ancestors().collect();
@@ -344,7 +385,7 @@ async fn https(report: &mut Report, url: &Url, args: &Given) {
     // without it, for the fingerprint to pin, and the token stays here.
     let verified = !url.https || args.pin.is_some() || (args.insecure && url.is_loopback());
     let mut link = Link::new(Target::Url(url.clone()), if verified { token } else { None }, args.pin);
-    let result = link.get("/hello", &[]).await;
+    let result = get_hello(&mut link).await;
     let seen = link.seen_fingerprint();
     // The certificate first: nothing else can be trusted without it.
     if url.https {
@@ -400,17 +441,20 @@ async fn https(report: &mut Report, url: &Url, args: &Given) {
             } else {
                 report.skip("token", "needs an answer from the agent");
             }
-            if !matches!(e, LinkError::Tls(_)) {
-                report.fail(
-                    "hello",
-                    e.to_string(),
-                    "start the agent with --listen ADDR, and give that address",
-                );
-                for rule in ["wire-range", "caps", "ready"] {
-                    report.skip(rule, "needs an agent that answers");
+            match e {
+                LinkError::Tls(_) => skip_hello(report),
+                LinkError::Connect { .. } => {
+                    report.fail(
+                        "hello",
+                        e.to_string(),
+                        "start the agent with --listen ADDR, and give that address",
+                    );
+                    for rule in ["wire-range", "caps", "ready"] {
+                        report.skip(rule, "needs an agent that answers");
+                    }
                 }
-            } else {
-                skip_hello(report);
+                LinkError::Http(_) if url.https && seen.is_none() => skip_hello(report),
+                LinkError::Http(_) => broken_hello(report, &e),
             }
             return;
         }
@@ -425,7 +469,8 @@ async fn https(report: &mut Report, url: &Url, args: &Given) {
             "use the token the agent was started with (its COLLIE_TOKEN, or COLLIE_TOKEN_NEXT during a rotation)",
         ),
         (_, Some(problem)) => report.fail("token", problem, "export COLLIE_TOKEN=<the agent's token> (docs/wire.md §1.2)"),
-        (_, None) => report.ok("token", "the agent accepted the token"),
+        (200..=299, None) => report.ok("token", "the agent accepted the token"),
+        (_, None) => report.skip("token", "needs a hello answer"),
     }
     if answer.status == 401 {
         return skip_hello(report);
@@ -445,12 +490,21 @@ fn hello(report: &mut Report, answer: &Answer) {
                 .and_then(Value::as_str)
                 .map(|c| format!(" {}", crate::phone::clean(c)))
                 .unwrap_or_default();
-            let fix = if answer.status == 403 {
-                "run Collie (and this doctor) as the agent's user, outside the agent's own processes"
-            } else {
-                "is it a durable agent? GET /hello must answer {\"ok\": true, …} (docs/wire.md §3)"
+            let not_durable = "is a durable agent listening there? GET /hello must answer {\"ok\": true, …} (docs/wire.md §3)";
+            let (what, fix) = match (answer.status, json) {
+                (403, _) => (
+                    format!("GET /hello answered 403{said}"),
+                    "run Collie (and this doctor) as the agent's user, outside the agent's own processes",
+                ),
+                (status @ 500..=599, _) => (
+                    format!("GET /hello answered {status}{said}: the agent failed"),
+                    "look at the agent's log (its standard error) for why, and start it again",
+                ),
+                (200, None) => ("GET /hello answered 200 without a JSON body".to_owned(), not_durable),
+                (200, Some(_)) => ("GET /hello answered 200 without \"ok\": true".to_owned(), not_durable),
+                (status, _) => (format!("GET /hello answered {status}{said}"), not_durable),
             };
-            report.fail("hello", format!("GET /hello answered {}{said}", answer.status), fix);
+            report.fail("hello", what, fix);
             for rule in ["wire-range", "caps", "ready"] {
                 report.skip(rule, "needs a hello answer");
             }
@@ -460,22 +514,30 @@ fn hello(report: &mut Report, answer: &Answer) {
     let text = |k: &str| crate::phone::clean(v.get(k).and_then(Value::as_str).unwrap_or("?"));
     report.ok("hello", format!("agent {} ({}, {})", text("host"), text("runtime"), text("callerCheck")));
 
+    // Collie's own words for the versions (docs/wire.md §3).
+    let collie = format!("this Collie speaks {WIRE_MIN}..{WIRE_MAX}");
     let wire = v.get("wire").and_then(|w| Some((w.get("min")?.as_u64()?, w.get("max")?.as_u64()?)));
     match wire {
-        Some((min, max)) if min <= max && max >= WIRE.0 && min <= WIRE.1 => {
-            report.ok("wire-range", format!("the agent speaks v{min}..{max}, Collie v{}..{}", WIRE.0, WIRE.1))
+        Some((min, max)) if min > max => report.fail(
+            "wire-range",
+            format!("durable-hello: the durable agent's wire range {min}..{max} ends before it starts"),
+            "update the agent's SDK (docs/wire.md §3)",
+        ),
+        Some((min, max)) if max >= u64::from(WIRE_MIN) && min <= u64::from(WIRE_MAX) => {
+            report.ok("wire-range", format!("durable-hello: the durable agent speaks {min}..{max}, {collie}"))
         }
         Some((min, max)) => report.fail(
             "wire-range",
-            format!(
-                "the agent speaks wire v{min}..{max}, Collie v{}..{}: no version in common",
-                WIRE.0, WIRE.1
-            ),
-            if min > WIRE.1 { "update Collie" } else { "update the agent's SDK" },
+            format!("durable-hello: incompatible: the durable agent speaks {min}..{max}, {collie}"),
+            if min > u64::from(WIRE_MAX) {
+                "update Collie (and durable-cli), or build the agent on an SDK that still speaks this Collie's version"
+            } else {
+                "update the agent's SDK (docs/wire.md §3)"
+            },
         ),
         None => report.fail(
             "wire-range",
-            "hello has no {\"min\", \"max\"} wire range",
+            "durable-hello: the answer has no wire range {\"min\", \"max\"}",
             "update the agent's SDK (docs/wire.md §3)",
         ),
     }
@@ -583,5 +645,13 @@ mod tests {
             .map(|(n, _)| n.as_str())
             .collect();
         assert_eq!(failed, ["wire-range", "caps", "ready"]);
+        // Collie's own words for the versions.
+        assert_eq!(
+            r.lines[1].1,
+            Verdict::Fail {
+                what: "durable-hello: incompatible: the durable agent speaks 2..3, this Collie speaks 1..1".into(),
+                fix: "update Collie (and durable-cli), or build the agent on an SDK that still speaks this Collie's version".into(),
+            }
+        );
     }
 }

@@ -1,18 +1,15 @@
-//! `cargo xtask doctor` against a healthy desk and against each broken
+//! `durable doctor` against a healthy desk and against each broken
 //! layout: a relative path, a path too long, a socket folder others can
-//! read, a stale socket, a wrong token, a certificate that is not the
-//! pinned one.
+//! read, a stale socket, no socket at all, a file that is not a socket, a
+//! wrong token, a certificate that is not the pinned one, and command lines
+//! it cannot use (exit code 2). Agents that answer badly are in
+//! `bad_agents.rs`.
 
 mod support;
 
 use std::os::unix::fs::PermissionsExt;
-use std::process::Output;
 
-use support::{Desk, TestDir, doctor};
-
-fn text(out: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-}
+use support::{Desk, TestDir, doctor, text};
 
 /// The line of `rule`, which must start with `verdict` (`ok`, `FAIL`, `skip`).
 fn line<'a>(out: &'a str, verdict: &str, rule: &str) -> &'a str {
@@ -105,10 +102,61 @@ fn doctor_finds_a_stale_socket() {
     assert!(l.contains("connection refused") && l.contains("start the agent again"), "{l}");
     line(&t, "ok", "socket-not-private");
     line(&t, "skip", "ready");
-    // No socket at all.
+    // No socket at all: one line says so, and what to do.
     std::fs::remove_file(&args[1]).unwrap();
+    let out = doctor(&args, None);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    let l = line(&t, "FAIL", "socket-stale");
+    assert!(
+        l.contains(&format!("there is no socket at {}", args[1])) && l.contains("fix: start the agent"),
+        "{l}"
+    );
+    assert_eq!(t.matches("FAIL").count(), 1, "{t}");
+    // Nor its folder.
+    std::fs::remove_dir_all(std::path::Path::new(&args[1]).parent().unwrap()).unwrap();
     let t = text(&doctor(&args, None));
-    assert!(line(&t, "FAIL", "socket-stale").contains("there is no socket at"), "{t}");
+    assert!(line(&t, "FAIL", "socket-stale").contains("does not exist"), "{t}");
+    assert_eq!(t.matches("FAIL").count(), 1, "{t}");
+    line(&t, "skip", "hello");
+}
+
+#[test]
+fn doctor_names_a_file_that_is_not_a_socket() {
+    let dir = TestDir::new("doc-file");
+    let path = dir.0.join("app.sock");
+    std::fs::write(&path, "").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = doctor(&["--socket".into(), path.to_str().unwrap().into()], None);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(line(&t, "FAIL", "socket-not-private").contains("is not a socket"), "{t}");
+    // Not called stale: nothing could ever listen on a plain file.
+    line(&t, "skip", "socket-stale");
+    assert_eq!(t.matches("FAIL").count(), 1, "{t}");
+}
+
+/// Command lines the doctor (and the phone) cannot use: exit code 2, a
+/// line that says what to write, no check run.
+#[test]
+fn unusable_command_lines_exit_2() {
+    let cases: [&[&str]; 5] = [
+        &[],
+        &["--socket", "/tmp/a.sock", "--url", "https://127.0.0.1:1"],
+        &["--url", "https://127.0.0.1:1", "--fingerprint", "not-hex"],
+        &["--socket", ""],
+        &["--sockets", "/tmp/a.sock"],
+    ];
+    for command in ["doctor", "phone"] {
+        for args in cases {
+            let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+            let out = support::run_durable(&support::durable(), command, &args, None);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "durable {command} {args:?}:\n{}", text(&out));
+            assert!(!err.trim().is_empty() && !err.contains("panicked"), "durable {command} {args:?}: {err}");
+            assert!(!String::from_utf8_lossy(&out.stdout).contains("ok "), "a check ran: {}", text(&out));
+        }
+    }
 }
 
 #[test]

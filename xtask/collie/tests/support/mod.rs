@@ -1,8 +1,9 @@
-//! What the phone's and the doctor's tests share: the desk started as a
-//! child on a fresh private folder (socket or HTTPS), the phone driven
-//! through its line interface (stdin and stdout piped), and the phone on a
-//! real pseudo-terminal inside tmux (keys in with `send-keys`, the screen
-//! out with `capture-pane`).
+//! What the tests that drive `durable` share: the desk (and the shop
+//! example) started as a child on a fresh private folder (socket or
+//! HTTPS), fake agents that answer fixed bytes from a thread of the test,
+//! the phone driven through its line interface (stdin and stdout piped),
+//! and the phone on a real pseudo-terminal inside tmux (keys in with
+//! `send-keys`, the screen out with `capture-pane`).
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -55,6 +56,25 @@ pub fn durable() -> PathBuf {
 /// (the examples package's tests need it); built here when it is missing.
 pub fn desk_binary() -> PathBuf {
     built("examples/desk", &["--example", "desk", "-p", "durable-examples"], false)
+}
+
+/// `target/<profile>/examples/shop` (`examples/shop.rs`): built by `cargo
+/// test --workspace` with the other examples; built here when it is missing.
+pub fn shop_binary() -> PathBuf {
+    built("examples/shop", &["--example", "shop", "-p", "durable-examples"], false)
+}
+
+/// The folder cargo builds into (`target`, or `$CARGO_TARGET_DIR`): the
+/// one this test binary sits in.
+pub fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    // `<target>/<profile>/deps/<name>-<hash>`.
+    exe.ancestors().nth(3).expect("the target folder").to_owned()
+}
+
+/// The repository's root.
+pub fn root() -> &'static Path {
+    workspace()
 }
 
 /// A fresh private folder (mode 0700) under /tmp, removed when dropped;
@@ -143,48 +163,86 @@ impl Desk {
     /// The desk on `dir`'s socket.
     pub fn socket(dir: &TestDir, extra: &[&str]) -> Desk {
         let socket = dir.socket();
-        let mut child = Command::new(desk_binary())
-            .args(["--socket", &socket, "--data", &dir.data()])
-            .args(extra)
-            .env_remove("COLLIE_DURABLE_SOCKET")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("starting the desk");
-        let out = lines_of(child.stdout.take().unwrap());
-        let line = out.recv_timeout(Duration::from_secs(30)).expect("the desk prints `listening <path>`");
-        assert_eq!(line, format!("listening {socket}"));
-        Desk { child, address: socket, fingerprint: None, token: None }
+        let mut args = vec!["--socket", &socket, "--data", &dir.data()[..]]
+            .into_iter()
+            .map(str::to_owned)
+            .collect::<Vec<_>>();
+        args.extend(extra.iter().map(|a| (*a).to_owned()));
+        Desk::on_socket(&desk_binary(), &args, &[], socket.clone())
     }
 
     /// The desk over HTTPS with a self-signed certificate on a free port.
     pub fn https(dir: &TestDir, extra: &[&str]) -> Desk {
+        let mut args: Vec<String> = ["--listen", "127.0.0.1:0", "--self-signed", "--data", &dir.data()]
+            .iter()
+            .map(|a| (*a).to_owned())
+            .collect();
+        args.extend(extra.iter().map(|a| (*a).to_owned()));
+        Desk::on_https(&desk_binary(), &args)
+    }
+
+    /// The shop example (`examples/shop.rs`) on `dir`'s socket, given as
+    /// `COLLIE_DURABLE_SOCKET` as an author would.
+    pub fn shop_socket(dir: &TestDir) -> Desk {
+        let socket = dir.socket();
+        Desk::on_socket(&shop_binary(), &[], &[("COLLIE_DURABLE_SOCKET", &socket)], socket.clone())
+    }
+
+    /// The shop example over HTTPS (`--https 127.0.0.1:0`, self-signed).
+    pub fn shop_https(_dir: &TestDir) -> Desk {
+        Desk::on_https(&shop_binary(), &["--https".into(), "127.0.0.1:0".into()])
+    }
+
+    /// `bin <args>`, which prints `listening <socket>` once it serves.
+    fn on_socket(bin: &Path, args: &[String], env: &[(&str, &str)], socket: String) -> Desk {
+        let mut cmd = Command::new(bin);
+        cmd.args(args).env_remove("COLLIE_DURABLE_SOCKET");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {}: {e}", bin.display()));
+        let out = lines_of(child.stdout.take().unwrap());
+        let line = out.recv_timeout(Duration::from_secs(30)).expect("the agent prints `listening <path>`");
+        let desk = Desk { child, address: socket, fingerprint: None, token: None };
+        assert_eq!(line, format!("listening {}", desk.address));
+        desk
+    }
+
+    /// `bin <args>` with a fresh `COLLIE_TOKEN`: it prints `listening <url>`
+    /// on stdout and its certificate's fingerprint on stderr.
+    fn on_https(bin: &Path, args: &[String]) -> Desk {
         let token = token();
-        let mut child = Command::new(desk_binary())
-            .args(["--listen", "127.0.0.1:0", "--self-signed", "--data", &dir.data()])
-            .args(extra)
+        let mut child = Command::new(bin)
+            .args(args)
             .env("COLLIE_TOKEN", &token)
             .env_remove("COLLIE_TOKEN_NEXT")
+            .env_remove("COLLIE_DURABLE_SOCKET")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("starting the desk");
+            .unwrap_or_else(|e| panic!("starting {}: {e}", bin.display()));
         let out = lines_of(child.stdout.take().unwrap());
         let err = lines_of(child.stderr.take().unwrap());
-        let line = out.recv_timeout(Duration::from_secs(30)).expect("the desk prints `listening <url>`");
-        let address = line.strip_prefix("listening ").expect("listening <url>").to_owned();
+        let mut desk = Desk { child, address: String::new(), fingerprint: None, token: Some(token) };
+        let line = out.recv_timeout(Duration::from_secs(30)).expect("the agent prints `listening <url>`");
+        desk.address = line.strip_prefix("listening ").expect("listening <url>").to_owned();
         let deadline = Instant::now() + Duration::from_secs(10);
         let fingerprint = loop {
             let line = err
                 .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .expect("the desk prints its certificate's fingerprint on stderr");
+                .expect("the agent prints its certificate's fingerprint on stderr");
             if let Some(at) = line.find("fingerprint ") {
                 break line[at + "fingerprint ".len()..].trim().to_owned();
             }
         };
-        Desk { child, address, fingerprint: Some(fingerprint), token: Some(token) }
+        desk.fingerprint = Some(fingerprint);
+        desk
     }
 
     pub fn pid(&self) -> u32 {
@@ -206,15 +264,134 @@ impl Desk {
     }
 }
 
-/// `cargo xtask doctor <args>` with `COLLIE_TOKEN` as given: its output and status.
+/// `durable doctor <args>` with `COLLIE_TOKEN` as given: its output and status.
 pub fn doctor(args: &[String], token: Option<&str>) -> Output {
-    let mut cmd = Command::new(durable());
-    cmd.arg("doctor").args(args).env_remove("COLLIE_DURABLE_SOCKET");
+    run_durable(&durable(), "doctor", args, token)
+}
+
+/// `<bin> <command> <args>` with `COLLIE_TOKEN` as given and stdin empty:
+/// its output and status.
+pub fn run_durable(bin: &Path, command: &str, args: &[String], token: Option<&str>) -> Output {
+    let mut cmd = Command::new(bin);
+    cmd.arg(command).args(args).env_remove("COLLIE_DURABLE_SOCKET").env_remove("COLLIE_TOKEN_NEXT");
     match token {
         Some(t) => cmd.env("COLLIE_TOKEN", t),
         None => cmd.env_remove("COLLIE_TOKEN"),
     };
-    cmd.output().expect("running xtask doctor")
+    cmd.stdin(Stdio::null()).output().unwrap_or_else(|e| panic!("running {} {command}: {e}", bin.display()))
+}
+
+/// Standard output then standard error, as text.
+pub fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// What a fake agent does on every connection, once it has read a request.
+#[derive(Clone, Debug)]
+pub enum Fake {
+    /// Writes these bytes, then closes the connection.
+    Bytes(Vec<u8>),
+    /// Writes these bytes, then nothing more, the connection held open: an
+    /// answer that never ends (or, empty, one that never starts).
+    Stall(Vec<u8>),
+    /// Writes these bytes as soon as it accepts, reads nothing, and closes
+    /// (a server that does not speak TLS, for a TLS client).
+    Now(Vec<u8>),
+}
+
+impl Fake {
+    /// A whole HTTP answer with a JSON content type and this body.
+    pub fn answer(status: u16, body: &str) -> Fake {
+        Fake::Bytes(
+            format!(
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .into_bytes(),
+        )
+    }
+
+    /// A hello as the SDK writes it, with this wire range and every cap but
+    /// `terminal` on.
+    pub fn hello(min: u32, max: u32) -> Fake {
+        Fake::answer(
+            200,
+            &format!(
+                r#"{{"ok": true, "wire": {{"min": {min}, "max": {max}}}, "sdk": {{"name": "fake", "version": "0"}}, "host": "fake", "runtime": "rust", "ready": true, "epoch": "0123456789abcdef", "callerCheck": "on", "caps": {{"asks": true, "starters": true, "send": true, "steer": true, "abort": true, "rename": true, "close": true, "actions": true, "history": true, "reopen": true, "terminal": false}}}}"#
+            ),
+        )
+    }
+
+    /// Reads one request (its head, then a body of `content-length`
+    /// bytes), then answers.
+    fn serve<S: std::io::Read + Write>(&self, mut stream: S, held: &mut Vec<S>) {
+        if let Fake::Now(bytes) = self {
+            let _ = stream.write_all(bytes);
+            return;
+        }
+        let mut reader = BufReader::new(stream);
+        let mut length = 0;
+        loop {
+            // Bytes, not text: what comes may not be HTTP (a TLS hello).
+            let mut line = Vec::new();
+            match reader.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            let line = String::from_utf8_lossy(&line).to_ascii_lowercase();
+            if let Some(v) = line.strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap_or(0);
+            }
+            if line == "\r\n" {
+                break;
+            }
+        }
+        let mut body = vec![0; length];
+        let _ = std::io::Read::read_exact(&mut reader, &mut body);
+        let mut stream = reader.into_inner();
+        match self {
+            Fake::Bytes(bytes) => {
+                let _ = stream.write_all(bytes);
+            }
+            Fake::Stall(bytes) => {
+                let _ = stream.write_all(bytes);
+                let _ = stream.flush();
+                held.push(stream);
+            }
+            Fake::Now(_) => {}
+        }
+    }
+
+    /// Serves on a Unix socket at `path`, from a thread, until the test
+    /// process ends.
+    pub fn on_socket(self, path: &Path) {
+        use std::os::unix::fs::PermissionsExt;
+        let listener = std::os::unix::net::UnixListener::bind(path).expect("binding the fake agent's socket");
+        // As private as the SDK makes its own (§1.1): only its answers are bad.
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { break };
+                self.serve(stream, &mut held);
+            }
+        });
+    }
+
+    /// Serves on `127.0.0.1` on a free port, from a thread, until the test
+    /// process ends; the port.
+    pub fn on_tcp(self) -> u16 {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding the fake agent's port");
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { break };
+                self.serve(stream, &mut held);
+            }
+        });
+        port
+    }
 }
 
 /// The phone's line interface: commands in, lines out.
@@ -232,7 +409,12 @@ impl Lines {
     }
 
     pub fn start_with(args: &[String], token: Option<&str>) -> Lines {
-        let mut cmd = Command::new(durable());
+        Lines::start_bin(&durable(), args, token)
+    }
+
+    /// `<bin> phone <args>`, for a `durable` other than this build's.
+    pub fn start_bin(bin: &Path, args: &[String], token: Option<&str>) -> Lines {
+        let mut cmd = Command::new(bin);
         cmd.arg("phone").args(args).env_remove("COLLIE_DURABLE_SOCKET");
         match token {
             Some(t) => cmd.env("COLLIE_TOKEN", t),
@@ -243,7 +425,7 @@ impl Lines {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("running xtask phone");
+            .expect("running durable phone");
         let stdin = child.stdin.take();
         let (tx, rx) = mpsc::channel();
         let tx2 = tx.clone();
@@ -276,7 +458,12 @@ impl Lines {
 
     /// Waits for a line that `check` takes.
     pub fn expect_where(&mut self, what: &str, check: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + PATIENCE;
+        self.expect_within(PATIENCE, what, check)
+    }
+
+    /// Waits at most `patience` for a line that `check` takes.
+    pub fn expect_within(&mut self, patience: Duration, what: &str, check: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + patience;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.out.recv_timeout(left) {
@@ -288,7 +475,7 @@ impl Lines {
                 }
                 Err(_) => panic!(
                     "no line with {what:?} in {} s; the phone printed:\n{}",
-                    PATIENCE.as_secs(),
+                    patience.as_secs(),
                     self.seen.join("\n")
                 ),
             }
@@ -334,7 +521,7 @@ pub struct Tmux {
 }
 
 impl Tmux {
-    /// Starts `xtask phone <args>` in a detached session of `width`×`height`.
+    /// Starts `durable phone <args>` in a detached session of `width`×`height`.
     pub fn phone(dir: &TestDir, desk: &Desk, width: u16, height: u16) -> Tmux {
         let tmux = tmux_binary();
         static N: AtomicUsize = AtomicUsize::new(0);
