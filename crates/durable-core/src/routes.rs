@@ -178,9 +178,7 @@ pub(crate) async fn route(core: &Core, req: Request) -> Response {
 /// Hands the request to its route's handler, with the path ids and the body
 /// parsed to the route's types (path ids first, then the body).
 async fn dispatch(core: &Core, route: Route<'_>, req: &Request) -> Result<Response, Response> {
-    if let Some(read) = req.as_read()
-        && let Some(answered) = read_now(core, route, &read)
-    {
+    if let Some(answered) = req.as_read().and_then(|read| read_now(core, route, &read)) {
         return answered;
     }
     // When a write came, for its receipt and events; a read needs no clock.

@@ -271,14 +271,15 @@ where
         // the agent's own processes: a runaway tool holding connections
         // must not keep Collie's next one out. They are served all the
         // same, and displaced first.
-        if let Some(slot) = &slot
-            && !matches!(caller, Caller::OtherUser | Caller::SelfOrDescendant)
-            && !slot.prove()
-        {
+        let displaced = match &slot {
+            Some(slot) => !matches!(caller, Caller::OtherUser | Caller::SelfOrDescendant) && !slot.prove(),
+            None => false,
+        };
+        if displaced {
             return Either::Left(ready(Err(ServiceError::Displaced)));
         }
         let no_body = request.body().is_end_stream();
-        if no_body && let Some(read) = read_of(&request, caller) {
+        if let Some(read) = no_body.then(|| read_of(&request, caller)).flatten() {
             // Most reads (every poll) are answered from hyper's own buffers:
             // nothing is copied, and nothing outlives the connection. A
             // panic (a bug) still gets its `500`.

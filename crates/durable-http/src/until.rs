@@ -32,10 +32,10 @@ pub(crate) async fn until<W: Future, S: Future>(work: W, signal: S) -> Result<W:
         // Registered before the flag is read: a wake after the read finds
         // this task's waker and polls again.
         tee.task.register(cx.waker());
-        if tee.woken.swap(false, Ordering::AcqRel)
-            && let Poll::Ready(out) = signal.as_mut().poll(&mut Context::from_waker(&signal_waker))
-        {
-            return Poll::Ready(Err(out));
+        if tee.woken.swap(false, Ordering::AcqRel) {
+            if let Poll::Ready(out) = signal.as_mut().poll(&mut Context::from_waker(&signal_waker)) {
+                return Poll::Ready(Err(out));
+            }
         }
         Poll::Pending
     })

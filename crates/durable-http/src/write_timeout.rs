@@ -57,10 +57,10 @@ impl<I> WriteTimeout<I> {
     }
 
     fn wrote(&self, polled: &Poll<io::Result<usize>>) {
-        if let (Poll::Ready(Ok(n)), Some(clock)) = (polled, &self.clock)
-            && *n > 0
-        {
-            clock.wrote();
+        if let (Poll::Ready(Ok(n)), Some(clock)) = (polled, &self.clock) {
+            if *n > 0 {
+                clock.wrote();
+            }
         }
     }
 

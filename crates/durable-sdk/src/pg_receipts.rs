@@ -350,9 +350,8 @@ fn secrets_in(url: &str) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(rest) = url.split_once("://").map(|(_, r)| r) {
         let authority = rest.split(['/', '?']).next().unwrap_or("");
-        if let Some((userinfo, _)) = authority.rsplit_once('@')
-            && let Some((_, pass)) = userinfo.split_once(':')
-        {
+        let userinfo = authority.rsplit_once('@').map(|(userinfo, _)| userinfo);
+        if let Some((_, pass)) = userinfo.and_then(|u| u.split_once(':')) {
             out.push(pass.to_owned());
             out.push(percent_decode(pass));
         }
@@ -369,22 +368,7 @@ fn secrets_in(url: &str) -> Vec<String> {
 }
 
 fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
-        if bytes[i] == b'%'
-            && let Some(b) = hex.and_then(|h| u8::from_str_radix(h, 16).ok())
-        {
-            out.push(b);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned()
 }
 
 /// An error and its causes (tokio-postgres says "error connecting to

@@ -114,9 +114,9 @@ impl SocketServer {
 
     /// Removes the socket file if it is still the one this server bound.
     fn remove_socket(&self) {
-        if let Ok(meta) = fs::symlink_metadata(&self.path)
-            && (meta.dev(), meta.ino()) == self.identity
-        {
+        let ours =
+            fs::symlink_metadata(&self.path).is_ok_and(|meta| (meta.dev(), meta.ino()) == self.identity);
+        if ours {
             let _ = fs::remove_file(&self.path);
         }
     }

@@ -336,9 +336,8 @@ impl TlsOptionsBuilder {
     }
 
     fn set_mode(&mut self, mode: Mode) {
-        if let Some(old) = &self.mode
-            && std::mem::discriminant(old) != std::mem::discriminant(&mode)
-        {
+        let other = |old: &Mode| std::mem::discriminant(old) != std::mem::discriminant(&mode);
+        if self.mode.as_ref().is_some_and(other) {
             self.conflicting_modes = true;
         }
         self.mode = Some(mode);
