@@ -7,8 +7,11 @@
 //!
 //! - `durable-cli` (`crates/durable-cli`, the `durable` binary authors
 //!   install), Collie's side of an agent: `phone` and `doctor` run
-//!   `durable phone` and `durable doctor`; `conformance` plays Collie
-//!   against the support desk over both transports.
+//!   `durable phone` and `durable doctor`.
+//! - `xtask-collie` (`xtask/collie`): `conformance` runs `durable
+//!   conformance`'s generic tier and the support desk's own cases against
+//!   the desk over both transports; `conformance --examples`, the generic
+//!   tier with `--writes` against each example.
 //! - `xtask-bench` (`xtask/bench`): `bench` measures what a poll and an
 //!   answer cost against a bare hyper server; `soak` and `flood` load the
 //!   desk. They run from a release build (figures of an unoptimized build
@@ -32,7 +35,8 @@ mod tidy;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask conformance [--transport socket|tls|both] [--filter SUBSTR]
+const USAGE: &str = "usage: cargo xtask conformance [--transport socket|tls|both] [--tier generic|desk|both] [--filter SUBSTR]
+       cargo xtask conformance --examples [--filter SUBSTR]
        cargo xtask phone ARGS (durable phone; --help lists them)
        cargo xtask doctor ARGS (durable doctor; --help lists them)
        cargo xtask install-pi
@@ -51,7 +55,8 @@ fn main() -> ExitCode {
         "install-pi" => install_pi::main(&args[1..]),
         "fuzz" => fuzz::main(&args[1..]),
         "bench" | "soak" | "flood" => hand_over(Package::Bench, &args),
-        "conformance" | "phone" | "doctor" => hand_over(Package::Cli, &args),
+        "conformance" => hand_over(Package::Collie, &args),
+        "phone" | "doctor" => hand_over(Package::Cli, &args),
         "-h" | "--help" | "help" => {
             println!("{USAGE}");
             ExitCode::SUCCESS
@@ -68,6 +73,7 @@ fn main() -> ExitCode {
 enum Package {
     Bench,
     Cli,
+    Collie,
 }
 
 /// The `cargo` arguments that run `args` (the task and its own arguments)
@@ -79,6 +85,8 @@ fn cargo_run_args(package: Package, manifest: &Path, args: &[String]) -> Vec<Str
         // Built in release mode and nothing else: the bench measures that build.
         Package::Bench => &["run", "--release", "-p", "xtask-bench", "--bin", "xtask-bench"],
         Package::Cli => &["run", "-p", "durable-cli", "--bin", "durable"],
+        // The desk's tier and the examples' run: this repository's, not the published binary's.
+        Package::Collie => &["run", "-p", "xtask-collie", "--bin", "xtask-collie"],
     };
     let manifest = ["--manifest-path".to_owned(), manifest.display().to_string(), "--".to_owned()];
     run.iter().map(|s| s.to_string()).chain(manifest).chain(args.iter().cloned()).collect()
@@ -154,6 +162,20 @@ mod tests {
         assert_eq!(
             run[5..],
             strings(&["--manifest-path", "/w/Cargo.toml", "--", "phone", "--socket", "/tmp/a b.sock"])[..]
+        );
+    }
+
+    #[test]
+    fn conformance_runs_the_desks_suite_from_xtask_collie() {
+        let run = cargo_run_args(
+            Package::Collie,
+            Path::new("/w/Cargo.toml"),
+            &strings(&["conformance", "--examples"]),
+        );
+        assert_eq!(run[..5], strings(&["run", "-p", "xtask-collie", "--bin", "xtask-collie"])[..]);
+        assert_eq!(
+            run[5..],
+            strings(&["--manifest-path", "/w/Cargo.toml", "--", "conformance", "--examples"])[..]
         );
     }
 }

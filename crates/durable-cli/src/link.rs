@@ -28,9 +28,14 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
 pub(crate) struct Token(String);
 
 impl Token {
-    #[cfg(test)]
     pub(crate) fn new(token: String) -> Token {
         Token(token)
+    }
+
+    /// The token itself, for an `Authorization` header written by hand
+    /// (conformance's raw exchanges); never for a message.
+    pub(crate) fn secret(&self) -> &str {
+        &self.0
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -226,7 +231,8 @@ impl Answer {
     }
 }
 
-trait Io: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
+/// A connection to an agent, over either transport.
+pub(crate) trait Io: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Io for T {}
 
 /// A client for one agent.
@@ -270,7 +276,18 @@ impl Link {
         self.tls.as_ref().and_then(|(v, _)| v.seen())
     }
 
-    async fn connect(&self) -> Result<Box<dyn Io>, LinkError> {
+    /// The `Host` header for this agent.
+    pub(crate) fn host_header(&self) -> String {
+        match &self.target {
+            Target::Socket(_) => "localhost".to_owned(),
+            Target::Url(u) => u.authority(),
+        }
+    }
+
+    /// Opens a new connection to the agent (the TLS handshake, checked
+    /// against the pin, included): the one way to reach an agent, which
+    /// conformance's raw exchanges use too.
+    pub(crate) async fn connect(&self) -> Result<Box<dyn Io>, LinkError> {
         let connect_error = |what: String, e: std::io::Error| LinkError::Connect {
             kind: e.kind(),
             message: format!("{what}: {e}"),
@@ -378,11 +395,7 @@ impl Link {
         body: Option<Bytes>,
         headers: &[(&str, &str)],
     ) -> Result<Request<Full<Bytes>>, LinkError> {
-        let host = match &self.target {
-            Target::Socket(_) => "localhost".to_owned(),
-            Target::Url(u) => u.authority(),
-        };
-        let mut b = Request::builder().method(method).uri(path).header("host", host);
+        let mut b = Request::builder().method(method).uri(path).header("host", self.host_header());
         if body.is_some() {
             b = b.header("content-type", "application/json");
         }

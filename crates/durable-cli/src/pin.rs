@@ -22,10 +22,6 @@ pub(crate) struct Pinned {
 }
 
 impl Pinned {
-    pub(crate) fn client_config(printed: Option<[u8; 32]>) -> Arc<rustls::ClientConfig> {
-        Pinned::verifier(printed).client_config_for()
-    }
-
     /// A verifier pinned to `pin`, or trusting the first leaf it sees.
     pub(crate) fn verifier(pin: Option<[u8; 32]>) -> Arc<Pinned> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());

@@ -6,12 +6,14 @@ use std::collections::BTreeMap;
 
 /// Case name → the reason it is expected to fail.
 #[derive(Debug, Default)]
-pub(crate) struct Baseline {
-    pub(crate) entries: BTreeMap<String, String>,
+pub struct Baseline {
+    /// Case name → reason.
+    pub entries: BTreeMap<String, String>,
 }
 
 impl Baseline {
-    pub(crate) fn parse(text: &str) -> Result<Baseline, String> {
+    /// Reads the file's text.
+    pub fn parse(text: &str) -> Result<Baseline, String> {
         let mut entries = BTreeMap::new();
         for (n, line) in text.lines().enumerate() {
             let line = line.trim_end_matches('\r');
@@ -32,7 +34,8 @@ impl Baseline {
         Ok(Baseline { entries })
     }
 
-    pub(crate) fn reason(&self, name: &str) -> Option<&str> {
+    /// Why this case is expected to fail, if listed.
+    pub fn reason(&self, name: &str) -> Option<&str> {
         self.entries.get(name).map(String::as_str)
     }
 }

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use super::client::{Client, Resp};
 
 /// A case's result: `Err` carries the one-line reason.
-pub(crate) type R<T = ()> = Result<T, String>;
+pub type R<T = ()> = Result<T, String>;
 
 /// `ensure!(cond, "why {}", x)`: fail the case with that reason.
 macro_rules! ensure {
@@ -26,48 +26,58 @@ macro_rules! ensure {
 pub(crate) use ensure;
 
 /// A fresh request id (unique in this run).
-pub(crate) fn rid(prefix: &str) -> String {
+pub fn rid(prefix: &str) -> String {
     static NEXT: AtomicU64 = AtomicU64::new(1);
-    format!("{prefix}-{}", NEXT.fetch_add(1, Ordering::Relaxed))
+    format!("{prefix}-{}-{}", run_tag(), NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Eight hex characters drawn once per process: request ids of this run
+/// never meet the receipts an agent kept from an earlier run.
+fn run_tag() -> &'static str {
+    static TAG: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TAG.get_or_init(|| {
+        let seed = format!("{:?} {} {:?}", std::time::SystemTime::now(), std::process::id(), Instant::now());
+        sha256_hex(seed.as_bytes())[..8].to_owned()
+    })
 }
 
 // ---------------------------------------------------------------- JSON getters
 
-pub(crate) fn field<'a>(v: &'a Value, key: &str) -> R<&'a Value> {
+pub fn field<'a>(v: &'a Value, key: &str) -> R<&'a Value> {
     v.get(key).ok_or_else(|| format!("no `{key}` in {}", cut(v)))
 }
 
-pub(crate) fn str_of<'a>(v: &'a Value, key: &str) -> R<&'a str> {
+pub fn str_of<'a>(v: &'a Value, key: &str) -> R<&'a str> {
     field(v, key)?.as_str().ok_or_else(|| format!("`{key}` is not a string in {}", cut(v)))
 }
 
-pub(crate) fn u64_of(v: &Value, key: &str) -> R<u64> {
+pub fn u64_of(v: &Value, key: &str) -> R<u64> {
     field(v, key)?.as_u64().ok_or_else(|| format!("`{key}` is not a whole number in {}", cut(v)))
 }
 
-pub(crate) fn bool_of(v: &Value, key: &str) -> R<bool> {
+pub fn bool_of(v: &Value, key: &str) -> R<bool> {
     field(v, key)?.as_bool().ok_or_else(|| format!("`{key}` is not a bool in {}", cut(v)))
 }
 
-pub(crate) fn arr_of<'a>(v: &'a Value, key: &str) -> R<&'a Vec<Value>> {
+pub fn arr_of<'a>(v: &'a Value, key: &str) -> R<&'a Vec<Value>> {
     field(v, key)?.as_array().ok_or_else(|| format!("`{key}` is not a list in {}", cut(v)))
 }
 
 /// A value shortened for a message.
-pub(crate) fn cut(v: &Value) -> String {
+pub fn cut(v: &Value) -> String {
     let s = v.to_string();
     if s.chars().count() <= 240 { s } else { format!("{}...", s.chars().take(240).collect::<String>()) }
 }
 
 /// The ids of a list of objects.
-pub(crate) fn ids(list: &[Value]) -> Vec<String> {
+pub fn ids(list: &[Value]) -> Vec<String> {
     list.iter().filter_map(|v| v.get("id").and_then(Value::as_str)).map(str::to_owned).collect()
 }
 
 // ---------------------------------------------------------------- the contract's computations
 
 /// Compact JSON with object keys sorted at every level (§7 hash, the desk's echo).
-pub(crate) fn canonical(v: &Value) -> String {
+pub fn canonical(v: &Value) -> String {
     fn sorted(v: &Value) -> Value {
         match v {
             Value::Object(map) => {
@@ -86,12 +96,12 @@ pub(crate) fn canonical(v: &Value) -> String {
     serde_json::to_string(&sorted(v)).expect("a JSON value serializes")
 }
 
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+pub fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// `askIdFor(pane, toolCallId)`: the first 32 hex of SHA-256(pane, 0x00, toolCallId).
-pub(crate) fn ask_id_for(pane: &str, tool_call_id: &str) -> String {
+pub fn ask_id_for(pane: &str, tool_call_id: &str) -> String {
     let mut input = pane.as_bytes().to_vec();
     input.push(0);
     input.extend_from_slice(tool_call_id.as_bytes());
@@ -100,21 +110,20 @@ pub(crate) fn ask_id_for(pane: &str, tool_call_id: &str) -> String {
 
 /// The ask hash: SHA-256 of the ask as sent, less the fields that say who and
 /// when, as canonical JSON.
-pub(crate) fn ask_hash(ask: &Value) -> String {
+pub fn ask_hash(ask: &Value) -> String {
     let mut object = ask.as_object().cloned().unwrap_or_default();
-    for key in ["id", "pane", "hash", "createdAt", "expiresAt", "readable", "cleaned", "itemId", "toolCallId"]
-    {
+    for key in super::wire::ASK_HASH_EXCLUDED {
         object.remove(key);
     }
     sha256_hex(canonical(&Value::Object(object)).as_bytes())
 }
 
-pub(crate) fn is_lower_hex(s: &str, len: usize) -> bool {
+pub fn is_lower_hex(s: &str, len: usize) -> bool {
     s.len() == len && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// `2026-11-30T05:00:00.000Z`: RFC 3339, UTC, milliseconds.
-pub(crate) fn is_wire_time(s: &str) -> bool {
+pub fn is_wire_time(s: &str) -> bool {
     let b = s.as_bytes();
     b.len() == 24
         && b.iter().enumerate().all(|(i, c)| match i {
@@ -127,14 +136,14 @@ pub(crate) fn is_wire_time(s: &str) -> bool {
         })
 }
 
-pub(crate) fn time_of<'a>(v: &'a Value, key: &str) -> R<&'a str> {
+pub fn time_of<'a>(v: &'a Value, key: &str) -> R<&'a str> {
     let t = str_of(v, key)?;
     ensure!(is_wire_time(t), "`{key}` is {t:?}, not an RFC 3339 UTC time with milliseconds");
     Ok(t)
 }
 
 /// Milliseconds since 1970 of a wire time (for comparing two times).
-pub(crate) fn wire_time_ms(s: &str) -> Option<i64> {
+pub fn wire_time_ms(s: &str) -> Option<i64> {
     if !is_wire_time(s) {
         return None;
     }
@@ -155,7 +164,7 @@ pub(crate) fn wire_time_ms(s: &str) -> Option<i64> {
 // ---------------------------------------------------------------- polling
 
 /// Polls `probe` every 100 ms until it gives `Some`, for at most `limit`.
-pub(crate) async fn wait_for<T, F, Fut>(what: &str, limit: Duration, mut probe: F) -> R<T>
+pub async fn wait_for<T, F, Fut>(what: &str, limit: Duration, mut probe: F) -> R<T>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = R<Option<T>>>,
@@ -172,25 +181,25 @@ where
     }
 }
 
-pub(crate) async fn state(c: &Client) -> R<Value> {
+pub async fn state(c: &Client) -> R<Value> {
     Ok(c.get("/v1/state").await?.ok()?.clone())
 }
 
-pub(crate) fn pane_in<'a>(state: &'a Value, pane: &str) -> Option<&'a Value> {
+pub fn pane_in<'a>(state: &'a Value, pane: &str) -> Option<&'a Value> {
     state.get("panes")?.as_array()?.iter().find(|p| p.get("id").and_then(Value::as_str) == Some(pane))
 }
 
-pub(crate) async fn pane(c: &Client, pane: &str) -> R<Value> {
+pub async fn pane(c: &Client, pane: &str) -> R<Value> {
     let s = state(c).await?;
     pane_in(&s, pane).cloned().ok_or_else(|| format!("pane {pane} is not in the state"))
 }
 
 /// The pane's last event seq: a mark for "what happened after this".
-pub(crate) async fn mark(c: &Client, p: &str) -> R<u64> {
+pub async fn mark(c: &Client, p: &str) -> R<u64> {
     u64_of(&pane(c, p).await?, "lastSeq")
 }
 
-pub(crate) async fn wait_state(c: &Client, p: &str, want: &str, limit: Duration) -> R<Value> {
+pub async fn wait_state(c: &Client, p: &str, want: &str, limit: Duration) -> R<Value> {
     wait_for(&format!("{p} to be {want}"), limit, || async {
         let pane = pane(c, p).await?;
         Ok((pane.get("state").and_then(Value::as_str) == Some(want)).then_some(pane))
@@ -198,12 +207,12 @@ pub(crate) async fn wait_state(c: &Client, p: &str, want: &str, limit: Duration)
     .await
 }
 
-pub(crate) async fn wait_idle(c: &Client, p: &str) -> R<Value> {
+pub async fn wait_idle(c: &Client, p: &str) -> R<Value> {
     wait_state(c, p, "idle", Duration::from_secs(10)).await
 }
 
 /// The events of a pane after `after` (`snapshot: false` expected).
-pub(crate) async fn events_after(c: &Client, p: &str, after: u64) -> R<Vec<Value>> {
+pub async fn events_after(c: &Client, p: &str, after: u64) -> R<Vec<Value>> {
     let r = c.get(&format!("/v1/panes/{p}/events?after={after}")).await?;
     let body = r.ok()?;
     if bool_of(body, "snapshot")? {
@@ -214,7 +223,7 @@ pub(crate) async fn events_after(c: &Client, p: &str, after: u64) -> R<Vec<Value
 
 /// The pane's items written after `after`, each at its latest version, in order
 /// of first appearance (the view Collie builds from events).
-pub(crate) async fn items_after(c: &Client, p: &str, after: u64) -> R<Vec<Value>> {
+pub async fn items_after(c: &Client, p: &str, after: u64) -> R<Vec<Value>> {
     let mut items: Vec<Value> = Vec::new();
     for event in events_after(c, p, after).await? {
         if event.get("type").and_then(Value::as_str) != Some("item") {
@@ -230,20 +239,20 @@ pub(crate) async fn items_after(c: &Client, p: &str, after: u64) -> R<Vec<Value>
     Ok(items)
 }
 
-pub(crate) fn kind_is(item: &Value, kind: &str) -> bool {
+pub fn kind_is(item: &Value, kind: &str) -> bool {
     item.get("kind").and_then(Value::as_str) == Some(kind)
 }
 
-pub(crate) fn text_is(item: &Value, text: &str) -> bool {
+pub fn text_is(item: &Value, text: &str) -> bool {
     item.get("text").and_then(Value::as_str) == Some(text)
 }
 
-pub(crate) fn is_partial(item: &Value) -> bool {
+pub fn is_partial(item: &Value) -> bool {
     item.get("partial").and_then(Value::as_bool) == Some(true)
 }
 
 /// Waits for a final (not partial) item of this kind and text after `after`.
-pub(crate) async fn wait_item(c: &Client, p: &str, after: u64, kind: &str, text: &str) -> R<Value> {
+pub async fn wait_item(c: &Client, p: &str, after: u64, kind: &str, text: &str) -> R<Value> {
     let found = wait_for(&format!("a {kind} item {text:?} in {p}"), Duration::from_secs(10), || async {
         let items = items_after(c, p, after).await?;
         Ok(items.into_iter().find(|i| kind_is(i, kind) && text_is(i, text) && !is_partial(i)))
@@ -267,38 +276,23 @@ pub(crate) async fn wait_item(c: &Client, p: &str, after: u64, kind: &str, text:
 
 // ---------------------------------------------------------------- writes and asks
 
-pub(crate) async fn send(c: &Client, p: &str, text: &str, request_id: &str) -> R<Resp> {
+pub async fn send(c: &Client, p: &str, text: &str, request_id: &str) -> R<Resp> {
     c.post(&format!("/v1/panes/{p}/send"), &json!({"requestId": request_id, "text": text})).await
 }
 
 /// A send that must answer `sent`.
-pub(crate) async fn send_ok(c: &Client, p: &str, text: &str) -> R<Value> {
+pub async fn send_ok(c: &Client, p: &str, text: &str) -> R<Value> {
     let r = send(c, p, text, &rid("send")).await?;
     let body = r.ok()?.clone();
     ensure!(body["result"] == "sent", "send {text:?}: result {} (expected sent)", body["result"]);
     Ok(body)
 }
 
-pub(crate) fn open_asks(state: &Value) -> Vec<Value> {
+pub fn open_asks(state: &Value) -> Vec<Value> {
     state.get("asks").and_then(Value::as_array).cloned().unwrap_or_default()
 }
 
-/// Sends `/ask <spec>` to an idle pane and returns the new open ask.
-pub(crate) async fn raise(c: &Client, p: &str, spec: &str) -> R<Value> {
-    wait_idle(c, p).await?;
-    let before = ids(&open_asks(&state(c).await?));
-    send_ok(c, p, &format!("/ask {spec}")).await?;
-    wait_for(&format!("the ask raised by `/ask {spec}` on {p}"), Duration::from_secs(10), || async {
-        let s = state(c).await?;
-        Ok(open_asks(&s).into_iter().find(|a| {
-            a.get("pane").and_then(Value::as_str) == Some(p)
-                && a.get("id").and_then(Value::as_str).is_some_and(|id| !before.iter().any(|b| b == id))
-        }))
-    })
-    .await
-}
-
-pub(crate) async fn answer(
+pub async fn answer(
     c: &Client,
     ask_id: &str,
     request_id: &str,
@@ -313,7 +307,7 @@ pub(crate) async fn answer(
 }
 
 /// Answers an open ask with its hash and checks the `answered` body.
-pub(crate) async fn answer_ok(c: &Client, ask: &Value, answer_body: Value) -> R<Value> {
+pub async fn answer_ok(c: &Client, ask: &Value, answer_body: Value) -> R<Value> {
     let id = str_of(ask, "id")?;
     let request_id = rid("answer");
     let r = answer(c, id, &request_id, answer_body, Some(str_of(ask, "hash")?)).await?;
@@ -323,7 +317,7 @@ pub(crate) async fn answer_ok(c: &Client, ask: &Value, answer_body: Value) -> R<
 }
 
 /// The `200 answered` body of §7.1.
-pub(crate) fn check_answered(body: &Value, ask_id: &str, request_id: &str, replayed: bool) -> R<()> {
+pub fn check_answered(body: &Value, ask_id: &str, request_id: &str, replayed: bool) -> R<()> {
     ensure!(body["result"] == "answered", "result {} (expected answered)", body["result"]);
     ensure!(body["askId"] == ask_id, "askId {} (expected {ask_id})", body["askId"]);
     ensure!(body["requestId"] == request_id, "requestId {} (expected {request_id})", body["requestId"]);
@@ -333,13 +327,8 @@ pub(crate) fn check_answered(body: &Value, ask_id: &str, request_id: &str, repla
     Ok(())
 }
 
-/// The reply the desk writes when an answer comes: `Answer: <sorted compact JSON>`.
-pub(crate) async fn wait_answer_echo(c: &Client, p: &str, after: u64, answer: &Value) -> R<Value> {
-    wait_item(c, p, after, "reply", &format!("Answer: {}", canonical(answer))).await
-}
-
 /// The closing event of an ask after `after`.
-pub(crate) async fn wait_ask_closed(c: &Client, p: &str, after: u64, ask_id: &str) -> R<Value> {
+pub async fn wait_ask_closed(c: &Client, p: &str, after: u64, ask_id: &str) -> R<Value> {
     wait_for(&format!("an ask-closed event for {ask_id}"), Duration::from_secs(10), || async {
         Ok(events_after(c, p, after)
             .await?
@@ -350,7 +339,7 @@ pub(crate) async fn wait_ask_closed(c: &Client, p: &str, after: u64, ask_id: &st
 }
 
 /// Leaves the shared desk as a case expects to find it: no open ask, every pane idle.
-pub(crate) async fn settle(c: &Client) -> R<()> {
+pub async fn settle(c: &Client) -> R<()> {
     for _ in 0..3 {
         let s = state(c).await?;
         let asks = open_asks(&s);

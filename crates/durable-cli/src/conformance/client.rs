@@ -1,5 +1,9 @@
-//! The HTTP/1.1 client that plays Collie: hyper 1.x over the desk's Unix socket or
-//! over rustls to its HTTPS port, one connection per request, nothing else.
+//! The HTTP/1.1 client that plays Collie: it reaches the agent the one way
+//! the phone and the doctor do (`link.rs`: the private socket, or
+//! HTTPS pinned to a fingerprint, or trusting the first leaf on loopback),
+//! one connection per request, and keeps the raw exchanges a conformance
+//! run needs (another `Authorization`, several requests on one connection,
+//! an answer read while the body is still being sent).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -13,25 +17,18 @@ use hyper::{Method, Request};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::{TcpStream, UnixStream};
 
 use super::check::R;
+use crate::link::{Io, Link, Target, Token, Url};
 
 /// How long one request may take before the case fails (the slowest legitimate
 /// answer is a `busy` after 5 s, or a write accepted after a 6 s knob delay).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// Where the desk listens.
-#[derive(Clone)]
-pub(crate) enum Endpoint {
-    Unix(PathBuf),
-    Tls { addr: SocketAddr, config: Arc<rustls::ClientConfig> },
-}
-
 /// Which `Authorization` header a request carries (HTTPS only; the socket needs none).
 #[derive(Clone, Debug)]
-pub(crate) enum Auth {
-    /// The desk's token over HTTPS, nothing over the socket.
+pub enum Auth {
+    /// The agent's token over HTTPS, nothing over the socket.
     Default,
     /// No header at all.
     Missing,
@@ -39,69 +36,96 @@ pub(crate) enum Auth {
     Bearer(String),
 }
 
-/// A client for one running desk.
-#[derive(Clone)]
-pub(crate) struct Client {
-    endpoint: Endpoint,
-    token: Option<String>,
+/// A client for one running agent (cheap to clone: the clones share the pin).
+#[derive(Clone, Debug)]
+pub struct Client {
+    link: Arc<Link>,
+    token: Option<Token>,
 }
 
 /// One answer, read whole.
 #[derive(Debug)]
-pub(crate) struct Resp {
-    pub(crate) what: String,
-    pub(crate) status: u16,
-    pub(crate) headers: HeaderMap,
-    pub(crate) body: Bytes,
+pub struct Resp {
+    /// `METHOD path`, for messages.
+    pub what: String,
+    /// The status code.
+    pub status: u16,
+    /// The answer's headers.
+    pub headers: HeaderMap,
+    /// The body as sent.
+    pub body: Bytes,
     /// The body parsed as JSON, `Null` when it is empty or not JSON.
-    pub(crate) json: Value,
+    pub json: Value,
 }
 
-/// A connection to the desk, over either transport.
-trait Io: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Io for T {}
+/// The fingerprint (SHA-256 of the leaf certificate) in a line the agent
+/// printed, in its usual spellings.
+pub fn fingerprint_in(line: &str) -> Option<[u8; 32]> {
+    crate::pin::fingerprint_in(line)
+}
 
 impl Client {
-    /// Opens one connection to the desk (the TLS handshake included).
+    /// A client for the agent's private socket.
+    pub fn socket(path: PathBuf) -> Client {
+        Client::at(Target::Socket(path), None, None)
+    }
+
+    /// A client for an agent served over HTTPS at `addr` with `token`: the
+    /// certificate must match `pin`, or, without one, the first leaf seen
+    /// is trusted (loopback only: the caller's rule).
+    pub fn https(addr: SocketAddr, pin: Option<[u8; 32]>, token: Option<String>) -> Client {
+        let url = Url { https: true, host: addr.ip().to_string(), port: addr.port(), explicit_port: true };
+        Client::at(Target::Url(url), token.map(Token::new), pin)
+    }
+
+    pub(crate) fn at(target: Target, token: Option<Token>, pin: Option<[u8; 32]>) -> Client {
+        let token = match &target {
+            Target::Url(_) => token,
+            Target::Socket(_) => None,
+        };
+        Client { link: Arc::new(Link::new(target, token.clone(), pin)), token }
+    }
+
+    /// Whether requests go over TCP (HTTPS or loopback HTTP) rather than the socket.
+    pub fn is_tcp(&self) -> bool {
+        matches!(self.link.target(), Target::Url(_))
+    }
+
+    /// The fingerprint the last TLS handshake showed.
+    pub fn seen_fingerprint(&self) -> Option<[u8; 32]> {
+        self.link.seen_fingerprint()
+    }
+
+    /// Opens one connection to the agent (the TLS handshake included).
     async fn connect(&self) -> R<Box<dyn Io>> {
-        match &self.endpoint {
-            Endpoint::Unix(path) => {
-                let stream = UnixStream::connect(path)
-                    .await
-                    .map_err(|e| format!("connecting to {}: {e}", path.display()))?;
-                Ok(Box::new(stream))
-            }
-            Endpoint::Tls { addr, config } => {
-                let tcp = TcpStream::connect(addr).await.map_err(|e| format!("connecting to {addr}: {e}"))?;
-                let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
-                let tls = tokio_rustls::TlsConnector::from(config.clone())
-                    .connect(name, tcp)
-                    .await
-                    .map_err(|e| format!("TLS handshake with {addr}: {e}"))?;
-                Ok(Box::new(tls))
-            }
+        self.link.connect().await.map_err(|e| e.to_string())
+    }
+
+    fn authorization(&self, auth: &Auth) -> Option<String> {
+        match auth {
+            Auth::Default => self.token.as_ref().map(|t| format!("Bearer {}", t.secret())),
+            Auth::Missing => None,
+            Auth::Bearer(t) => Some(format!("Bearer {t}")),
         }
     }
-}
 
-impl Client {
-    pub(crate) fn new(endpoint: Endpoint, token: Option<String>) -> Self {
-        Client { endpoint, token }
-    }
-
-    pub(crate) async fn get(&self, path: &str) -> R<Resp> {
+    /// `GET path` with the agent's token.
+    pub async fn get(&self, path: &str) -> R<Resp> {
         self.request(Method::GET, path, None, &[], Auth::Default).await
     }
 
-    pub(crate) async fn post(&self, path: &str, body: &Value) -> R<Resp> {
-        self.post_raw(path, Bytes::from(serde_json::to_vec(body).expect("a JSON value serializes"))).await
+    /// `POST path` with this JSON body.
+    pub async fn post(&self, path: &str, body: &Value) -> R<Resp> {
+        self.post_raw(path, Bytes::from(body.to_string())).await
     }
 
-    pub(crate) async fn post_raw(&self, path: &str, body: Bytes) -> R<Resp> {
+    /// `POST path` with these bytes as the body.
+    pub async fn post_raw(&self, path: &str, body: Bytes) -> R<Resp> {
         self.request(Method::POST, path, Some(body), &[], Auth::Default).await
     }
 
-    pub(crate) async fn request(
+    /// One request on a connection of its own.
+    pub async fn request(
         &self,
         method: Method,
         path: &str,
@@ -110,24 +134,20 @@ impl Client {
         auth: Auth,
     ) -> R<Resp> {
         let what = format!("{method} {}", short(path));
-        let mut builder = Request::builder().method(method).uri(path).header("host", "localhost");
+        let mut builder = Request::builder().method(method).uri(path).header("host", self.link.host_header());
         if body.is_some() {
             builder = builder.header("content-type", "application/json");
         }
-        let token = match auth {
-            Auth::Default => self.token.clone(),
-            Auth::Missing => None,
-            Auth::Bearer(t) => Some(t),
-        };
-        if let Some(token) = token {
-            builder = builder.header("authorization", format!("Bearer {token}"));
+        if let Some(value) = self.authorization(&auth) {
+            builder = builder.header("authorization", value);
         }
         for (name, value) in headers {
             builder = builder.header(*name, *value);
         }
+        // The message names the path only: the token must never reach it.
         let request = builder
             .body(Full::new(body.unwrap_or_default()))
-            .map_err(|e| format!("{what}: building: {e}"))?;
+            .map_err(|_| format!("{what}: cannot be written"))?;
         let exchange = async { exchange(self.connect().await?, request).await };
         let (status, headers, body) = tokio::time::timeout(REQUEST_TIMEOUT, exchange)
             .await
@@ -136,19 +156,18 @@ impl Client {
         let json = serde_json::from_slice(&body).unwrap_or(Value::Null);
         Ok(Resp { what, status, headers, body, json })
     }
-}
 
-impl Client {
     /// GETs on one kept-alive connection, one after the other (Collie's polls).
-    pub(crate) async fn get_on_one_connection(&self, paths: &[&str]) -> R<Vec<Resp>> {
+    pub async fn get_on_one_connection(&self, paths: &[&str]) -> R<Vec<Resp>> {
         let requests: Vec<Request<Full<Bytes>>> = paths
             .iter()
             .map(|path| {
-                let mut b = Request::builder().method(Method::GET).uri(*path).header("host", "localhost");
-                if let Some(token) = &self.token {
-                    b = b.header("authorization", format!("Bearer {token}"));
+                let mut b =
+                    Request::builder().method(Method::GET).uri(*path).header("host", self.link.host_header());
+                if let Some(value) = self.authorization(&Auth::Default) {
+                    b = b.header("authorization", value);
                 }
-                b.body(Full::new(Bytes::new())).map_err(|e| e.to_string())
+                b.body(Full::new(Bytes::new())).map_err(|_| format!("GET {} cannot be written", short(path)))
             })
             .collect::<R<_>>()?;
         let run = async { exchange_many(self.connect().await?, requests).await };
@@ -168,14 +187,15 @@ impl Client {
     /// A POST written by hand while the answer is read at the same time, so an
     /// early answer (a `413` before the whole body is sent, then a closed
     /// connection) is still seen. Only `Content-Length` answers are read.
-    pub(crate) async fn post_early_answer(&self, path: &str, body: Bytes) -> R<Resp> {
+    pub async fn post_early_answer(&self, path: &str, body: Bytes) -> R<Resp> {
         let what = format!("POST {} ({} bytes, answer read while sending)", short(path), body.len());
         let mut head = format!(
-            "POST {path} HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+            "POST {path} HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+            self.link.host_header(),
             body.len()
         );
-        if let Some(token) = &self.token {
-            head.push_str(&format!("authorization: Bearer {token}\r\n"));
+        if let Some(value) = self.authorization(&Auth::Default) {
+            head.push_str(&format!("authorization: {value}\r\n"));
         }
         head.push_str("\r\n");
         let exchange = async { raw_exchange(self.connect().await?, head, body).await };
@@ -185,6 +205,47 @@ impl Client {
             .map_err(|e| format!("{what}: {e}"))?;
         let json = serde_json::from_slice(&body).unwrap_or(Value::Null);
         Ok(Resp { what, status, headers, body, json })
+    }
+
+    /// Two requests written at once on one connection with this
+    /// `Authorization` (or none): the first answer, then whether the agent
+    /// closed the connection instead of answering the second (§1.2: nothing
+    /// more is served after a `401`).
+    pub async fn closes_after_first(&self, auth: Auth) -> R<(Resp, bool)> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut one = format!("GET /hello HTTP/1.1\r\nhost: {}\r\n", self.link.host_header());
+        if let Some(value) = self.authorization(&auth) {
+            one.push_str(&format!("authorization: {value}\r\n"));
+        }
+        one.push_str("\r\n");
+        let what = "GET /hello twice on one connection".to_owned();
+        let run = async {
+            let mut io = self.connect().await?;
+            io.write_all(format!("{one}{one}").as_bytes()).await.map_err(|e| format!("writing: {e}"))?;
+            let mut got = Vec::new();
+            let mut buf = [0u8; 8192];
+            loop {
+                match io.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+                if got.len() > 1 << 20 {
+                    return Err("more than 1 MiB of answers".to_owned());
+                }
+            }
+            let (status, headers, start, length) =
+                parse_head(&got)?.ok_or_else(|| format!("no whole answer in {} bytes", got.len()))?;
+            let end = (start + length).min(got.len());
+            let body = Bytes::copy_from_slice(&got[start..end]);
+            let second = got[end..].windows(5).any(|w| w == b"HTTP/");
+            Ok::<_, String>(((status, headers, body), !second))
+        };
+        let ((status, headers, body), closed) = tokio::time::timeout(REQUEST_TIMEOUT, run)
+            .await
+            .map_err(|_| format!("{what}: the connection stayed open {} s", REQUEST_TIMEOUT.as_secs()))?
+            .map_err(|e| format!("{what}: {e}"))?;
+        let json = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        Ok((Resp { what, status, headers, body, json }, closed))
     }
 }
 
@@ -297,12 +358,12 @@ fn short(path: &str) -> String {
 }
 
 impl Resp {
-    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+    pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
     /// The body for a message, cut to a readable length.
-    pub(crate) fn body_text(&self) -> String {
+    pub fn body_text(&self) -> String {
         let text = String::from_utf8_lossy(&self.body);
         let text = text.trim();
         if text.chars().count() <= 300 {
@@ -313,12 +374,12 @@ impl Resp {
     }
 
     /// A `200` with `"ok": true`: the success body.
-    pub(crate) fn ok(&self) -> R<&Value> {
+    pub fn ok(&self) -> R<&Value> {
         self.ok_with(200)
     }
 
     /// This status with `"ok": true`.
-    pub(crate) fn ok_with(&self, status: u16) -> R<&Value> {
+    pub fn ok_with(&self, status: u16) -> R<&Value> {
         if self.status != status || self.json.get("ok") != Some(&Value::Bool(true)) {
             return Err(format!(
                 "{}: expected {status} ok, got {} {}",
@@ -331,7 +392,7 @@ impl Resp {
     }
 
     /// A failure: this status, `"ok": false`, this `code` and a `message` sentence.
-    pub(crate) fn refused(&self, status: u16, code: &str) -> R<&Value> {
+    pub fn refused(&self, status: u16, code: &str) -> R<&Value> {
         let got_code = self.json.get("code").and_then(Value::as_str);
         if self.status != status || self.json.get("ok") != Some(&Value::Bool(false)) || got_code != Some(code)
         {

@@ -1,297 +1,283 @@
-//! `cargo xtask conformance`: a client playing Collie against the support desk.
+//! `durable conformance`: a client playing Collie against any agent.
 //!
-//! It builds the desk once, starts it as a child (a fresh data folder per run, and
-//! per case that needs knobs or restarts), talks to it over the private Unix socket
-//! and over HTTPS with a pinned self-signed certificate, and runs every case over
-//! both transports. One line per case (`PASS name` / `FAIL name: why` /
-//! `XFAIL name: reason`), then the closing line `N passed, M failed`, where M counts
-//! the unexpected results only; the exit code is non-zero when M is.
+//! It reads the agent's hello and caps, finds its panes in the state, and
+//! checks what the wire promises for what the agent declares (the generic
+//! tier: nothing about the agent's content is assumed). By default it only
+//! reads and sends what cannot act; `--writes` adds the writes that act,
+//! and `--agent-cmd` lets it start, kill and restart the agent for what
+//! needs a restart. One line per case (`PASS name` / `FAIL name: why` /
+//! `XFAIL name: reason`), then `N passed, M failed`, M counting the
+//! unexpected results only; the exit code is 1 when M is not 0, 2 for a
+//! usage error.
+//!
+//! The items here are public for this repository's own suite (the support
+//! desk's cases, in `xtask/collie`), not for anyone else: no promise holds
+//! them still.
 
-mod baseline;
-mod cases;
-mod check;
-mod client;
-mod desk;
+mod agent;
+pub mod baseline;
+pub mod check;
+pub mod client;
+mod generic;
+mod wire;
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::fmt;
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use baseline::Baseline;
-use cases::{Case, Ctx, Shared, Uses};
+pub use baseline::Baseline;
 use check::R;
-use desk::{Desk, DeskSpec, Transport, private_dir};
+pub use generic::Kind;
 
-/// The repository's root (the desk tier runs in this repository only).
-fn project_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use crate::link::{AgentArgs, Target, Token, Url};
 
 /// `durable conformance`'s command line.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Which transports to run over: socket, tls or both.
-    #[arg(long, default_value = "both")]
-    transport: String,
+    #[command(flatten)]
+    agent: AgentArgs,
+    /// Also exercise writes that act: a send to a pane, the panes' declared
+    /// actions, the starters, answers to the cards the agent raises, rename,
+    /// close and reopen. Without it, only reads and requests that cannot act.
+    #[arg(long)]
+    writes: bool,
+    /// The command that starts the agent (run with `sh -c`): the run starts
+    /// it, and kills it with SIGKILL and starts it again for what needs a
+    /// restart (a new epoch; receipts kept across a crash).
+    #[arg(long, value_name = "COMMAND")]
+    agent_cmd: Option<String>,
+    /// The agent keeps its receipts across a restart (a persistent receipt
+    /// store): with --agent-cmd and --writes, a request repeated after a
+    /// SIGKILL must replay its first answer.
+    #[arg(long, requires = "agent_cmd")]
+    receipts_persist: bool,
+    /// Cases expected to fail, one `name<TAB>reason` a line (`#` comments);
+    /// a listed case that passes, or a name that matches no case, fails.
+    #[arg(long, value_name = "FILE")]
+    expected_failures: Option<PathBuf>,
     /// Only the cases whose name holds this.
     #[arg(long, value_name = "SUBSTR")]
     filter: Option<String>,
 }
 
-/// How long one case may take, desks and restarts included.
-const CASE_TIMEOUT: Duration = Duration::from_secs(90);
-
-/// One transport's run: the desk binary, a folder for its desks, the tokens.
-#[derive(Debug)]
-pub(crate) struct Suite {
-    pub(crate) transport: Transport,
-    bin: PathBuf,
-    root: PathBuf,
-    pub(crate) token: String,
-    pub(crate) token_next: String,
-    next_dir: AtomicU32,
+/// One run of the generic tier: where the agent is and what may be done.
+#[derive(Clone, Default)]
+pub struct Generic {
+    /// The agent's private socket.
+    pub socket: Option<PathBuf>,
+    /// Or its address: `https://HOST:PORT`, or `http://127.0.0.1:PORT`.
+    pub url: Option<String>,
+    /// HTTPS: the certificate's SHA-256.
+    pub pin: Option<[u8; 32]>,
+    /// HTTPS on loopback: trust the first leaf seen.
+    pub insecure: bool,
+    /// The bearer token (TCP only).
+    pub token: Option<String>,
+    /// The rotation token, when known (`token_next_accepted`).
+    pub token_next: Option<String>,
+    /// Run the writes that act.
+    pub writes: bool,
+    /// Start the agent with `sh -c` (and restart it).
+    pub agent_cmd: Option<String>,
+    /// Variables added to the agent's environment.
+    pub agent_env: Vec<(String, String)>,
+    /// The agent's receipts outlive it.
+    pub receipts_persist: bool,
+    /// Only the cases whose name holds this.
+    pub filter: Option<String>,
 }
 
-impl Suite {
-    /// A fresh private folder `<root>/<t><n>` holding `data/` and `s/app.sock`.
-    pub(crate) fn spec(&self, knobs: &[&str]) -> DeskSpec {
-        let n = self.next_dir.fetch_add(1, Ordering::Relaxed);
-        let dir = self.root.join(format!("{}{n}", &self.transport.name()[..1]));
-        if let Err(why) = private_dir(&dir) {
-            eprintln!("conformance: {why}");
-        }
-        DeskSpec {
-            bin: self.bin.clone(),
-            transport: self.transport,
-            data: dir.join("data"),
-            socket: dir.join("s").join("app.sock"),
-            knobs: knobs.iter().map(|k| (*k).to_owned()).collect(),
-            token: self.token.clone(),
-            token_next: self.token_next.clone(),
+impl fmt::Debug for Generic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Generic")
+            .field("socket", &self.socket)
+            .field("url", &self.url)
+            .field("insecure", &self.insecure)
+            .field("token", &self.token.as_ref().map(|_| "<not shown>"))
+            .field("writes", &self.writes)
+            .field("agent_cmd", &self.agent_cmd)
+            .field("receipts_persist", &self.receipts_persist)
+            .field("filter", &self.filter)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where the run reaches the agent, once the command line is read.
+#[derive(Debug)]
+struct Place {
+    target: Target,
+    kind: Kind,
+}
+
+impl Generic {
+    /// The usage rules: a place, a URL that keeps §1.2's rule, a pin or
+    /// `--insecure` (loopback only) over HTTPS.
+    fn place(&self) -> Result<Place, String> {
+        match (&self.socket, &self.url) {
+            (Some(path), None) => Ok(Place { target: Target::Socket(path.clone()), kind: Kind::Socket }),
+            (None, Some(text)) => {
+                let url = Url::parse(text)?;
+                url.rule()?;
+                if self.insecure && !url.is_loopback() {
+                    return Err(format!("--insecure is for loopback only, not {}", url.host));
+                }
+                if url.https && self.pin.is_none() && !self.insecure && self.agent_cmd.is_none() {
+                    return Err(
+                        "over HTTPS, give the certificate's --fingerprint (or --insecure on loopback)".into(),
+                    );
+                }
+                if self.token.is_none() {
+                    return Err("over TCP the token comes from COLLIE_TOKEN, which is not set".into());
+                }
+                let kind = if url.https { Kind::Tls } else { Kind::Http };
+                Ok(Place { target: Target::Url(url), kind })
+            }
+            _ => Err("say where the agent is: --socket PATH or --url URL".into()),
         }
     }
 }
 
-struct Options {
-    transports: Vec<Transport>,
-    filter: Option<String>,
-}
-
-fn parse(args: &Args) -> Result<Options, String> {
-    let transports = match args.transport.as_str() {
-        "socket" => vec![Transport::Socket],
-        "tls" => vec![Transport::Tls],
-        "both" => vec![Transport::Socket, Transport::Tls],
-        other => return Err(format!("--transport {other}: socket, tls or both")),
+fn from_args(args: Args) -> Result<(Generic, Baseline), String> {
+    let place = args.agent.place()?;
+    let (socket, url) = match place {
+        Ok(path) => (Some(path), None),
+        Err(url) => (None, Some(url)),
     };
-    Ok(Options { transports, filter: args.filter.clone() })
+    let baseline = match &args.expected_failures {
+        None => Baseline::default(),
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            Baseline::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?
+        }
+    };
+    let env_token = |name: &str| std::env::var(name).ok().filter(|t| !t.is_empty());
+    let generic = Generic {
+        socket,
+        url,
+        pin: args.agent.fingerprint,
+        insecure: args.agent.insecure,
+        token: Token::from_env().map(|t| t.secret().to_owned()),
+        token_next: env_token("COLLIE_TOKEN_NEXT"),
+        writes: args.writes,
+        agent_cmd: args.agent_cmd,
+        agent_env: Vec::new(),
+        receipts_persist: args.receipts_persist,
+        filter: args.filter,
+    };
+    generic.place()?;
+    Ok((generic, baseline))
 }
 
 pub(crate) fn main(args: Args) -> ExitCode {
-    let options = match parse(&args) {
-        Ok(options) => options,
+    let (generic, baseline) = match from_args(args) {
+        Ok(read) => read,
         Err(why) => {
-            eprintln!("conformance: {why} (durable conformance --help)");
+            eprintln!("durable conformance: {why} (durable conformance --help)");
             return ExitCode::from(2);
         }
     };
-    let runtime =
-        tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
-    match runtime.block_on(run(options)) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("durable conformance: a tokio runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let kind = generic.place().map(|p| p.kind).unwrap_or(Kind::Socket);
+    let result = runtime.block_on(async {
+        let mut tally = run_generic(&generic, &baseline).await?;
+        tally.fail_stale(&baseline, &generic_names(kind));
+        Ok::<_, String>(tally)
+    });
+    match result {
+        Ok(tally) => {
+            println!("{tally}");
+            if tally.failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+        }
         Err(why) => {
-            eprintln!("conformance: {why}");
+            eprintln!("durable conformance: {}", why.replace('\n', " "));
             ExitCode::FAILURE
         }
     }
 }
 
+/// How long one case may take, restarts included.
+const CASE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How a case went, against the baseline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Outcome {
+pub enum Outcome {
+    /// Passed, not listed.
     Pass,
+    /// Failed unlisted, or passed though listed.
     Fail,
+    /// Failed as listed.
     ExpectedFail,
 }
 
-async fn run(options: Options) -> R<bool> {
-    let started = Instant::now();
-    let root = project_root();
-    let baseline_path = root.join("xtask/collie/conformance/expected-failures.txt");
-    let baseline = match std::fs::read_to_string(&baseline_path) {
-        Ok(text) => Baseline::parse(&text).map_err(|e| format!("{}: {e}", baseline_path.display()))?,
-        Err(e) => return Err(format!("{}: {e}", baseline_path.display())),
-    };
-    let cases = cases::all();
-    let every_name = every_name(&cases);
-    let bin = build_desk(&root)?;
-    let built = started.elapsed();
-    let started = Instant::now();
-    let tmp = temp_root();
-    private_dir(&tmp)?;
-    let (token, token_next) = (random_hex(32), random_hex(32));
+/// The counts of a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Cases that passed.
+    pub passed: usize,
+    /// Unexpected results (and stale baseline entries).
+    pub failed: usize,
+    /// Listed failures.
+    pub xfail: usize,
+}
 
-    let suites: Vec<Arc<Suite>> = options
-        .transports
-        .iter()
-        .map(|t| {
-            Arc::new(Suite {
-                transport: *t,
-                bin: bin.clone(),
-                root: tmp.clone(),
-                token: token.clone(),
-                token_next: token_next.clone(),
-                next_dir: AtomicU32::new(0),
-            })
-        })
-        .collect();
-    let selected = |t: Transport| -> Vec<&Case> {
-        cases
-            .iter()
-            .filter(|c| {
-                c.runs_on(t) && options.filter.as_ref().is_none_or(|f| c.name(t).contains(f.as_str()))
-            })
-            .collect()
-    };
-    let count: usize = suites.iter().map(|s| selected(s.transport).len()).sum();
-    println!(
-        "conformance: {count} cases over {} against {}",
-        suites.iter().map(|s| s.transport.name()).collect::<Vec<_>>().join(" and "),
-        bin.display()
-    );
-    // The transports run side by side (each sequential inside); every line is printed as it comes.
-    let outcomes: Vec<Outcome> = match suites.as_slice() {
-        [one] => run_suite(one.clone(), selected(one.transport), &baseline).await,
-        [a, b] => {
-            let (x, y) = tokio::join!(
-                run_suite(a.clone(), selected(a.transport), &baseline),
-                run_suite(b.clone(), selected(b.transport), &baseline)
-            );
-            x.into_iter().chain(y).collect()
+impl Tally {
+    /// Counts one outcome.
+    pub fn add(&mut self, outcome: Outcome) {
+        match outcome {
+            Outcome::Pass => self.passed += 1,
+            Outcome::Fail => self.failed += 1,
+            Outcome::ExpectedFail => self.xfail += 1,
         }
-        _ => Vec::new(),
-    };
-    let _ = std::fs::remove_dir_all(&tmp);
-
-    let mut failed = outcomes.iter().filter(|o| **o == Outcome::Fail).count();
-    for name in stale_entries(&baseline, &every_name) {
-        println!("FAIL {name}: listed in expected-failures.txt but matches no case");
-        failed += 1;
     }
-    let passed = outcomes.iter().filter(|o| **o == Outcome::Pass).count();
-    let xfail = outcomes.iter().filter(|o| **o == Outcome::ExpectedFail).count();
-    println!(
-        "conformance: {xfail} expected failure{} (XFAIL, counted in neither number below); cases {:.1} s, desk build {:.1} s",
-        if xfail == 1 { "" } else { "s" },
-        started.elapsed().as_secs_f64(),
-        built.as_secs_f64()
-    );
-    println!("{passed} passed, {failed} failed");
-    Ok(failed == 0)
-}
 
-async fn run_suite(suite: Arc<Suite>, cases: Vec<&Case>, baseline: &Baseline) -> Vec<Outcome> {
-    let t = suite.transport;
-    let mut outcomes = Vec::new();
-    let mut shared: Option<Desk> = None;
-    let mut shared_error: Option<String> = None;
-    for case in cases {
-        let name = case.name(t);
-        let result = match case.uses {
-            Uses::Own => run_case(case, Ctx { suite: suite.clone(), shared: None }).await,
-            Uses::Shared => {
-                if let Some(status) = shared.as_mut().and_then(Desk::exited) {
-                    let stderr = shared.as_ref().map(|d| d.stderr.tail(4)).unwrap_or_default();
-                    println!(
-                        "note: the shared {} desk exited ({status}); starting another. stderr: {stderr}",
-                        t.name()
-                    );
-                    shared = None;
-                }
-                if shared.is_none() && shared_error.is_none() {
-                    match Desk::start(suite.spec(&[])).await {
-                        Ok(desk) => {
-                            if t == Transport::Tls {
-                                println!(
-                                    "note: tls desk at {}: certificate pinned to {}",
-                                    desk.address,
-                                    if desk.pinned {
-                                        "the SHA-256 fingerprint it printed"
-                                    } else {
-                                        "the first leaf seen (it printed no fingerprint)"
-                                    }
-                                );
-                            }
-                            shared = Some(desk);
-                        }
-                        Err(why) => shared_error = Some(why),
-                    }
-                }
-                match (&mut shared, &shared_error) {
-                    (Some(desk), _) => {
-                        let _ = check::settle(&desk.client).await;
-                        let view = Shared {
-                            client: desk.client.clone(),
-                            stdout: desk.stdout.clone(),
-                            stderr: desk.stderr.clone(),
-                            socket: desk.spec.socket.clone(),
-                        };
-                        let result = run_case(case, Ctx { suite: suite.clone(), shared: Some(view) }).await;
-                        match (result, desk.exited()) {
-                            (Err(why), Some(status)) => Err(format!(
-                                "{why} (the desk exited: {status}; stderr: {})",
-                                desk.stderr.tail(3)
-                            )),
-                            (result, _) => result,
-                        }
-                    }
-                    (None, Some(why)) => Err(format!("the shared {} desk did not start: {why}", t.name())),
-                    (None, None) => Err("no shared desk".to_owned()),
-                }
-            }
-        };
-        outcomes.push(report(&name, result, baseline));
+    /// Adds another run's counts.
+    pub fn merge(&mut self, other: Tally) {
+        self.passed += other.passed;
+        self.failed += other.failed;
+        self.xfail += other.xfail;
     }
-    if let Some(desk) = shared {
-        let _ = desk.kill().await;
-    }
-    outcomes
-}
 
-async fn run_case(case: &Case, cx: Ctx) -> R {
-    match tokio::time::timeout(CASE_TIMEOUT, (case.run)(cx)).await {
-        Ok(result) => result,
-        Err(_) => Err(format!("the case took more than {} s", CASE_TIMEOUT.as_secs())),
+    /// Fails (and prints) every baseline entry that names none of `names`.
+    pub fn fail_stale(&mut self, baseline: &Baseline, names: &[String]) {
+        for name in stale_entries(baseline, names) {
+            println!("FAIL {name}: listed as an expected failure but matches no case");
+            self.failed += 1;
+        }
     }
 }
 
-/// The name of every case on every transport it runs on, as printed.
-fn every_name(cases: &[Case]) -> Vec<String> {
-    cases
-        .iter()
-        .flat_map(|c| {
-            [Transport::Socket, Transport::Tls].into_iter().filter(|t| c.runs_on(*t)).map(|t| c.name(t))
-        })
-        .collect()
+impl fmt::Display for Tally {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.xfail > 0 {
+            writeln!(f, "{} expected failure(s) (XFAIL, counted in neither number below)", self.xfail)?;
+        }
+        write!(f, "{} passed, {} failed", self.passed, self.failed)
+    }
 }
 
 /// Baseline entries that name no case of this run: each fails the run.
-fn stale_entries<'a>(baseline: &'a Baseline, every_name: &[String]) -> Vec<&'a String> {
-    baseline.entries.keys().filter(|n| !every_name.contains(n)).collect()
+pub fn stale_entries<'a>(baseline: &'a Baseline, names: &[String]) -> Vec<&'a String> {
+    baseline.entries.keys().filter(|n| !names.contains(n)).collect()
 }
 
-fn report(name: &str, result: R, baseline: &Baseline) -> Outcome {
-    let one_line = |s: &str| s.replace('\n', " ");
+/// Prints the case's line and says how it went against the baseline.
+pub fn report(name: &str, result: R, baseline: &Baseline) -> Outcome {
+    let one_line = |s: &str| s.replace(['\n', '\r'], " ");
     match (result, baseline.reason(name)) {
         (Ok(()), None) => {
             println!("PASS {name}");
             Outcome::Pass
         }
         (Ok(()), Some(_)) => {
-            println!("FAIL {name}: listed as expected failure but passed");
+            println!("FAIL {name}: listed as an expected failure but passed");
             Outcome::Fail
         }
         (Err(why), None) => {
@@ -305,75 +291,163 @@ fn report(name: &str, result: R, baseline: &Baseline) -> Outcome {
     }
 }
 
-/// `cargo build --example desk -p durable-examples` into the invoking cargo's target folder.
-fn build_desk(root: &Path) -> R<PathBuf> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let target = match std::env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {
-        Some(dir) => {
-            let dir = PathBuf::from(dir);
-            if dir.is_absolute() {
-                dir
-            } else {
-                std::env::current_dir().map_err(|e| e.to_string())?.join(dir)
-            }
+/// The name of every generic case over this transport, as printed.
+pub fn generic_names(kind: Kind) -> Vec<String> {
+    generic::all().iter().map(|c| c.name(kind)).collect()
+}
+
+/// Runs the generic tier and prints one line per case; `Err` when the
+/// agent cannot be started or reached, or its hello is no hello.
+pub async fn run_generic(g: &Generic, baseline: &Baseline) -> Result<Tally, String> {
+    let place = g.place()?;
+    let token = g.token.clone().map(Token::new);
+    let agent = match &g.agent_cmd {
+        Some(cmd) => {
+            let spec = agent::AgentSpec {
+                cmd: cmd.clone(),
+                env: g.agent_env.clone(),
+                target: place.target.clone(),
+                token: token.clone(),
+                pin: g.pin,
+                insecure: g.insecure,
+            };
+            Some(agent::Agent::start(spec).await.map_err(|e| format!("--agent-cmd: {e}"))?)
         }
-        None => root.join("target"),
+        None => None,
     };
-    eprintln!("conformance: building the desk (cargo build --example desk -p durable-examples)");
-    let status = std::process::Command::new(cargo)
-        .args(["build", "--example", "desk", "-p", "durable-examples"])
-        .current_dir(root)
-        .env("CARGO_TARGET_DIR", &target)
-        .status()
-        .map_err(|e| format!("running cargo: {e}"))?;
-    if !status.success() {
-        return Err(format!("building the desk failed ({status})"));
+    let client = match &agent {
+        Some(agent) => agent.client.clone(),
+        None => client::Client::at(place.target.clone(), token, g.pin),
+    };
+    let hello =
+        client.get("/hello").await.map_err(|e| format!("cannot reach the agent at {}: {e}", place.target))?;
+    if hello.status == 401 {
+        return Err(format!("{} refused the token (401): is COLLIE_TOKEN the agent's?", place.target));
     }
-    let bin = target.join("debug").join("examples").join("desk");
-    if !bin.exists() {
-        return Err(format!("the desk built, but {} is not there", bin.display()));
+    let hello_json =
+        hello.ok().map_err(|e| format!("the agent at {} gives no hello: {e}", place.target))?.clone();
+    let state = client.get("/v1/state").await?;
+    let state_json = state.ok().map_err(|e| format!("the agent gives no state: {e}"))?.clone();
+    let cx = generic::G {
+        client: Arc::new(Mutex::new(client)),
+        kind: place.kind,
+        hello: hello_json,
+        state: state_json,
+        token: g.token.clone(),
+        token_next: g.token_next.clone(),
+        socket: g.socket.clone(),
+        agent: agent.map(|a| Arc::new(tokio::sync::Mutex::new(a))),
+    };
+    let allowed = |needs: generic::Needs| match needs {
+        generic::Needs::Read => true,
+        generic::Needs::Writes => g.writes,
+        generic::Needs::Restart => cx.agent.is_some(),
+        generic::Needs::PersistentReceipts => cx.agent.is_some() && g.writes && g.receipts_persist,
+    };
+    let cases = generic::all();
+    // What is not run, and why: the flags it needs, or what the agent does not declare.
+    let mut not_run: Vec<(&str, Vec<&str>)> = vec![
+        ("--writes", Vec::new()),
+        ("--agent-cmd", Vec::new()),
+        ("--agent-cmd --writes --receipts-persist", Vec::new()),
+        ("what the agent does not declare, or another transport", Vec::new()),
+    ];
+    let mut selected = Vec::new();
+    for case in &cases {
+        let name = case.name(place.kind);
+        if g.filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) {
+            continue;
+        }
+        let why = if allowed(case.needs) {
+            if (case.applies)(&cx) {
+                selected.push((name, case));
+                continue;
+            }
+            3
+        } else {
+            match case.needs {
+                generic::Needs::Writes => 0,
+                generic::Needs::Restart => 1,
+                generic::Needs::PersistentReceipts | generic::Needs::Read => 2,
+            }
+        };
+        not_run[why].1.push(case.rule);
     }
-    Ok(bin)
-}
-
-/// A short private folder for this run's desks (socket paths stay far under 103 bytes).
-fn temp_root() -> PathBuf {
-    let base = std::env::temp_dir();
-    let base = if base.as_os_str().len() <= 40 { base } else { PathBuf::from("/tmp") };
-    base.join(format!("durable-xtask-{}", std::process::id()))
-}
-
-/// `bytes` random bytes as lowercase hex (a token of `2 * bytes` characters).
-fn random_hex(bytes: usize) -> String {
-    let mut buf = vec![0u8; bytes];
-    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut buf));
-    if read.is_err() {
-        let seed = format!("{:?}{}{bytes}", std::time::SystemTime::now(), std::process::id());
-        return check::sha256_hex(seed.as_bytes())[..2 * bytes.min(32)].to_owned();
+    let on: Vec<&str> = wire::CAP_NAMES.iter().copied().filter(|c| cx.cap(c)).collect();
+    println!(
+        "conformance: {} generic cases against {} ({} {}, host {}; caps on: {}; {} panes)",
+        selected.len(),
+        place.target,
+        cx.hello["sdk"]["name"].as_str().unwrap_or("?"),
+        cx.hello["sdk"]["version"].as_str().unwrap_or("?"),
+        cx.hello["host"].as_str().unwrap_or("?"),
+        if on.is_empty() { "none".to_owned() } else { on.join(",") },
+        cx.panes().len(),
+    );
+    for (needs, rules) in not_run.iter().filter(|(_, rules)| !rules.is_empty()) {
+        println!("conformance: not run (needs {needs}): {}", rules.join(", "));
     }
-    buf.iter().map(|b| format!("{b:02x}")).collect()
+    let started = Instant::now();
+    let mut tally = Tally::default();
+    for (name, case) in selected {
+        let result = match tokio::time::timeout(CASE_TIMEOUT, (case.run)(cx.clone())).await {
+            Ok(result) => result,
+            Err(_) => Err(format!("the case took more than {} s", CASE_TIMEOUT.as_secs())),
+        };
+        tally.add(report(&name, result, baseline));
+    }
+    println!("conformance: generic cases {:.1} s", started.elapsed().as_secs_f64());
+    if let Some(agent) = &cx.agent {
+        agent.lock().await.kill().await;
+    }
+    Ok(tally)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn args(a: &[&str]) -> Result<(Generic, Baseline), String> {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            conformance: Args,
+        }
+        let cli = Cli::try_parse_from(std::iter::once("conformance").chain(a.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        from_args(cli.conformance)
+    }
+
     #[test]
-    fn options_read_transport_and_filter() {
-        let args = |a: &[&str]| {
-            use clap::Parser;
-            #[derive(Parser)]
-            struct Cli {
-                #[command(flatten)]
-                conformance: Args,
-            }
-            Cli::parse_from(std::iter::once("conformance").chain(a.iter().copied())).conformance
+    fn the_command_line_says_where_and_what() {
+        let (g, _) = args(&["--socket", "/tmp/a.sock", "--writes", "--filter", "ask_"]).unwrap();
+        assert_eq!(g.socket, Some(PathBuf::from("/tmp/a.sock")));
+        assert!(g.writes && g.agent_cmd.is_none());
+        assert_eq!(g.filter.as_deref(), Some("ask_"));
+        assert!(args(&["--socket", "/tmp/a", "--url", "https://127.0.0.1:1"]).is_err());
+        assert!(args(&["--receipts-persist", "--socket", "/tmp/a"]).is_err(), "needs --agent-cmd");
+        let (g, _) =
+            args(&["--socket", "/tmp/a", "--agent-cmd", "my-agent --x", "--receipts-persist"]).unwrap();
+        assert_eq!(g.agent_cmd.as_deref(), Some("my-agent --x"));
+    }
+
+    #[test]
+    fn https_needs_a_pin_or_insecure_on_loopback_and_a_token() {
+        let g = |url: &str, insecure: bool, token: bool| Generic {
+            url: Some(url.to_owned()),
+            insecure,
+            token: token.then(|| "t".repeat(32)),
+            ..Generic::default()
         };
-        let o = parse(&args(&["--transport", "tls", "--filter=ask_"])).unwrap();
-        assert_eq!(o.transports, vec![Transport::Tls]);
-        assert_eq!(o.filter.as_deref(), Some("ask_"));
-        assert_eq!(parse(&args(&[])).unwrap().transports.len(), 2);
-        assert!(parse(&args(&["--transport", "pigeon"])).is_err());
+        assert!(g("https://127.0.0.1:8443", true, true).place().is_ok());
+        assert!(g("https://127.0.0.1:8443", false, true).place().unwrap_err().contains("--fingerprint"));
+        assert!(g("https://10.1.2.3:8443", true, true).place().unwrap_err().contains("loopback"));
+        assert!(g("https://127.0.0.1:8443", true, false).place().unwrap_err().contains("COLLIE_TOKEN"));
+        assert!(g("http://10.1.2.3:80", false, true).place().is_err());
+        let pinned = Generic { pin: Some([7; 32]), ..g("https://agent.example:8443", false, true) };
+        assert_eq!(pinned.place().unwrap().kind, Kind::Tls);
+        assert!(!format!("{pinned:?}").contains(&"t".repeat(32)), "the token is never in Debug");
     }
 
     /// The strict rule: a listed case that passes fails, as does a listed
@@ -387,36 +461,90 @@ mod tests {
         assert!(report("known_gap", Ok(()), &baseline) == Outcome::Fail, "a listed case that passes fails");
         let names = vec!["fine".to_owned(), "broken".to_owned(), "known_gap".to_owned()];
         assert_eq!(stale_entries(&baseline, &names), [&"vanished_case".to_owned()]);
+        let mut tally = Tally::default();
+        tally.fail_stale(&baseline, &names);
+        assert_eq!(tally.failed, 1);
     }
 
-    /// The shipped baseline, empty or not: the file is there and parses,
-    /// every line that is not a comment is an entry (none is dropped), no
-    /// entry is stale against the real case names — and that check is live
-    /// even while the file lists nothing: the same text with a real case
-    /// added is accepted, with a made-up one it is stale.
+    /// A fake agent on a socket: its hello and state answer `hello` and
+    /// `state`, every other request gets `{"ok": true}`.
+    async fn fake_agent(dir: &std::path::Path, hello: &'static str, state: &'static str) -> PathBuf {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let path = dir.join("fake.sock");
+        let listener = tokio::net::UnixListener::bind(&path).unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut got = Vec::new();
+                    let mut buf = [0u8; 65536];
+                    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => got.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let head = String::from_utf8_lossy(&got).to_string();
+                    let path = head.split_whitespace().nth(1).unwrap_or("").to_owned();
+                    let body = match path.split('?').next() {
+                        Some("/hello") => hello,
+                        Some("/v1/state") => state,
+                        _ => "{\"ok\": true}",
+                    };
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = stream.write_all(answer.as_bytes()).await;
+                });
+            }
+        });
+        path
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("durable-cf-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[tokio::test]
+    async fn garbage_for_a_hello_is_one_clear_error() {
+        let dir = scratch("garbage");
+        let socket = fake_agent(&dir, "hello", "[1, 2").await;
+        let g = Generic { socket: Some(socket), ..Generic::default() };
+        let why = run_generic(&g, &Baseline::default()).await.unwrap_err();
+        assert!(why.contains("gives no hello") && !why.contains('\n'), "{why}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// An agent that says yes to everything: the generic tier fails it on
+    /// the rules it breaks, case by case, without a panic.
+    #[tokio::test]
+    async fn an_agent_that_says_yes_to_everything_fails_case_by_case() {
+        let dir = scratch("yes");
+        let hello = r#"{"ok": true, "wire": {"min": 1, "max": 1}, "sdk": {"name": "fake", "version": "0"},
+            "host": "fake", "runtime": "fake", "ready": true, "epoch": "0123456789abcdef", "callerCheck": "on",
+            "caps": {"asks": true, "starters": false, "send": true, "steer": false, "abort": false,
+                     "rename": false, "close": false, "actions": false, "history": false, "reopen": false,
+                     "terminal": false}}"#;
+        let state = r#"{"ok": true, "epoch": "0123456789abcdef", "seq": 3, "ready": true, "full": true,
+            "workspaces": [{"id": "w", "title": "W", "tabs": [{"id": "w:t", "title": "T", "panes": ["p"]}]}],
+            "panes": [{"id": "p", "tab": "w:t", "title": "P", "state": "idle", "turnId": null, "lastSeq": 0,
+                       "openAsks": [], "actions": []}],
+            "removed": [], "closed": [], "starters": [], "asks": []}"#;
+        let socket = fake_agent(&dir, hello, state).await;
+        let g = Generic { socket: Some(socket), ..Generic::default() };
+        let tally = run_generic(&g, &Baseline::default()).await.unwrap();
+        assert!(tally.failed >= 10, "{tally:?}");
+        assert!(tally.passed >= 1, "its hello itself is fine: {tally:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
-    fn the_shipped_baseline_parses_and_names_real_cases() {
-        let path = project_root().join("xtask/collie/conformance/expected-failures.txt");
-        let text = std::fs::read_to_string(&path).expect("the baseline file is shipped");
-        let baseline = Baseline::parse(&text).unwrap();
-        let lines = text.lines().filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#')).count();
-        assert_eq!(baseline.entries.len(), lines, "every non-comment line is an entry the run checks");
-
-        let names = every_name(&cases::all());
-        assert!(names.len() >= 2, "the cases the runner knows: {names:?}");
-        let unique: std::collections::BTreeSet<&String> = names.iter().collect();
-        assert_eq!(unique.len(), names.len(), "each case name is printed once");
-        assert!(names.iter().all(|n| n.ends_with(" [socket]") || n.ends_with(" [tls]")), "{names:?}");
-        assert!(stale_entries(&baseline, &names).is_empty(), "{:?}", stale_entries(&baseline, &names));
-
-        let real = &names[0];
-        let with_real = Baseline::parse(&format!("{text}\n{real}\tthe rule (§0) and what the desk did\n"))
-            .expect("an entry in the documented format, after the shipped text, parses");
-        assert!(with_real.entries.contains_key(real.as_str()));
-        assert!(stale_entries(&with_real, &names).is_empty(), "a real case is not stale");
-        assert!(report(real, Err("why".into()), &with_real) == Outcome::ExpectedFail);
-        let made_up = "no_such_rule [tls]".to_owned();
-        let with_made_up = Baseline::parse(&format!("{text}\n{made_up}\tgone\n")).unwrap();
-        assert_eq!(stale_entries(&with_made_up, &names), [&made_up], "a made-up name is stale");
+    fn generic_names_carry_their_transport() {
+        let names = generic_names(Kind::Tls);
+        assert!(names.len() >= 40, "{names:?}");
+        assert!(names.iter().all(|n| n.ends_with(" [tls]")));
     }
 }

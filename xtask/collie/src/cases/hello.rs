@@ -5,8 +5,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::Ctx;
-use crate::conformance::check::{R, ensure, is_lower_hex, state, str_of};
-use crate::conformance::desk::Transport;
+use crate::check::{R, ensure, is_lower_hex, str_of};
+use crate::desk::Transport;
 
 pub(crate) const CAPS: [&str; 11] = [
     "asks", "starters", "send", "steer", "abort", "rename", "close", "actions", "history", "reopen",
@@ -28,7 +28,7 @@ pub(crate) fn expect_caps(hello: &Value, on: &[&str]) -> R {
     Ok(())
 }
 
-pub(crate) async fn hello_says_wire_1_and_caps(cx: Ctx) -> R {
+pub(crate) async fn hello_desk_declares_its_host_and_caps(cx: Ctx) -> R {
     let c = cx.client()?;
     let r = c.get("/hello").await?;
     let h = r.ok()?;
@@ -51,31 +51,6 @@ pub(crate) async fn hello_says_wire_1_and_caps(cx: Ctx) -> R {
     ensure!(h["callerCheck"] == want_check, "callerCheck is {} (expected {want_check})", h["callerCheck"]);
     // Default caps: everything, history included (the desk has a provider), no terminal.
     expect_caps(h, &CAPS[..10])
-}
-
-pub(crate) async fn hello_epoch_is_in_every_state_answer(cx: Ctx) -> R {
-    let c = cx.client()?;
-    let epoch = c.get("/hello").await?.ok()?["epoch"].clone();
-    let full = state(&c).await?;
-    ensure!(full["epoch"] == epoch, "state epoch {} differs from hello's {epoch}", full["epoch"]);
-    let since = c.get("/v1/state?since=1").await?;
-    ensure!(
-        since.ok()?["epoch"] == epoch,
-        "since answer epoch {} differs from hello's {epoch}",
-        since.json["epoch"]
-    );
-    Ok(())
-}
-
-pub(crate) async fn hello_post_compatible_when_ranges_overlap(cx: Ctx) -> R {
-    let c = cx.client()?;
-    for wire in [json!({"min": 1, "max": 1}), json!({"min": 1, "max": 3}), json!({"min": 0, "max": 1})] {
-        let r = c.post("/hello", &json!({"collie": {"version": "1.22.0"}, "wire": wire})).await?;
-        let body = r.ok()?;
-        ensure!(body["compatible"] == true, "Collie wire {wire}: compatible is {}", body["compatible"]);
-        ensure!(body["wire"] == json!({"min": 1, "max": 1}), "answer wire is {}", body["wire"]);
-    }
-    Ok(())
 }
 
 pub(crate) async fn hello_post_incompatible_warns_once_per_collie_version(cx: Ctx) -> R {

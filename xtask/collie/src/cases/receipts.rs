@@ -6,10 +6,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::Ctx;
-use crate::conformance::check::{
-    R, cut, ensure, items_after, kind_is, mark, pane, rid, send, wait_idle, wait_item,
-};
-use crate::conformance::client::Client;
+use crate::check::{R, cut, ensure, mark, pane, rid, send, wait_item};
+use durable_cli::conformance::client::Client;
 
 const P: &str = "ticket-1";
 
@@ -24,59 +22,6 @@ async fn expect_replay(c: &Client, path: &str, body: &Value, first: &Value) -> R
     let again = c.post(path, body).await?;
     let got = again.ok()?;
     ensure!(*got == replayed(first), "{path} replay: {} (expected {})", cut(got), cut(&replayed(first)));
-    Ok(())
-}
-
-pub(crate) async fn receipt_replayed_same_status_and_body(cx: Ctx) -> R {
-    let c = cx.client()?;
-    let rename = json!({"requestId": rid("r"), "target": "pane", "id": P, "title": "Maria Lopez"});
-    let first = c.post("/v1/rename", &rename).await?.ok()?.clone();
-    expect_replay(&c, "/v1/rename", &rename, &first).await?;
-
-    wait_idle(&c, P).await?;
-    let m = mark(&c, P).await?;
-    let request_id = rid("s");
-    let body = json!({"requestId": request_id, "text": "only once"});
-    let first = send(&c, P, "only once", &request_id).await?.ok()?.clone();
-    expect_replay(&c, &format!("/v1/panes/{P}/send"), &body, &first).await?;
-    wait_item(&c, P, m, "reply", "Got it: only once").await?;
-    wait_idle(&c, P).await?;
-    let users = items_after(&c, P, m)
-        .await?
-        .iter()
-        .filter(|i| kind_is(i, "user") && i["requestId"] == request_id.as_str())
-        .count();
-    ensure!(users == 1, "a replayed send was delivered again: {users} user items name {request_id}");
-    Ok(())
-}
-
-pub(crate) async fn receipt_found_by_request_id_whatever_the_route(cx: Ctx) -> R {
-    let c = cx.client()?;
-    let request_id = rid("r");
-    let first = c
-        .post(
-            "/v1/rename",
-            &json!({"requestId": request_id, "target": "pane", "id": P, "title": "Maria Lopez"}),
-        )
-        .await?
-        .ok()?
-        .clone();
-    // The same request id on another route: the rename's receipt, and nothing closed.
-    let close = json!({"requestId": request_id, "target": "pane", "id": P});
-    let r = c.post("/v1/close", &close).await?;
-    let got = r.ok().cloned();
-    let still_there = pane(&c, P).await.is_ok();
-    if !still_there {
-        let _ = c.post("/v1/reopen", &json!({"requestId": rid("reopen"), "id": P})).await;
-    }
-    let got = got?;
-    ensure!(still_there, "a repeated request id on /v1/close closed {P}");
-    ensure!(
-        got == replayed(&first),
-        "repeat on another route: {} (expected the rename receipt {})",
-        cut(&got),
-        cut(&first)
-    );
     Ok(())
 }
 
@@ -103,33 +48,9 @@ pub(crate) async fn receipt_dropped_after_eviction(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn receipts_replayed_after_sigkill_restart(cx: Ctx) -> R {
-    let desk = cx.desk(&[]).await?;
-    let c = desk.client.clone();
-    let rename = json!({"requestId": rid("r"), "target": "pane", "id": P, "title": "Before the crash"});
-    let renamed = c.post("/v1/rename", &rename).await?.ok()?.clone();
-    let send_body = json!({"requestId": rid("s"), "text": "before the crash"});
-    let sent = c.post(&format!("/v1/panes/{P}/send"), &send_body).await?.ok()?.clone();
-    wait_idle(&c, P).await?;
-    let desk = desk.restart(&[]).await?;
-    let c = desk.client.clone();
-    expect_replay(&c, "/v1/rename", &rename, &renamed).await?;
-    expect_replay(&c, &format!("/v1/panes/{P}/send"), &send_body, &sent).await?;
-    Ok(())
-}
-
-pub(crate) async fn epoch_changes_when_the_agent_restarts(cx: Ctx) -> R {
-    let desk = cx.desk(&[]).await?;
-    let before = desk.client.get("/hello").await?.ok()?["epoch"].clone();
-    let desk = desk.restart(&[]).await?;
-    let after = desk.client.get("/hello").await?.ok()?["epoch"].clone();
-    ensure!(before != after, "the epoch {before} is the same after a restart");
-    Ok(())
-}
-
 pub(crate) async fn answer_held_across_restart_then_applied(cx: Ctx) -> R {
     let desk = cx.desk(&[]).await?;
-    let ask = crate::conformance::check::raise(&desk.client, P, "choice").await?;
+    let ask = crate::check::raise(&desk.client, P, "choice").await?;
     let (id, hash) = (ask["id"].as_str().unwrap_or("").to_owned(), ask["hash"].clone());
     let desk = desk.restart(&["--raise-delay-ms", "1500"]).await?;
     let c = desk.client.clone();
@@ -147,7 +68,7 @@ pub(crate) async fn answer_held_across_restart_then_applied(cx: Ctx) -> R {
         again.body_text()
     );
     wait_item(&c, P, m, "reply", "Answer: {\"optionIds\":[\"yes\"]}").await?;
-    let closed = crate::conformance::check::wait_ask_closed(&c, P, m, &id).await?;
+    let closed = crate::check::wait_ask_closed(&c, P, m, &id).await?;
     ensure!(
         closed["decidedBy"] == "phone",
         "the held answer closed the ask with decidedBy {}",
@@ -165,19 +86,18 @@ pub(crate) async fn answer_held_across_restart_then_applied(cx: Ctx) -> R {
 
 pub(crate) async fn held_answer_with_other_hash_discarded_then_id_free(cx: Ctx) -> R {
     let desk = cx.desk(&[]).await?;
-    let ask = crate::conformance::check::raise(&desk.client, P, "choice").await?;
+    let ask = crate::check::raise(&desk.client, P, "choice").await?;
     let id = ask["id"].as_str().unwrap_or("").to_owned();
     let desk = desk.restart(&["--raise-delay-ms", "1500"]).await?;
     let c = desk.client.clone();
     let request_id = rid("held");
     let wrong = json!({"requestId": request_id, "answer": {"optionIds": ["yes"]}, "hash": "e".repeat(64)});
     c.post(&format!("/v1/asks/{id}"), &wrong).await?.ok_with(202)?;
-    let shown =
-        crate::conformance::check::wait_for("the ask raised again", Duration::from_secs(6), || async {
-            let s = crate::conformance::check::state(&c).await?;
-            Ok(crate::conformance::check::open_asks(&s).into_iter().find(|a| a["id"] == id.as_str()))
-        })
-        .await?;
+    let shown = crate::check::wait_for("the ask raised again", Duration::from_secs(6), || async {
+        let s = crate::check::state(&c).await?;
+        Ok(crate::check::open_asks(&s).into_iter().find(|a| a["id"] == id.as_str()))
+    })
+    .await?;
     ensure!(
         shown["hash"] == ask["hash"],
         "the ask raised again has hash {} (before: {})",
@@ -185,30 +105,30 @@ pub(crate) async fn held_answer_with_other_hash_discarded_then_id_free(cx: Ctx) 
         ask["hash"]
     );
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let still = crate::conformance::check::open_asks(&crate::conformance::check::state(&c).await?);
+    let still = crate::check::open_asks(&crate::check::state(&c).await?);
     ensure!(still.iter().any(|a| a["id"] == id.as_str()), "a held answer with another hash decided the ask");
     // Discarded: the request id is free again.
     let right = json!({"requestId": request_id, "answer": {"optionIds": ["no"]}, "hash": ask["hash"]});
     let r = c.post(&format!("/v1/asks/{id}"), &right).await?;
-    crate::conformance::check::check_answered(r.ok()?, &id, &request_id, false)?;
+    crate::check::check_answered(r.ok()?, &id, &request_id, false)?;
     Ok(())
 }
 
 pub(crate) async fn held_answer_dropped_after_hold_ms(cx: Ctx) -> R {
     let desk = cx.desk(&[]).await?;
-    let ask = crate::conformance::check::raise(&desk.client, P, "choice").await?;
+    let ask = crate::check::raise(&desk.client, P, "choice").await?;
     let id = ask["id"].as_str().unwrap_or("").to_owned();
     let desk = desk.restart(&["--raise-delay-ms", "1500", "--hold-ms", "300"]).await?;
     let c = desk.client.clone();
     let body = json!({"requestId": rid("held"), "answer": {"optionIds": ["yes"]}, "hash": ask["hash"]});
     c.post(&format!("/v1/asks/{id}"), &body).await?.ok_with(202)?;
-    crate::conformance::check::wait_for("the ask raised again", Duration::from_secs(6), || async {
-        let s = crate::conformance::check::state(&c).await?;
-        Ok(crate::conformance::check::open_asks(&s).into_iter().find(|a| a["id"] == id.as_str()))
+    crate::check::wait_for("the ask raised again", Duration::from_secs(6), || async {
+        let s = crate::check::state(&c).await?;
+        Ok(crate::check::open_asks(&s).into_iter().find(|a| a["id"] == id.as_str()))
     })
     .await?;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let still = crate::conformance::check::open_asks(&crate::conformance::check::state(&c).await?);
+    let still = crate::check::open_asks(&crate::check::state(&c).await?);
     ensure!(
         still.iter().any(|a| a["id"] == id.as_str()),
         "an answer held past --hold-ms 300 still decided the ask"

@@ -3,8 +3,8 @@
 use serde_json::Value;
 
 use super::Ctx;
-use crate::conformance::check::{R, arr_of, bool_of, cut, ensure, send_ok, str_of, time_of, wait_idle};
-use crate::conformance::client::Client;
+use crate::check::{R, arr_of, bool_of, cut, ensure, send_ok, str_of, time_of, wait_idle};
+use durable_cli::conformance::client::Client;
 
 /// The cursor rule: 1 to 512 bytes of printable ASCII without space.
 fn is_cursor(s: &str) -> bool {
@@ -51,7 +51,7 @@ async fn pages(c: &Client, base: &str, list: &str, limit: u32) -> R<(Vec<Value>,
     Err(format!("{base}: more than 500 pages"))
 }
 
-pub(crate) async fn history_rows_page_with_cursors(cx: Ctx) -> R {
+pub(crate) async fn history_rows_of_tickets_page_with_cursors(cx: Ctx) -> R {
     let c = cx.client()?;
     let first = c.get("/v1/history").await?;
     if arr_of(first.ok()?, "rows")?.len() < 2 {
@@ -79,47 +79,6 @@ pub(crate) async fn history_rows_page_with_cursors(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn history_limit_outside_1_to_200_is_400(cx: Ctx) -> R {
-    let c = cx.client()?;
-    let mut wrong = Vec::new();
-    for limit in ["0", "201", "-1", "abc", ""] {
-        let r = c.get(&format!("/v1/history?limit={limit}")).await?;
-        if r.refused(400, "bad-request").is_err() {
-            wrong.push(format!("limit={limit}: {} {}", r.status, r.body_text()));
-        }
-    }
-    for limit in [1, 200] {
-        c.get(&format!("/v1/history?limit={limit}")).await?.ok()?;
-    }
-    let r = c.get("/v1/history/ticket-1?limit=201").await?;
-    if r.refused(400, "bad-request").is_err() {
-        wrong.push(format!("session limit=201: {} {}", r.status, r.body_text()));
-    }
-    ensure!(wrong.is_empty(), "{}", wrong.join("; "));
-    Ok(())
-}
-
-pub(crate) async fn history_cursor_rule_400(cx: Ctx) -> R {
-    let c = cx.client()?;
-    let mut wrong = Vec::new();
-    let long = "a".repeat(513);
-    for after in ["", "%20", "a%20b", "%01", "%C3%A9", long.as_str()] {
-        for base in ["/v1/history", "/v1/history/ticket-1"] {
-            let r = c.get(&format!("{base}?after={after}")).await?;
-            if r.refused(400, "bad-request").is_err() {
-                wrong.push(format!(
-                    "{base}?after={}: {} {}",
-                    &after[..after.len().min(12)],
-                    r.status,
-                    r.body_text()
-                ));
-            }
-        }
-    }
-    ensure!(wrong.is_empty(), "{}", wrong.join("; "));
-    Ok(())
-}
-
 pub(crate) async fn history_session_items_page(cx: Ctx) -> R {
     let c = cx.client()?;
     let r = c.get("/v1/history/ticket-1").await?;
@@ -141,12 +100,5 @@ pub(crate) async fn history_session_items_page(cx: Ctx) -> R {
     for item in &whole {
         ensure!(item["id"].is_string() && item["kind"].is_string(), "history item {}", cut(item));
     }
-    Ok(())
-}
-
-pub(crate) async fn history_unknown_session_404(cx: Ctx) -> R {
-    let c = cx.client()?;
-    c.get("/v1/history/no-such-session").await?.refused(404, "not-found")?;
-    c.get("/v1/history/bad%20id").await?.refused(400, "bad-request")?;
     Ok(())
 }

@@ -1,29 +1,13 @@
 //! §1.1 the private Unix socket, as far as it shows from outside: modes, refusals
 //! at start-up, the stale socket after a crash.
 
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 
 use super::Ctx;
-use crate::conformance::check::{R, ensure};
-use crate::conformance::desk::{Desk, Started, private_dir};
+use crate::check::{R, ensure};
+use crate::desk::{Desk, Started, private_dir};
 
-fn mode(path: &std::path::Path) -> R<u32> {
-    Ok(std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?.permissions().mode() & 0o777)
-}
-
-pub(crate) async fn socket_and_its_folder_are_private(cx: Ctx) -> R {
-    let socket = cx.shared_socket()?;
-    let meta = std::fs::metadata(&socket).map_err(|e| format!("{}: {e}", socket.display()))?;
-    ensure!(meta.file_type().is_socket(), "{} is not a socket", socket.display());
-    let m = mode(&socket)?;
-    ensure!(m & 0o077 == 0, "the socket has mode {m:o}: group/other bits set");
-    let dir = socket.parent().ok_or("socket without a folder")?;
-    let d = mode(dir)?;
-    ensure!(d == 0o700, "the socket folder {} (created by the SDK) has mode {d:o}, not 700", dir.display());
-    Ok(())
-}
-
-async fn expect_refused(spec: crate::conformance::desk::DeskSpec, what: &str, mention: &str) -> R {
+async fn expect_refused(spec: crate::desk::DeskSpec, what: &str, mention: &str) -> R {
     match Desk::try_start(spec).await? {
         Started::Listening(desk) => Err(format!("{what}: the desk started anyway at {}", desk.address)),
         Started::Exited { status, stderr, stdout } => {

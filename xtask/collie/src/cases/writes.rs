@@ -6,12 +6,12 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::Ctx;
-use crate::conformance::check::{
-    R, answer, answer_ok, arr_of, cut, ensure, events_after, ids, is_partial, items_after, kind_is, mark,
-    open_asks, pane, pane_in, raise, rid, send, send_ok, state, str_of, u64_of, wait_ask_closed, wait_for,
-    wait_idle, wait_item, wait_state,
+use crate::check::{
+    R, answer, answer_ok, arr_of, cut, ensure, ids, is_partial, items_after, kind_is, mark, open_asks, pane,
+    pane_in, raise, rid, send, send_ok, state, str_of, u64_of, wait_ask_closed, wait_for, wait_idle,
+    wait_item, wait_state,
 };
-use crate::conformance::client::Client;
+use durable_cli::conformance::client::Client;
 
 const P: &str = "ticket-1";
 
@@ -26,7 +26,7 @@ async fn post_write(
     c: &Client,
     path: &str,
     mut body: Value,
-) -> R<(String, crate::conformance::client::Resp)> {
+) -> R<(String, durable_cli::conformance::client::Resp)> {
     let request_id = rid("w");
     body["requestId"] = json!(request_id);
     let r = c.post(path, &body).await?;
@@ -162,15 +162,6 @@ pub(crate) async fn steer_during_turn_steered_into_reply(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn steer_idle_pane_409_refused_not_working(cx: Ctx) -> R {
-    let c = cx.client()?;
-    wait_idle(&c, P).await?;
-    let (_, r) = post_write(&c, &format!("/v1/panes/{P}/steer"), json!({"text": "nobody listens"})).await?;
-    let body = r.refused(409, "refused")?;
-    ensure!(body["reason"] == "not-working", "refused reason {} (expected not-working)", body["reason"]);
-    Ok(())
-}
-
 pub(crate) async fn stop_aborts_the_running_turn(cx: Ctx) -> R {
     let c = cx.client()?;
     let m = wait_idle(&c, P).await?["lastSeq"].as_u64().unwrap_or(0);
@@ -262,15 +253,6 @@ pub(crate) async fn action_refund_deny_not_issued(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn action_unknown_404(cx: Ctx) -> R {
-    let c = cx.client()?;
-    post_write(&c, &format!("/v1/panes/{P}/actions/no-such-action"), json!({}))
-        .await?
-        .1
-        .refused(404, "not-found")?;
-    Ok(())
-}
-
 pub(crate) async fn announcements_has_no_handler_not_supported(cx: Ctx) -> R {
     let c = cx.client()?;
     let mut wrong = Vec::new();
@@ -290,68 +272,12 @@ pub(crate) async fn announcements_has_no_handler_not_supported(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn write_unknown_pane_404(cx: Ctx) -> R {
-    let c = cx.client()?;
-    for route in ["send", "stop"] {
-        let (_, r) = post_write(&c, &format!("/v1/panes/ticket-9999/{route}"), json!({"text": "x"})).await?;
-        r.refused(404, "not-found")?;
-    }
-    Ok(())
-}
-
-pub(crate) async fn write_request_id_rule_400(cx: Ctx) -> R {
-    let c = cx.client()?;
-    let path = "/v1/rename";
-    let base = json!({"target": "pane", "id": P, "title": "Maria Lopez"});
-    let mut wrong = Vec::new();
-    for bad in [
-        Value::Null,
-        json!("has space"),
-        json!("a/b"),
-        json!("q?"),
-        json!("h#"),
-        json!(""),
-        json!("x".repeat(129)),
-        json!(7),
-    ] {
-        let mut body = base.clone();
-        if !bad.is_null() {
-            body["requestId"] = bad.clone();
-        }
-        let r = c.post(path, &body).await?;
-        if r.refused(400, "bad-request").is_err() {
-            wrong.push(format!("requestId {}: {} {}", cut(&bad), r.status, r.body_text()));
-        }
-    }
-    // 128 bytes is within the rule.
-    let mut body = base.clone();
-    body["requestId"] = json!("y".repeat(128));
-    c.post(path, &body).await?.ok()?;
-    ensure!(wrong.is_empty(), "{}", wrong.join("; "));
-    Ok(())
-}
-
-pub(crate) async fn send_text_over_64k_400_never_cut(cx: Ctx) -> R {
-    let c = cx.client()?;
-    wait_idle(&c, P).await?;
-    let m = mark(&c, P).await?;
-    send(&c, P, &"a".repeat(64 * 1024 + 1), &rid("big")).await?.refused(400, "bad-request")?;
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    ensure!(events_after(&c, P, m).await?.is_empty(), "a refused send wrote events");
-    Ok(())
-}
-
-pub(crate) async fn path_ids_percent_decoded_before_the_id_rule(cx: Ctx) -> R {
-    let c = cx.client()?;
-    let (_, r) = post_write(&c, "/v1/panes/ticket%201/send", json!({"text": "x"})).await?;
-    r.refused(400, "bad-request").map_err(|e| format!("pane id `ticket 1` (percent-encoded): {e}"))?;
-    let (_, r) = post_write(&c, "/v1/panes/ticket%2D1/steer", json!({"text": "x"})).await?;
-    // `ticket%2D1` is ticket-1: idle, so the steer is refused as not-working (not a 404).
-    r.refused(409, "refused").map_err(|e| format!("pane id ticket%2D1: {e}"))?;
-    Ok(())
-}
-
-async fn rename(c: &Client, target: &str, id: &str, title: &str) -> R<crate::conformance::client::Resp> {
+async fn rename(
+    c: &Client,
+    target: &str,
+    id: &str,
+    title: &str,
+) -> R<durable_cli::conformance::client::Resp> {
     post_write(c, "/v1/rename", json!({"target": target, "id": id, "title": title})).await.map(|(_, r)| r)
 }
 
@@ -443,7 +369,7 @@ pub(crate) async fn starter_new_ticket_started_with_next_pane(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn close_and_reopen_pane(cx: Ctx) -> R {
+pub(crate) async fn close_and_reopen_ticket_closes_its_asks(cx: Ctx) -> R {
     let c = cx.client()?;
     let p = new_ticket(&c).await?;
     wait_idle(&c, &p).await?;

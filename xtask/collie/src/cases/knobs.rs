@@ -9,8 +9,8 @@ use serde_json::json;
 
 use super::Ctx;
 use super::hello::expect_caps;
-use crate::conformance::check::{R, ensure, rid, send, state};
-use crate::conformance::client::Auth;
+use crate::check::{R, ensure, rid, send, state};
+use durable_cli::conformance::client::Auth;
 
 const P: &str = "ticket-1";
 
@@ -154,11 +154,8 @@ pub(crate) async fn close_tab_removes_its_panes(cx: Ctx) -> R {
         .filter_map(|t| t["id"].as_str().map(str::to_owned))
         .collect();
     ensure!(!tabs.contains(&"support:board".to_owned()), "the closed tab is still in the layout: {tabs:?}");
-    ensure!(
-        crate::conformance::check::pane_in(&s, "announcements").is_none(),
-        "the closed tab's pane is still in panes"
-    );
-    ensure!(crate::conformance::check::pane_in(&s, P).is_some(), "closing support:board removed {P}");
+    ensure!(crate::check::pane_in(&s, "announcements").is_none(), "the closed tab's pane is still in panes");
+    ensure!(crate::check::pane_in(&s, P).is_some(), "closing support:board removed {P}");
     Ok(())
 }
 
@@ -173,10 +170,10 @@ pub(crate) async fn events_behind_the_tail_get_the_view(cx: Ctx) -> R {
         let r = send(&c, P, &format!("message {n}"), &rid("tail")).await?;
         r.ok()?;
         tokio::time::sleep(Duration::from_millis(30)).await;
-        last = crate::conformance::check::mark(&c, P).await?;
+        last = crate::check::mark(&c, P).await?;
     }
-    crate::conformance::check::wait_idle(&c, P).await?;
-    let last = crate::conformance::check::mark(&c, P).await?;
+    crate::check::wait_idle(&c, P).await?;
+    let last = crate::check::mark(&c, P).await?;
     ensure!(last > 560, "only {last} events after 200 sends");
     // The last 500 (TAIL_LIMIT) are kept as events.
     let kept = c.get(&format!("/v1/panes/{P}/events?after={}", last - 500)).await?;

@@ -10,9 +10,8 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::{Child, Command};
 
-use super::check::R;
-use super::client::{Client, Endpoint};
-use crate::pin::{Pinned, fingerprint_in};
+use crate::check::R;
+use durable_cli::conformance::client::{Client, fingerprint_in};
 
 /// How long a desk may take from spawn to `listening`.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -76,7 +75,6 @@ pub(crate) struct Desk {
     child: Child,
     pub(crate) spec: DeskSpec,
     pub(crate) client: Client,
-    pub(crate) stdout: Output,
     pub(crate) stderr: Output,
     /// The address after `listening`.
     pub(crate) address: String,
@@ -191,16 +189,14 @@ impl Desk {
                 rest.push(&line);
             }
         });
-        let endpoint = match spec.transport {
-            Transport::Socket => Endpoint::Unix(spec.socket.clone()),
+        let client = match spec.transport {
+            Transport::Socket => Client::socket(spec.socket.clone()),
             Transport::Tls => {
                 let addr = parse_tcp_address(&address)?;
-                Endpoint::Tls { addr, config: Pinned::client_config(printed_pin) }
+                Client::https(addr, printed_pin, Some(spec.token.clone()))
             }
         };
-        let token = (spec.transport == Transport::Tls).then(|| spec.token.clone());
-        let client = Client::new(endpoint, token);
-        Ok(Started::Listening(Box::new(Desk { child, spec, client, stdout, stderr, address, pinned })))
+        Ok(Started::Listening(Box::new(Desk { child, spec, client, stderr, address, pinned })))
     }
 
     /// SIGKILL, then reap.

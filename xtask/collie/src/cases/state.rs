@@ -4,10 +4,8 @@ use hyper::Method;
 use serde_json::{Value, json};
 
 use super::Ctx;
-use crate::conformance::check::{
-    R, arr_of, cut, ensure, ids, pane_in, rid, send_ok, state, str_of, u64_of, wait_idle,
-};
-use crate::conformance::client::{Auth, Client, Resp};
+use crate::check::{R, arr_of, cut, ensure, ids, pane_in, rid, send_ok, state, u64_of, wait_idle};
+use durable_cli::conformance::client::{Auth, Client, Resp};
 
 const EVERY_FIELD: [&str; 11] =
     ["ok", "epoch", "seq", "ready", "full", "workspaces", "panes", "removed", "closed", "starters", "asks"];
@@ -21,7 +19,7 @@ fn tab<'a>(state: &'a Value, tab_id: &str) -> Option<&'a Value> {
         .find(|t| t["id"] == tab_id)
 }
 
-pub(crate) async fn state_full_has_every_field(cx: Ctx) -> R {
+pub(crate) async fn state_shows_the_desks_layout(cx: Ctx) -> R {
     let c = cx.client()?;
     let s = state(&c).await?;
     let missing: Vec<&str> = EVERY_FIELD.iter().copied().filter(|f| s.get(*f).is_none()).collect();
@@ -70,31 +68,8 @@ pub(crate) async fn state_full_has_every_field(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn state_etag_is_epoch_dash_seq(cx: Ctx) -> R {
-    let c = cx.client()?;
-    let r = c.get("/v1/state").await?;
-    let s = r.ok()?;
-    let want = format!("\"{}-{}\"", str_of(s, "epoch")?, u64_of(s, "seq")?);
-    ensure!(r.header("etag") == Some(want.as_str()), "ETag {:?} (expected {want})", r.header("etag"));
-    Ok(())
-}
-
 async fn get_if_none_match(c: &Client, path: &str, etag: &str) -> R<Resp> {
     c.request(Method::GET, path, None, &[("if-none-match", etag)], Auth::Default).await
-}
-
-pub(crate) async fn state_304_when_etag_matches(cx: Ctx) -> R {
-    let c = cx.client()?;
-    wait_idle(&c, "ticket-1").await?;
-    let r = c.get("/v1/state").await?;
-    r.ok()?;
-    let etag = r.header("etag").ok_or("no ETag on GET /v1/state")?.to_owned();
-    let again = get_if_none_match(&c, "/v1/state", &etag).await?;
-    ensure!(again.status == 304, "If-None-Match {etag}: status {} (expected 304)", again.status);
-    ensure!(again.body.is_empty(), "304 with a body: {}", again.body_text());
-    let other = get_if_none_match(&c, "/v1/state", "\"0000000000000000-0\"").await?;
-    ensure!(other.status == 200, "If-None-Match with another tag: status {} (expected 200)", other.status);
-    Ok(())
 }
 
 pub(crate) async fn state_since_send_changes_only_that_pane(cx: Ctx) -> R {
@@ -144,19 +119,5 @@ pub(crate) async fn state_since_layout_change_brings_layout_fields(cx: Ctx) -> R
     ensure!(missing.is_empty(), "a tab rename is a layout change, yet the since answer lacks {missing:?}");
     let board = tab(&d, "support:board").ok_or("no tab support:board in the since answer")?;
     ensure!(board["title"] == "Board (layout probe)", "board title {}", board["title"]);
-    Ok(())
-}
-
-pub(crate) async fn state_full_when_since_is_zero_or_ahead(cx: Ctx) -> R {
-    let c = cx.client()?;
-    let seq = u64_of(&state(&c).await?, "seq")?;
-    for since in [0, seq + 1000] {
-        let r = c.get(&format!("/v1/state?since={since}")).await?;
-        let d = r.ok()?;
-        ensure!(d["full"] == true, "since={since} (current seq {seq}): full is {}", d["full"]);
-        let missing: Vec<&str> = EVERY_FIELD.iter().copied().filter(|f| d.get(*f).is_none()).collect();
-        ensure!(missing.is_empty(), "since={since}: a full answer lacks {missing:?}");
-        ensure!(d["removed"] == json!([]), "since={since}: removed {}", d["removed"]);
-    }
     Ok(())
 }

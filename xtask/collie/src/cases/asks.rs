@@ -6,13 +6,13 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::Ctx;
-use crate::conformance::check::{
+use crate::check::{
     R, answer, answer_ok, arr_of, ask_hash, ask_id_for, bool_of, cut, ensure, ids, is_lower_hex, items_after,
     kind_is, mark, pane, raise, rid, state, str_of, time_of, wait_answer_echo, wait_ask_closed, wait_for,
     wire_time_ms,
 };
-use crate::conformance::client::Client;
-use crate::conformance::desk::Transport;
+use crate::desk::Transport;
+use durable_cli::conformance::client::Client;
 
 const P: &str = "ticket-1";
 
@@ -64,7 +64,7 @@ async fn end_to_end(c: &Client, spec: &str, kind: &str, card: impl Fn(&Value) ->
         p["openAsks"]
     );
     let m = mark(c, P).await?;
-    let raised = crate::conformance::check::events_after(c, P, before).await?;
+    let raised = crate::check::events_after(c, P, before).await?;
     ensure!(
         raised.iter().any(|e| e["type"] == "ask" && e["ask"]["id"] == id.as_str()),
         "no `ask` event for {id} in the pane's events"
@@ -168,7 +168,7 @@ pub(crate) async fn ask_expiry_closes_with_timeout_and_one_notice(cx: Ctx) -> R 
         expires - created
     );
     wait_for("the expired ask to leave the state", Duration::from_secs(6), || async {
-        Ok((!ids(&crate::conformance::check::open_asks(&state(&c).await?)).contains(&id)).then_some(()))
+        Ok((!ids(&crate::check::open_asks(&state(&c).await?)).contains(&id)).then_some(()))
     })
     .await?;
     let closed = wait_ask_closed(&c, P, m, &id).await?;

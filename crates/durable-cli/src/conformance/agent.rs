@@ -1,0 +1,235 @@
+//! `--agent-cmd`: the agent as a child of the run, for what needs a restart.
+//! Started with `sh -c` in a process group of its own, so that `SIGKILL`
+//! reaches the agent and not only the shell; read until it answers
+//! `GET /hello`; over HTTPS its certificate is pinned to the fingerprint it
+//! printed (or, with `--insecure` on loopback, the first leaf seen).
+
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::process::{Child, Command};
+
+use super::check::R;
+use super::client::Client;
+use crate::link::{Target, Token};
+use crate::pin::fingerprint_in;
+
+/// How long an agent may take from its start to its first answer.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What a child wrote, kept for checks and for failure messages.
+#[derive(Clone, Default, Debug)]
+pub(crate) struct Output(Arc<Mutex<String>>);
+
+impl Output {
+    pub(crate) fn text(&self) -> String {
+        self.0.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    fn push(&self, line: &str) {
+        if let Ok(mut text) = self.0.lock() {
+            // A chatty agent: keep the last 1 MiB.
+            if text.len() > 1 << 20 {
+                let cut = text.len() - (1 << 19);
+                let cut = (cut..text.len()).find(|i| text.is_char_boundary(*i)).unwrap_or(0);
+                text.drain(..cut);
+            }
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+
+    /// The last lines, for a failure message.
+    pub(crate) fn tail(&self, lines: usize) -> String {
+        let text = self.text();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join(" | ")
+    }
+}
+
+/// How to start the agent and reach it.
+#[derive(Clone)]
+pub(crate) struct AgentSpec {
+    /// The command, run with `sh -c`.
+    pub(crate) cmd: String,
+    /// Variables added to the agent's environment.
+    pub(crate) env: Vec<(String, String)>,
+    pub(crate) target: Target,
+    pub(crate) token: Option<Token>,
+    /// HTTPS: the pin to use when the agent prints no fingerprint.
+    pub(crate) pin: Option<[u8; 32]>,
+    /// HTTPS: trust the first leaf seen when no fingerprint is known.
+    pub(crate) insecure: bool,
+}
+
+impl std::fmt::Debug for AgentSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The environment's names only: `COLLIE_TOKEN`'s value is a secret.
+        let env: Vec<&str> = self.env.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("AgentSpec")
+            .field("cmd", &self.cmd)
+            .field("env", &env)
+            .field("target", &self.target)
+            .field("token", &self.token)
+            .field("insecure", &self.insecure)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A running agent.
+#[derive(Debug)]
+pub(crate) struct Agent {
+    pub(crate) spec: AgentSpec,
+    child: Child,
+    pub(crate) stdout: Output,
+    pub(crate) stderr: Output,
+    pub(crate) client: Client,
+}
+
+fn drain<S>(stream: S, into: Output)
+where
+    S: AsyncRead + Unpin + Send + 'static,
+{
+    tokio::spawn(async move {
+        let mut reader = BufReader::new(stream).lines();
+        while let Ok(Some(line)) = reader.next_line().await {
+            into.push(&line);
+        }
+    });
+}
+
+/// The agent's output for a message, the token (should the agent print
+/// it) replaced.
+fn redact(text: &str, secret: Option<&str>) -> String {
+    match secret {
+        Some(secret) if !secret.is_empty() => text.replace(secret, "<token>"),
+        _ => text.to_owned(),
+    }
+}
+
+impl Agent {
+    /// Starts the agent and waits until it answers `GET /hello`.
+    pub(crate) async fn start(spec: AgentSpec) -> R<Agent> {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg(&spec.cmd);
+        for (name, value) in &spec.env {
+            cmd.env(name, value);
+        }
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+        cmd.process_group(0);
+        let mut child = cmd.spawn().map_err(|e| format!("starting `sh -c {:?}`: {e}", spec.cmd))?;
+        let (stdout, stderr) = (Output::default(), Output::default());
+        if let Some(out) = child.stdout.take() {
+            drain(out, stdout.clone());
+        }
+        if let Some(err) = child.stderr.take() {
+            drain(err, stderr.clone());
+        }
+        let https = matches!(&spec.target, Target::Url(u) if u.https);
+        let secret = spec.token.as_ref().map(|t| t.secret().to_owned());
+        let started = Instant::now();
+        let mut agent = Agent { spec, child, stdout, stderr, client: Client::socket(Default::default()) };
+        loop {
+            if let Ok(Some(status)) = agent.child.try_wait() {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                return Err(format!(
+                    "the agent exited before it answered ({status}); stderr: {}",
+                    redact(&agent.stderr.tail(4), secret.as_deref())
+                ));
+            }
+            let printed = if https {
+                let text = format!("{}\n{}", agent.stdout.text(), agent.stderr.text());
+                text.lines()
+                    .rev()
+                    .filter(|l| secret.as_ref().is_none_or(|s| !l.contains(s.as_str())))
+                    .find_map(fingerprint_in)
+            } else {
+                None
+            };
+            if started.elapsed() > START_TIMEOUT {
+                agent.kill().await;
+                let pin = if https && printed.is_none() && agent.spec.pin.is_none() && !agent.spec.insecure {
+                    " (over HTTPS: it printed no fingerprint; give --fingerprint, or --insecure on loopback)"
+                } else {
+                    ""
+                };
+                return Err(format!(
+                    "the agent did not answer GET /hello within {} s{pin}; stderr: {}",
+                    START_TIMEOUT.as_secs(),
+                    redact(&agent.stderr.tail(4), secret.as_deref())
+                ));
+            }
+            let pin = printed.or(agent.spec.pin);
+            if !https || pin.is_some() || agent.spec.insecure {
+                let client = Client::at(agent.spec.target.clone(), agent.spec.token.clone(), pin);
+                if let Ok(r) = client.get("/hello").await {
+                    if r.status == 200 {
+                        agent.client = client;
+                        return Ok(agent);
+                    }
+                    if r.status == 401 {
+                        agent.kill().await;
+                        return Err("the agent refused the token (401): is COLLIE_TOKEN the agent's?".into());
+                    }
+                }
+            } else if agent.stdout.text().contains("listening") && started.elapsed() > Duration::from_secs(5)
+            {
+                agent.kill().await;
+                return Err("the agent serves HTTPS but printed no fingerprint: give --fingerprint, or --insecure on loopback".into());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// `SIGKILL` to the agent's process group, then reap.
+    pub(crate) async fn kill(&mut self) {
+        if let Some(pid) = self.child.id().and_then(|id| rustix::process::Pid::from_raw(id as i32)) {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+        let _ = self.child.start_kill();
+        let _ = tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await;
+    }
+
+    /// `SIGKILL`, then the same command again.
+    pub(crate) async fn restart(&mut self) -> R<()> {
+        self.kill().await;
+        let next = Agent::start(self.spec.clone()).await?;
+        *self = next;
+        Ok(())
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        if let Some(pid) = self.child.id().and_then(|id| rustix::process::Pid::from_raw(id as i32)) {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn the_token_never_reaches_a_message() {
+        assert_eq!(redact("got s3cret here", Some("s3cret")), "got <token> here");
+        assert_eq!(redact("nothing", None), "nothing");
+    }
+
+    #[test]
+    fn the_specs_debug_names_the_environment_without_its_values() {
+        let spec = super::AgentSpec {
+            cmd: "agent".into(),
+            env: vec![("COLLIE_TOKEN".into(), "s3cret-s3cret".into())],
+            target: crate::link::Target::Socket("/tmp/a.sock".into()),
+            token: Some(crate::link::Token::new("s3cret-s3cret".into())),
+            pin: None,
+            insecure: false,
+        };
+        let shown = format!("{spec:?}");
+        assert!(shown.contains("COLLIE_TOKEN") && !shown.contains("s3cret"), "{shown}");
+    }
+}
