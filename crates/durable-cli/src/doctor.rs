@@ -7,13 +7,17 @@
 //! (said in Collie's words), the caps and `ready` (§3, §4). The wire's
 //! names and limits come from `durable_types`, as the SDK's do.
 
+#[cfg(unix)]
 use std::io::ErrorKind;
+#[cfg(unix)]
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use durable_types::{CAP_NAMES, SOCKET_PATH_MAX, TOKEN_MIN, WIRE_MAX, WIRE_MIN};
+#[cfg(unix)]
+use durable_types::SOCKET_PATH_MAX;
+use durable_types::{CAP_NAMES, TOKEN_MIN, WIRE_MAX, WIRE_MIN};
 use serde_json::Value;
 
 use crate::link::{AgentArgs, Answer, Link, LinkError, Target, Token, Url};
@@ -140,7 +144,19 @@ pub(crate) fn main(args: Args) -> ExitCode {
     }
 }
 
+/// Off Unix there is no private socket (docs/wire.md §1.1): one line says so.
+#[cfg(not(unix))]
+async fn socket(report: &mut Report, path: &Path) {
+    report.fail(
+        "socket-path-absolute",
+        format!("{} is a socket path, and the private socket is Unix-only", path.display()),
+        "give the agent's address with --url https://HOST:PORT (docs/wire.md §1.2)",
+    );
+    skip_rest(report, "needs an address Collie takes");
+}
+
 /// The socket's checks (§1.1), then hello's.
+#[cfg(unix)]
 async fn socket(report: &mut Report, path: &Path) {
     let shown = path.display().to_string();
     let absolute = path.is_absolute();
@@ -267,6 +283,7 @@ fn skip_hello(report: &mut Report) {
 /// (unless sticky); the socket's folder the user's with mode 0700; the
 /// socket the user's with no group or other bits. `Err((what, fix))`; the
 /// phone's start may call it too, for a warning line.
+#[cfg(unix)]
 pub(crate) fn privacy(path: &Path, uid: u32) -> Result<String, (String, String)> {
     let folder =
         path.parent().ok_or_else(|| ("the path has no folder".to_owned(), "give a path".to_owned()))?;
@@ -528,7 +545,7 @@ fn hello(report: &mut Report, answer: &Answer) {
         }
         Some((min, max)) => report.fail(
             "wire-range",
-            format!("durable-hello: incompatible: the durable agent speaks {min}..{max}, {collie}"),
+            crate::phone::incompatible((min, max), (u64::from(WIRE_MIN), u64::from(WIRE_MAX))),
             if min > u64::from(WIRE_MAX) {
                 "update Collie (and durable-cli), or build the agent on an SDK that still speaks this Collie's version"
             } else {

@@ -16,12 +16,19 @@ use hyper::{HeaderMap, Method, Request};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::{TcpStream, UnixStream};
+use tokio::net::TcpStream;
+#[cfg(unix)]
+use tokio::net::UnixStream;
 
 use crate::pin::Pinned;
 
-/// How long one request may take (a write may wait 5 s for a pane's lock, §8).
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long a read may take: an agent answers a poll from memory, so one
+/// that is silent this long is stuck (the phone says so, and tries again).
+const READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a write may take: it may wait 5 s for a pane's lock (§8), then
+/// for the agent's handler.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// A bearer token: never printed, not even by `Debug`.
 #[derive(Clone)]
@@ -199,7 +206,12 @@ impl fmt::Display for Target {
 pub(crate) enum LinkError {
     /// The connection could not be made (the io error's kind is kept:
     /// `ConnectionRefused` on a socket file is a stale socket, §1.1).
-    Connect { kind: std::io::ErrorKind, message: String },
+    Connect {
+        // Read by the doctor's socket checks (Unix only).
+        #[cfg_attr(not(unix), allow(dead_code))]
+        kind: std::io::ErrorKind,
+        message: String,
+    },
     /// The TLS handshake failed (a certificate that does not match the pin).
     Tls(String),
     /// The HTTP exchange failed or timed out.
@@ -293,12 +305,22 @@ impl Link {
             message: format!("{what}: {e}"),
         };
         match &self.target {
+            #[cfg(unix)]
             Target::Socket(path) => {
                 let stream = UnixStream::connect(path)
                     .await
                     .map_err(|e| connect_error(format!("connecting to {}", path.display()), e))?;
                 Ok(Box::new(stream))
             }
+            // The private socket is a Unix socket (docs/wire.md §1.1).
+            #[cfg(not(unix))]
+            Target::Socket(path) => Err(connect_error(
+                format!("connecting to {}", path.display()),
+                std::io::Error::new(
+                    std::io::ErrorKind::Unsupported,
+                    "the private socket is Unix-only: give the agent's --url",
+                ),
+            )),
             Target::Url(url) => {
                 let tcp = TcpStream::connect((url.host.as_str(), url.port))
                     .await
@@ -378,12 +400,13 @@ impl Link {
                 }
             }
         };
-        let result = tokio::time::timeout(REQUEST_TIMEOUT, exchange).await;
+        let limit = if method == Method::GET { READ_TIMEOUT } else { WRITE_TIMEOUT };
+        let result = tokio::time::timeout(limit, exchange).await;
         match result {
             Ok(answer) => answer,
             Err(_) => {
                 self.conn = None;
-                Err(LinkError::Http(format!("{method} {path}: no answer in {} s", REQUEST_TIMEOUT.as_secs())))
+                Err(LinkError::Http(format!("{method} {path}: no answer in {} s", limit.as_secs())))
             }
         }
     }

@@ -158,26 +158,28 @@ fn doctor_names_an_https_agent_that_does_not_speak_tls() {
     }
 }
 
-/// `durable phone --plain` on `args`: a line that `says`, then `quit`
-/// (or, when `stalled`, the end of the test: the phone's requests wait
-/// out the link's own limit), and never a panic.
-fn phone_says(args: &[String], token: Option<&str>, says: &str, stalled: bool) {
+/// `durable phone --plain` on `args`: a line that `says`, then `quit`, and
+/// never a panic; it exits 0 when the agent answered something (`reaches`),
+/// else 1, saying so, so a script can tell.
+fn phone_says(args: &[String], token: Option<&str>, says: &str, reaches: bool) {
     let mut args = args.to_vec();
     args.push("--plain".into());
     let mut p = Lines::start_with(&args, token);
-    let patience = if stalled { Duration::from_secs(90) } else { support::PATIENCE };
-    p.expect_within(patience, says, |l| l.contains(says));
-    if !stalled {
-        p.send("quit");
+    p.expect_within(support::PATIENCE, says, |l| l.contains(says));
+    p.send("quit");
+    if !reaches {
+        p.expect("the agent never answered");
     }
     let seen = p.seen.join("\n");
+    let status = p.finish();
     assert!(!seen.contains("panicked"), "{args:?}:\n{seen}");
     if let Some(token) = token {
         assert!(!seen.contains(token), "the token shows:\n{seen}");
     }
-    if !stalled {
-        let status = p.finish();
+    if reaches {
         assert!(status.success(), "{args:?}: {status}\n{seen}");
+    } else {
+        assert_eq!(status.code(), Some(1), "{args:?}: a phone that never reached the agent\n{seen}");
     }
 }
 
@@ -186,28 +188,29 @@ fn the_phone_names_what_a_bad_agent_got_wrong_and_never_panics() {
     let dir = TestDir::new("bad-phone");
     let socket = |n: usize| dir.0.join(format!("p{n}.sock"));
     let args = |path: &Path| vec!["--socket".to_owned(), path.to_str().unwrap().to_owned()];
+    // (the fake, a line the phone says, whether the agent answered at all)
     let cases: Vec<(Fake, &str, bool)> = vec![
         (
             Fake::hello(2, 3),
             "durable-hello: incompatible: the durable agent speaks 2..3, this Collie speaks 1..1",
-            false,
+            true,
         ),
-        (Fake::answer(200, "<html>it works</html>"), "hello: the answer is not JSON", false),
+        (Fake::answer(200, "<html>it works</html>"), "hello: the answer is not JSON", true),
         (
             Fake::answer(500, r#"{"ok": false, "code": "internal", "message": "boom"}"#),
             "hello: 500 internal: boom",
-            false,
+            true,
         ),
         (Fake::Bytes(cut(400, r#"{"ok": tr"#)), "hello: ", false),
         (Fake::Bytes(Vec::new()), "hello: ", false),
-        (Fake::Stall(Vec::new()), "hello: GET /hello: no answer in", true),
+        (Fake::Stall(Vec::new()), "hello: GET /hello: no answer in 5 s (is the agent running?", false),
     ];
     std::thread::scope(|s| {
-        for (n, (fake, says, stalled)) in cases.into_iter().enumerate() {
+        for (n, (fake, says, reaches)) in cases.into_iter().enumerate() {
             let path = socket(n);
             fake.on_socket(&path);
             let args = args(&path);
-            s.spawn(move || phone_says(&args, None, says, stalled));
+            s.spawn(move || phone_says(&args, None, says, reaches));
         }
         // No socket, and a stale one.
         let missing = socket(100);
@@ -219,6 +222,6 @@ fn the_phone_names_what_a_bad_agent_got_wrong_and_never_panics() {
         let token = support::token();
         let port = Fake::answer(200, "not json").on_tcp();
         let url = vec!["--url".to_owned(), format!("http://127.0.0.1:{port}")];
-        s.spawn(move || phone_says(&url, Some(&token), "hello: the answer is not JSON", false));
+        s.spawn(move || phone_says(&url, Some(&token), "hello: the answer is not JSON", true));
     });
 }

@@ -118,6 +118,8 @@ impl Agent {
             cmd.env(name, value);
         }
         cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+        // A group of its own: a kill reaches what the command started.
+        #[cfg(unix)]
         cmd.process_group(0);
         let mut child = cmd.spawn().map_err(|e| format!("starting `sh -c {:?}`: {e}", spec.cmd))?;
         let (stdout, stderr) = (Output::default(), Output::default());
@@ -185,9 +187,7 @@ impl Agent {
 
     /// `SIGKILL` to the agent's process group, then reap.
     pub(crate) async fn kill(&mut self) {
-        if let Some(pid) = self.child.id().and_then(|id| rustix::process::Pid::from_raw(id as i32)) {
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-        }
+        kill_group(&self.child);
         let _ = self.child.start_kill();
         let _ = tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await;
     }
@@ -203,10 +203,19 @@ impl Agent {
 
 impl Drop for Agent {
     fn drop(&mut self) {
-        if let Some(pid) = self.child.id().and_then(|id| rustix::process::Pid::from_raw(id as i32)) {
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-        }
+        kill_group(&self.child);
     }
+}
+
+/// `SIGKILL` to the process group the agent leads (its own and what it
+/// started); elsewhere, the agent's process alone.
+fn kill_group(child: &tokio::process::Child) {
+    #[cfg(unix)]
+    if let Some(pid) = child.id().and_then(|id| rustix::process::Pid::from_raw(id as i32)) {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    }
+    #[cfg(not(unix))]
+    let _ = child;
 }
 
 #[cfg(test)]

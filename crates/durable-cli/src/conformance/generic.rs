@@ -8,6 +8,7 @@
 //! `restart` kill the agent started with `--agent-cmd` and start it again.
 
 use std::future::Future;
+#[cfg(unix)]
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -1296,6 +1297,12 @@ async fn token_never_in_the_agent_output(g: G) -> R {
     Ok(())
 }
 
+#[cfg(not(unix))]
+async fn socket_and_its_folder_are_private(g: G) -> R {
+    Err(format!("{:?}: the private socket is Unix-only", g.socket))
+}
+
+#[cfg(unix)]
 async fn socket_and_its_folder_are_private(g: G) -> R {
     let socket = g.socket.clone().ok_or("no socket path")?;
     let meta = std::fs::metadata(&socket).map_err(|e| format!("{}: {e}", socket.display()))?;

@@ -24,7 +24,7 @@ pub(super) async fn run(mut session: Session) -> Result<(), String> {
             line = stdin.next_line() => {
                 let line = match line {
                     Ok(Some(line)) => line,
-                    Ok(None) => return Ok(()),
+                    Ok(None) => return ended(&session),
                     Err(e) => return Err(format!("reading stdin: {e}")),
                 };
                 let line = line.trim();
@@ -32,7 +32,7 @@ pub(super) async fn run(mut session: Session) -> Result<(), String> {
                     continue;
                 }
                 match parse_command(line) {
-                    Ok(Command::Quit) => return Ok(()),
+                    Ok(Command::Quit) => return ended(&session),
                     Ok(Command::Wait(ms)) => {
                         let end = Instant::now() + std::time::Duration::from_millis(ms);
                         loop {
@@ -50,4 +50,10 @@ pub(super) async fn run(mut session: Session) -> Result<(), String> {
             _ = ticks.tick() => print(&session.poll().await),
         }
     }
+}
+
+/// The end of a script: an error when the agent never answered, so the
+/// script can tell (exit 1).
+fn ended(session: &Session) -> Result<(), String> {
+    if session.reached { Ok(()) } else { Err("the agent never answered (`durable doctor` says why)".into()) }
 }

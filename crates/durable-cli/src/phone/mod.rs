@@ -24,9 +24,8 @@ use serde_json::{Value, json};
 use crate::link::{AgentArgs, Link, Target, Token, Url, enc};
 use model::{Ask, Hello, Model, View, WIRE, short_id};
 
-// The doctor's too (which a Windows build may leave out).
-#[cfg_attr(not(unix), allow(unused_imports))]
-pub(crate) use draw::clean;
+// The doctor's too: one copy of Collie's words.
+pub(crate) use draw::{clean, incompatible};
 
 /// `durable phone`'s command line.
 #[derive(Debug, clap::Args)]
@@ -284,6 +283,9 @@ pub(crate) struct Session {
     trouble: Option<String>,
     /// The line of the agent's answer to the last write, until taken.
     outcome: Option<String>,
+    /// Whether the agent ever answered (a script's phone that never
+    /// reached it exits 1).
+    pub(crate) reached: bool,
 }
 
 /// 8 random hex digits for this run's request ids.
@@ -307,6 +309,7 @@ impl Session {
             paging: None,
             trouble: None,
             outcome: None,
+            reached: false,
         }
     }
 
@@ -341,7 +344,9 @@ impl Session {
     /// `GET /hello` then `POST /hello` (§3), then the first poll.
     pub(crate) async fn start(&mut self) -> Vec<String> {
         let mut out = vec![format!("phone: looking at {}", draw::clean(&self.target()))];
-        match self.link.get("/hello", &[]).await {
+        let hello = self.link.get("/hello", &[]).await;
+        self.reached |= hello.is_ok();
+        match hello {
             Ok(a) if a.status == 200 => match a.json.as_ref().map(Hello::parse) {
                 Some(Ok(hello)) => {
                     let caps: Vec<&str> =
@@ -364,7 +369,11 @@ impl Session {
                 None => out.push("hello: the answer is not JSON".into()),
             },
             Ok(a) => out.push(Session::refusal("hello", a.status, a.json.as_ref())),
-            Err(e) => out.push(format!("hello: {e}")),
+            Err(e) => {
+                // Nothing more to ask now: the polls go on trying.
+                out.push(format!("hello: {e} (is the agent running? `durable doctor` says why)"));
+                return out;
+            }
         }
         let collie = concat!("durable-phone-", env!("CARGO_PKG_VERSION"));
         let intro = json!({"wire": {"min": WIRE.0, "max": WIRE.1}, "collie": {"version": collie}});
@@ -394,7 +403,10 @@ impl Session {
             let etag = self.model.etag.clone();
             let headers: Vec<(&str, &str)> = etag.iter().map(|t| ("if-none-match", t.as_str())).collect();
             let answer = match self.link.get(&path, &headers).await {
-                Ok(a) => a,
+                Ok(a) => {
+                    self.reached = true;
+                    a
+                }
                 Err(e) => {
                     self.trouble(&mut out, format!("cannot reach the agent: {e} (trying again every 2 s)"));
                     return out;
