@@ -9,7 +9,6 @@ mod support;
 
 use std::path::Path;
 use std::process::Output;
-use std::time::Duration;
 
 use support::{Fake, Lines, TestDir, doctor, text};
 
