@@ -153,8 +153,9 @@ impl fmt::Display for Url {
 /// (`--fingerprint`) and `--insecure`.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct AgentArgs {
-    /// The agent's private socket.
-    #[arg(long, value_name = "PATH", env = "COLLIE_DURABLE_SOCKET", conflicts_with = "url")]
+    /// The agent's private socket (without --socket and --url:
+    /// $COLLIE_DURABLE_SOCKET).
+    #[arg(long, value_name = "PATH", conflicts_with = "url")]
     socket: Option<PathBuf>,
     /// The agent's address: https://HOST:PORT, or http://127.0.0.1:PORT; the
     /// token comes from COLLIE_TOKEN.
@@ -178,10 +179,17 @@ impl AgentArgs {
     /// The socket path, or the URL as given (each command reads it); `Err`
     /// when neither is said.
     pub(crate) fn place(&self) -> Result<Result<PathBuf, String>, String> {
+        // The variable is read only when no flag says where: an agent's
+        // socket exported for the terminal never turns a --url into a conflict.
+        let from_env =
+            || std::env::var_os("COLLIE_DURABLE_SOCKET").filter(|s| !s.is_empty()).map(PathBuf::from);
         match (&self.socket, &self.url) {
             (Some(path), None) if !path.as_os_str().is_empty() => Ok(Ok(path.clone())),
             (_, Some(url)) => Ok(Err(url.clone())),
-            _ => Err("say where the agent is: --socket PATH or --url URL".into()),
+            (None, None) => from_env()
+                .map(Ok)
+                .ok_or_else(|| "say where the agent is: --socket PATH or --url URL".to_owned()),
+            (Some(_), None) => Err("--socket needs a path".into()),
         }
     }
 }

@@ -159,6 +159,38 @@ fn unusable_command_lines_exit_2() {
     }
 }
 
+/// `COLLIE_DURABLE_SOCKET` exported for the terminal is only a default:
+/// with `--url` the commands reach the URL (no conflict, exit 2), and
+/// without a flag they reach the socket it names.
+#[test]
+fn the_socket_variable_is_a_default_that_a_url_overrides() {
+    let dir = TestDir::new("doc-env");
+    let desk = Desk::socket(&dir, &[]);
+    for command in ["doctor", "conformance"] {
+        let out = std::process::Command::new(support::durable())
+            .args([command, "--url", "http://127.0.0.1:1"])
+            .env("COLLIE_DURABLE_SOCKET", dir.socket())
+            .env("COLLIE_TOKEN", support::token())
+            .output()
+            .unwrap();
+        // Port 1 answers nothing: a failed check or an unreachable agent, not a usage error.
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "durable {command} --url with the variable set:\n{}",
+            text(&out)
+        );
+    }
+    let out = std::process::Command::new(support::durable())
+        .arg("doctor")
+        .env("COLLIE_DURABLE_SOCKET", dir.socket())
+        .env_remove("COLLIE_TOKEN")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "durable doctor on the variable's socket:\n{}", text(&out));
+    drop(desk);
+}
+
 #[test]
 fn doctor_over_https_checks_url_certificate_and_token() {
     let dir = TestDir::new("doc-https");

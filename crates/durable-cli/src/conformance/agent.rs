@@ -163,7 +163,8 @@ impl Agent {
                     redact(&agent.stderr.tail(4), secret.as_deref())
                 ));
             }
-            let pin = printed.or(agent.spec.pin);
+            // A pin the user gave wins over a fingerprint read from the output.
+            let pin = agent.spec.pin.or(printed);
             if !https || pin.is_some() || agent.spec.insecure {
                 let client = Client::at(agent.spec.target.clone(), agent.spec.token.clone(), pin);
                 if let Ok(r) = client.get("/hello").await {

@@ -213,7 +213,7 @@ pub async fn wait_idle(c: &Client, p: &str) -> R<Value> {
 
 /// The events of a pane after `after` (`snapshot: false` expected).
 pub async fn events_after(c: &Client, p: &str, after: u64) -> R<Vec<Value>> {
-    let r = c.get(&format!("/v1/panes/{p}/events?after={after}")).await?;
+    let r = c.get(&format!("/v1/panes/{}/events?after={after}", crate::link::enc(p))).await?;
     let body = r.ok()?;
     if bool_of(body, "snapshot")? {
         return Err(format!("events of {p} after {after}: got the snapshot view, expected events"));
@@ -277,7 +277,11 @@ pub async fn wait_item(c: &Client, p: &str, after: u64, kind: &str, text: &str) 
 // ---------------------------------------------------------------- writes and asks
 
 pub async fn send(c: &Client, p: &str, text: &str, request_id: &str) -> R<Resp> {
-    c.post(&format!("/v1/panes/{p}/send"), &json!({"requestId": request_id, "text": text})).await
+    c.post(
+        &format!("/v1/panes/{}/send", crate::link::enc(p)),
+        &json!({"requestId": request_id, "text": text}),
+    )
+    .await
 }
 
 /// A send that must answer `sent`.
@@ -345,7 +349,12 @@ pub async fn settle(c: &Client) -> R<()> {
         let asks = open_asks(&s);
         for ask in &asks {
             if let Some(p) = ask.get("pane").and_then(Value::as_str) {
-                let _ = c.post(&format!("/v1/panes/{p}/stop"), &json!({"requestId": rid("settle")})).await;
+                let _ = c
+                    .post(
+                        &format!("/v1/panes/{}/stop", crate::link::enc(p)),
+                        &json!({"requestId": rid("settle")}),
+                    )
+                    .await;
             }
         }
         let panes = s.get("panes").and_then(Value::as_array).cloned().unwrap_or_default();

@@ -235,7 +235,7 @@ impl Client {
             }
             let (status, headers, start, length) =
                 parse_head(&got)?.ok_or_else(|| format!("no whole answer in {} bytes", got.len()))?;
-            let end = (start + length).min(got.len());
+            let end = start.saturating_add(length).min(got.len());
             let body = Bytes::copy_from_slice(&got[start..end]);
             let second = got[end..].windows(5).any(|w| w == b"HTTP/");
             Ok::<_, String>(((status, headers, body), !second))
@@ -268,8 +268,13 @@ where
         let mut buf = [0u8; 8192];
         loop {
             if let Some((status, headers, start, length)) = parse_head(&got)? {
-                if got.len() >= start + length {
-                    return Ok((status, headers, Bytes::copy_from_slice(&got[start..start + length])));
+                // A length the agent made up never overflows, nor grows the buffer past 1 MiB.
+                let end = start
+                    .checked_add(length)
+                    .filter(|end| *end <= start + (1 << 20))
+                    .ok_or_else(|| format!("content-length {length} is more than this client reads"))?;
+                if got.len() >= end {
+                    return Ok((status, headers, Bytes::copy_from_slice(&got[start..end])));
                 }
             }
             match reader.read(&mut buf).await {

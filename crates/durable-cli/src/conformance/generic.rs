@@ -22,8 +22,8 @@ use serde_json::{Value, json};
 use super::agent::Agent;
 use super::check::{
     R, arr_of, ask_hash, ask_id_for, bool_of, check_answered, cut, ensure, events_after, field, ids,
-    is_lower_hex, items_after, kind_is, open_asks, pane_in, rid, sha256_hex, state, str_of, time_of, u64_of,
-    wait_for,
+    is_lower_hex, items_after, kind_is, mark, open_asks, pane_in, rid, sha256_hex, state, str_of, time_of,
+    u64_of, wait_for,
 };
 use super::client::{Auth, Client, Resp};
 use super::wire;
@@ -264,10 +264,20 @@ fn unknown_pane(g: &G) -> String {
     id
 }
 
+/// An absolute path on the agent's machine, whatever its system: `/…`,
+/// `C:\…` or `C:/…`, or a UNC path `\\server\share…`.
+fn is_absolute_anywhere(path: &str) -> bool {
+    let b = path.as_bytes();
+    path.starts_with('/')
+        || path.starts_with("\\\\")
+        || (b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && (b[2] == b'\\' || b[2] == b'/'))
+}
+
 /// A write route whose capability is on, with a body the route takes: the
 /// request id rule is checked there (after the capability, before anything runs).
 fn write_route(g: &G) -> Option<(String, Value)> {
-    let pane = g.panes().into_iter().next().unwrap_or_else(|| "p".to_owned());
+    // A pane the agent does not have: the request id is checked first (§8).
+    let pane = unknown_pane(g);
     let routes = [
         ("send", format!("/v1/panes/{}/send", crate::link::enc(&pane)), json!({"text": "x"})),
         ("steer", format!("/v1/panes/{}/steer", crate::link::enc(&pane)), json!({"text": "x"})),
@@ -396,7 +406,7 @@ async fn hello_post_compatible_when_ranges_overlap(g: G) -> R {
 async fn hello_post_incompatible_answers_compatible_false(g: G) -> R {
     let c = g.c();
     let max = u64_of(&c.get("/hello").await?.ok()?["wire"], "max")?;
-    let w = json!({"min": max + 1, "max": max + 2});
+    let w = json!({"min": max.saturating_add(1), "max": max.saturating_add(2)});
     let r = c.post("/hello", &json!({"collie": {"version": "0.0.1-conformance"}, "wire": w})).await?;
     let body = r.ok()?;
     ensure!(body["compatible"] == false, "Collie wire {w}: compatible is {}", body["compatible"]);
@@ -466,7 +476,7 @@ async fn state_full_has_every_field(g: G) -> R {
             str_of(a, "label")?;
         }
         if let Some(cwd) = p.get("cwd") {
-            ensure!(cwd.as_str().is_some_and(|d| d.starts_with('/')), "pane {id}: cwd {cwd} is not absolute");
+            ensure!(cwd.as_str().is_some_and(is_absolute_anywhere), "pane {id}: cwd {cwd} is not absolute");
         }
         let tab = tab_panes.iter().find(|(pane, _)| pane == id).map(|(_, t)| t.clone());
         ensure!(tab.is_some(), "pane {id} is in no tab's panes");
@@ -525,7 +535,7 @@ async fn state_304_when_etag_matches(g: G) -> R {
 async fn state_full_when_since_is_zero_or_ahead(g: G) -> R {
     let c = g.c();
     let seq = u64_of(&state(&c).await?, "seq")?;
-    for since in [0, seq + 1000] {
+    for since in [0, seq.saturating_add(1000)] {
         let r = c.get(&format!("/v1/state?since={since}")).await?;
         let d = r.ok()?;
         ensure!(d["full"] == true, "since={since} (current seq {seq}): full is {}", d["full"]);
@@ -632,10 +642,14 @@ async fn events_list_consecutive_seqs_and_next(g: G) -> R {
             continue;
         }
         let events = arr_of(body, "events")?;
-        let mut last = 0;
+        let mut last: u64 = 0;
         for (i, e) in events.iter().enumerate() {
             let seq = u64_of(e, "seq")?;
-            ensure!(i == 0 || seq == last + 1, "{p}: event seqs are not consecutive: {} after {last}", seq);
+            ensure!(
+                i == 0 || Some(seq) == last.checked_add(1),
+                "{p}: event seqs are not consecutive: {} after {last}",
+                seq
+            );
             last = seq;
             time_of(e, "ts")?;
             let ty = e["type"].as_str().unwrap_or("");
@@ -699,7 +713,8 @@ async fn events_after_beyond_last_gives_snapshot(g: G) -> R {
     let c = g.c();
     let p = g.first_pane()?;
     let m = u64_of(&pane_now(&c, &p).await?, "lastSeq")?;
-    let r = c.get(&format!("/v1/panes/{}/events?after={}", crate::link::enc(&p), m + 1000)).await?;
+    let r =
+        c.get(&format!("/v1/panes/{}/events?after={}", crate::link::enc(&p), m.saturating_add(1000))).await?;
     let v = r.ok()?;
     ensure!(v["snapshot"] == true, "after beyond the last seq: snapshot {}", v["snapshot"]);
     ensure!(v["pane"] == p.as_str(), "pane {}", v["pane"]);
@@ -733,29 +748,35 @@ async fn events_unknown_pane_404(g: G) -> R {
 
 async fn malformed_json_400_bad_request(g: G) -> R {
     let c = g.c();
-    let mut cases: Vec<(String, &[u8])> = vec![("/hello".into(), b"nope"), ("/hello".into(), b"{")];
-    let pane = crate::link::enc(&g.panes().into_iter().next().unwrap_or_else(|| "p".to_owned()));
+    // Malformed writes go to a pane the agent does not have: the body is
+    // checked first (§8), and an agent that wrongly took one acts on nothing.
+    let mut cases: Vec<(String, Vec<u8>)> =
+        vec![("/hello".into(), b"nope".to_vec()), ("/hello".into(), b"{".to_vec())];
+    let unknown = unknown_pane(&g);
+    let pane = crate::link::enc(&unknown);
     if g.cap("send") {
         let send = format!("/v1/panes/{pane}/send");
-        cases.push((send.clone(), b"{"));
-        cases.push((send.clone(), b"[]"));
-        cases.push((send.clone(), b"{\"requestId\": \"x-1\"}"));
-        cases.push((send, b"{\"requestId\": \"x-2\", \"text\": 5}"));
+        cases.push((send.clone(), b"{".to_vec()));
+        cases.push((send.clone(), b"[]".to_vec()));
+        cases.push((send.clone(), b"{\"requestId\": \"x-1\"}".to_vec()));
+        cases.push((send, b"{\"requestId\": \"x-2\", \"text\": 5}".to_vec()));
     }
     if g.cap("rename") {
-        cases.push(("/v1/rename".into(), b"{"));
-        cases.push(("/v1/rename".into(), b"{\"requestId\": \"x-3\", \"target\": \"pane\", \"id\": \"p\"}"));
+        cases.push(("/v1/rename".into(), b"{".to_vec()));
+        let no_title = json!({"requestId": "x-3", "target": "pane", "id": unknown});
+        cases.push(("/v1/rename".into(), no_title.to_string().into_bytes()));
     }
     if g.cap("close") {
-        cases.push(("/v1/close".into(), b"{\"requestId\": \"x-4\", \"target\": \"window\", \"id\": \"p\"}"));
+        let no_target = json!({"requestId": "x-4", "target": "window", "id": unknown});
+        cases.push(("/v1/close".into(), no_target.to_string().into_bytes()));
     }
     let mut wrong = Vec::new();
     for (path, body) in cases {
-        let r = c.post_raw(&path, Bytes::from_static(body)).await?;
+        let r = c.post_raw(&path, Bytes::from(body.clone())).await?;
         if r.refused(400, "bad-request").is_err() {
             wrong.push(format!(
                 "POST {path} {}: {} {}",
-                String::from_utf8_lossy(body),
+                String::from_utf8_lossy(&body),
                 r.status,
                 r.body_text()
             ));
@@ -818,7 +839,8 @@ async fn body_over_1mib_413_too_large(g: G) -> R {
     let over = body_of(wire::BODY_MAX + 1);
     c.post_early_answer("/hello", Bytes::from(over.clone())).await?.refused(413, "too-large")?;
     if g.cap("send") {
-        let pane = crate::link::enc(&g.first_pane()?);
+        // A pane the agent does not have: the size is checked first (§8).
+        let pane = crate::link::enc(&unknown_pane(&g));
         let path = format!("/v1/panes/{pane}/send");
         c.post_early_answer(&path, Bytes::from(over)).await?.refused(413, "too-large")?;
         // Exactly 1 MiB is within the limit (then refused for its text over 64 KiB, not its size).
@@ -889,15 +911,13 @@ async fn write_unknown_pane_404(g: G) -> R {
     Ok(())
 }
 
+/// Refused whole, never cut to fit: to a pane the agent does not have (the
+/// body is checked first, §8), so an agent that would cut it acts on nothing.
 async fn send_text_over_64k_400_never_cut(g: G) -> R {
     let c = g.c();
-    let p = g.first_pane()?;
-    let m = u64_of(&pane_now(&c, &p).await?, "lastSeq")?;
+    let p = unknown_pane(&g);
     let body = json!({"requestId": rid("big"), "text": "a".repeat(wire::PHONE_TEXT_MAX + 1)});
     c.post(&format!("/v1/panes/{}/send", crate::link::enc(&p)), &body).await?.refused(400, "bad-request")?;
-    let request_id = body["requestId"].as_str().unwrap_or_default();
-    let delivered = items_after(&c, &p, m).await?.iter().any(|i| i["requestId"] == request_id);
-    ensure!(!delivered, "a refused send reached the pane");
     Ok(())
 }
 
@@ -1377,10 +1397,18 @@ async fn steer_idle_pane_409_refused_not_working(g: G) -> R {
     let c = g.c();
     let (p, _, _, _) = send_somewhere(&c, &g, "conformance: then idle").await?;
     wait_idle(&c, &p).await?;
+    let before = mark(&c, &p).await?;
     let body = json!({"requestId": rid("steer"), "text": "nobody listens"});
     let r = c.post(&format!("/v1/panes/{}/steer", crate::link::enc(&p)), &body).await?;
     if r.status == 200 {
-        // The pane went working again on its own meanwhile: nothing to say.
+        // Fine only if a turn began meanwhile, on its own: the pane's events
+        // say so (a `state` event `working`), or it is working now.
+        let began = events_after(&c, &p, before)
+            .await?
+            .iter()
+            .any(|e| e["type"] == "state" && e["state"] == "working");
+        let working = pane_now(&c, &p).await?["state"] == "working";
+        ensure!(began || working, "a steer to an idle pane was accepted: {}", cut(&r.json));
         return Ok(());
     }
     let refused = r.refused(409, "refused")?;

@@ -39,13 +39,16 @@ pub struct Args {
     #[command(flatten)]
     agent: AgentArgs,
     /// Also exercise writes that act: a send to a pane, the panes' declared
-    /// actions, the starters, answers to the cards the agent raises, rename,
-    /// close and reopen. Without it, only reads and requests that cannot act.
+    /// actions, the starters, answers to the cards the agent raises (every
+    /// card open when the run starts is answered too, declined where it
+    /// can be: not against an agent with approvals pending), rename, close
+    /// and reopen. Without it, only reads and requests that cannot act.
     #[arg(long)]
     writes: bool,
-    /// The command that starts the agent (run with `sh -c`): the run starts
-    /// it, and kills it with SIGKILL and starts it again for what needs a
-    /// restart (a new epoch; receipts kept across a crash).
+    /// The command that starts the agent (run with `sh -c`, Unix): the run
+    /// starts it, and kills it with SIGKILL and starts it again for what
+    /// needs a restart (a new epoch; receipts kept across a crash). The agent
+    /// inherits this environment, COLLIE_TOKEN included (it serves with it).
     #[arg(long, value_name = "COMMAND")]
     agent_cmd: Option<String>,
     /// The agent keeps its receipts across a restart (a persistent receipt
