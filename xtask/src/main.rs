@@ -41,6 +41,7 @@ const USAGE: &str = "usage: cargo xtask conformance [--transport socket|tls|both
        cargo xtask doctor ARGS (durable doctor; --help lists them)
        cargo xtask install-pi
        cargo xtask bench [--window-ms N] [--conns N] [--memory-seconds N] [--only GROUPS] [--instructions [--keep-dumps]]
+       cargo xtask screenshots
        cargo xtask fuzz (--smoke | --runs N | --time SECS) [--sanitizer address|none] [TARGET...]
        cargo xtask soak [--seconds N] [--socket-pollers N] [--https-pollers N]
        cargo xtask flood [--conns N] [--bodies N] [--held N] [--transport socket|https|both] [--desk PATH]";
@@ -54,6 +55,7 @@ fn main() -> ExitCode {
     match task {
         "install-pi" => install_pi::main(&args[1..]),
         "fuzz" => fuzz::main(&args[1..]),
+        "screenshots" => screenshots(),
         "bench" | "soak" | "flood" => hand_over(Package::Bench, &args),
         "conformance" => hand_over(Package::Collie, &args),
         "phone" | "doctor" => hand_over(Package::Cli, &args),
@@ -115,6 +117,38 @@ fn hand_over(package: Package, args: &[String]) -> ExitCode {
             .and_then(|c| u8::try_from(c).ok())
             .filter(|&c| c != 0)
             .map_or(ExitCode::FAILURE, ExitCode::from),
+        Err(e) => {
+            eprintln!("xtask: cannot run {}: {e}", Path::new(&cargo).display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The web phone's screens as PNGs in `docs/` (`docs/web-phone-*.png`,
+/// shown in the README), taken by the same Chromium as its tests: an
+/// ignored test of `xtask-collie`, run on purpose, not by every test run.
+fn screenshots() -> ExitCode {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(&cargo)
+        .args([
+            "test",
+            "-p",
+            "xtask-collie",
+            "--test",
+            "web_phone",
+            "--",
+            "--ignored",
+            "--exact",
+            "screenshots",
+        ])
+        .current_dir(project_root())
+        .status();
+    match status {
+        Ok(s) if s.success() => {
+            println!("screenshots: docs/web-phone-card.png and docs/web-phone-list.png");
+            ExitCode::SUCCESS
+        }
+        Ok(_) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("xtask: cannot run {}: {e}", Path::new(&cargo).display());
             ExitCode::FAILURE

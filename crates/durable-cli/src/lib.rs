@@ -29,6 +29,7 @@ mod doctor;
 mod link;
 mod phone;
 mod pin;
+mod web;
 
 /// `durable`: Collie's side of a durable agent.
 #[derive(Debug, Parser)]

@@ -38,6 +38,13 @@ pub(crate) struct Args {
     /// The line interface even on a terminal.
     #[arg(long)]
     plain: bool,
+    /// Show the agent in your browser instead: serve a page on 127.0.0.1
+    /// and print its address (with a secret drawn for this run) on stdout.
+    #[arg(long, conflicts_with = "plain")]
+    web: bool,
+    /// The port of --web's page (default 0: any free port).
+    #[arg(long, value_name = "N", requires = "web")]
+    port: Option<u16>,
 }
 
 /// How often the phone polls while you look at it (§1).
@@ -130,6 +137,14 @@ fn link_for(args: &Given) -> Result<Link, String> {
 }
 
 pub(crate) fn main(args: Args) -> ExitCode {
+    let web = args.web.then(|| {
+        let target = match args.agent.place() {
+            Ok(Ok(path)) => path.display().to_string(),
+            Ok(Err(url)) => url,
+            Err(_) => String::new(),
+        };
+        (crate::web::About { target }, args.port.unwrap_or(0))
+    });
     let args = match given(&args) {
         Ok(a) => a,
         Err(why) => {
@@ -144,6 +159,9 @@ pub(crate) fn main(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some((about, port)) = web {
+        return crate::web::main(link, about, port);
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
