@@ -67,11 +67,13 @@
     asks: [],
     view: null, // {pane, next, items: [], dropped}
     history: { rows: [], next: null, loaded: false, loading: false },
-    lines: {}, // ask id -> the line its card left
-    cardNotes: {}, // ask id -> {text, bad}
-    drafts: {}, // ask id -> draft of its answer
-    pendingAlways: {}, // ask id -> option id waiting for its second tap
-    changedAsks: {}, // ask id -> the ask as it is now (409 hash-mismatch)
+    // Keyed by the agent's ids: objects without a prototype, so an id such
+    // as `__proto__` or `constructor` is a key like any other.
+    lines: Object.create(null), // ask id -> the line its card left
+    cardNotes: Object.create(null), // ask id -> {text, bad}
+    drafts: Object.create(null), // ask id -> draft of its answer
+    pendingAlways: Object.create(null), // ask id -> {option, hash, at}: the first tap of an allow-always
+    changedAsks: Object.create(null), // ask id -> the ask as it is now (409 hash-mismatch)
     result: null, // {text, bad, askId}
     renaming: false,
     closing: false,
@@ -106,7 +108,8 @@
   }
 
   function icon(name) {
-    const paths = ICONS[name];
+    // Any name may come from the agent: only the table's own entries count.
+    const paths = typeof name === 'string' && Object.prototype.hasOwnProperty.call(ICONS, name) ? ICONS[name] : null;
     if (!paths) return null;
     const ns = 'http://www.w3.org/2000/svg';
     const svg = document.createElementNS(ns, 'svg');
@@ -396,8 +399,14 @@
 
   async function tick() {
     S.timer = null;
-    await poll();
-    if (S.timer === null) schedule();
+    try {
+      await poll();
+    } catch (e) {
+      // Whatever the agent sent, the phone keeps polling.
+      if (window.console) console.error('durable phone: a poll failed', e);
+    } finally {
+      if (S.timer === null) schedule();
+    }
   }
 
   // A write (§8): a fresh request id; the answer; then a poll.
@@ -412,10 +421,17 @@
 
   function route() {
     const h = location.hash || '';
+    const decoded = (t) => {
+      try {
+        return decodeURIComponent(t);
+      } catch (e) {
+        return null; // a hash that is not percent-encoding goes home
+      }
+    };
     let m = /^#\/pane\/(.+)$/.exec(h);
-    if (m) return { screen: 'pane', id: decodeURIComponent(m[1]) };
+    if (m && decoded(m[1]) !== null) return { screen: 'pane', id: decoded(m[1]) };
     m = /^#\/history\/(.+)$/.exec(h);
-    if (m) return { screen: 'history', id: decodeURIComponent(m[1]) };
+    if (m && decoded(m[1]) !== null) return { screen: 'history', id: decoded(m[1]) };
     return { screen: 'home' };
   }
 
@@ -1023,7 +1039,7 @@
   }
 
   function cardSig(a) {
-    return str(a.hash) + '|' + (S.pendingAlways[a.id] || '');
+    return str(a.hash) + '|' + (armed(a) || '');
   }
 
   function optionsOf(a) {
@@ -1054,12 +1070,12 @@
     }
     card.appendChild(el('div', { class: 'muted', 'data-test': 'card-time' }));
     const body = el('div');
-    const draft = (S.drafts[a.id] = S.drafts[a.id] || {});
+    const draft = (S.drafts[a.id] = S.drafts[a.id] || Object.create(null));
     const submit = el('button', { class: 'primary', 'data-test': 'card-submit' }, ['Answer']);
     if (kind === 'choice') {
       const box = el('div', { class: 'options' });
       for (const o of optionsOf(a)) {
-        const confirming = S.pendingAlways[a.id] === o.id;
+        const confirming = armed(a) === o.id;
         const cls = o.style === 'primary' ? 'primary' : o.style === 'danger' ? 'danger' : '';
         box.appendChild(
           el('button', { class: cls, 'data-test': 'option', 'data-option': o.id, 'data-always': o.always === true ? 'true' : null, onclick: () => pick(a, o) }, [
@@ -1068,7 +1084,7 @@
         );
       }
       body.appendChild(box);
-      const pendingId = S.pendingAlways[a.id];
+      const pendingId = armed(a);
       if (pendingId) {
         const tool = a.tool && typeof a.tool.name === 'string' ? a.tool.name : 'this tool';
         body.appendChild(
@@ -1112,7 +1128,7 @@
       body.appendChild(input);
       body.appendChild(submit);
     } else if (kind === 'form') {
-      draft.values = draft.values || {};
+      draft.values = draft.values || Object.create(null);
       const inputs = [];
       for (const f of Array.isArray(a.fields) ? a.fields : []) {
         if (!f || typeof f.id !== 'string') continue;
@@ -1144,7 +1160,7 @@
         inputs.push([f, input]);
       }
       submit.addEventListener('click', () => {
-        const values = {};
+        const values = Object.create(null);
         for (const [f, input] of inputs) {
           if (f.type === 'bool') {
             if (input.checked || draft.values[f.id] === false) values[f.id] = input.checked;
@@ -1194,15 +1210,25 @@
     n.className = 'note' + (expired || (msg && msg.bad) ? ' bad' : '');
   }
 
+  // The option an allow-always's first tap armed on this ask as it is now
+  // (a changed question is not armed), or null.
+  function armed(a) {
+    const p = S.pendingAlways[a.id];
+    return p && p.hash === a.hash ? p.option : null;
+  }
+
+  // A second tap sooner than this after the first is the same gesture (a
+  // double-click, a held Enter), not a choice made again.
+  const SECOND_TAP_MS = 600;
+
   function pick(a, o) {
-    if (o.always === true && S.pendingAlways[a.id] !== o.id) {
+    if (o.always === true && armed(a) !== o.id) {
       // The second tap the seed asks for.
-      S.pendingAlways[a.id] = o.id;
+      S.pendingAlways[a.id] = { option: o.id, hash: a.hash, at: Date.now() };
       render();
-      const b = document.querySelector('[data-test=card][data-ask="' + CSS.escape(a.id) + '"] [data-option="' + CSS.escape(o.id) + '"]');
-      if (b) b.focus();
       return;
     }
+    if (o.always === true && Date.now() - S.pendingAlways[a.id].at < SECOND_TAP_MS) return;
     const confirm = o.always === true;
     delete S.pendingAlways[a.id];
     send(a, { optionIds: [o.id] }, confirm, [str(o.label)]);

@@ -549,6 +549,7 @@ fn only_hello_and_v1_reach_the_agent() {
         "wire/metrics",
         "wire/v1/../admin",
         "wire/v1/%2e%2e/admin",
+        "wire/v1/panes/x%2F..%2F..%2Fadmin",
         "wire/v1/./state",
         "wire//v1/state",
     ] {
@@ -592,6 +593,8 @@ fn requests_and_answers_pass_through_with_the_token_added_and_kept_from_the_page
     assert_eq!(get.text(), r#"{"ok":true,"from":"recorder"}"#);
     assert_eq!(get.header("etag"), Some("\"e-4\""));
     assert_eq!(get.header("allow"), Some("GET, POST"));
+    // The agent said text/javascript: the page gets JSON all the same (a wire
+    // answer never runs as a script of the page's origin).
     assert_eq!(get.header("content-type"), Some("application/json"));
     for kept in ["set-cookie", "x-agent", "www-authenticate", "server"] {
         assert_eq!(get.header(kept), None, "{kept} passed back to the page");
@@ -612,14 +615,14 @@ fn requests_and_answers_pass_through_with_the_token_added_and_kept_from_the_page
     let post = request(
         web.port,
         "POST",
-        &web.at("wire/v1/panes/p%2F1/send"),
+        &web.at("wire/v1/panes/p%5C1/send"),
         &[("host", &host), ("origin", &origin), ("content-type", "application/json; charset=utf-8")],
         body.as_bytes(),
     );
     assert_eq!(post.status, 200);
     let seen = agent.seen();
     let write = seen.last().unwrap();
-    assert_eq!(write.line, "POST /v1/panes/p%2F1/send HTTP/1.1");
+    assert_eq!(write.line, "POST /v1/panes/p%5C1/send HTTP/1.1");
     assert_eq!(write.header("content-type"), Some("application/json; charset=utf-8"));
     assert_eq!(write.body, body.as_bytes());
     assert_eq!(write.header("origin"), None);
@@ -987,7 +990,7 @@ impl Recorder {
                 (200, "OK", r#"{"ok":true,"from":"recorder"}"#)
             };
             let answer = format!(
-                "HTTP/1.1 {status} {text}\r\ncontent-type: application/json\r\netag: \"e-4\"\r\nallow: GET, POST\r\n\
+                "HTTP/1.1 {status} {text}\r\ncontent-type: text/javascript\r\netag: \"e-4\"\r\nallow: GET, POST\r\n\
                  set-cookie: s=1\r\nx-agent: yes\r\nwww-authenticate: Bearer\r\nserver: recorder\r\n\
                  content-length: {}\r\n\r\n{body}",
                 body.len()

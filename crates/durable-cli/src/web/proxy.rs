@@ -46,8 +46,10 @@ const IDLE_MAX: usize = 4;
 /// The request headers passed on to the agent.
 const PASSED_ON: [HeaderName; 2] = [IF_NONE_MATCH, CONTENT_TYPE];
 
-/// The answer headers passed back to the page.
-const PASSED_BACK: [HeaderName; 3] = [ETAG, ALLOW, CONTENT_TYPE];
+/// The answer headers passed back to the page. Not the agent's
+/// `Content-Type`: every wire answer reaches the page as JSON, so none
+/// can run as a script or a page of the page's own origin.
+const PASSED_BACK: [HeaderName; 2] = [ETAG, ALLOW];
 
 type Sender = SendRequest<Full<Bytes>>;
 
@@ -173,6 +175,12 @@ impl Agent {
         if path != "/hello" && !path.starts_with("/v1/") {
             return false;
         }
+        // No encoded slash either (no id holds one: the ID rule): an agent
+        // behind a proxy that decodes it must not be reached outside
+        // /hello and /v1/.
+        if path.to_ascii_lowercase().contains("%2f") {
+            return false;
+        }
         path.split('/').all(|segment| {
             let decoded = segment.to_ascii_lowercase().replace("%2e", ".");
             decoded != "." && decoded != ".."
@@ -217,6 +225,7 @@ impl Agent {
                         response.headers_mut().append(name.clone(), value.clone());
                     }
                 }
+                response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
                 response
             }
             Err(e) => wire_error(
@@ -274,7 +283,7 @@ mod tests {
 
     #[test]
     fn only_hello_and_v1_reach_the_agent() {
-        for ok in ["/hello", "/v1/state", "/v1/panes/ticket-1/send", "/v1/panes/a%2Fb/events", "/v1/"] {
+        for ok in ["/hello", "/v1/state", "/v1/panes/ticket-1/send", "/v1/panes/a%5Cb/events", "/v1/"] {
             assert!(Agent::allowed(ok), "{ok}");
         }
         for bad in [
@@ -291,6 +300,9 @@ mod tests {
             "/v1/./state",
             "/v1/state/..",
             "//v1/state",
+            "/v1/panes/x/..%2f..%2fadmin",
+            "/v1/panes/x%2F..%2Fadmin",
+            "/v1/panes/a%2Fb/events",
         ] {
             assert!(!Agent::allowed(bad), "{bad}");
         }
