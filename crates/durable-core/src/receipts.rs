@@ -375,6 +375,17 @@ pub trait ReceiptStore: Send + Sync + 'static {
         async { Ok(Vec::new()) }
     }
 
+    /// Whether this store keeps the sends journal across a restart (it
+    /// implements [`record_send`](Self::record_send) and
+    /// [`unfinished_sends`](Self::unfinished_sends)): then the writes that
+    /// arrive after [`ready`](crate::Core::ready) wait (within the 5 s busy
+    /// limit) until the last run's sends are back in their queues, so a
+    /// repeat is decided once and a new send never overtakes them
+    /// (`docs/wire.md` §9.1). The default: `false` (nothing to wait for).
+    fn keeps_sends(&self) -> bool {
+        false
+    }
+
     /// Whether this store keeps open asks across a restart (§7.2): then the
     /// core calls [`keep_ask`](Self::keep_ask) as an ask is raised,
     /// [`forget_ask`](Self::forget_ask) as it closes, and
@@ -449,6 +460,9 @@ impl<S: ReceiptStore> ReceiptStore for Arc<S> {
     fn keeps_asks(&self) -> bool {
         S::keeps_asks(self)
     }
+    fn keeps_sends(&self) -> bool {
+        S::keeps_sends(self)
+    }
     fn keep_ask(&self, ask: KeptAskRecord) -> impl Future<Output = Result<(), StoreError>> + Send {
         S::keep_ask(self, ask)
     }
@@ -483,6 +497,7 @@ pub(crate) trait DynReceiptStore: Send + Sync {
     ) -> BoxFuture<'a, Result<Option<SendState>, StoreError>>;
     fn unfinished_sends_dyn(&self) -> BoxFuture<'_, Result<Vec<PendingSend>, StoreError>>;
     fn keeps_asks_dyn(&self) -> bool;
+    fn keeps_sends_dyn(&self) -> bool;
     fn keep_ask_dyn(&self, ask: KeptAskRecord) -> BoxFuture<'_, Result<(), StoreError>>;
     fn forget_ask_dyn<'a>(&'a self, ask_id: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
     fn kept_asks_dyn(&self) -> BoxFuture<'_, Result<Vec<KeptAskRecord>, StoreError>>;
@@ -510,6 +525,9 @@ impl<S: ReceiptStore> DynReceiptStore for S {
     }
     fn keeps_asks_dyn(&self) -> bool {
         self.keeps_asks()
+    }
+    fn keeps_sends_dyn(&self) -> bool {
+        self.keeps_sends()
     }
     fn keep_ask_dyn(&self, ask: KeptAskRecord) -> BoxFuture<'_, Result<(), StoreError>> {
         Box::pin(self.keep_ask(ask))

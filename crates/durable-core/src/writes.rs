@@ -146,8 +146,11 @@ impl Core {
     /// to their queues: [`ready`](Core::ready) began their recovery and it
     /// is not over.
     fn recovering_sends(&self) -> bool {
+        // A store without the sends journal has nothing to put back, and a
+        // core driven by hand (no driver runs the job) must not wait for it.
         self.shared.sends_recovered.load(Ordering::SeqCst)
             && !self.shared.writes.recovered.load(Ordering::SeqCst)
+            && self.shared.options.receipts.keeps_sends_dyn()
     }
 
     /// Waits for the pane's write lock, at most until `arrival + 5 s`.

@@ -56,6 +56,10 @@ impl ReceiptStore for JournalStore {
         Ok(self.0.lock().unwrap().sends.iter().find(|s| s.request_id == request_id).map(|s| s.state))
     }
 
+    fn keeps_sends(&self) -> bool {
+        true
+    }
+
     async fn unfinished_sends(&self) -> Result<Vec<PendingSend>, StoreError> {
         let disk = self.0.lock().unwrap();
         Ok(disk

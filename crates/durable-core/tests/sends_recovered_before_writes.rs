@@ -74,6 +74,10 @@ impl ReceiptStore for SlowStore {
         Ok(self.sends.lock().unwrap().iter().find(|s| s.request_id == request_id).map(|s| s.state))
     }
 
+    fn keeps_sends(&self) -> bool {
+        true
+    }
+
     async fn unfinished_sends(&self) -> Result<Vec<PendingSend>, StoreError> {
         let sends = self.sends.lock().unwrap();
         Ok(sends

@@ -936,6 +936,10 @@ impl ReceiptStore for PgReceiptStore {
         Ok(row.and_then(|r| SendState::parse(r.get::<_, &str>(0))))
     }
 
+    fn keeps_sends(&self) -> bool {
+        true
+    }
+
     fn keeps_asks(&self) -> bool {
         true
     }

@@ -271,6 +271,10 @@ impl ReceiptStore for SqliteReceiptStore {
         rx.await.map_err(|_| StoreError::new("the receipt store's thread stopped"))?
     }
 
+    fn keeps_sends(&self) -> bool {
+        true
+    }
+
     fn keeps_asks(&self) -> bool {
         true
     }

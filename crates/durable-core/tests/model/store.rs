@@ -273,6 +273,10 @@ impl ReceiptStore for ModelStore {
         Ok(self.db.lock().sends.get(request_id).map(|s| s.state))
     }
 
+    fn keeps_sends(&self) -> bool {
+        true
+    }
+
     async fn unfinished_sends(&self) -> Result<Vec<PendingSend>, StoreError> {
         self.journal_yield().await;
         let inner = self.db.lock();
