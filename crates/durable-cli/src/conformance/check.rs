@@ -307,7 +307,22 @@ pub async fn answer(
     if let Some(hash) = hash {
         body["hash"] = json!(hash);
     }
-    c.post(&format!("/v1/asks/{ask_id}"), &body).await
+    c.post(&format!("/v1/asks/{}", crate::link::enc(ask_id)), &body).await
+}
+
+/// The body a repeat must give: the first, with `replayed: true`.
+pub fn replayed(first: &Value) -> Value {
+    let mut want = first.clone();
+    want["replayed"] = json!(true);
+    want
+}
+
+/// Posts `body` to `path` again: the answer must be the first, replayed.
+pub async fn expect_replay(c: &Client, path: &str, body: &Value, first: &Value) -> R {
+    let again = c.post(path, body).await?;
+    let got = again.ok()?;
+    ensure!(*got == replayed(first), "{path} replay: {} (expected {})", cut(got), cut(&replayed(first)));
+    Ok(())
 }
 
 /// Answers an open ask with its hash and checks the `answered` body.

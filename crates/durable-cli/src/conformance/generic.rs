@@ -21,9 +21,9 @@ use serde_json::{Value, json};
 
 use super::agent::Agent;
 use super::check::{
-    R, arr_of, ask_hash, ask_id_for, bool_of, check_answered, cut, ensure, events_after, field, ids,
-    is_lower_hex, items_after, kind_is, mark, open_asks, pane_in, rid, sha256_hex, state, str_of, time_of,
-    u64_of, wait_for,
+    R, answer as post_answer, arr_of, ask_hash, ask_id_for, bool_of, check_answered, cut, ensure,
+    events_after, expect_replay, field, ids, is_lower_hex, items_after, kind_is, mark, open_asks, pane_in,
+    replayed, rid, sha256_hex, state, str_of, time_of, u64_of, wait_for,
 };
 use super::client::{Auth, Client, Resp};
 use super::wire;
@@ -233,20 +233,6 @@ fn check_write(body: &Value, result: &str, request_id: &str) -> R {
     ensure!(body["result"] == result, "result {} (expected {result})", body["result"]);
     ensure!(body["requestId"] == request_id, "requestId {} (expected {request_id})", body["requestId"]);
     ensure!(body["replayed"] == false, "replayed {} on a first request", body["replayed"]);
-    Ok(())
-}
-
-/// The body a repeat must give: the first, with `replayed: true`.
-fn replayed(first: &Value) -> Value {
-    let mut want = first.clone();
-    want["replayed"] = json!(true);
-    want
-}
-
-async fn expect_replay(c: &Client, path: &str, body: &Value, first: &Value) -> R {
-    let again = c.post(path, body).await?;
-    let got = again.ok()?;
-    ensure!(*got == replayed(first), "{path} replay: {} (expected {})", cut(got), cut(&replayed(first)));
     Ok(())
 }
 
@@ -1002,20 +988,6 @@ async fn answer_malformed_body_400_before_anything_else(g: G) -> R {
     }
     ensure!(wrong.is_empty(), "malformed answers to an unknown ask must be 400 first: {}", wrong.join("; "));
     Ok(())
-}
-
-async fn post_answer(
-    c: &Client,
-    ask_id: &str,
-    request_id: &str,
-    answer: Value,
-    hash: Option<&str>,
-) -> R<Resp> {
-    let mut body = json!({"requestId": request_id, "answer": answer});
-    if let Some(hash) = hash {
-        body["hash"] = json!(hash);
-    }
-    c.post(&format!("/v1/asks/{ask_id}"), &body).await
 }
 
 async fn answer_unknown_ask_with_hash_202_held(g: G) -> R {

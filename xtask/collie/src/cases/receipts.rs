@@ -3,27 +3,13 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::Ctx;
 use crate::check::{R, cut, ensure, mark, pane, rid, send, wait_item};
-use durable_cli::conformance::client::Client;
+use durable_cli::conformance::check::expect_replay;
 
 const P: &str = "ticket-1";
-
-/// The body a repeat must give: the first, with `replayed: true`.
-fn replayed(first: &Value) -> Value {
-    let mut want = first.clone();
-    want["replayed"] = json!(true);
-    want
-}
-
-async fn expect_replay(c: &Client, path: &str, body: &Value, first: &Value) -> R {
-    let again = c.post(path, body).await?;
-    let got = again.ok()?;
-    ensure!(*got == replayed(first), "{path} replay: {} (expected {})", cut(got), cut(&replayed(first)));
-    Ok(())
-}
 
 pub(crate) async fn receipt_dropped_after_eviction(cx: Ctx) -> R {
     let desk = cx.desk(&["--receipts-per-group", "2"]).await?;
