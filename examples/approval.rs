@@ -149,6 +149,7 @@ fn parse_args() -> Result<Args, String> {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    durable_examples::logs(); // on standard error, filtered by RUST_LOG (lib.rs)
     let args = parse_args().map_err(|e| {
         format!("{e}\nusage: approval [--socket PATH] [--data DIR] [--https ADDR] [--raise-delay-ms N]")
     })?;

@@ -11,6 +11,7 @@ use durable_sdk::{PaneOptions, Turn, open_collie};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    durable_examples::logs(); // on standard error, filtered by RUST_LOG (lib.rs)
     let collie = open_collie("echo").await?;
     let tab = collie.workspace("echo", "Echo")?.tab("main", "Chats")?;
     // The SDK runs one turn per send, queues sends that arrive meanwhile,

@@ -8,6 +8,7 @@ use durable_sdk::{AskOption, AskSpec, Cap, Caps, OpenOptions, PaneOptions, open_
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    durable_examples::logs(); // on standard error, filtered by RUST_LOG (lib.rs)
     let collie = open_collie(OpenOptions::new("hello").caps(Caps::none().with(Cap::Asks))).await?;
     let tab = collie.workspace("hello", "Hello")?.tab("main", "Questions")?;
     let pane = tab.pane("deploy", PaneOptions::new("Deploy").harness("hello"))?;

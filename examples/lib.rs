@@ -24,3 +24,17 @@ mod history;
 #[allow(dead_code, unreachable_pub)]
 #[path = "durable-member/store.rs"]
 mod store;
+
+/// Installs the examples' `tracing` subscriber: the SDK's logs (and the
+/// program's own) on standard error, so that `listening …` stays the only
+/// line on standard output; filtered by `RUST_LOG` (for example
+/// `RUST_LOG=durable_core=debug` for every request), `info` when it is
+/// unset — the start, Collie's hello, asks raised and decided, warnings,
+/// but not every poll. An agent of your own does the same with
+/// `tracing-subscriber` (features `fmt` and `env-filter`).
+pub fn logs() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // `try_init`: a second call (or a program that set its own) keeps the first.
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}

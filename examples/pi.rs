@@ -366,6 +366,7 @@ async fn shutdown_signal() -> Result<(), BoxError> {
 }
 
 fn main() -> std::process::ExitCode {
+    durable_examples::logs(); // on standard error, filtered by RUST_LOG (lib.rs)
     let args = match parse_args() {
         Ok(args) => args,
         Err(why) => {

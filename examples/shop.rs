@@ -62,6 +62,7 @@ impl HistoryProvider for Orders {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    durable_examples::logs(); // on standard error, filtered by RUST_LOG (lib.rs)
     let mut https = std::env::args().skip_while(|a| a != "--https");
     let transport = match (https.next(), https.next()) {
         (Some(_), Some(addr)) => Transport::https(addr).self_signed(), // the token from COLLIE_TOKEN

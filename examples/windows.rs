@@ -13,6 +13,7 @@ use durable_sdk::{OpenOptions, PaneOptions, Transport, Turn, open_collie};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    durable_examples::logs(); // on standard error, filtered by RUST_LOG (lib.rs)
     let listen = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:8443".into());
     // A self-signed certificate for development: Collie pins its
     // fingerprint. Over HTTPS the token is the only barrier: Allow and Deny only.

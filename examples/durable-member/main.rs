@@ -54,6 +54,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 fn main() -> ExitCode {
+    durable_examples::logs(); // on standard error, filtered by RUST_LOG (lib.rs)
     let args = match cli::parse(std::env::args_os().skip(1)) {
         Ok(Command::Help) => {
             print!("{}", cli::USAGE);

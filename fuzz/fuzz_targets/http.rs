@@ -24,7 +24,9 @@ use arbitrary::Arbitrary;
 use durable_core::types::exchange::Caller;
 use durable_fuzz::agent::{self, Agent, Setup, TokioClock};
 use durable_fuzz::wire::{Pool, Req};
-use durable_http::{CallerSource, DRAIN_MAX, Limits, Shutdown, serve_connection, spawn_driver};
+use durable_http::{
+    CallerSource, CancellationToken, DRAIN_MAX, Limits, TaskTracker, serve_connection, spawn_driver,
+};
 use libfuzzer_sys::fuzz_target;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -247,7 +249,7 @@ impl World {
         let agent = {
             let _guard = rt.enter();
             let agent = agent::build(Setup::default(), Arc::new(TokioClock::new()));
-            spawn_driver(agent.core.clone(), Shutdown::new());
+            spawn_driver(agent.core.clone(), CancellationToken::new());
             agent
         };
         World { rt, agent, inputs: 0 }
@@ -268,7 +270,9 @@ async fn connection(agent: &Agent, bearer: bool, bytes: Vec<u8>, close_write: bo
     let core = agent.core.clone();
     let served = tokio::spawn(async move {
         let options = Limits::new();
-        let _ = serve_connection(core, server, callers, &options, Shutdown::new()).await;
+        let _ =
+            serve_connection(core, server, callers, &options, CancellationToken::new(), TaskTracker::new())
+                .await;
     });
     let (mut reader, mut writer) = tokio::io::split(&mut client);
     let write = async move {

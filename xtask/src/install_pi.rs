@@ -1,10 +1,13 @@
-//! `cargo xtask install-pi`: node 22 and the real Pi, from the npm registry,
-//! into `<repo>/.tools/` (ignored by git), for `durable-pi`'s live tests and
-//! its fixture script. Idempotent: when the pinned versions are there it
-//! only prints the paths.
+//! `cargo xtask install-pi`: node 22, the real Pi and `pi-acp` (Pi behind
+//! the Agent Client Protocol), from the npm registry, into `<repo>/.tools/`
+//! (ignored by git), for `durable-pi`'s and `durable-acp`'s live tests and
+//! durable-pi's fixture script. Idempotent: when the pinned versions are
+//! there it only prints the paths.
 //!
-//! Layout: `.tools/node_modules/` (npm's), plus `.tools/bin/node` (a link to
-//! the node binary) and `.tools/bin/pi` (a script running Pi's CLI with it).
+//! Layout: `.tools/node_modules/` (npm's), plus in `.tools/bin/`: `node` (a
+//! link to the node binary), `pi` (a script running Pi's CLI with it),
+//! `pi-acp` (pi-acp with it) and `pi-faux` (Pi with a scripted model, for
+//! pi-acp's `PI_ACP_PI_COMMAND`; see [`FAUX_SCRIPT`]).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -18,6 +21,27 @@ const NODE_MAJOR: u32 = 22;
 const NODE_MIN_MINOR: u32 = 19;
 /// Pi's CLI inside its package.
 const PI_CLI: &str = "dist/bundle/cli.js";
+/// Pi behind ACP, as `durable-acp`'s live tests drive it.
+const PI_ACP_PACKAGE: &str = "pi-acp";
+const PI_ACP_VERSION: &str = "0.0.34";
+/// pi-acp's entry inside its package.
+const PI_ACP_MAIN: &str = "dist/index.js";
+/// The scripted model's extension that `pi-faux` loads unless
+/// `PI_FAUX_EXTENSION` names another, relative to the repository.
+const FAUX_EXTENSION: &str = "examples/tests/acp/faux.ts";
+
+/// `.tools/bin/pi-faux`: Pi offline with a scripted model and nothing of the
+/// user's (no extensions, skills, prompt templates, context files, MCP), for
+/// `PI_ACP_PI_COMMAND` (pi-acp runs it with `--mode rpc …`, passed on).
+/// Placeholders: `{node}`, `{cli}`, `{faux}`.
+const FAUX_SCRIPT: &str = r#"#!/bin/sh
+# Pi 1.6.0 offline with the scripted model of `{faux}` (or of
+# $PI_FAUX_EXTENSION): pi-acp's PI_ACP_PI_COMMAND in durable-acp's tests.
+# Written by `cargo xtask install-pi`.
+exec "{node}" "{cli}" "$@" --no-extensions -e "${PI_FAUX_EXTENSION:-{faux}}" \
+    --provider faux --model faux-1 --no-skills --no-prompt-templates \
+    --no-context-files --no-mcp --offline
+"#;
 
 pub(crate) fn main(args: &[String]) -> ExitCode {
     if !args.is_empty() {
@@ -46,19 +70,21 @@ fn install(tools: &Path) -> Result<(), String> {
     let node_pkg = node_package()?;
     let node_bin = tools.join("node_modules").join(node_pkg).join("bin/node");
     let pi_dir = tools.join("node_modules").join(PI_PACKAGE);
-    if installed(&node_bin, &pi_dir) {
+    let acp_dir = tools.join("node_modules").join(PI_ACP_PACKAGE);
+    if installed(&node_bin, &pi_dir, &acp_dir) {
         println!("install-pi: already installed");
     } else {
         fs::create_dir_all(tools).map_err(|e| format!("cannot create {}: {e}", tools.display()))?;
         // A manifest of our own, so that npm installs here and not in a parent folder.
         let manifest = tools.join("package.json");
         if !manifest.exists() {
-            fs::write(&manifest, "{\n  \"private\": true,\n  \"description\": \"node and Pi for durable-pi's tests (cargo xtask install-pi)\"\n}\n")
+            fs::write(&manifest, "{\n  \"private\": true,\n  \"description\": \"node, Pi and pi-acp for the live tests (cargo xtask install-pi)\"\n}\n")
                 .map_err(|e| format!("cannot write {}: {e}", manifest.display()))?;
         }
         let node_spec = format!("{node_pkg}@{NODE_MAJOR}");
         let pi_spec = format!("{PI_PACKAGE}@{PI_VERSION}");
-        println!("install-pi: npm install {node_spec} {pi_spec} into {}", tools.display());
+        let acp_spec = format!("{PI_ACP_PACKAGE}@{PI_ACP_VERSION}");
+        println!("install-pi: npm install {node_spec} {pi_spec} {acp_spec} into {}", tools.display());
         let status = Command::new("npm")
             .args([
                 "install",
@@ -68,29 +94,32 @@ fn install(tools: &Path) -> Result<(), String> {
                 "--save-exact",
                 "--loglevel=error",
             ])
-            .args([&node_spec, &pi_spec])
+            .args([&node_spec, &pi_spec, &acp_spec])
             .current_dir(tools)
             .status()
             .map_err(|e| format!("cannot run npm (is it installed?): {e}"))?;
         if !status.success() {
             return Err(format!("npm install failed ({status})"));
         }
-        if !installed(&node_bin, &pi_dir) {
+        if !installed(&node_bin, &pi_dir, &acp_dir) {
             return Err(format!(
-                "npm finished but {} or {PI_PACKAGE}@{PI_VERSION} is not usable",
+                "npm finished but {}, {PI_PACKAGE}@{PI_VERSION} or {PI_ACP_PACKAGE}@{PI_ACP_VERSION} is not usable",
                 node_bin.display()
             ));
         }
     }
     let (node_link, pi_script) = write_bin(tools, &node_bin, &pi_dir)?;
-    println!("node {}", node_link.display());
-    println!("pi   {}", pi_script.display());
-    println!("cli  {}", pi_dir.join(PI_CLI).display());
+    let (acp_script, faux_script) = write_acp_bin(tools, &node_bin, &pi_dir, &acp_dir)?;
+    println!("node    {}", node_link.display());
+    println!("pi      {}", pi_script.display());
+    println!("cli     {}", pi_dir.join(PI_CLI).display());
+    println!("pi-acp  {}", acp_script.display());
+    println!("pi-faux {}", faux_script.display());
     Ok(())
 }
 
-/// Whether node 22.19+ runs and Pi is the pinned version.
-fn installed(node_bin: &Path, pi_dir: &Path) -> bool {
+/// Whether node 22.19+ runs and Pi and pi-acp are the pinned versions.
+fn installed(node_bin: &Path, pi_dir: &Path, acp_dir: &Path) -> bool {
     let node_ok = Command::new(node_bin)
         .arg("--version")
         .output()
@@ -98,12 +127,17 @@ fn installed(node_bin: &Path, pi_dir: &Path) -> bool {
         .filter(|o| o.status.success())
         .and_then(|o| parse_node_version(&String::from_utf8_lossy(&o.stdout)))
         .is_some_and(|(major, minor)| major == NODE_MAJOR && minor >= NODE_MIN_MINOR);
-    let pi_ok = fs::read_to_string(pi_dir.join("package.json"))
-        .ok()
-        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
-        .is_some_and(|v| v["version"] == PI_VERSION)
-        && pi_dir.join(PI_CLI).is_file();
-    node_ok && pi_ok
+    let pi_ok = package_version(pi_dir).is_some_and(|v| v == PI_VERSION) && pi_dir.join(PI_CLI).is_file();
+    let acp_ok =
+        package_version(acp_dir).is_some_and(|v| v == PI_ACP_VERSION) && acp_dir.join(PI_ACP_MAIN).is_file();
+    node_ok && pi_ok && acp_ok
+}
+
+/// The `version` of the npm package in `dir`.
+fn package_version(dir: &Path) -> Option<String> {
+    let text = fs::read_to_string(dir.join("package.json")).ok()?;
+    let manifest = serde_json::from_str::<serde_json::Value>(&text).ok()?;
+    manifest["version"].as_str().map(str::to_owned)
 }
 
 /// `v22.23.5` → `(22, 23)`.
@@ -130,6 +164,40 @@ fn write_bin(tools: &Path, node_bin: &Path, pi_dir: &Path) -> Result<(PathBuf, P
     Ok((node_link, pi_script))
 }
 
+/// `.tools/bin/pi-acp` and `.tools/bin/pi-faux` (see [`FAUX_SCRIPT`]).
+fn write_acp_bin(
+    tools: &Path,
+    node_bin: &Path,
+    pi_dir: &Path,
+    acp_dir: &Path,
+) -> Result<(PathBuf, PathBuf), String> {
+    let bin = tools.join("bin");
+    let acp_script = bin.join("pi-acp");
+    let script = format!(
+        "#!/bin/sh\nexec \"{}\" \"{}\" \"$@\"\n",
+        node_bin.display(),
+        acp_dir.join(PI_ACP_MAIN).display()
+    );
+    write_script(&acp_script, &script)?;
+    let faux_script = bin.join("pi-faux");
+    let faux = crate::project_root().join(FAUX_EXTENSION);
+    write_script(&faux_script, &faux_script_text(node_bin, &pi_dir.join(PI_CLI), &faux))?;
+    Ok((acp_script, faux_script))
+}
+
+/// [`FAUX_SCRIPT`] with its paths filled in.
+fn faux_script_text(node: &Path, cli: &Path, faux: &Path) -> String {
+    FAUX_SCRIPT
+        .replace("{node}", &node.display().to_string())
+        .replace("{cli}", &cli.display().to_string())
+        .replace("{faux}", &faux.display().to_string())
+}
+
+fn write_script(path: &Path, text: &str) -> Result<(), String> {
+    fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    make_executable(path)
+}
+
 #[cfg(unix)]
 fn link(target: &Path, at: &Path) -> Result<(), String> {
     std::os::unix::fs::symlink(target, at).map_err(|e| format!("cannot link {}: {e}", at.display()))
@@ -154,12 +222,33 @@ fn make_executable(_path: &Path) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_node_version;
+    use std::path::Path;
+
+    use super::{faux_script_text, parse_node_version};
 
     #[test]
     fn node_version_is_read_as_major_and_minor() {
         assert_eq!(parse_node_version("v22.23.5\n"), Some((22, 23)));
         assert_eq!(parse_node_version("22.1.0"), None);
         assert_eq!(parse_node_version("vx"), None);
+    }
+
+    #[test]
+    fn the_faux_wrapper_passes_pi_acps_arguments_on_and_adds_the_scripted_model() {
+        let text = faux_script_text(Path::new("/t/node"), Path::new("/t/cli.js"), Path::new("/r/faux.ts"));
+        assert!(text.starts_with("#!/bin/sh\n"), "{text}");
+        assert!(text.contains("exec \"/t/node\" \"/t/cli.js\" \"$@\" --no-extensions -e \"${PI_FAUX_EXTENSION:-/r/faux.ts}\""), "{text}");
+        for flag in [
+            "--provider faux --model faux-1",
+            "--no-skills",
+            "--no-prompt-templates",
+            "--no-context-files",
+            "--no-mcp --offline",
+        ] {
+            assert!(text.contains(flag), "{flag} missing: {text}");
+        }
+        for placeholder in ["{node}", "{cli}", "{faux}"] {
+            assert!(!text.contains(placeholder), "{placeholder} left: {text}");
+        }
     }
 }

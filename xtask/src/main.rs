@@ -31,6 +31,8 @@ mod fuzz;
 mod install_pi;
 #[cfg(test)]
 mod tidy;
+#[cfg(test)]
+mod tidy_package;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};

@@ -57,12 +57,22 @@ pub struct Decided {
 pub struct AskHandle {
     id: String,
     rx: oneshot::Receiver<Result<Decided, AskClosed>>,
+    span: tracing::Span,
 }
 
 impl AskHandle {
     /// The ask id (`ask_id_for(pane, tool_call_id)`).
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// The ask's `tracing` span (`ask`, at `INFO`: `pane`, `ask_id`), a
+    /// child of the span current where it was raised (a send's turn). The
+    /// core's "ask raised" and "ask decided" events are inside it; to put
+    /// the program's own work around the wait in it too,
+    /// `.instrument(ask.span().clone())` (`tracing::Instrument`).
+    pub fn span(&self) -> &tracing::Span {
+        &self.span
     }
 
     /// The answer with who decided and when.
@@ -77,7 +87,7 @@ impl AskHandle {
 
 impl fmt::Debug for AskHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AskHandle").field("id", &self.id).finish()
+        f.debug_struct("AskHandle").field("id", &self.id).finish_non_exhaustive()
     }
 }
 
@@ -169,8 +179,9 @@ impl Core {
         if self.shared.options.receipts.keeps_asks_dyn() {
             self.keep_ask(&ask, agent_data);
         }
-        st.open_ask(ask, now, tx, closed_tx);
-        tracing::info!(target: "durable", ask_id = %id, kind, pane = %pane, "ask raised");
+        let span = tracing::info_span!("ask", pane = pane.as_str(), ask_id = id.as_str());
+        st.open_ask(ask, now, tx, closed_tx, span.clone());
+        tracing::info!(parent: &span, ask_id = %id, kind, pane = %pane, "ask raised");
 
         // Past its expiry already (raised again after a restart): it times
         // out at once, and an answer held meanwhile does not win.
@@ -202,7 +213,7 @@ impl Core {
                 }
             });
         }
-        Ok(AskHandle { id, rx })
+        Ok(AskHandle { id, rx, span })
     }
 
     /// A held answer for a freshly raised ask: applied when its hash
@@ -257,7 +268,7 @@ impl Core {
     ) {
         let Some(mut open) = st.close_ask(id, by, outcome, now) else { return };
         let pane = &open.ask.pane;
-        tracing::info!(target: "durable", ask_id = %id, outcome = %outcome, decided_by = %by, pane = %pane, "ask decided");
+        tracing::info!(parent: &open.span, ask_id = %id, outcome = %outcome, decided_by = %by, pane = %pane, "ask decided");
         self.forget_ask(id);
         if let Some(tx) = open.sender.take() {
             let result = match answer {
@@ -431,6 +442,7 @@ pub fn require_approval(
 pub(crate) fn approval_of(handle: AskHandle) -> ApprovalFuture {
     let ask_id = handle.id().to_owned();
     ApprovalFuture {
+        span: handle.span().clone(),
         inner: Box::pin(async move {
             match handle.decided().await {
                 Ok(d) => Approval {
@@ -456,6 +468,14 @@ pub(crate) fn approval_of(handle: AskHandle) -> ApprovalFuture {
 #[must_use = "the card stays open whether or not this is awaited"]
 pub struct ApprovalFuture {
     inner: Pin<Box<dyn Future<Output = Approval> + Send>>,
+    span: tracing::Span,
+}
+
+impl ApprovalFuture {
+    /// The card's `tracing` span, as [`AskHandle::span`].
+    pub fn span(&self) -> &tracing::Span {
+        &self.span
+    }
 }
 
 impl fmt::Debug for ApprovalFuture {

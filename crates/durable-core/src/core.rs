@@ -131,9 +131,16 @@ impl Core {
 
     /// Answers one request from Collie. The future is `Send + 'static`:
     /// a server awaits many at once.
+    ///
+    /// The future runs inside the request's `tracing` span (`request`, at
+    /// `DEBUG`: method, route, pane, ask id, request id), made here so that
+    /// its parent is the span current where the transport calls this (its
+    /// connection's), even when the future runs on a task of its own.
     pub fn handle(&self, request: Request) -> impl Future<Output = Response> + Send + 'static {
+        use tracing::Instrument;
         let core = self.clone();
-        async move { crate::routes::route(&core, request).await }
+        let span = crate::routes::request_span(&request.method, &request.path);
+        async move { crate::routes::route(&core, request).await }.instrument(span)
     }
 
     /// Answers a read at once from a request borrowed from the transport

@@ -82,7 +82,8 @@ impl std::error::Error for Refusal {}
 
 /// A rule the program broke inside a handler (`?` on the SDK's own calls)
 /// refuses the write with the rule's words: `409 refused`, nothing stored,
-/// so the phone may try the same request id again (`docs/wire.md` §8).
+/// so the phone may try the same request id again (the wire, §8:
+/// [`durable_sdk::wire`](https://docs.rs/durable-sdk/latest/durable_sdk/wire/index.html)).
 impl From<RuleError> for Refusal {
     fn from(e: RuleError) -> Self {
         Refusal::new(e.to_string())

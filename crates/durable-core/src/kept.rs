@@ -318,7 +318,7 @@ impl Core {
                     st.pane_event(&ask.pane, now, EventBody::Item { item: item.into() });
                 }
             }
-            tracing::info!(target: "durable", ask_id = %ask.id, pane = %ask.pane, "kept ask closed unclaimed");
+            tracing::info!(ask_id = %ask.id, pane = %ask.pane, "kept ask closed unclaimed");
             // Under the state lock, as a raise pushes its keep: the store's
             // writes for one id keep the order of its opens and closes.
             self.journal_ask(Op::Forget(ask.id));

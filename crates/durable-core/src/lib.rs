@@ -31,6 +31,13 @@
 //!   turn of a send a [`ChatHandler`] took, a queued send delivered once the
 //!   pane goes idle. The driver runs each to completion on its executor.
 //! - Warn lines, through the sink given in [`CoreOptions`].
+//! - `tracing` events and spans, under this crate's module paths
+//!   (`RUST_LOG=durable_core=debug`): a `request` span per request
+//!   (method, route, pane, ask id, request id; `DEBUG` for a read, `INFO`
+//!   for a write) ending in a `DEBUG` `answered` event with its status; a
+//!   `turn` span around each send's turn ([`Turn::span`]) and an `ask` span
+//!   per ask ([`AskHandle::span`]); `INFO` events for Collie's hello (once
+//!   per Collie version), refused callers, asks raised and decided.
 //!
 //! **In what order a driver calls things**
 //! 1. Build the core with [`create_core`] and register a wake-up with

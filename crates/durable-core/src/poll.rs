@@ -36,14 +36,26 @@ pub(crate) fn hello(core: &Core, caller: Caller) -> Response {
     )
 }
 
-/// Collie announces itself; a version range that does not overlap ours is
+/// Collie announces itself: an `INFO` event the first time each Collie
+/// version does in this process (the first thing to look for when the phone
+/// does not show the agent); a version range that does not overlap ours is
 /// written through the warn sink once per Collie version.
 pub(crate) fn hello_post(core: &Core, hello: HelloRequest) -> Response {
     let compatible = WireRange::SDK.overlaps(hello.wire);
+    // Bounded and one line: the version string comes from the network.
+    let version: String = match &hello.collie {
+        Some(c) => c.version.chars().filter(|c| !c.is_control()).take(64).collect(),
+        None => "unknown".to_owned(),
+    };
+    if tracing::enabled!(tracing::Level::INFO) && core.lock().first_hello_from(&version) {
+        tracing::info!(
+            collie_version = %version,
+            collie_wire = %hello.wire.label(),
+            compatible,
+            "Collie said hello"
+        );
+    }
     if !compatible {
-        let version = hello.collie.as_ref().map_or_else(|| "unknown".to_owned(), |c| c.version.clone());
-        // Bounded: the version string comes from the network.
-        let version: String = version.chars().take(64).collect();
         let first = core.lock().first_warning_for(version);
         if first {
             core.warn(&format!(

@@ -381,7 +381,8 @@ pub trait ReceiptStore: Send + Sync + 'static {
     /// arrive after [`ready`](crate::Core::ready) wait (within the 5 s busy
     /// limit) until the last run's sends are back in their queues, so a
     /// repeat is decided once and a new send never overtakes them
-    /// (`docs/wire.md` §9.1). The default: `false` (nothing to wait for).
+    /// (the wire, §9.1: [`durable_sdk::wire`](https://docs.rs/durable-sdk/latest/durable_sdk/wire/index.html)).
+    /// The default: `false` (nothing to wait for).
     fn keeps_sends(&self) -> bool {
         false
     }

@@ -119,11 +119,22 @@ fn body_bytes(req: &Request) -> Result<&[u8], RequestError> {
 /// handler gets it typed.
 pub(crate) trait FromBody: Sized {
     fn from_body(bytes: &[u8]) -> Result<Self, RequestError>;
+
+    /// The write's request id, for the request span.
+    fn request_id(&self) -> Option<&Id> {
+        None
+    }
 }
 
-/// The request's body, as the route's type.
+/// The request's body, as the route's type. Its request id, once it passed
+/// the body's rules, goes to the request span (the one entered: the
+/// request's future runs inside it).
 pub(crate) fn body<T: FromBody>(req: &Request) -> Result<T, RequestError> {
-    T::from_body(body_bytes(req)?)
+    let body = T::from_body(body_bytes(req)?)?;
+    if let Some(id) = body.request_id() {
+        tracing::Span::current().record("request_id", id.as_str());
+    }
+    Ok(body)
 }
 
 macro_rules! write_bodies {
@@ -131,6 +142,10 @@ macro_rules! write_bodies {
         impl FromBody for $body {
             fn from_body(bytes: &[u8]) -> Result<Self, RequestError> {
                 <$body>::parse(bytes).map_err(RequestError::Body)
+            }
+
+            fn request_id(&self) -> Option<&Id> {
+                Some(&self.request_id)
             }
         }
     )*};
@@ -141,6 +156,10 @@ write_bodies!(SendBody, SteerBody, PlainBody, RenameBody, CloseBody, ReopenBody,
 impl FromBody for AnswerRequest {
     fn from_body(bytes: &[u8]) -> Result<Self, RequestError> {
         AnswerRequest::parse(bytes).map_err(|why| RequestError::Body(format!("answer: {why}")))
+    }
+
+    fn request_id(&self) -> Option<&Id> {
+        Some(&self.request_id)
     }
 }
 

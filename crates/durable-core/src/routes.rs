@@ -40,6 +40,36 @@ impl Route<'_> {
     fn is_write(&self) -> bool {
         self.allow() == "POST"
     }
+
+    /// The route's name in logs: its path with each id named, not given.
+    fn name(&self) -> &'static str {
+        match self {
+            Route::Hello => "/hello",
+            Route::State => "/v1/state",
+            Route::Events(_) => "/v1/panes/{pane}/events",
+            Route::Send(_) => "/v1/panes/{pane}/send",
+            Route::Steer(_) => "/v1/panes/{pane}/steer",
+            Route::Stop(_) => "/v1/panes/{pane}/stop",
+            Route::Action(..) => "/v1/panes/{pane}/actions/{action}",
+            Route::Answer(_) => "/v1/asks/{ask}",
+            Route::Rename => "/v1/rename",
+            Route::Close => "/v1/close",
+            Route::Reopen => "/v1/reopen",
+            Route::Starter(_) => "/v1/starters/{starter}",
+            Route::History => "/v1/history",
+            Route::Conversation(_) => "/v1/history/{session}",
+        }
+    }
+
+    /// The pane the path names, still percent-encoded.
+    fn pane(&self) -> Option<&str> {
+        match self {
+            Route::Events(p) | Route::Send(p) | Route::Steer(p) | Route::Stop(p) | Route::Action(p, _) => {
+                Some(p)
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The most segments a route has (`/v1/panes/{p}/actions/{a}`).
@@ -76,10 +106,73 @@ fn parse_route(path: &str) -> Option<Route<'_>> {
     })
 }
 
-/// A `tracing` warning naming the check that refused a caller. The path is
-/// written escaped (it comes from the network).
+/// An `INFO` event naming the check that refused a caller. The path is
+/// written escaped (it comes from the network). `INFO`, not `WARN`: the
+/// refusal is the check doing its job (the caller hears its `403`), and a
+/// process probing the socket must not fill a log kept for warnings.
 fn refused_caller(check: &'static str, method: &Method, path: &str) {
-    tracing::warn!(target: "durable", check, ?method, path = ?path, "caller refused");
+    tracing::info!(check, ?method, path = ?path, "caller refused");
+}
+
+/// The span of one request from Collie (`request`): its method and route,
+/// and the pane, ask id and request id it names once they pass the ID rule
+/// — never a token or a body. A write's span is at `INFO`, so that what an
+/// action handler or a hook logs carries it at the usual level; a read's
+/// at `DEBUG`: a poll comes every 2 s from each phone that watches, and
+/// when its span is off (the subscriber's level, or no subscriber) nothing
+/// is parsed or formatted for it.
+pub(crate) fn request_span(method: &Method, path: &str) -> tracing::Span {
+    use tracing::field::Empty;
+    let span = match method {
+        Method::Get => tracing::debug_span!(
+            "request",
+            method = "GET",
+            route = Empty,
+            pane = Empty,
+            ask_id = Empty,
+            request_id = Empty
+        ),
+        _ => tracing::info_span!(
+            "request",
+            method = method_name(method),
+            route = Empty,
+            pane = Empty,
+            ask_id = Empty,
+            request_id = Empty
+        ),
+    };
+    if span.is_disabled() {
+        return span;
+    }
+    let route = parse_route(path);
+    span.record("route", route.as_ref().map_or("unknown", Route::name));
+    let checked = |segment: &str| durable_types::Id::from_path_segment(segment).ok();
+    if let Some(pane) = route.as_ref().and_then(Route::pane).and_then(checked) {
+        span.record("pane", pane.as_str());
+    }
+    let ask = match route {
+        Some(Route::Answer(ask)) => checked(ask),
+        _ => None,
+    };
+    if let Some(ask) = ask {
+        span.record("ask_id", ask.as_str());
+    }
+    span
+}
+
+/// A method as the request span names it (any other method is `other`:
+/// its name comes from the network).
+fn method_name(method: &Method) -> &'static str {
+    match method {
+        Method::Get => "GET",
+        Method::Post => "POST",
+        _ => "other",
+    }
+}
+
+/// The request span's last word: the status answered.
+fn answered(response: &Response) {
+    tracing::debug!(status = response.status, "answered");
 }
 
 /// Checks shared by every write, in the contract's order after the route:
@@ -146,11 +239,17 @@ fn gate<'p>(core: &Core, method: &Method, path: &'p str, caller: Caller) -> Resu
 /// Answers a read at once, or `None` for one that must wait (the history
 /// routes ask the program's provider): [`route`] answers those.
 pub(crate) fn read(core: &Core, read: &Read<'_>) -> Option<Response> {
-    let route = match gate(core, &Method::Get, read.path, read.caller) {
-        Ok(route) => route,
-        Err(refused) => return Some(refused),
+    let span = request_span(&Method::Get, read.path);
+    let _in_span = span.enter();
+    let response = match gate(core, &Method::Get, read.path, read.caller) {
+        Ok(route) => read_now(core, route, read).map(|answered| answered.unwrap_or_else(|resp| resp)),
+        Err(refused) => Some(refused),
     };
-    read_now(core, route, read).map(|answered| answered.unwrap_or_else(|resp| resp))
+    // `None` goes on to `route`, whose own span says how it ended.
+    if let Some(response) = &response {
+        answered(response);
+    }
+    response
 }
 
 /// The reads answered without waiting: `GET /hello`, the state and a
@@ -166,13 +265,14 @@ fn read_now(core: &Core, route: Route<'_>, read: &Read<'_>) -> Option<Result<Res
     })
 }
 
-/// Answers one request.
+/// Answers one request (inside its [`request_span`]).
 pub(crate) async fn route(core: &Core, req: Request) -> Response {
-    let route = match gate(core, &req.method, &req.path, req.caller) {
-        Ok(route) => route,
-        Err(refused) => return refused,
+    let response = match gate(core, &req.method, &req.path, req.caller) {
+        Ok(route) => dispatch(core, route, &req).await.unwrap_or_else(|resp| resp),
+        Err(refused) => refused,
     };
-    dispatch(core, route, &req).await.unwrap_or_else(|resp| resp)
+    answered(&response);
+    response
 }
 
 /// Hands the request to its route's handler, with the path ids and the body

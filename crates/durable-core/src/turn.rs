@@ -30,6 +30,7 @@ pub struct Turn {
     signal: AbortSignal,
     steers: mpsc::UnboundedReceiver<String>,
     ended: bool,
+    span: tracing::Span,
 }
 
 impl fmt::Debug for Turn {
@@ -70,6 +71,10 @@ impl Pane {
         let (tx, rx) = mpsc::unbounded_channel();
         let token = self.core().install_turn(self.id_ref(), start.controller.clone(), tx)?;
         self.working(&start.turn_id)?;
+        // A root of its own: a turn outlives the request that began it (and
+        // its connection), which it only follows from.
+        let span = tracing::info_span!(parent: None, "turn", pane = self.id(), turn = start.turn_id.as_str());
+        span.follows_from(tracing::Span::current());
         Ok(Turn {
             pane: self.clone(),
             id: start.turn_id,
@@ -79,6 +84,7 @@ impl Pane {
             signal: start.controller.signal(),
             steers: rx,
             ended: false,
+            span,
         })
     }
 }
@@ -102,6 +108,15 @@ impl Turn {
     /// The send's request id (none for a turn the program started).
     pub fn request_id(&self) -> Option<&Id> {
         self.request_id.as_ref()
+    }
+
+    /// The turn's `tracing` span (`turn`, at `INFO`: `pane`, `turn`). A
+    /// send's turn already runs inside it, so the handler's own events carry
+    /// both fields; a turn the program started ([`Pane::start_turn`]) runs
+    /// where the program runs it: `.instrument(turn.span().clone())`
+    /// (`tracing::Instrument`) puts that work inside it too.
+    pub fn span(&self) -> &tracing::Span {
+        &self.span
     }
 
     /// The turn's stop signal, to hand to work that takes one (an ask's

@@ -15,6 +15,7 @@ use durable_types::{
 };
 use serde_json::Value;
 use tokio::sync::{Notify, OwnedMutexGuard, oneshot};
+use tracing::Instrument;
 
 use crate::core::Core;
 use crate::handlers::{
@@ -290,17 +291,23 @@ impl Core {
         }
         // The turn runs on the driver; it ends (the pane goes idle) when the
         // handler returns and drops it.
+        // It runs inside the turn's span: the handler's own `tracing` events
+        // carry the pane and the turn.
         let (core, id) = (self.clone(), request_id.clone());
-        self.push_job(async move {
-            // Counted until the turn ends, or its job is dropped unpolled.
-            let _running = running;
-            handler.turn_dyn(turn).await;
-            if let Err(e) = receipts.set_send_state_dyn(id.as_str(), SendState::Done).await {
-                core.warn(&format!(
-                    "send {id}: its end could not be recorded ({e}); a restart will close it as cut"
-                ));
+        let span = turn.span().clone();
+        self.push_job(
+            async move {
+                // Counted until the turn ends, or its job is dropped unpolled.
+                let _running = running;
+                handler.turn_dyn(turn).await;
+                if let Err(e) = receipts.set_send_state_dyn(id.as_str(), SendState::Done).await {
+                    core.warn(&format!(
+                        "send {id}: its end could not be recorded ({e}); a restart will close it as cut"
+                    ));
+                }
             }
-        });
+            .instrument(span),
+        );
         Ok(Taken::Yes(()))
     }
 

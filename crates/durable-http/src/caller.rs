@@ -50,8 +50,9 @@ impl CallerSource {
         CallerSource::Bearer(Arc::new(check))
     }
 
-    /// The caller of one request, or the response that refuses it (with a
-    /// `tracing` warning, target `durable`, naming the check).
+    /// The caller of one request, or the response that refuses it (with an
+    /// `INFO` event `caller refused`, target `durable_http::caller`, naming
+    /// the check and never the token).
     pub fn admit(&self, headers: &HeaderMap) -> Result<Caller, Response> {
         match self {
             CallerSource::Fixed(caller) => Ok(*caller),
@@ -67,10 +68,12 @@ impl CallerSource {
     }
 }
 
-/// The refusal of a request whose token was `reason`, with its warning.
+/// The refusal of a request whose token was `reason`, with its event:
+/// `INFO`, as the core's refusals (a client without the token hears its
+/// `401`; on a public address such clients are many, not an alarm).
 fn refuse(reason: &'static str) -> Result<Caller, Response> {
     // Says which check and why, never the token or the header.
-    tracing::warn!(target: "durable", check = "bearer-token", reason, "caller refused");
+    tracing::info!(check = "bearer-token", reason, "caller refused");
     Err(token_refused())
 }
 

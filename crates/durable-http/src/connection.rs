@@ -19,6 +19,8 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use durable_core::Core;
 use durable_types::exchange::{Caller, Method, Read, Request, Response};
@@ -26,7 +28,6 @@ use durable_types::{ErrorBody, ErrorCode};
 
 use crate::caller::{CallerSource, ConnectionCallers};
 use crate::header_clock::HeaderClock;
-use crate::shutdown::Shutdown;
 use crate::slots::Slot;
 use crate::translate::{read_of, to_core_request, to_core_request_without_body, to_hyper_response};
 use crate::until::until;
@@ -60,8 +61,8 @@ impl Handler for Core {
 }
 
 /// Settings of the HTTP layer, shared by both servers: its timeouts and its
-/// cap on connections (`docs/reliability.md`, "Connections", says why each
-/// default is what it is).
+/// cap on connections (why each default is what it is: `docs/reliability.md`,
+/// "Connections", in the SDK's source repository; the package does not ship it).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Limits {
@@ -184,7 +185,7 @@ impl Limits {
 }
 
 /// Serves HTTP/1.1 on one connection until the client closes it, it times
-/// out, or `shutdown` fires.
+/// out, or `shutdown` is cancelled.
 ///
 /// - Keep-alive is on: a client sends request after request on one
 ///   connection.
@@ -200,11 +201,12 @@ impl Limits {
 ///   [`Limits::write_timeout`] (the client reads nothing) closes the
 ///   connection.
 /// - A write's future runs on a task of its own, so a client that goes
-///   away cannot cut the core's work in half; that task is counted by
-///   `shutdown` ([`Shutdown::drained`]) until it ends. A read changes
+///   away cannot cut the core's work in half; that task is spawned on
+///   `in_flight`, so that a server can close the tracker and
+///   [`wait`](TaskTracker::wait) for the work to end. A read changes
 ///   nothing and is answered on the connection's own task (most at once,
 ///   through [`Handler::answer_read`]).
-/// - When `shutdown` fires, a request in flight finishes and its answer is
+/// - When `shutdown` is cancelled, a request in flight finishes and its answer is
 ///   written; then the connection closes instead of waiting for another.
 ///   After [`Limits::shutdown_grace`] the connection is dropped as it
 ///   is (the handler's task, if any, goes on).
@@ -217,13 +219,14 @@ pub async fn serve_connection<H, I>(
     io: I,
     callers: CallerSource,
     options: &Limits,
-    shutdown: Shutdown,
+    shutdown: CancellationToken,
+    in_flight: TaskTracker,
 ) -> Result<(), hyper::Error>
 where
     H: Handler,
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    serve_in_slot(handler, io, callers, options, shutdown, None).await
+    serve_in_slot(handler, io, callers, options, shutdown, in_flight, None).await
 }
 
 /// [`serve_connection`] for a connection holding `slot` under a server's
@@ -234,7 +237,8 @@ pub(crate) async fn serve_in_slot<H, I>(
     io: I,
     callers: CallerSource,
     options: &Limits,
-    shutdown: Shutdown,
+    shutdown: CancellationToken,
+    in_flight: TaskTracker,
     slot: Option<Arc<Slot>>,
 ) -> Result<(), hyper::Error>
 where
@@ -242,7 +246,6 @@ where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let body_read_timeout = options.body_read_timeout;
-    let tracker = shutdown.clone();
     let clock = HeaderClock::start(options.header_read_timeout);
     let service_clock = clock.clone();
     let callers = ConnectionCallers::new(callers);
@@ -290,7 +293,7 @@ where
             }
         }
         let handler = handler.clone();
-        let tracker = tracker.clone();
+        let in_flight = in_flight.clone();
         Either::Right(
             async move {
                 let _serving = serving;
@@ -317,24 +320,21 @@ where
                     // A read changes nothing, so nothing must outlive the
                     // connection: it is answered on the connection's own
                     // task. A panic (a bug) still gets its `500`.
-                    let response =
-                        AssertUnwindSafe(handler.handle(request)).catch_unwind().await.unwrap_or_else(|_| read_panicked());
+                    let response = AssertUnwindSafe(handler.handle(request))
+                        .catch_unwind()
+                        .await
+                        .unwrap_or_else(|_| read_panicked());
                     return Ok(to_hyper_response(response));
                 }
                 // A write runs to its end on a task of its own, even if the
                 // client goes away meanwhile, and a shutdown waits for it.
-                let in_flight = tracker.track();
                 // Boxed: the core's future holds every route's state (about
                 // 2 KB), and a task moves its future in and writes its
                 // stages over it several times; a pointer moves for free.
                 let work = Box::pin(handler.handle(request));
-                let task = tokio::spawn(async move {
-                    let response = work.await;
-                    drop(in_flight);
-                    response
-                });
+                let task = in_flight.spawn(work);
                 let response = task.await.unwrap_or_else(|e| {
-                    tracing::warn!(target: "durable", error = %e, "the core's task failed to answer a request");
+                    tracing::warn!(error = %e, "the core's task failed to answer a request");
                     internal()
                 });
                 Ok::<_, ServiceError>(to_hyper_response(response))
@@ -352,7 +352,7 @@ where
     let stop = async {
         tokio::select! {
             biased;
-            () = shutdown.triggered() => Stop::Shutdown,
+            () = shutdown.cancelled() => Stop::Shutdown,
             () = clock.expired() => Stop::HeaderTimeout,
         }
     };
@@ -360,7 +360,7 @@ where
         Ok(done) => return done,
         // Dropped without an answer, as a slow sender's connection is.
         Err(Stop::HeaderTimeout) => {
-            tracing::debug!(target: "durable", timeout = ?options.header_read_timeout, "no request within the header-read timeout: the connection is closed");
+            tracing::debug!(timeout = ?options.header_read_timeout, "no request within the header-read timeout: the connection is closed");
             return Ok(());
         }
         Err(Stop::Shutdown) => {}
@@ -414,7 +414,7 @@ impl std::error::Error for ServiceError {
 /// nothing more.
 /// The answer to a read the core panicked on (a bug), with its warning.
 fn read_panicked() -> Response {
-    tracing::warn!(target: "durable", "the core panicked while answering a read");
+    tracing::warn!("the core panicked while answering a read");
     internal()
 }
 

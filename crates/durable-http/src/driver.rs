@@ -7,8 +7,7 @@ use durable_core::{Core, Job};
 use durable_types::Timestamp;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
-
-use crate::shutdown::Shutdown;
+use tokio_util::sync::CancellationToken;
 
 /// The longest the driver sleeps before looking at the clock again, so that
 /// a wall clock set forward still fires deadlines close to on time.
@@ -45,7 +44,7 @@ impl Drive for Core {
     }
 }
 
-/// Spawns the loop that drives `core` until `stop` fires:
+/// Spawns the loop that drives `core` until `stop` is cancelled:
 ///
 /// 1. every job from [`Core::poll_job`] is spawned on the runtime;
 /// 2. the loop sleeps until [`Core::next_deadline`] (by the core's own
@@ -56,11 +55,11 @@ impl Drive for Core {
 /// The driver registers the core's wake-up; a core has one driver. Stop it
 /// only after the connections have finished: a request in flight may wait on
 /// a deadline. Must be called inside a tokio runtime.
-pub fn spawn_driver(core: Core, stop: Shutdown) -> JoinHandle<()> {
+pub fn spawn_driver(core: Core, stop: CancellationToken) -> JoinHandle<()> {
     spawn_drive(core, stop)
 }
 
-pub(crate) fn spawn_drive<D: Drive>(target: D, stop: Shutdown) -> JoinHandle<()> {
+pub(crate) fn spawn_drive<D: Drive>(target: D, stop: CancellationToken) -> JoinHandle<()> {
     let notify = Arc::new(Notify::new());
     let waker = notify.clone();
     target.set_wakeup(Box::new(move || waker.notify_one()));
@@ -80,7 +79,7 @@ pub(crate) fn spawn_drive<D: Drive>(target: D, stop: Shutdown) -> JoinHandle<()>
             };
             let deadline_passed = tokio::select! {
                 biased;
-                () = stop.triggered() => return,
+                () = stop.cancelled() => return,
                 () = notify.notified() => false,
                 () = tokio::time::sleep(wait) => true,
             };
@@ -154,7 +153,7 @@ mod tests {
     #[tokio::test]
     async fn the_driver_fires_a_deadline_when_it_is_reached() {
         let fake = Arc::new(Fake::default());
-        let stop = Shutdown::new();
+        let stop = CancellationToken::new();
         let due = SystemClock.now().plus_millis(150);
         fake.deadlines.lock().unwrap().push(due);
         let driver = spawn_drive(fake.clone(), stop.clone());
@@ -162,28 +161,28 @@ mod tests {
         assert!(fake.ticks.lock().unwrap().is_empty(), "ticked before the deadline");
         eventually("tick", || !fake.ticks.lock().unwrap().is_empty()).await;
         assert!(fake.ticks.lock().unwrap()[0] >= due);
-        stop.trigger();
+        stop.cancel();
         driver.await.unwrap();
     }
 
     #[tokio::test]
     async fn a_deadline_moved_earlier_wakes_the_driver() {
         let fake = Arc::new(Fake::default());
-        let stop = Shutdown::new();
+        let stop = CancellationToken::new();
         fake.deadlines.lock().unwrap().push(SystemClock.now().plus_millis(3_600_000));
         let driver = spawn_drive(fake.clone(), stop.clone());
         tokio::time::sleep(Duration::from_millis(20)).await;
         fake.deadlines.lock().unwrap().push(SystemClock.now().plus_millis(30));
         fake.wake();
         eventually("tick after wake-up", || fake.ticks.lock().unwrap().len() == 1).await;
-        stop.trigger();
+        stop.cancel();
         driver.await.unwrap();
     }
 
     #[tokio::test]
     async fn queued_jobs_run_on_the_runtime() {
         let fake = Arc::new(Fake::default());
-        let stop = Shutdown::new();
+        let stop = CancellationToken::new();
         let driver = spawn_drive(fake.clone(), stop.clone());
         let ran = Arc::new(AtomicUsize::new(0));
         for _ in 0..3 {
@@ -194,7 +193,7 @@ mod tests {
         }
         fake.wake();
         eventually("three jobs", || ran.load(Ordering::SeqCst) == 3).await;
-        stop.trigger();
+        stop.cancel();
         driver.await.unwrap();
     }
 
@@ -204,9 +203,9 @@ mod tests {
         let core = durable_core::create_core(
             durable_core::CoreOptions::builder().clock(clock).epoch("0123456789abcdef").build().unwrap(),
         );
-        let stop = Shutdown::new();
+        let stop = CancellationToken::new();
         let driver = spawn_driver(core, stop.clone());
-        stop.trigger();
+        stop.cancel();
         tokio::time::timeout(Duration::from_secs(5), driver).await.unwrap().unwrap();
     }
 }

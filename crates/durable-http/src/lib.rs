@@ -24,7 +24,9 @@
 //!   ([`Limits`]: a client that stalls its body is cut off before the
 //!   core sees the request), a write-progress timeout (a client that reads
 //!   nothing is cut off), a close after every `401`, and graceful shutdown
-//!   on a [`Shutdown`] signal within a grace period.
+//!   when a [`CancellationToken`] is cancelled, within a grace period; the
+//!   core's work on each write runs on a [`TaskTracker`]'s task, so that a
+//!   server can wait for it.
 //! - [`spawn_driver`]: the loop that runs the core's jobs and fires its
 //!   deadlines with tokio time.
 //! - [`Server`] with a [`Listen`] source: an accept loop plus the driver,
@@ -36,18 +38,23 @@
 //!   [`Limits::shutdown_grace`], then drop what is left — and stop the
 //!   driver).
 //!
-//! What goes wrong on the way is a `tracing` warning (target `durable`): a
-//! caller refused for its token (naming the check, never the token), a
-//! connection that failed (its handshake, its reading), the core's task
-//! failing. A failed accept is a warn line through the core's sink.
+//! Each connection a [`Server`] takes is a `tracing` span (`connection`,
+//! `DEBUG`: the [`Listen::transport`], the peer's address, the caller found),
+//! the core's request spans inside it. A caller refused for its token is an
+//! `INFO` event naming the check, never the token; what goes wrong on the
+//! way is a `tracing` warning: a connection that failed (its handshake, its
+//! reading), the core's task failing. The targets are the module paths
+//! (`durable_http::…`). A failed accept is a warn line through the core's
+//! sink.
 //!
 //! A server is then short: bind, implement [`Listen`] (accept, then find out
 //! who the peer is or do the TLS handshake inside the returned [`Incoming`]
 //! future, handed over as an [`Accepted`] with the peer's address), tell the
 //! core its caller-check mode, and call [`Server::start`].
 //!
-//! `docs/reliability.md` ("Connections") lists every limit, its default,
-//! why, and the test that proves it.
+//! `docs/reliability.md` ("Connections") in the SDK's source repository
+//! (not shipped in this package) lists every limit, its default, why, and
+//! the test that proves it.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -56,7 +63,6 @@ mod connection;
 mod driver;
 mod header_clock;
 mod server;
-mod shutdown;
 mod slots;
 mod system;
 mod translate;
@@ -67,7 +73,6 @@ pub use caller::{CallerSource, TokenCheck, bearer_token, token_refused};
 pub use connection::{Handler, Limits, serve_connection};
 pub use driver::spawn_driver;
 pub use server::{Accepted, Incoming, Listen, Server};
-pub use shutdown::Shutdown;
 pub use system::{SystemClock, random_epoch, stderr_warn};
 pub use translate::{
     DRAIN_MAX, read_body, read_of, to_core_request, to_core_request_without_body, to_hyper_response,
@@ -75,3 +80,7 @@ pub use translate::{
 
 #[doc(no_inline)]
 pub use durable_types::exchange::{Caller, Request, Response};
+/// tokio-util's, re-exported: what [`serve_connection`] and
+/// [`spawn_driver`] take to stop, without a dependency of the caller's own.
+#[doc(no_inline)]
+pub use tokio_util::{sync::CancellationToken, task::TaskTracker};

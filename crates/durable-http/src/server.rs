@@ -11,21 +11,23 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::{JoinHandle, JoinSet};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 use durable_core::Core;
+use durable_types::exchange::Caller;
 
 use crate::caller::CallerSource;
 use crate::connection::{Handler, Limits, serve_in_slot};
 use crate::driver::spawn_driver;
-use crate::shutdown::Shutdown;
 use crate::slots::Slots;
 use crate::until::until;
 
 /// The slow part of taking a connection — reading who the peer is, or a TLS
 /// handshake — run on the connection's own task, so the accept loop never
 /// waits on one client. It yields the stream and the connection's
-/// [`CallerSource`]; an error drops the connection (a `tracing` warning,
-/// target `durable`).
+/// [`CallerSource`]; an error drops the connection (a `tracing` warning).
 pub type Incoming<Io> = Pin<Box<dyn Future<Output = io::Result<(Io, CallerSource)>> + Send>>;
 
 /// A connection just accepted: the slow part of taking it ([`Incoming`]),
@@ -73,6 +75,13 @@ pub trait Listen: Send + 'static {
     /// something else) and call `accept` again: it must be cancel-safe, as
     /// tokio's `accept` is.
     fn accept(&mut self) -> impl Future<Output = io::Result<Accepted<Self::Io>>> + Send;
+
+    /// The transport's name in each connection's `tracing` span
+    /// (`connection`, field `transport`): `socket`, `https`, `http`.
+    /// Default `other`.
+    fn transport(&self) -> &'static str {
+        "other"
+    }
 }
 
 /// Pause after a failed accept, so that running out of file descriptors
@@ -88,7 +97,7 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(200);
 /// its transport accepted (over HTTPS, one with an accepted token: Collie's
 /// connection, once it has polled, keeps its place under any flood); when
 /// every connection has, the new one is closed at once, before a byte is
-/// read. A `tracing` warning (target `durable`) says so, at most every
+/// read. A `tracing` warning says so, at most every
 /// 10 s.
 ///
 /// [`close`](Self::close) stops accepting, lets the requests in flight
@@ -98,13 +107,13 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(200);
 /// but nothing waits for the rest.
 #[must_use = "dropping a Server stops it"]
 pub struct Server {
-    shutdown: Shutdown,
+    shutdown: CancellationToken,
     task: Option<JoinHandle<()>>,
 }
 
 impl fmt::Debug for Server {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Server").field("closing", &self.shutdown.is_triggered()).finish_non_exhaustive()
+        f.debug_struct("Server").field("closing", &self.shutdown.is_cancelled()).finish_non_exhaustive()
     }
 }
 
@@ -123,14 +132,15 @@ impl Server {
         listener: L,
         options: Limits,
     ) -> Server {
-        let shutdown = Shutdown::new();
+        let shutdown = CancellationToken::new();
         let task = tokio::spawn(run(handler, core, listener, options, shutdown.clone()));
         Server { shutdown, task: Some(task) }
     }
 
-    /// The signal [`close`](Self::close) fires, for a caller that wants to
-    /// start the shutdown from elsewhere.
-    pub fn shutdown_signal(&self) -> Shutdown {
+    /// The token [`close`](Self::close) cancels: cancelling it elsewhere
+    /// starts the same shutdown (stop accepting, finish the requests in
+    /// flight), and [`CancellationToken::cancelled`] waits for one.
+    pub fn shutdown_token(&self) -> CancellationToken {
         self.shutdown.clone()
     }
 
@@ -145,7 +155,7 @@ impl Server {
     /// body, say) are dropped, and the core's work still running is no longer
     /// waited for — it goes on as long as the runtime does.
     pub async fn close(mut self) {
-        self.shutdown.trigger();
+        self.shutdown.cancel();
         if let Some(task) = self.task.take() {
             let _ = task.await;
         }
@@ -154,7 +164,7 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        self.shutdown.trigger();
+        self.shutdown.cancel();
     }
 }
 
@@ -163,15 +173,19 @@ async fn run<H: Handler, L: Listen>(
     core: Core,
     mut listener: L,
     options: Limits,
-    shutdown: Shutdown,
+    shutdown: CancellationToken,
 ) {
-    let driver_stop = Shutdown::new();
+    let driver_stop = CancellationToken::new();
     let driver = spawn_driver(core.clone(), driver_stop.clone());
     let slots = Slots::new(options.max_connections_value());
     let mut connections = JoinSet::new();
+    // The core's work on the writes of every connection, which outlives a
+    // client that went away.
+    let in_flight = TaskTracker::new();
+    let transport = listener.transport();
     loop {
         let accepted = tokio::select! {
-            () = shutdown.triggered() => break,
+            () = shutdown.cancelled() => break,
             Some(_) = connections.join_next(), if !connections.is_empty() => continue,
             accepted = listener.accept() => accepted,
         };
@@ -181,29 +195,32 @@ async fn run<H: Handler, L: Listen>(
                 // so closed at once.
                 let Some(slot) = slots.admit(accepted.peer) else { continue };
                 let slot = Arc::new(slot);
+                let span = connection_span(transport, accepted.peer);
                 let incoming = accepted.incoming;
                 let handler = handler.clone();
                 let options = options.clone();
                 let shutdown = shutdown.clone();
+                let in_flight = in_flight.clone();
                 connections.spawn(async move {
                     let serve = async {
                         let (io, callers) = match incoming.await {
                             Ok(accepted) => accepted,
                             Err(e) => {
-                                tracing::warn!(target: "durable", error = %e, "a connection failed before its first request");
+                                tracing::warn!(error = %e, "a connection failed before its first request");
                                 return;
                             }
                         };
-                        let served = serve_in_slot(handler, io, callers, &options, shutdown, Some(slot.clone()));
+                        tracing::Span::current().record("caller", caller_name(&callers));
+                        let served = serve_in_slot(handler, io, callers, &options, shutdown, in_flight, Some(slot.clone()));
                         if let Err(e) = served.await {
-                            tracing::warn!(target: "durable", error = %e, "a connection failed");
+                            tracing::warn!(error = %e, "a connection failed");
                         }
                     };
                     // Displaced: dropped where it stands (it has made no
                     // request the transport accepted, so no work of the
                     // core's is cut), which closes it.
                     let _ = until(serve, slot.displaced()).await;
-                });
+                }.instrument(span));
             }
             Err(e) => {
                 core.warn(&format!("durable: accepting a connection failed: {e}"));
@@ -224,9 +241,43 @@ async fn run<H: Handler, L: Listen>(
         while connections.join_next().await.is_some() {}
     }
     // No connection is left to start more work; wait for the work started.
-    let _ = tokio::time::timeout_at(deadline, shutdown.drained()).await;
-    driver_stop.trigger();
+    in_flight.close();
+    let _ = tokio::time::timeout_at(deadline, in_flight.wait()).await;
+    driver_stop.cancel();
     let _ = driver.await;
+}
+
+/// The span of one connection (`connection`, at `DEBUG`): its transport,
+/// the peer's address when it has one, and the caller its transport found
+/// (`caller`, once known: the socket's check, or `bearer-token`) — never a
+/// token. The core's request spans are its children. `DEBUG`, as a poll's
+/// request span: an enabled span is entered and left at every poll of the
+/// connection's future, which cost a 304 poll about 4 % more instructions
+/// at `INFO` (`docs/benchmarks.md`, *Logs*); off, it costs nothing.
+fn connection_span(transport: &'static str, peer: Option<IpAddr>) -> tracing::Span {
+    let span = tracing::debug_span!(
+        "connection",
+        transport,
+        peer = tracing::field::Empty,
+        caller = tracing::field::Empty
+    );
+    if let Some(peer) = peer {
+        span.record("peer", tracing::field::display(peer));
+    }
+    span
+}
+
+/// The caller a connection's transport found, as the connection span names it.
+fn caller_name(source: &CallerSource) -> &'static str {
+    match source {
+        CallerSource::Fixed(Caller::SelfOrDescendant) => "self-or-descendant",
+        CallerSource::Fixed(Caller::OtherProcess) => "other-process",
+        CallerSource::Fixed(Caller::OtherUser) => "other-user",
+        CallerSource::Fixed(Caller::Unknown) => "unknown",
+        CallerSource::Fixed(Caller::Token) => "token",
+        CallerSource::Bearer(_) => "bearer-token",
+        _ => "other",
+    }
 }
 
 /// `grace` from now (see [`later_by`]).

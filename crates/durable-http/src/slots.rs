@@ -16,7 +16,7 @@
 //! the new one is refused: closed at once, before a byte is read.
 //!
 //! Displaced and refused connections are counted and told in one `tracing`
-//! warning (target `durable`) at most every 10 s.
+//! warning at most every 10 s.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -116,7 +116,6 @@ impl Slots {
             return;
         }
         tracing::warn!(
-            target: "durable",
             max_connections = self.max,
             displaced = state.displaced,
             refused = state.refused,

@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use durable_http::{CallerSource, Handler, Limits, Shutdown, serve_connection};
+use durable_http::{CallerSource, CancellationToken, Handler, Limits, TaskTracker, serve_connection};
 use durable_types::exchange::{Body, Caller, Read, Request, Response};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 use tokio::sync::Notify;
@@ -34,11 +34,22 @@ fn start(
     handler: Recorder,
     callers: CallerSource,
     options: Limits,
-    shutdown: Shutdown,
+    shutdown: CancellationToken,
+) -> (DuplexStream, tokio::task::JoinHandle<()>) {
+    start_tracked(handler, callers, options, shutdown, TaskTracker::new())
+}
+
+/// [`start`] with the writes' tasks spawned on `in_flight`.
+fn start_tracked(
+    handler: Recorder,
+    callers: CallerSource,
+    options: Limits,
+    shutdown: CancellationToken,
+    in_flight: TaskTracker,
 ) -> (DuplexStream, tokio::task::JoinHandle<()>) {
     let (client, server) = tokio::io::duplex(4 * 1024 * 1024);
     let task = tokio::spawn(async move {
-        let _ = serve_connection(handler, server, callers, &options, shutdown).await;
+        let _ = serve_connection(handler, server, callers, &options, shutdown, in_flight).await;
     });
     (client, task)
 }
@@ -75,8 +86,12 @@ async fn assert_closed(io: &mut DuplexStream) {
 #[tokio::test]
 async fn keep_alive_serves_several_requests_on_one_connection() {
     let rec = Recorder::default();
-    let (mut io, _task) =
-        start(rec.clone(), CallerSource::Fixed(Caller::OtherProcess), Limits::new(), Shutdown::new());
+    let (mut io, _task) = start(
+        rec.clone(),
+        CallerSource::Fixed(Caller::OtherProcess),
+        Limits::new(),
+        CancellationToken::new(),
+    );
     for path in ["/hello", "/v1/state?since=3"] {
         io.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).await.unwrap();
         let r = read_response(&mut io).await;
@@ -93,8 +108,12 @@ async fn keep_alive_serves_several_requests_on_one_connection() {
 #[tokio::test]
 async fn a_body_over_one_mib_reaches_the_core_as_too_large() {
     let rec = Recorder::default();
-    let (mut io, _task) =
-        start(rec.clone(), CallerSource::Fixed(Caller::OtherProcess), Limits::new(), Shutdown::new());
+    let (mut io, _task) = start(
+        rec.clone(),
+        CallerSource::Fixed(Caller::OtherProcess),
+        Limits::new(),
+        CancellationToken::new(),
+    );
     let body = vec![b'x'; durable_types::BODY_MAX + 1];
     // Chunked, so that no Content-Length gives the size away: the limit is
     // enforced on the stream itself.
@@ -115,7 +134,7 @@ async fn a_body_over_one_mib_reaches_the_core_as_too_large() {
 async fn a_body_of_one_mib_reaches_the_core_whole() {
     let rec = Recorder::default();
     let (mut io, _task) =
-        start(rec.clone(), CallerSource::Fixed(Caller::Unknown), Limits::new(), Shutdown::new());
+        start(rec.clone(), CallerSource::Fixed(Caller::Unknown), Limits::new(), CancellationToken::new());
     let n = durable_types::BODY_MAX;
     io.write_all(format!("POST /v1/close HTTP/1.1\r\nHost: x\r\nContent-Length: {n}\r\n\r\n").as_bytes())
         .await
@@ -129,7 +148,8 @@ async fn a_body_of_one_mib_reaches_the_core_whole() {
 async fn a_client_slow_to_send_headers_is_cut_off_by_the_header_read_timeout() {
     let rec = Recorder::default();
     let options = Limits::new().header_read_timeout(Duration::from_millis(200));
-    let (mut io, task) = start(rec.clone(), CallerSource::Fixed(Caller::Unknown), options, Shutdown::new());
+    let (mut io, task) =
+        start(rec.clone(), CallerSource::Fixed(Caller::Unknown), options, CancellationToken::new());
     io.write_all(b"GET /hello HTTP/1.1\r\nHost").await.unwrap();
     assert_closed(&mut io).await;
     tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
@@ -145,7 +165,8 @@ async fn the_header_read_timeout_starts_again_at_each_request_of_a_kept_alive_co
     let rec = Recorder::default();
     let timeout = Duration::from_millis(300);
     let options = Limits::new().header_read_timeout(timeout);
-    let (mut io, task) = start(rec.clone(), CallerSource::Fixed(Caller::Unknown), options, Shutdown::new());
+    let (mut io, task) =
+        start(rec.clone(), CallerSource::Fixed(Caller::Unknown), options, CancellationToken::new());
     let started = std::time::Instant::now();
     let mut served = 0;
     while started.elapsed() < timeout * 4 {
@@ -165,14 +186,14 @@ async fn the_header_read_timeout_starts_again_at_each_request_of_a_kept_alive_co
 async fn shutdown_lets_the_request_in_flight_finish_then_closes() {
     let gate = Arc::new(Notify::new());
     let rec = Recorder { gate: Some(gate.clone()), ..Recorder::default() };
-    let shutdown = Shutdown::new();
+    let shutdown = CancellationToken::new();
     let (mut io, task) =
         start(rec.clone(), CallerSource::Fixed(Caller::Unknown), Limits::new(), shutdown.clone());
     io.write_all(b"GET /v1/state HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
     while rec.seen.lock().unwrap().is_empty() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    shutdown.trigger();
+    shutdown.cancel();
     tokio::time::sleep(Duration::from_millis(50)).await;
     gate.notify_one();
     let r = read_response(&mut io).await;
@@ -181,14 +202,45 @@ async fn shutdown_lets_the_request_in_flight_finish_then_closes() {
     tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
 }
 
+/// A write's work runs on a task of the given tracker: it goes on after
+/// its client went away, and the tracker's `wait` returns only once it
+/// ended (what `Server::close` waits for).
+#[tokio::test]
+async fn a_write_whose_client_went_away_is_waited_for_on_the_tracker() {
+    let gate = Arc::new(Notify::new());
+    let rec = Recorder { gate: Some(gate.clone()), ..Recorder::default() };
+    let in_flight = TaskTracker::new();
+    let (mut io, task) = start_tracked(
+        rec.clone(),
+        CallerSource::Fixed(Caller::OtherProcess),
+        Limits::new(),
+        CancellationToken::new(),
+        in_flight.clone(),
+    );
+    io.write_all(b"POST /v1/close HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}").await.unwrap();
+    while rec.seen.lock().unwrap().is_empty() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    drop(io);
+    tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
+    assert_eq!(in_flight.len(), 1, "the write's task outlives its connection");
+    in_flight.close();
+    let mut waiting = std::pin::pin!(in_flight.wait());
+    let early = tokio::time::timeout(Duration::from_millis(50), waiting.as_mut()).await;
+    assert!(early.is_err(), "wait() returned while the write still ran");
+    gate.notify_one();
+    tokio::time::timeout(Duration::from_secs(5), waiting).await.expect("wait() never returned");
+    assert!(in_flight.is_empty());
+}
+
 #[tokio::test]
 async fn shutdown_closes_an_idle_keep_alive_connection() {
-    let shutdown = Shutdown::new();
+    let shutdown = CancellationToken::new();
     let (mut io, task) =
         start(Recorder::default(), CallerSource::Fixed(Caller::Unknown), Limits::new(), shutdown.clone());
     io.write_all(b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
     read_response(&mut io).await;
-    shutdown.trigger();
+    shutdown.cancel();
     assert_closed(&mut io).await;
     tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
 }
@@ -197,7 +249,7 @@ async fn shutdown_closes_an_idle_keep_alive_connection() {
 async fn a_request_without_the_token_gets_401_and_never_reaches_the_core() {
     let rec = Recorder::default();
     let callers = CallerSource::bearer(|t| t == b"0123456789abcdef0123456789abcdef");
-    let (mut io, task) = start(rec.clone(), callers.clone(), Limits::new(), Shutdown::new());
+    let (mut io, task) = start(rec.clone(), callers.clone(), Limits::new(), CancellationToken::new());
     io.write_all(b"GET /hello HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer nope\r\n\r\n").await.unwrap();
     let r = read_response(&mut io).await;
     assert!(r.starts_with("HTTP/1.1 401"), "{r}");
@@ -210,7 +262,7 @@ async fn a_request_without_the_token_gets_401_and_never_reaches_the_core() {
     assert_closed(&mut io).await;
     tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
 
-    let (mut io, _task) = start(rec.clone(), callers, Limits::new(), Shutdown::new());
+    let (mut io, _task) = start(rec.clone(), callers, Limits::new(), CancellationToken::new());
     io.write_all(
         b"GET /hello HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer 0123456789abcdef0123456789abcdef\r\n\r\n",
     )
@@ -231,7 +283,7 @@ async fn on_a_connection_that_showed_its_token_a_wrong_token_is_still_refused() 
         *counted.lock().unwrap() += 1;
         t == b"0123456789abcdef0123456789abcdef"
     });
-    let (mut io, task) = start(rec.clone(), callers, Limits::new(), Shutdown::new());
+    let (mut io, task) = start(rec.clone(), callers, Limits::new(), CancellationToken::new());
     let good = b"GET /v1/state HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer 0123456789abcdef0123456789abcdef\r\n\r\n";
     for _ in 0..3 {
         io.write_all(good).await.unwrap();
@@ -273,7 +325,8 @@ async fn an_answer_the_client_never_reads_is_cut_off_by_the_write_timeout() {
             server,
             CallerSource::Fixed(Caller::Unknown),
             &options,
-            Shutdown::new(),
+            CancellationToken::new(),
+            TaskTracker::new(),
         )
         .await
     });
@@ -298,9 +351,15 @@ async fn endless_timeouts_serve_large_answers_through_many_stalls() {
         .shutdown_grace(Duration::MAX);
     let n = 64 * 1024;
     tokio::spawn(async move {
-        let _ =
-            serve_connection(Big(n), server, CallerSource::Fixed(Caller::Unknown), &options, Shutdown::new())
-                .await;
+        let _ = serve_connection(
+            Big(n),
+            server,
+            CallerSource::Fixed(Caller::Unknown),
+            &options,
+            CancellationToken::new(),
+            TaskTracker::new(),
+        )
+        .await;
     });
     for _ in 0..2 {
         io.write_all(b"GET /v1/state HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
@@ -322,9 +381,15 @@ async fn a_slow_reader_of_a_large_answer_outlasts_the_header_read_timeout() {
     let options = Limits::new().header_read_timeout(Duration::from_millis(200));
     let n = 256 * 1024;
     tokio::spawn(async move {
-        let _ =
-            serve_connection(Big(n), server, CallerSource::Fixed(Caller::Unknown), &options, Shutdown::new())
-                .await;
+        let _ = serve_connection(
+            Big(n),
+            server,
+            CallerSource::Fixed(Caller::Unknown),
+            &options,
+            CancellationToken::new(),
+            TaskTracker::new(),
+        )
+        .await;
     });
     io.write_all(b"GET /v1/state HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
     let started = std::time::Instant::now();
@@ -369,7 +434,7 @@ async fn body_read_timeout_closes_a_connection_whose_content_length_body_stalls(
     let rec = Recorder::default();
     let options = Limits::new().body_read_timeout(Duration::from_millis(200));
     let (mut io, task) =
-        start(rec.clone(), CallerSource::Fixed(Caller::OtherProcess), options, Shutdown::new());
+        start(rec.clone(), CallerSource::Fixed(Caller::OtherProcess), options, CancellationToken::new());
     // Content-Length says 100, 10 bytes come, then nothing (the client stays).
     io.write_all(b"POST /v1/close HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789")
         .await
@@ -386,7 +451,7 @@ async fn body_read_timeout_closes_a_connection_whose_chunked_body_stops() {
     let rec = Recorder::default();
     let options = Limits::new().body_read_timeout(Duration::from_millis(200));
     let (mut io, task) =
-        start(rec.clone(), CallerSource::Fixed(Caller::OtherProcess), options, Shutdown::new());
+        start(rec.clone(), CallerSource::Fixed(Caller::OtherProcess), options, CancellationToken::new());
     io.write_all(b"POST /v1/close HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
         .await
         .unwrap();
@@ -408,7 +473,7 @@ async fn body_read_timeout_leaves_a_body_sent_in_time_alone() {
     let rec = Recorder::default();
     let options = Limits::new().body_read_timeout(Duration::from_millis(300));
     let (mut io, _task) =
-        start(rec.clone(), CallerSource::Fixed(Caller::OtherProcess), options, Shutdown::new());
+        start(rec.clone(), CallerSource::Fixed(Caller::OtherProcess), options, CancellationToken::new());
     io.write_all(b"POST /v1/close HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nab").await.unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;
     io.write_all(b"cd").await.unwrap();
@@ -425,7 +490,7 @@ async fn body_read_timeout_leaves_a_body_sent_in_time_alone() {
 #[tokio::test]
 async fn shutdown_grace_bounds_how_long_a_shutting_down_connection_waits_for_a_stalled_body() {
     let rec = Recorder::default();
-    let shutdown = Shutdown::new();
+    let shutdown = CancellationToken::new();
     let options =
         Limits::new().body_read_timeout(Duration::from_secs(60)).shutdown_grace(Duration::from_millis(200));
     let (mut io, task) =
@@ -434,7 +499,7 @@ async fn shutdown_grace_bounds_how_long_a_shutting_down_connection_waits_for_a_s
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;
-    shutdown.trigger();
+    shutdown.cancel();
     tokio::time::timeout(Duration::from_secs(3), task)
         .await
         .expect("the connection outlived the grace")
@@ -467,7 +532,15 @@ async fn a_core_that_panics_on_a_read_or_a_write_answers_500_internal() {
     let options = Limits::new();
     tokio::spawn(async move {
         let callers = CallerSource::Fixed(Caller::OtherProcess);
-        let _ = serve_connection(Panicker, server, callers, &options, Shutdown::new()).await;
+        let _ = serve_connection(
+            Panicker,
+            server,
+            callers,
+            &options,
+            CancellationToken::new(),
+            TaskTracker::new(),
+        )
+        .await;
     });
     // A read is answered on the connection's task (at once or through
     // `handle`), a write on a task of its own: each turns the panic into

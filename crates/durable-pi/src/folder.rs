@@ -215,7 +215,7 @@ impl SessionFolder {
         }
         if let Err(e) = crate::index::save(file, &self.dir, cache) {
             self.dirty.store(true, std::sync::atomic::Ordering::SeqCst);
-            tracing::warn!(target: "durable", file = %file.display(), error = %e, "pi: the sessions index could not be written");
+            tracing::warn!(file = %file.display(), error = %e, "pi: the sessions index could not be written");
         }
     }
 

@@ -143,7 +143,7 @@ impl<S: ConversationStore> PiHistory<S> {
             done.finish(started, rows);
         });
         if let Err(e) = spawned {
-            tracing::warn!(target: "durable", error = %e, "pi: the history could not list on a thread of its own");
+            tracing::warn!(error = %e, "pi: the history could not list on a thread of its own");
             // The closure (and its `ListingDone`) was dropped: that cleared `relisting`.
         }
     }

@@ -79,7 +79,7 @@ pub(crate) fn load(file: &Path, dir: &Path) -> HashMap<PathBuf, Entry> {
     let parsed: File = match serde_json::from_slice(&bytes) {
         Ok(parsed) => parsed,
         Err(e) => {
-            tracing::warn!(target: "durable", file = %file.display(), error = %e, "pi: the sessions index is damaged; it is built again");
+            tracing::warn!(file = %file.display(), error = %e, "pi: the sessions index is damaged; it is built again");
             return HashMap::new();
         }
     };

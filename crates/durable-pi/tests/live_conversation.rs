@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use durable_core::types::ask_id_for;
 use durable_core::types::exchange::{Caller, Request};
 use durable_core::{Core, CoreOptions, Pane, PaneOptions, create_core};
-use durable_http::{Shutdown, SystemClock, random_epoch, spawn_driver};
+use durable_http::{CancellationToken, SystemClock, random_epoch, spawn_driver};
 use durable_pi::{Block, GateOptions, Message, PiCommand, PiConversation, PiOptions, SessionFolder};
 use serde_json::{Value, json};
 
@@ -61,7 +61,7 @@ fn pi(dir: &Path, project: &str) -> PiCommand {
 fn core() -> Core {
     let options = CoreOptions::builder().host_name("live").clock(SystemClock).epoch(random_epoch());
     let core = create_core(options.build().unwrap());
-    spawn_driver(core.clone(), Shutdown::new());
+    spawn_driver(core.clone(), CancellationToken::new());
     core.ready();
     core
 }

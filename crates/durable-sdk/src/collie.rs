@@ -16,23 +16,7 @@ use durable_types::{Caps, RuleError, Timestamp};
 
 use crate::error::Error;
 use crate::serving::{Limits, Served, Transport};
-
-/// The warn sink the SDK installs by default: each line once on standard
-/// error, and as a `tracing` event (target `durable`) for programs that
-/// have a subscriber.
-pub(crate) fn default_warn() -> impl Fn(&str) + Send + Sync + Clone + 'static {
-    |line: &str| {
-        tracing::warn!(target: "durable", "{line}");
-        write_stderr(line);
-    }
-}
-
-fn write_stderr(line: &str) {
-    use std::io::Write;
-    let mut out: String = line.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
-    out.push('\n');
-    let _ = std::io::stderr().lock().write_all(out.as_bytes());
-}
+use crate::warn::default_warn;
 
 /// What [`open_collie`] takes: the agent's name, where to serve it, and
 /// the core's everyday options. A receipt store and `allow_always` are
@@ -88,8 +72,9 @@ impl OpenOptions {
         self
     }
 
-    /// Where warn lines go (default: one line on standard error, and a
-    /// `tracing` event of target `durable`).
+    /// Where warn lines go (default: a `tracing` warning, target
+    /// `durable_sdk::warn`, when the program's subscriber records it, else
+    /// one line on standard error).
     pub fn warn(mut self, sink: impl Fn(&str) + Send + Sync + 'static) -> Self {
         self.core = self.core.warn(sink);
         self
@@ -143,8 +128,8 @@ pub async fn open_collie(options: impl Into<OpenOptions>) -> Result<Collie, Erro
 /// core with what [`open_collie`] does not take (a persistent receipt
 /// store, `allow_always(false)`); then [`Collie::serve`] it. What a running
 /// program needs and the options leave unset is filled in: the system
-/// clock, a fresh random epoch, warn lines on standard error (and
-/// `tracing`).
+/// clock, a fresh random epoch, warn lines to `tracing` when the program's
+/// subscriber records them, else on standard error.
 ///
 /// ```no_run
 /// use durable_sdk::stores::MemoryReceiptStore;
@@ -290,7 +275,7 @@ impl Collie {
     /// [`KeptAsk`](crate::asks::KeptAsk): raise it again by its id (an
     /// answer the phone sent meanwhile then lands), now or later, or close
     /// it. Those left unclaimed are closed at `ready()`, each with the chat
-    /// line `Stopped before an answer: <title>` (`docs/wire.md` §7.2).
+    /// line `Stopped before an answer: <title>` ([`wire`](crate::wire) §7.2).
     ///
     /// ```no_run
     /// # async fn f(collie: durable_sdk::Collie) -> Result<(), durable_sdk::Error> {

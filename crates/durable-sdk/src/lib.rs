@@ -7,6 +7,13 @@
 //! it): `cargo add durable-sdk` and
 //! `cargo add tokio --features macros,rt-multi-thread,signal`.
 //!
+//! The SDK turns on `serde_json`'s `preserve_order` for the whole program
+//! (every `serde_json::Value` keeps its keys in insertion order): an
+//! approval card's tool line shows the arguments in the program's order
+//! (`refund(order: "5521", amount: 40)`), the ask hash's test vector
+//! depends on it, and the ACP protocol crate (feature `acp`) turns it on
+//! anyway.
+//!
 //! # Quick start
 //!
 //! ```no_run
@@ -104,6 +111,8 @@
 //! - [`driver`]: the core underneath, its requests and responses, clocks —
 //!   for tests and custom transports;
 //! - `pi` (feature `pi`): Pi's sessions as conversations, panes and history.
+//! - `acp` (feature `acp`): any ACP agent's sessions as conversations,
+//!   panes and history.
 //!
 //! # The npm names in Rust
 //!
@@ -126,12 +135,46 @@
 //! | `onSend`, `onAction`, `hooks: { onRename, … }` | [`Pane::on_send`], [`Pane::on_action`], [`Collie::on_rename`], … |
 //! | `TypeError`, `RangeError` | `Err(`[`types::RuleError`]`)` of a [`types::RuleKind`] |
 //!
-//! What the SDK has to say goes to standard error (warn lines) and, for
-//! programs with a `tracing` subscriber, to `tracing` (target `durable`):
-//! warn lines, asks raised and decided, refused callers, server errors.
+//! # Logs
 //!
-//! The wire itself — every route, body and rule, both sides — is in the
-//! repository's `docs/wire.md`.
+//! What the SDK has to say goes to [`tracing`](https://docs.rs/tracing),
+//! under the module path of the code that says it, so a filter by crate
+//! works: `RUST_LOG=durable_core=debug` (the protocol: requests, turns,
+//! asks), `durable_http` (connections, the server's errors),
+//! `durable_sdk` (serving, the stores, the warn lines), `durable_pi`,
+//! `durable_acp`. The SDK installs no subscriber: the program does (the
+//! examples use `tracing-subscriber`'s `fmt` with an `EnvFilter` from
+//! `RUST_LOG`).
+//!
+//! - Events: `Collie said hello` (`INFO`, `durable_core`: Collie's version
+//!   and wire range, the first time each version says `POST /hello` in this
+//!   process — the first thing to look for when the phone does not show
+//!   the agent); `caller refused` (`INFO`: which check — `bearer-token`,
+//!   `self-or-descendant`, `other-user` — never a token or a header); `ask
+//!   raised` and `ask decided` (`INFO`); each request's `answered`
+//!   (`DEBUG`, its status); the server's errors (`WARN`).
+//! - Spans, so that a program's own events carry where they happen:
+//!   `connection` (`DEBUG`, `durable_http`: `transport`, `peer` for TCP,
+//!   `caller` as its transport found it) › `request` (`durable_core`:
+//!   `method`, `route` such as `/v1/panes/{pane}/send`, `pane`, `ask_id`,
+//!   `request_id` — never a token or a body; `INFO` for a write, `DEBUG`
+//!   for a read, so the poll costs nothing unless asked for); `turn`
+//!   (`INFO`: `pane`, `turn`) around each send's turn, so what a
+//!   [`ChatHandler`](handlers::ChatHandler) logs carries both
+//!   ([`Turn::span`] for a turn the program runs itself); `ask` (`INFO`:
+//!   `pane`, `ask_id`) under the turn that raised it
+//!   ([`AskHandle::span`](asks::AskHandle::span)). A span counts only where
+//!   the filter lets it through: `RUST_LOG=my_agent=info` alone drops the
+//!   SDK's spans too; `RUST_LOG=info` or `my_agent=info,durable_core=info`
+//!   keeps them.
+//! - Warn lines (the core's and the program's [`Collie::warn`]) are written
+//!   once: as a `WARN` event of target `durable_sdk::warn` when the
+//!   subscriber in force records it, else as one line on standard error —
+//!   so a program without a subscriber still sees them, and one with a
+//!   subscriber sees each once.
+//!
+//! The wire itself — every route, body and rule, both sides, and each
+//! decision this SDK took — is the module [`wire`].
 //!
 //! # Who can answer
 //! On Linux the socket server reads each caller's process: a write (an
@@ -148,6 +191,10 @@
 //! enough against a tool that means harm either: a process of the same user
 //! reads the agent's own start-up environment in `/proc/<pid>/environ`. Such
 //! tools need another user id, or a process namespace of their own.
+//!
+//! # Feature flags
+//!
+#![doc = document_features::document_features!()]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -164,10 +211,14 @@ mod collie;
 mod error;
 #[cfg(feature = "postgres")]
 mod pg_receipts;
+#[cfg(feature = "postgres")]
+mod pg_tls;
 #[cfg(any(all(feature = "socket", unix), feature = "tls"))]
 mod serving;
 #[cfg(feature = "sqlite-receipts")]
 mod sqlite_receipts;
+#[cfg(any(all(feature = "socket", unix), feature = "tls"))]
+mod warn;
 
 // The root: what recipes type.
 #[cfg(any(all(feature = "socket", unix), feature = "tls"))]
@@ -246,6 +297,9 @@ pub mod stores {
     pub use crate::pg_receipts::{
         PG_SCHEMA_VERSION, PgReceiptOptions, PgReceiptOptionsBuilder, PgReceiptStore,
     };
+    #[cfg(feature = "postgres")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+    pub use crate::pg_tls::PgSslMode;
     #[cfg(feature = "sqlite-receipts")]
     #[cfg_attr(docsrs, doc(cfg(feature = "sqlite-receipts")))]
     pub use crate::sqlite_receipts::{SQLITE_SCHEMA_VERSION, SqliteReceiptStore};
@@ -297,3 +351,19 @@ pub mod pi {
         item_id, items_since, pane_view,
     };
 }
+
+#[doc = include_str!("../docs/wire.md")]
+pub mod wire {}
+
+// The README's example is compiled as a doctest, so the registry page shows
+// code that builds.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
+/// Any ACP (Agent Client Protocol) agent as conversations: one agent
+/// process per live conversation behind its pane, its permission requests
+/// as cards, its sessions as history (the `durable-acp` crate; Rust 1.88).
+#[cfg(feature = "acp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "acp")))]
+pub use durable_acp as acp;

@@ -90,11 +90,42 @@
 //! A pool of [`pool_size`](PgReceiptOptionsBuilder::pool_size) connections
 //! (default 8); claims hold one each while their write runs, at most
 //! `pool_size - 1` at once, so that the journal always has a connection.
-//! Connections are plain (a Unix socket, localhost or a private network):
-//! a URL asking for TLS (`sslmode=require`) fails to connect.
+//!
+//! # TLS
+//! Over TCP the connections use TLS (rustls) as the URL's `sslmode` asks,
+//! with libpq's names ([`PgSslMode`]): `disable`; `prefer`, the default
+//! (TLS when the server offers it); `require` (TLS, and no certificate
+//! checked: whoever can intercept the connection can pose as the server);
+//! `verify-full` (the chain checked against the roots, the name against
+//! the host). `verify-full`'s roots are the PEM file of `sslrootcert=<path>`
+//! (or [`ssl_root_cert`](PgReceiptOptionsBuilder::ssl_root_cert)), else the
+//! system's store (`sslrootcert=system` says so too), where a managed
+//! database's CA is installed as often as it is handed out as a file. A
+//! root given without a mode means `verify-full`; with a weaker mode it is
+//! an error. `verify-ca`, `allow` and client certificates are not
+//! supported. A Unix socket is never encrypted.
+//!
+//! ```no_run
+//! use durable_sdk::stores::{PgReceiptOptions, PgSslMode};
+//!
+//! # fn run() -> Result<(), durable_sdk::stores::StoreError> {
+//! // The provider's CA as a file (read when the options are built) …
+//! let options = PgReceiptOptions::builder()
+//!     .url("postgres://desk:secret@db.example.com/agents?sslmode=verify-full&sslrootcert=/etc/desk/db-ca.pem")
+//!     .build()?;
+//! assert_eq!(options.ssl_mode(), PgSslMode::VerifyFull);
+//! // … or the same through the builder, and the system's roots without it.
+//! let options = PgReceiptOptions::builder()
+//!     .url("postgres://desk:secret@db.example.com/agents")
+//!     .ssl_mode(PgSslMode::VerifyFull)
+//!     .ssl_root_cert("/etc/desk/db-ca.pem")
+//!     .build()?;
+//! # Ok(()) }
+//! ```
 
 use std::collections::HashMap;
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -102,8 +133,9 @@ use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, R
 use durable_core::{KeptAskRecord, Lookup, PendingSend, Receipt, ReceiptStore, SendState, StoreError};
 use durable_types::{EVICTED_MEMORY_FACTOR, RECEIPTS_PER_GROUP};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tokio_postgres::NoTls;
 use tokio_postgres::config::Host;
+
+use crate::pg_tls::{PgSslMode, PgTls};
 
 /// The layout this SDK writes (the `schema_version` table's value).
 pub const PG_SCHEMA_VERSION: i32 = 2;
@@ -172,6 +204,7 @@ CREATE TABLE {s}.kept_ask (
 #[derive(Clone)]
 pub struct PgReceiptOptions {
     config: tokio_postgres::Config,
+    tls: PgTls,
     secrets: Vec<String>,
     schema: String,
     per_group: usize,
@@ -184,6 +217,7 @@ impl fmt::Debug for PgReceiptOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PgReceiptOptions")
             .field("target", &describe(&self.config))
+            .field("tls", &self.tls)
             .field("schema", &self.schema)
             .field("per_group", &self.per_group)
             .field("pool_size", &self.pool_size)
@@ -213,6 +247,11 @@ impl PgReceiptOptions {
     pub fn per_group(&self) -> usize {
         self.per_group
     }
+
+    /// How the connections use TLS.
+    pub fn ssl_mode(&self) -> PgSslMode {
+        self.tls.mode()
+    }
 }
 
 /// Builds [`PgReceiptOptions`].
@@ -224,6 +263,8 @@ pub struct PgReceiptOptionsBuilder {
     pool_size: Option<usize>,
     claim_wait: Option<Duration>,
     claim_hold: Option<Duration>,
+    ssl_mode: Option<PgSslMode>,
+    ssl_root_cert: Option<PathBuf>,
 }
 
 impl fmt::Debug for PgReceiptOptionsBuilder {
@@ -232,6 +273,8 @@ impl fmt::Debug for PgReceiptOptionsBuilder {
             .field("url", &self.url.as_ref().map(|_| "<set>"))
             .field("schema", &self.schema)
             .field("per_group", &self.per_group)
+            .field("ssl_mode", &self.ssl_mode)
+            .field("ssl_root_cert", &self.ssl_root_cert)
             .finish_non_exhaustive()
     }
 }
@@ -280,13 +323,31 @@ impl PgReceiptOptionsBuilder {
         self
     }
 
+    /// How the connections use TLS, over the URL's `sslmode` (default:
+    /// the URL's, else [`PgSslMode::Prefer`]; see the module's "TLS").
+    pub fn ssl_mode(mut self, mode: PgSslMode) -> Self {
+        self.ssl_mode = Some(mode);
+        self
+    }
+
+    /// The roots `verify-full` checks the server's chain against: a PEM
+    /// file of CA certificates, over the URL's `sslrootcert` (default: the
+    /// URL's, else the system's store). Read by [`build`](Self::build).
+    pub fn ssl_root_cert(mut self, pem_file: impl Into<PathBuf>) -> Self {
+        self.ssl_root_cert = Some(pem_file.into());
+        self
+    }
+
     /// The options, or what is wrong with them (never quoting a password).
     pub fn build(self) -> Result<PgReceiptOptions, StoreError> {
         let url = self.url.ok_or_else(|| StoreError::new("postgres: no database URL given"))?;
         let mut secrets = secrets_in(&url);
+        let (url, tls) = PgTls::from_url(&url, self.ssl_mode, self.ssl_root_cert)
+            .map_err(|e| StoreError::new(scrub(&e, &secrets)))?;
         let mut config: tokio_postgres::Config = url.parse().map_err(|e: tokio_postgres::Error| {
             StoreError::new(scrub(&format!("postgres: the database URL is not valid: {e}"), &secrets))
         })?;
+        config.ssl_mode(tls.tokio_postgres_mode());
         if let Some(p) = config.get_password() {
             secrets.push(String::from_utf8_lossy(p).into_owned());
         }
@@ -309,6 +370,7 @@ impl PgReceiptOptionsBuilder {
         }
         Ok(PgReceiptOptions {
             config,
+            tls,
             secrets,
             schema,
             per_group: self.per_group.unwrap_or(RECEIPTS_PER_GROUP).max(1),
@@ -583,7 +645,7 @@ impl PgReceiptStore {
         let target = describe(&options.config);
         let manager = Manager::from_config(
             options.config.clone(),
-            NoTls,
+            options.tls.connector(),
             ManagerConfig { recycling_method: RecyclingMethod::Fast },
         );
         let pool = Pool::builder(manager)
@@ -621,11 +683,13 @@ impl PgReceiptStore {
                 Some(db) => format!("{} ({})", db.message(), db.code().code()),
                 None => chain(&e),
             };
-            let text =
-                format!("postgres ({target}): opening the owner session: cannot reach the database: {why}");
+            let tls = options.tls.describe();
+            let text = format!(
+                "postgres ({target}, {tls}): opening the owner session: cannot reach the database: {why}"
+            );
             StoreError::new(scrub(&text, &options.secrets))
         };
-        let (client, connection) = options.config.connect(NoTls).await.map_err(fail)?;
+        let (client, connection) = options.config.connect(options.tls.connector()).await.map_err(fail)?;
         tokio::spawn(async move {
             // Ends with the client (the store dropped) or the server.
             let _ = connection.await;
@@ -979,7 +1043,7 @@ impl ReceiptStore for PgReceiptStore {
                 // One bad record must not keep the others (and the agent) from starting.
                 Err(e) => {
                     let ask_id: &str = row.get(2);
-                    tracing::warn!(target: "durable", ask_id = %ask_id, error = %e, "postgres: a kept ask is damaged; it is dropped");
+                    tracing::warn!(ask_id = %ask_id, error = %e, "postgres: a kept ask is damaged; it is dropped");
                     let _ = conn.execute(&self.inner.sql.forget_ask, &[&ask_id]).await;
                 }
             }

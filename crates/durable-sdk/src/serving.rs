@@ -224,7 +224,7 @@ impl Transport {
             #[cfg(feature = "tls")]
             Kind::Https(b) => Served::Tls(durable_tls::serve(core.clone(), b.limits(limits).build()?).await?),
         };
-        tracing::info!(target: "durable", address = %served.address(), "serving");
+        tracing::info!(address = %served.address(), "serving");
         Ok(served)
     }
 }
@@ -296,7 +296,7 @@ impl Served {
 #[cfg(all(feature = "socket", unix))]
 #[cfg_attr(docsrs, doc(cfg(all(feature = "socket", unix))))]
 pub fn socket_path_for(app: &str) -> PathBuf {
-    socket_path_with(app, &crate::collie::default_warn())
+    socket_path_with(app, &crate::warn::default_warn())
 }
 
 /// [`socket_path_for`], its warn line through `warn` (an agent's own sink).

@@ -343,7 +343,7 @@ fn kept_asks(conn: &Connection) -> Result<Vec<KeptAskRecord>, StoreError> {
             Ok(record) => out.push(record),
             // One bad record must not keep the others (and the agent) from starting.
             Err(e) => {
-                tracing::warn!(target: "durable", ask_id = %ask_id, error = %e, "sqlite: a kept ask is damaged; it is dropped");
+                tracing::warn!(ask_id = %ask_id, error = %e, "sqlite: a kept ask is damaged; it is dropped");
                 damaged.push(ask_id);
             }
         }

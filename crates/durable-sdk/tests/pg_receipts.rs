@@ -5,7 +5,8 @@
 //! while the database is down.
 #![cfg(feature = "postgres")]
 
-#[path = "../../durable-core/tests/harness/mod.rs"]
+// A copy of durable-core's tests/harness (a tidy test keeps the two
+// identical), so that this package's tests build from the package alone.
 mod harness;
 mod pg_support;
 

@@ -157,4 +157,8 @@ impl Listen for SocketListen {
             Ok((stream, CallerSource::Fixed(caller)))
         })))
     }
+
+    fn transport(&self) -> &'static str {
+        "socket"
+    }
 }

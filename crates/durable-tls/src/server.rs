@@ -11,7 +11,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 
 use durable_core::Core;
-use durable_http::{Accepted, CallerSource, Listen, Server, Shutdown};
+use durable_http::{Accepted, CallerSource, CancellationToken, Listen, Server};
 
 use crate::cert;
 use crate::error::TlsError;
@@ -71,7 +71,7 @@ pub async fn serve(core: Core, options: TlsOptions) -> Result<TlsServer, TlsErro
     }
     let tokens = TokenSet::new(std::iter::once(&options.token).chain(options.next_token.as_ref()));
     let callers = CallerSource::bearer(move |presented| tokens.accepts(presented));
-    let closing = Shutdown::new();
+    let closing = CancellationToken::new();
     let server = match acceptor {
         Some(acceptor) => Server::start(
             core,
@@ -98,7 +98,7 @@ pub struct TlsServer {
     fingerprint: Option<String>,
     /// Fired first at close: handshakes still under way are dropped (they
     /// carry no request in flight).
-    closing: Shutdown,
+    closing: CancellationToken,
     server: Option<Server>,
 }
 
@@ -135,7 +135,7 @@ impl TlsServer {
     /// connections close at once), stops driving the core, and returns.
     /// Open asks stay open: a shutdown is not an answer.
     pub async fn close(mut self) {
-        self.closing.trigger();
+        self.closing.cancel();
         if let Some(server) = self.server.take() {
             server.close().await;
         }
@@ -144,7 +144,7 @@ impl TlsServer {
 
 impl Drop for TlsServer {
     fn drop(&mut self) {
-        self.closing.trigger();
+        self.closing.cancel();
     }
 }
 
@@ -155,7 +155,7 @@ struct TlsListen {
     acceptor: TlsAcceptor,
     callers: CallerSource,
     handshake_timeout: Duration,
-    closing: Shutdown,
+    closing: CancellationToken,
 }
 
 impl Listen for TlsListen {
@@ -174,13 +174,17 @@ impl Listen for TlsListen {
                 done = handshake => {
                     done.map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))??
                 }
-                () = closing.triggered() => {
+                () = closing.cancelled() => {
                     return Err(io::Error::new(io::ErrorKind::ConnectionAborted, "the server is closing"));
                 }
             };
             Ok((tls, callers))
         });
         Ok(Accepted::new(incoming).peer(peer.ip()))
+    }
+
+    fn transport(&self) -> &'static str {
+        "https"
     }
 }
 
@@ -199,6 +203,10 @@ impl Listen for PlainListen {
         let _ = stream.set_nodelay(true);
         let callers = self.callers.clone();
         Ok(Accepted::new(Box::pin(async move { Ok((stream, callers)) })).peer(peer.ip()))
+    }
+
+    fn transport(&self) -> &'static str {
+        "http"
     }
 }
 

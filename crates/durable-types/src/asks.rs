@@ -968,7 +968,8 @@ impl AnswerRequest {
     /// not a list of strings, any field of the wrong JSON type, `hash` present
     /// but not 64 hex characters (`null` included). The hash may be written
     /// in either case; it is lowercased here, so a hash that differs from the
-    /// ask's only by case matches (see `docs/wire.md`, "Decisions").
+    /// ask's only by case matches (the wire's *Decisions of this SDK*:
+    /// [`durable_sdk::wire`](https://docs.rs/durable-sdk/latest/durable_sdk/wire/index.html)).
     pub fn parse(body: &[u8]) -> Result<AnswerRequest, String> {
         let obj = crate::fields::object(body)?;
         let request_id = crate::fields::request_id(&obj)?;

@@ -113,7 +113,8 @@ pub fn is_hash(s: &str) -> bool {
 
 /// Whether `s` has the shape of an ask hash as a request may give it:
 /// exactly 64 hex characters, of either case (compare it lowercased; see
-/// `docs/wire.md`, "Decisions").
+/// the wire's *Decisions of this SDK*:
+/// [`durable_sdk::wire`](https://docs.rs/durable-sdk/latest/durable_sdk/wire/index.html)).
 ///
 /// ```
 /// let h = "CB8B64234D06250D254D479DCDD28C57083CAE57BA257F035C7F409BE9DE57CE";

@@ -61,3 +61,9 @@ pub use writes::{
     CloseBody, PlainBody, RenameBody, ReopenBody, SendBody, StarterBody, SteerBody, Target, WriteBody,
     WriteResponse,
 };
+
+// The README's example is compiled as a doctest, so the registry page shows
+// code that builds.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

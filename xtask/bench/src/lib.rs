@@ -18,12 +18,15 @@
 //! `polls` (the full state and the `304`, both transports), `answers` (the
 //! answer round trip, both transports), `deltas` (10 and 10,000 panes, the
 //! full state at 10,000, memory), `events` (a pane's events, memory of a
-//! full pane) and `pi` (the Pi example over 100, 1,000 and 10,000 sessions:
-//! the start to the first state, history pages, memory; `pi.rs`). Where
+//! full pane), `pi` (the Pi example over 100, 1,000 and 10,000 sessions:
+//! the start to the first state, history pages, memory; `pi.rs`) and `acp`
+//! (a scripted turn relayed through durable-acp against the same turn
+//! driven over ACP directly; `acp.rs`). Where
 //! `cargo xtask install-pi` has put node in `.tools/`,
 //! each case is also served by `node:http` (`node:https` over HTTPS) alone
 //! (`bare.js`).
 
+mod acp;
 mod instructions;
 pub mod load;
 mod pi;
@@ -53,7 +56,7 @@ struct Options {
 }
 
 /// The groups of cases, for `--only`.
-const GROUPS: [&str; 5] = ["polls", "answers", "deltas", "events", "pi"];
+const GROUPS: [&str; 6] = ["polls", "answers", "deltas", "events", "pi", "acp"];
 
 impl Options {
     fn wants(&self, group: &str) -> bool {
@@ -494,6 +497,9 @@ async fn run(o: &Options) -> Result<(), String> {
     }
     if o.wants("pi") {
         pi::run(&dir).await?;
+    }
+    if o.wants("acp") {
+        acp::run(&dir).await?;
     }
     let errors: u64 = lines.iter().map(|l| l.agent.errors).sum();
     println!("bench: {} cases in {:.0} s, {errors} errors", lines.len(), started.elapsed().as_secs_f64());

@@ -109,6 +109,13 @@ pub fn main(args: &[String]) -> ExitCode {
 
 async fn agent(args: &ServeArgs) -> Result<(), String> {
     let e = |e: &dyn std::fmt::Display| e.to_string();
+    // `RUST_LOG=info cargo xtask bench`: the agent logs as the examples do,
+    // so the figures say what a poll costs with a subscriber whose level
+    // leaves its request span off. Unset: no subscriber.
+    if std::env::var_os("RUST_LOG").is_some() {
+        let filter = tracing_subscriber::EnvFilter::from_default_env();
+        let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    }
     // Over HTTPS, serving turns allow-always off.
     let collie = create_core(CoreOptions::builder().host_name("bench")).map_err(|x| e(&x))?;
     let core = collie.core().clone();

@@ -27,6 +27,8 @@ pub(crate) struct OpenAsk {
     pub(crate) sender: Option<oneshot::Sender<Result<Decided, AskClosed>>>,
     /// Fires when the ask closes, to end its abort-signal watcher job.
     pub(crate) closed_tx: Option<oneshot::Sender<()>>,
+    /// The ask's `tracing` span: its closing is told inside it.
+    pub(crate) span: tracing::Span,
 }
 
 /// An answer to an unknown ask, held for a while (§7.1).
@@ -88,6 +90,7 @@ impl State {
         now: Timestamp,
         sender: oneshot::Sender<Result<Decided, AskClosed>>,
         closed_tx: oneshot::Sender<()>,
+        span: tracing::Span,
     ) {
         let ask = Arc::new(ask);
         let id = ask.id.clone();
@@ -97,7 +100,7 @@ impl State {
         let order = self.next_ask_order;
         self.asks.insert(
             id,
-            OpenAsk { ask: Arc::clone(&ask), order, sender: Some(sender), closed_tx: Some(closed_tx) },
+            OpenAsk { ask: Arc::clone(&ask), order, sender: Some(sender), closed_tx: Some(closed_tx), span },
         );
         let event = EventBody::Ask { ask: Arc::clone(&ask) };
         self.pane_event(&ask.pane, now, event);

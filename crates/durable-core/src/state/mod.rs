@@ -31,8 +31,8 @@ use asks::OpenAsk;
 use layout::WorkspaceData;
 use panes::ClosedPane;
 
-/// Collie versions remembered as warned about (the version comes from the
-/// network); past it the oldest is forgotten.
+/// Collie versions remembered as warned about, and as greeted (the version
+/// comes from the network); past it the oldest is forgotten.
 const WARNED_VERSIONS_MAX: usize = 64;
 
 /// The whole mutable state, behind one lock held only between awaits.
@@ -62,6 +62,8 @@ pub(crate) struct State {
     memory_receipts: HashMap<Id, Receipt>,
     timers: Timers,
     warned_versions: VecDeque<String>,
+    /// Collie versions whose `POST /hello` was told to `tracing`.
+    greeted_versions: VecDeque<String>,
     has_history: bool,
     /// Whether any chat / action handler was ever set (for the default caps).
     has_chat: bool,
@@ -116,6 +118,7 @@ impl State {
             memory_receipts: HashMap::new(),
             timers: Timers::default(),
             warned_versions: VecDeque::new(),
+            greeted_versions: VecDeque::new(),
             has_history: false,
             has_chat: false,
             has_actions: false,
@@ -306,14 +309,16 @@ impl State {
     /// silencing every version after it (a flood of made-up versions can
     /// make a real one warned about again, never unwarned).
     pub(crate) fn first_warning_for(&mut self, version: String) -> bool {
-        if self.warned_versions.contains(&version) {
+        first_of(&mut self.warned_versions, version)
+    }
+
+    /// Whether this is the first `POST /hello` from a Collie version (among
+    /// the last [`WARNED_VERSIONS_MAX`], as [`first_warning_for`](Self::first_warning_for)).
+    pub(crate) fn first_hello_from(&mut self, version: &str) -> bool {
+        if self.greeted_versions.iter().any(|v| v == version) {
             return false;
         }
-        if self.warned_versions.len() >= WARNED_VERSIONS_MAX {
-            self.warned_versions.pop_front();
-        }
-        self.warned_versions.push_back(version);
-        true
+        first_of(&mut self.greeted_versions, version.to_owned())
     }
 
     /// Remembers a pane left the layout now, for `removed` in the poll.
@@ -335,4 +340,16 @@ impl State {
             .map(|(id, _)| id.to_string())
             .collect()
     }
+}
+
+/// Remembers `version` in a bounded memory; says whether it was new there.
+fn first_of(memory: &mut VecDeque<String>, version: String) -> bool {
+    if memory.contains(&version) {
+        return false;
+    }
+    if memory.len() >= WARNED_VERSIONS_MAX {
+        memory.pop_front();
+    }
+    memory.push_back(version);
+    true
 }

@@ -95,7 +95,7 @@ impl PiProcess {
                         continue;
                     }
                     let Ok(value) = crate::json::parse(&line) else {
-                        tracing::warn!(target: "durable", bytes = line.len(), "pi: a line of Pi's output is not JSON; skipped");
+                        tracing::warn!(bytes = line.len(), "pi: a line of Pi's output is not JSON; skipped");
                         continue;
                     };
                     if value.get("type").and_then(Value::as_str) == Some("response") {
@@ -278,16 +278,16 @@ impl<R: AsyncRead + Unpin> RpcLines<R> {
                     Ok(0) => self.eof = true,
                     Ok(_) => {}
                     Err(e) => {
-                        tracing::warn!(target: "durable", error = %e, "pi: reading Pi's output failed");
+                        tracing::warn!(error = %e, "pi: reading Pi's output failed");
                         return None;
                     }
                 },
                 Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => {
                     // The codec drops the rest of that line itself.
-                    tracing::warn!(target: "durable", "pi: a line of Pi's output is over its limit; dropped");
+                    tracing::warn!("pi: a line of Pi's output is over its limit; dropped");
                 }
                 Err(AnyDelimiterCodecError::Io(e)) => {
-                    tracing::warn!(target: "durable", error = %e, "pi: reading Pi's output failed");
+                    tracing::warn!(error = %e, "pi: reading Pi's output failed");
                     return None;
                 }
             }

@@ -72,6 +72,8 @@ pub struct PgServer {
     bin: PathBuf,
     user: Option<u32>,
     child: Option<Child>,
+    /// `name=value` settings given to `postgres -c`, after the defaults.
+    settings: Vec<String>,
 }
 
 /// The user the server runs as: `nobody` when the tests run as root.
@@ -106,6 +108,14 @@ impl PgServer {
     /// Creates a cluster in a fresh folder and starts it; panics saying how
     /// to install PostgreSQL when it is missing.
     pub fn start() -> PgServer {
+        PgServer::start_with(&[], &[])
+    }
+
+    /// [`start`](Self::start) with `settings` (`name=value`, over the
+    /// defaults: `listen_addresses=127.0.0.1`, say) and `data_files` written
+    /// into the data folder first, readable by the server only
+    /// (`server.crt` and `server.key` for `ssl=on`).
+    pub fn start_with(settings: &[String], data_files: &[(&str, &[u8])]) -> PgServer {
         static N: AtomicUsize = AtomicUsize::new(0);
         let bin = server_bin_dir().unwrap_or_else(|why| panic!("{why}"));
         sweep_stale();
@@ -137,7 +147,16 @@ impl PgServer {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        let mut server = PgServer { dir, bin, user, child: None };
+        for (name, bytes) in data_files {
+            use std::os::unix::fs::PermissionsExt;
+            let path = dir.join("data").join(name);
+            std::fs::write(&path, bytes).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+            if let Some(uid) = user {
+                std::os::unix::fs::chown(&path, Some(uid), Some(uid)).unwrap();
+            }
+        }
+        let mut server = PgServer { dir, bin, user, child: None, settings: settings.to_vec() };
         server.run();
         server
     }
@@ -179,6 +198,7 @@ impl PgServer {
             // not machines).
             .args(["-c", "listen_addresses=", "-c", "fsync=off", "-c", "full_page_writes=off"])
             .args(["-c", "max_connections=200"])
+            .args(self.settings.iter().flat_map(|s| ["-c", s.as_str()]))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)

@@ -103,7 +103,7 @@ pub(crate) fn stop_leftovers(tag: &str) -> usize {
     }
     let stopped = held.into_values().filter(Held::kill).count();
     if stopped > 0 {
-        tracing::info!(target: "durable", stopped, "pi: stopped what a dead agent's Pi left running");
+        tracing::info!(stopped, "pi: stopped what a dead agent's Pi left running");
     }
     stopped
 }

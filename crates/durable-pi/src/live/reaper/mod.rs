@@ -139,7 +139,7 @@ impl Watcher {
         match command.spawn() {
             Ok(mut child) => child.stdin.take().map(|pipe| Watcher { _pipe: pipe }),
             Err(e) => {
-                tracing::warn!(target: "durable", error = %e, "pi: the watcher of Pi's tools did not start; a call Pi runs may outlive the agent");
+                tracing::warn!(error = %e, "pi: the watcher of Pi's tools did not start; a call Pi runs may outlive the agent");
                 None
             }
         }

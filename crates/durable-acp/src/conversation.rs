@@ -1,0 +1,581 @@
+//! One conversation: a pane, an ACP session, and the agent process that
+//! runs it while it is live.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use agent_client_protocol::v1::Responder;
+use agent_client_protocol::v1::schema::{
+    PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    SelectedPermissionOutcome, StopReason,
+};
+use durable_core::{AbortController, ChatHandler, Pane, Turn};
+use durable_types::{AskOption, AskSpec, Id, Item, ItemBody, NoticeTone, OptionStyle};
+use tokio::sync::mpsc;
+
+use crate::ids::{call_id_for, option_id_for};
+use crate::mapping::Mapper;
+use crate::process::{AgentEvent, AgentProcess};
+use crate::store::{ItemLog, Record, Store, now_ms};
+use crate::{AcpOptions, Error};
+
+/// What conversations share: the options, the records, the pool of processes.
+pub(crate) struct Shared {
+    pub options: AcpOptions,
+    pub store: Store,
+    pub pool: Pool,
+}
+
+/// The agent processes alive, at most `options.max_agents`.
+pub(crate) struct Pool {
+    live: Mutex<Vec<Weak<Conversation>>>,
+}
+
+impl Pool {
+    pub(crate) fn new() -> Pool {
+        Pool { live: Mutex::new(Vec::new()) }
+    }
+
+    /// The conversations whose agent runs.
+    pub(crate) fn running(&self) -> Vec<Arc<Conversation>> {
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        live.retain(|w| w.upgrade().is_some_and(|c| c.running.load(Ordering::SeqCst)));
+        live.iter().filter_map(Weak::upgrade).collect()
+    }
+
+    /// Waits for room for one more agent: at the limit, the conversation
+    /// idle longest is stopped; when every one is in a turn, this waits.
+    async fn make_room(&self, max: usize, me: &Arc<Conversation>, turn: Option<&Turn>) -> Result<(), Error> {
+        loop {
+            let running: Vec<_> = self.running().into_iter().filter(|c| !Arc::ptr_eq(c, me)).collect();
+            if running.len() < max {
+                self.live.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::downgrade(me));
+                return Ok(());
+            }
+            let idle =
+                running.iter().filter(|c| !c.busy.load(Ordering::SeqCst)).min_by_key(|c| c.last_used());
+            match idle {
+                Some(c) => c.stop_process().await,
+                None => {
+                    if turn.is_some_and(Turn::is_stopped) {
+                        return Err(Error::agent("stopped while waiting for a free agent"));
+                    }
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+        }
+    }
+}
+
+/// The live process of a conversation.
+struct Live {
+    process: Arc<AgentProcess>,
+}
+
+/// A conversation behind a pane (see the crate docs).
+pub(crate) struct Conversation {
+    shared: Arc<Shared>,
+    pub pane: Pane,
+    pub session_id: String,
+    live: tokio::sync::Mutex<Option<Live>>,
+    /// A process runs (mirrors `live`, readable without waiting).
+    running: AtomicBool,
+    mapper: Mutex<Mapper>,
+    log: Mutex<ItemLog>,
+    meta: Mutex<Meta>,
+    /// The open cards, by the agent's tool call id.
+    cards: Mutex<HashMap<String, AbortController>>,
+    busy: AtomicBool,
+    last_used: Mutex<Instant>,
+    /// The pane shows the conversation already: a replay is not written again.
+    muted: AtomicBool,
+}
+
+struct Meta {
+    title: String,
+    renamed: bool,
+    started_at: u64,
+    closed: bool,
+}
+
+impl Conversation {
+    /// A conversation on `pane`, showing `record`'s items when there is one.
+    pub(crate) fn attach(
+        shared: Arc<Shared>,
+        pane: Pane,
+        session_id: String,
+        record: Option<Record>,
+    ) -> Result<Arc<Conversation>, Error> {
+        let plan = Id::new("acp-plan").map_err(|e| Error::Pane { why: e.to_string() })?;
+        let (log, meta) = match record {
+            Some(r) => {
+                for item in &r.items {
+                    let _ = pane.write(item.clone());
+                }
+                let meta =
+                    Meta { title: r.title, renamed: r.renamed, started_at: r.started_at, closed: false };
+                (ItemLog::from_items(r.items, r.dropped), meta)
+            }
+            None => (
+                ItemLog::default(),
+                Meta {
+                    title: "New conversation".into(),
+                    renamed: false,
+                    started_at: now_ms(),
+                    closed: false,
+                },
+            ),
+        };
+        let every = shared.options.partial_every;
+        let conversation = Arc::new(Conversation {
+            shared,
+            pane: pane.clone(),
+            session_id,
+            live: tokio::sync::Mutex::new(None),
+            running: AtomicBool::new(false),
+            mapper: Mutex::new(Mapper::new(every, plan)),
+            log: Mutex::new(log),
+            meta: Mutex::new(meta),
+            cards: Mutex::new(HashMap::new()),
+            busy: AtomicBool::new(false),
+            last_used: Mutex::new(Instant::now()),
+            muted: AtomicBool::new(false),
+        });
+        pane.on_send(Chat(Arc::downgrade(&conversation))).map_err(|e| Error::Pane { why: e.to_string() })?;
+        Ok(conversation)
+    }
+
+    pub(crate) fn last_used(&self) -> Instant {
+        *self.last_used.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn touch(&self) {
+        *self.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+    }
+
+    pub(crate) fn is_busy(&self) -> bool {
+        self.busy.load(Ordering::SeqCst)
+    }
+
+    /// The record as it stands.
+    pub(crate) fn record(&self) -> Record {
+        let meta = self.meta.lock().unwrap_or_else(|e| e.into_inner());
+        let log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        Record {
+            session_id: self.session_id.clone(),
+            pane_id: self.pane.id().to_owned(),
+            title: meta.title.clone(),
+            renamed: meta.renamed,
+            started_at: meta.started_at,
+            updated_at: now_ms(),
+            closed: meta.closed,
+            dropped: log.dropped,
+            items: log.items().to_vec(),
+        }
+    }
+
+    pub(crate) fn save(&self) {
+        if let Err(e) = self.shared.store.put(&self.record()) {
+            self.pane
+                .core()
+                .warn(&format!("durable-acp: the record of {} was not written: {e}", self.pane.id()));
+        }
+    }
+
+    /// The phone renamed the pane: the title is kept, and the agent's no longer shows.
+    pub(crate) fn renamed(&self, title: &str) {
+        {
+            let mut meta = self.meta.lock().unwrap_or_else(|e| e.into_inner());
+            meta.title = title.to_owned();
+            meta.renamed = true;
+        }
+        self.save();
+    }
+
+    /// The phone closed the pane: the agent is stopped (the session stays
+    /// with the agent), the record says closed.
+    pub(crate) async fn close(&self) {
+        self.meta.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+        self.stop_process().await;
+        self.save();
+    }
+
+    /// Reopened: the record no longer says closed.
+    pub(crate) fn reopened(&self) {
+        self.meta.lock().unwrap_or_else(|e| e.into_inner()).closed = false;
+        self.save();
+    }
+
+    /// Writes items to the pane and the log (none while a replay is muted).
+    fn write(&self, items: Vec<Item>) {
+        if items.is_empty() || self.muted.load(Ordering::SeqCst) {
+            return;
+        }
+        let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        for item in items {
+            log.upsert(item.clone());
+            let _ = self.pane.write(item);
+        }
+    }
+
+    fn notice(&self, text: String, tone: NoticeTone) {
+        let items = self.mapper.lock().unwrap_or_else(|e| e.into_inner()).notice(text, tone);
+        self.write(items);
+    }
+
+    /// The agent gave a title: shown unless the phone renamed the pane.
+    fn agent_title(&self, title: String) {
+        let show = {
+            let mut meta = self.meta.lock().unwrap_or_else(|e| e.into_inner());
+            if meta.renamed || meta.title == title {
+                false
+            } else {
+                meta.title = title.clone();
+                true
+            }
+        };
+        if show {
+            let _ = self.pane.rename(&title);
+        }
+    }
+
+    /// Stops the agent if it runs (idle, closed, shutdown): open cards
+    /// close (the agent hears `cancelled`), the process ends.
+    pub(crate) async fn stop_process(&self) {
+        let live = self.live.lock().await.take();
+        self.running.store(false, Ordering::SeqCst);
+        if let Some(live) = live {
+            live.process.ending.store(true, Ordering::SeqCst);
+            self.close_cards();
+            live.process.stop().await;
+        }
+    }
+
+    fn close_cards(&self) {
+        let cards: Vec<_> = self.cards.lock().unwrap_or_else(|e| e.into_inner()).drain().collect();
+        for (_, card) in cards {
+            card.abort();
+        }
+    }
+
+    /// The running agent, started when there is none: initialized, and the
+    /// session loaded (or, for `new`, made: its id must be this one's).
+    async fn process(self: &Arc<Self>, turn: Option<&Turn>) -> Result<Arc<AgentProcess>, Error> {
+        let mut slot = self.live.lock().await;
+        if let Some(live) = slot.as_ref().filter(|l| l.process.is_alive()) {
+            return Ok(live.process.clone());
+        }
+        *slot = None;
+        self.running.store(false, Ordering::SeqCst);
+        let options = &self.shared.options;
+        self.shared.pool.make_room(options.max_agents, self, turn).await?;
+        let (process, events) = AgentProcess::start(options).await?;
+        tokio::spawn(pump(Arc::downgrade(self), process.clone(), events));
+        if !process.abilities.load {
+            process.stop().await;
+            return Err(Error::agent("the agent cannot load sessions (no loadSession in its capabilities)"));
+        }
+        // What the pane shows already is not written again from the replay.
+        let shown = !self.log.lock().unwrap_or_else(|e| e.into_inner()).is_empty();
+        self.mapper.lock().unwrap_or_else(|e| e.into_inner()).begin(&new_prefix("load"), true);
+        self.muted.store(shown, Ordering::SeqCst);
+        let loaded = process.load_session(&self.session_id, &options.cwd).await;
+        process.settle().await;
+        let rest = self.mapper.lock().unwrap_or_else(|e| e.into_inner()).finish(false);
+        self.write(rest);
+        self.muted.store(false, Ordering::SeqCst);
+        if let Err(e) = loaded {
+            process.ending.store(true, Ordering::SeqCst);
+            process.stop().await;
+            return Err(e);
+        }
+        self.running.store(true, Ordering::SeqCst);
+        *slot = Some(Live { process: process.clone() });
+        Ok(process)
+    }
+
+    /// Puts a process that just made this conversation's session
+    /// (`session/new`) behind it, with its event stream.
+    pub(crate) async fn adopt(
+        self: &Arc<Self>,
+        process: Arc<AgentProcess>,
+        events: mpsc::Receiver<AgentEvent>,
+    ) -> Result<(), Error> {
+        let mut slot = self.live.lock().await;
+        self.shared.pool.make_room(self.shared.options.max_agents, self, None).await?;
+        tokio::spawn(pump(Arc::downgrade(self), process.clone(), events));
+        self.running.store(true, Ordering::SeqCst);
+        *slot = Some(Live { process });
+        Ok(())
+    }
+
+    /// Loads the session now (a conversation reopened from the history,
+    /// whose pane should show the replay).
+    pub(crate) async fn start(self: &Arc<Self>) -> Result<(), Error> {
+        self.process(None).await.map(|_| ())
+    }
+
+    /// Sends `text` as a turn of the program's own (a starter's first
+    /// text): the pane shows it as a `user` item.
+    pub(crate) async fn prompt(self: Arc<Self>, text: String) -> Result<(), Error> {
+        let turn_id = new_prefix("prompt");
+        let pane_error = |e: durable_types::RuleError| Error::Pane { why: e.to_string() };
+        let turn = self.pane.start_turn(&turn_id).map_err(pane_error)?;
+        let user = Id::new(format!("user-{turn_id}")).map_err(pane_error)?;
+        self.write(vec![Item::new(user, ItemBody::User { text: text.clone(), request_id: None })]);
+        self.run_turn(turn, text).await;
+        Ok(())
+    }
+
+    /// One turn: `session/prompt` until its answer.
+    async fn run_turn(self: Arc<Self>, turn: Turn, text: String) {
+        self.busy.store(true, Ordering::SeqCst);
+        self.touch();
+        if let Some(request) = turn.request_id() {
+            let item = Item::new(
+                durable_core::user_item_id(request),
+                ItemBody::User { text: text.clone(), request_id: Some(request.clone()) },
+            );
+            // The SDK wrote it on the pane; the record keeps it too.
+            self.log.lock().unwrap_or_else(|e| e.into_inner()).upsert(item);
+        }
+        let process = match self.process(Some(&turn)).await {
+            Ok(p) => p,
+            Err(e) => {
+                self.notice(format!("{e}. The next message tries again."), NoticeTone::Error);
+                return self.end_turn(turn);
+            }
+        };
+        self.mapper.lock().unwrap_or_else(|e| e.into_inner()).begin(&new_prefix("t"), false);
+        let grace = self.shared.options.stop_grace;
+        let prompt = process.prompt(&self.session_id, &text);
+        tokio::pin!(prompt);
+        let mut stop_by: Option<tokio::time::Instant> = None;
+        let answer = loop {
+            tokio::select! {
+                answer = &mut prompt => break answer,
+                () = turn.stopped(), if stop_by.is_none() => {
+                    stop_by = Some(tokio::time::Instant::now() + grace);
+                    process.cancel(&self.session_id);
+                    self.close_cards();
+                }
+                () = tokio::time::sleep_until(stop_by.unwrap_or_else(tokio::time::Instant::now)), if stop_by.is_some() => {
+                    process.kill();
+                    break Err(Error::agent(format!("the agent did not stop within {} s; it was ended", grace.as_secs())));
+                }
+            }
+        };
+        process.settle().await;
+        let failed = answer.is_err() || stop_by.is_some();
+        let rest = self.mapper.lock().unwrap_or_else(|e| e.into_inner()).finish(failed);
+        self.write(rest);
+        match answer {
+            Ok(r) => match r.stop_reason {
+                StopReason::Cancelled => self.notice("Stopped.".into(), NoticeTone::Info),
+                StopReason::Refusal => self.notice("The agent refused to go on.".into(), NoticeTone::Warn),
+                StopReason::MaxTokens => {
+                    self.notice("The reply reached the model's token limit.".into(), NoticeTone::Warn)
+                }
+                StopReason::MaxTurnRequests => self
+                    .notice("The turn reached the agent's limit of model requests.".into(), NoticeTone::Warn),
+                _ => {}
+            },
+            // An exit is told by the pump, with its status.
+            Err(e) => {
+                if process.exit_status(Duration::from_secs(1)).await.is_none() {
+                    self.notice(e.to_string(), NoticeTone::Error);
+                }
+            }
+        }
+        self.close_cards();
+        self.end_turn(turn);
+    }
+
+    fn end_turn(&self, turn: Turn) {
+        self.save();
+        self.busy.store(false, Ordering::SeqCst);
+        self.touch();
+        turn.end();
+    }
+
+    /// A permission request: a card, and the answer back to the agent.
+    async fn card(
+        self: Arc<Self>,
+        request: RequestPermissionRequest,
+        responder: Responder<RequestPermissionResponse>,
+    ) {
+        let acp_call = request.tool_call.tool_call_id.0.to_string();
+        let view = self.mapper.lock().unwrap_or_else(|e| e.into_inner()).call_view(&request.tool_call);
+        let allow_always = self.pane.core().allow_always();
+        let mut ours: Vec<(String, &agent_client_protocol::v1::schema::PermissionOption)> = Vec::new();
+        let mut options = Vec::new();
+        for (n, o) in request.options.iter().enumerate() {
+            let always = o.kind == PermissionOptionKind::AllowAlways;
+            if always && !allow_always {
+                continue; // never over HTTPS (the SDK's rule)
+            }
+            let id = option_id_for(&o.option_id.0, n);
+            let mut option = AskOption::new(id.clone(), o.name.clone());
+            option = match o.kind {
+                PermissionOptionKind::RejectOnce | PermissionOptionKind::RejectAlways => {
+                    option.style(OptionStyle::Danger)
+                }
+                _ => option.style(OptionStyle::Primary),
+            };
+            if always {
+                option = option.always();
+            }
+            ours.push((id, o));
+            options.push(option);
+        }
+        let cancelled = || RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled);
+        if options.is_empty() {
+            let _ = responder.respond(cancelled());
+            return;
+        }
+        let title = request.tool_call.fields.title.clone().filter(|t| !t.trim().is_empty());
+        let title = title.unwrap_or_else(|| format!("Allow {}?", view.tool.call));
+        let mut spec = AskSpec::choice(call_id_for(&acp_call), title, options).tool(view.tool.clone());
+        if let Some(item) = &view.item {
+            spec = spec.item_id(item.as_str());
+        }
+        let card = AbortController::new();
+        self.cards.lock().unwrap_or_else(|e| e.into_inner()).insert(acp_call.clone(), card.clone());
+        let chosen = match self.pane.ask_with(spec, Some(card.signal())) {
+            Ok(handle) => handle.decided().await.ok().and_then(|d| d.answer.option_id().map(str::to_owned)),
+            Err(e) => {
+                self.pane
+                    .core()
+                    .warn(&format!("durable-acp: the card of tool call {acp_call} was not raised: {e}"));
+                None
+            }
+        };
+        self.cards.lock().unwrap_or_else(|e| e.into_inner()).remove(&acp_call);
+        let picked = chosen.and_then(|id| ours.iter().find(|(ours, _)| *ours == id).map(|(_, o)| *o));
+        let refused = match picked {
+            Some(o) => {
+                let outcome = SelectedPermissionOutcome::new(o.option_id.clone());
+                let _ = responder
+                    .respond(RequestPermissionResponse::new(RequestPermissionOutcome::Selected(outcome)));
+                matches!(o.kind, PermissionOptionKind::RejectOnce | PermissionOptionKind::RejectAlways)
+            }
+            None => {
+                let _ = responder.respond(cancelled());
+                true
+            }
+        };
+        if refused {
+            let items = self.mapper.lock().unwrap_or_else(|e| e.into_inner()).deny(&acp_call);
+            self.write(items);
+        }
+    }
+}
+
+/// Reads one process's events for as long as it runs, and shows them.
+async fn pump(
+    conversation: Weak<Conversation>,
+    process: Arc<AgentProcess>,
+    mut events: mpsc::Receiver<AgentEvent>,
+) {
+    loop {
+        let Some(c) = conversation.upgrade() else { return };
+        let wake = c.mapper.lock().unwrap_or_else(|e| e.into_inner()).flush_at();
+        let event = tokio::select! {
+            event = events.recv() => event,
+            () = tokio::time::sleep_until(wake.map_or_else(tokio::time::Instant::now, tokio::time::Instant::from_std)), if wake.is_some() => {
+                let items = c.mapper.lock().unwrap_or_else(|e| e.into_inner()).flush(Instant::now());
+                c.write(items);
+                continue;
+            }
+        };
+        match event {
+            None => return,
+            Some(AgentEvent::Update(n)) => {
+                process.gate.add_permits(1);
+                if n.session_id.0.as_ref() != c.session_id {
+                    tracing::warn!("acp: an update for a session this agent does not run here; dropped");
+                    continue;
+                }
+                let (items, title) = {
+                    let mut mapper = c.mapper.lock().unwrap_or_else(|e| e.into_inner());
+                    (mapper.on_update(&n.update, Instant::now()), mapper.take_title())
+                };
+                c.write(items);
+                if let Some(title) = title {
+                    c.agent_title(title);
+                }
+            }
+            Some(AgentEvent::Permission(request, responder)) => {
+                if request.session_id.0.as_ref() != c.session_id {
+                    tracing::warn!(
+                        "acp: a permission request for a session this agent does not run here; cancelled"
+                    );
+                    let _ = responder
+                        .respond(RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled));
+                    continue;
+                }
+                tokio::spawn(c.clone().card(request, responder));
+            }
+            Some(AgentEvent::Barrier(done)) => {
+                let _ = done.send(());
+            }
+            Some(AgentEvent::Exited(how)) => {
+                // It no longer counts against the limit (unless another
+                // process took its place meanwhile: that one counts).
+                let mine = c
+                    .live
+                    .try_lock()
+                    .is_ok_and(|slot| slot.as_ref().is_some_and(|l| Arc::ptr_eq(&l.process, &process)));
+                if mine {
+                    c.running.store(false, Ordering::SeqCst);
+                }
+                c.close_cards();
+                if !process.ending.load(Ordering::SeqCst) {
+                    let rest = c.mapper.lock().unwrap_or_else(|e| e.into_inner()).finish(true);
+                    c.write(rest);
+                    c.notice(
+                        format!("The agent exited ({how}). The next message starts it again."),
+                        NoticeTone::Error,
+                    );
+                    c.save();
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// The pane's chat handler (a weak handle: a closed conversation's pane does not keep it).
+struct Chat(Weak<Conversation>);
+
+impl ChatHandler for Chat {
+    async fn turn(&self, turn: Turn) {
+        let Some(c) = self.0.upgrade() else { return };
+        let text = turn.text().to_owned();
+        c.run_turn(turn, text).await;
+    }
+}
+
+/// A prefix of item ids not used before in this pane, even across runs:
+/// `<what>-<ms since the epoch, base 36>-<n>`.
+pub(crate) fn new_prefix(what: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("{what}-{}-{n}", base36(now_ms()))
+}
+
+fn base36(mut n: u64) -> String {
+    const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut out = Vec::new();
+    loop {
+        out.push(DIGITS[(n % 36) as usize]);
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    out.reverse();
+    String::from_utf8(out).unwrap_or_default()
+}

@@ -1,0 +1,138 @@
+//! Any ACP agent on the phone through Collie.
+//!
+//! The Agent Client Protocol (ACP) is how editors drive coding agents —
+//! Claude Code through `claude-agent-acp`, Codex through `codex-acp`,
+//! Gemini CLI, Goose, Pi through `pi-acp`. This crate is an ACP client (on
+//! the ecosystem's `agent-client-protocol` crate) that puts such an
+//! agent's conversations on the phone: each ACP session is a pane, its
+//! stream a live chat, its permission requests cards, its sessions the
+//! history. [`AcpConversations`] does it all for one agent command; the
+//! repository's `examples/acp.rs` is a whole agent in a page.
+//!
+//! # Processes
+//! One agent process runs per live conversation (pi-acp keeps one live
+//! session per process: a second `session/new` in it ends the first), at
+//! most [`AcpOptions`]' `max_agents` at once (default 8): starting one more
+//! stops the one idle longest. An agent idle for `idle_stop` (default 10
+//! minutes) is stopped; its pane keeps its items, and the next send starts
+//! the agent again on the same session (`session/load`; the replay is not
+//! written again). The agent inherits the program's environment without
+//! `COLLIE_TOKEN` and `COLLIE_TOKEN_NEXT`. Agent → client requests other
+//! than `session/request_permission` (`fs/*`, `terminal/*`, others) get
+//! the protocol's "method not found", and the client advertises neither
+//! `fs` nor `terminal`.
+//!
+//! Several pi-acp processes share one state file (`~/.pi/pi-acp/session-map.json`,
+//! written whole by each): a session one of them drops from it is not
+//! lost, as pi-acp 0.0.34 finds a session missing from its map by reading
+//! Pi's session files (its `session/load` and `session/list` work from
+//! those), so no lock is taken around it.
+//!
+//! On Linux what an agent's tools start never outlives it: each agent runs
+//! with a mark in its environment, inherited by all it starts, and a small
+//! watcher stops every marked process once the agent is stopped or this
+//! program dies (even by `SIGKILL`) — Pi's `bash` calls, which run in
+//! sessions of their own, included. A process that clears its environment
+//! and leaves the agent's process group escapes it.
+//!
+//! # The phone's actions
+//! | the phone | the agent |
+//! |---|---|
+//! | send | `session/prompt` (a send during a turn waits in the pane's queue) |
+//! | stop | `session/cancel`; an open card closes and the agent hears `cancelled` |
+//! | the starter `new-conversation` | a new agent, `session/new`, its text the first prompt |
+//! | rename | the pane's title, kept in the data folder (ACP has no rename); the agent's own titles (`session_info_update`) show until the phone renames |
+//! | close | the agent stops; the session stays (never `session/delete`) |
+//! | reopen | the pane again; the agent starts on it with `session/load` at the next send |
+//!
+//! ACP has no steer: give the core `Caps::all().without(Cap::Steer)`.
+//!
+//! # The stream as items
+//! Message chunks are a `reply`, thought chunks `thinking` (both `partial`
+//! at most every 250 ms, final before the pane goes idle); each tool call
+//! is one `tool` item (`running`, `ok`, `error`, or `denied` when the user
+//! refused it), its call on one line from its title (or its kind and raw
+//! input), its output from its text content or its terminal output
+//! (pi-acp's `_meta.terminal_output`); a diff is a `code` item in `diff`;
+//! a `plan` is one `markdown` item rewritten in place; a replay's user
+//! messages are `user` items. Usage and command updates show nothing.
+//!
+//! # Permission requests as cards
+//! A `session/request_permission` is a `choice` card with id
+//! `ask_id_for(pane, toolCallId)` ([`call_id_for`] maps a tool call id
+//! that breaks the ID rule): its title the request's, its tool line and
+//! arguments from the request and the `tool_call` it names (one that
+//! arrived first; pi-acp's requests can overtake their updates); its
+//! options the request's, with their `optionId`s as ids and `name`s as
+//! labels. `allow_always` options are offered only where the SDK allows
+//! allow-always (never over HTTPS), with the phone's second tap. The
+//! chosen `optionId` goes back to the agent; a stop, a close or the
+//! agent's exit closes the card (aborted) and the agent hears `cancelled`.
+//! Cards kept from a run before a restart are closed ("Stopped before an
+//! answer", [`AcpConversations::close_kept_asks`]): the process that asked
+//! is gone.
+//!
+//! ## What a pi-acp user gets
+//! pi-acp asks only when a Pi extension opens a dialog: Pi runs its tools
+//! without asking. Its requests carry a random `pi-ui-…` tool call id and
+//! the dialog's text as the title, not the tool call: the card says what
+//! the dialog says, and sits apart from the call's `tool` item. To get a
+//! card before each risky call, start Pi through `PI_ACP_PI_COMMAND` (an
+//! executable that pi-acp runs instead of `pi`, with pi-acp's arguments)
+//! that loads a gate extension with `-e` — durable-pi's
+//! `durable_pi::live::GATE_EXTENSION` is one (its dialog's text names the
+//! call) — for example a script `pi-gated`:
+//!
+//! ```text
+//! #!/bin/sh
+//! exec pi -e /path/to/gate.ts "$@"
+//! ```
+//!
+//! and `PI_ACP_PI_COMMAND=/path/to/pi-gated npx pi-acp` as the agent.
+//!
+//! # Bad input from the agent
+//! The agent's output is read by a bounded reader before the protocol
+//! crate sees it: a line over 16 MiB is dropped as it streams, a line
+//! that is not UTF-8 or not JSON is dropped with a warn event, and at most
+//! 1024 updates are in flight (an update flood is read as fast as it is
+//! shown, in bounded memory). An update or a permission request for a
+//! session the process does not run is dropped (the request answered
+//! `cancelled`). An agent that does not answer `initialize` within
+//! `init_timeout` (default 30 s) is killed, and the pane says so. An agent
+//! that exits or crashes leaves a notice with its exit status and last
+//! line on standard error; the pane goes idle, and the next send starts it
+//! again on the same session.
+//!
+//! # Ids and records
+//! A pane's id is its ACP session id, or, for one that breaks the ID rule
+//! (a `/`, over 128 bytes), `acp-` and 40 hex digits of its SHA-256
+//! ([`pane_id_for`]). Each conversation's record — title, start, whether
+//! closed, its items (the last [`ITEMS_KEPT`]) — is kept in the data
+//! folder as `conversations/<pane id>.json`; a restart on the same folder
+//! opens the conversations not closed again from them
+//! ([`AcpConversations::restore`]).
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod conversation;
+mod conversations;
+mod error;
+mod history;
+mod ids;
+mod lines;
+mod mapping;
+mod options;
+mod process;
+#[cfg(target_os = "linux")]
+mod reaper;
+mod store;
+
+pub use conversations::{AcpConversations, AcpHooks, NEW_CONVERSATION};
+pub use error::Error;
+pub use history::AcpHistory;
+pub use ids::{call_id_for, pane_id_for};
+pub use options::{
+    AcpOptions, AcpOptionsBuilder, AgentCommand, DEFAULT_IDLE_STOP, DEFAULT_INIT_TIMEOUT, DEFAULT_MAX_AGENTS,
+};
+pub use store::ITEMS_KEPT;

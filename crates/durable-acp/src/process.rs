@@ -1,0 +1,400 @@
+//! One agent process: spawned, connected through the protocol crate's
+//! client side over its standard input and output, initialized, and
+//! stopped — with what its tools started.
+//!
+//! What the agent sends comes out as [`AgentEvent`]s, in order, on one
+//! channel: the conversation's pump reads them all the time (a callback of
+//! the protocol crate only hands them on, so its dispatch loop never waits
+//! on the phone). Agent → client requests other than
+//! `session/request_permission` (`fs/*`, `terminal/*`, anything else) get
+//! the protocol's "method not found" from the crate; the client advertises
+//! neither `fs` nor `terminal`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    CancelNotification, ClientCapabilities, ContentBlock, Implementation, InitializeRequest,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, NewSessionRequest, PromptRequest,
+    PromptResponse, RequestPermissionRequest, RequestPermissionResponse, SessionNotification, TextContent,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Agent, Client, Lines};
+use futures::StreamExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{Semaphore, mpsc, oneshot, watch};
+
+use crate::lines::{agent_lines, update_gate};
+use crate::{AcpOptions, Error};
+
+/// How much of the agent's standard error is kept, for the notice of an exit.
+const STDERR_KEPT: usize = 4096;
+/// Events handed on and not yet read by the pump, at most (the protocol
+/// crate's dispatch waits meanwhile).
+const EVENTS_QUEUED: usize = 256;
+/// How long a stopped agent (its input closed) has to exit, and what it
+/// started to end, before they are killed.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// What the agent says, in the order it said it.
+#[derive(Debug)]
+pub(crate) enum AgentEvent {
+    /// A `session/update`.
+    Update(SessionNotification),
+    /// A `session/request_permission`, with its responder.
+    Permission(RequestPermissionRequest, Responder<RequestPermissionResponse>),
+    /// Everything the agent said before the barrier was sent has been read.
+    Barrier(oneshot::Sender<()>),
+    /// The agent exited: how, and its last line on standard error.
+    Exited(String),
+}
+
+/// What `initialize` said the agent can do.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Abilities {
+    pub load: bool,
+    pub list: bool,
+}
+
+/// A running agent.
+pub(crate) struct AgentProcess {
+    cx: ConnectionTo<Agent>,
+    pid: Option<u32>,
+    alive: Arc<AtomicBool>,
+    close: Arc<std::sync::Mutex<Option<oneshot::Sender<()>>>>,
+    exited: watch::Receiver<Option<String>>,
+    events: mpsc::Sender<AgentEvent>,
+    /// Permits of `session/update` lines (see `lines`): the pump gives one
+    /// back per update read.
+    pub(crate) gate: Arc<Semaphore>,
+    pub(crate) abilities: Abilities,
+    /// We are ending it (idle, closed, shutdown): its exit is no news.
+    pub(crate) ending: AtomicBool,
+    #[cfg(target_os = "linux")]
+    reaper: std::sync::Mutex<Option<crate::reaper::Watcher>>,
+    #[cfg(target_os = "linux")]
+    mark: String,
+}
+
+impl std::fmt::Debug for AgentProcess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentProcess")
+            .field("pid", &self.pid)
+            .field("alive", &self.is_alive())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentProcess {
+    /// Starts the agent and initializes it; the events come on the
+    /// receiver. An agent that does not answer `initialize` within the
+    /// options' timeout is killed, and that is the error.
+    pub(crate) async fn start(
+        options: &AcpOptions,
+    ) -> Result<(Arc<AgentProcess>, mpsc::Receiver<AgentEvent>), Error> {
+        let mut command = options.command.command(&options.cwd);
+        command
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        #[cfg(unix)]
+        command.process_group(0);
+        #[cfg(target_os = "linux")]
+        let (mark, reaper) = {
+            let mark = crate::reaper::run_mark();
+            command.env(crate::reaper::RUN_ENV, &mark);
+            // Started first: no instant of the run goes unwatched.
+            let reaper = crate::reaper::Watcher::spawn(&mark);
+            (mark, reaper)
+        };
+        let program = options.command.program().to_string_lossy().into_owned();
+        let mut child = command.spawn().map_err(|source| Error::Spawn { program, source })?;
+        let pid = child.id();
+        let stdin = child.stdin.take().ok_or_else(|| Error::agent("the agent's input is not piped"))?;
+        let stdout = child.stdout.take().ok_or_else(|| Error::agent("the agent's output is not piped"))?;
+        let tail = Arc::new(std::sync::Mutex::new(String::new()));
+        if let Some(stderr) = child.stderr.take() {
+            tokio::spawn(keep_tail(stderr, tail.clone()));
+        }
+        let gate = update_gate();
+        let (events_tx, events_rx) = mpsc::channel(EVENTS_QUEUED);
+        let (cx_tx, cx_rx) = oneshot::channel::<ConnectionTo<Agent>>();
+        let (close_tx, close_rx) = oneshot::channel::<()>();
+        let (exited_tx, exited_rx) = watch::channel(None);
+        let alive = Arc::new(AtomicBool::new(true));
+        let sink = futures::sink::unfold(stdin, |mut stdin, line: String| async move {
+            stdin.write_all(line.as_bytes()).await?;
+            stdin.write_all(b"\n").await?;
+            stdin.flush().await?;
+            Ok::<_, std::io::Error>(stdin)
+        });
+        // The end of the agent's output, seen by the exit watcher below.
+        let (eof_tx, mut eof_rx) = watch::channel(false);
+        let eof = futures::stream::once(async move {
+            let _ = eof_tx.send(true);
+            None::<std::io::Result<String>>
+        })
+        .filter_map(futures::future::ready);
+        let incoming = agent_lines(stdout, gate.clone()).chain(eof);
+        let transport = Lines::new(Box::pin(sink), Box::pin(incoming));
+        let (on_update, on_permission) = (events_tx.clone(), events_tx.clone());
+        let connection = Client
+            .v1()
+            .name("durable-acp")
+            .on_receive_notification(
+                async move |n: SessionNotification, _cx| {
+                    let _ = on_update.send(AgentEvent::Update(n)).await;
+                    Ok(())
+                },
+                agent_client_protocol::on_receive_notification!(),
+            )
+            .on_receive_request(
+                async move |r: RequestPermissionRequest, responder, _cx| {
+                    if let Err(mpsc::error::SendError(AgentEvent::Permission(_, responder))) =
+                        on_permission.send(AgentEvent::Permission(r, responder)).await
+                    {
+                        // No conversation reads any more: the request is not answered by anyone.
+                        let cancelled = RequestPermissionResponse::new(
+                            agent_client_protocol::v1::schema::RequestPermissionOutcome::Cancelled,
+                        );
+                        let _ = responder.respond(cancelled);
+                    }
+                    Ok(())
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+                let _ = cx_tx.send(cx);
+                let _ = close_rx.await;
+                Ok(())
+            });
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::warn!(error = %e, "acp: the connection to the agent ended");
+            }
+        });
+        let close = Arc::new(std::sync::Mutex::new(Some(close_tx)));
+        {
+            // The exit, watched apart from the connection (whose end waits for us).
+            let (alive, events_tx, close) = (alive.clone(), events_tx.clone(), close.clone());
+            tokio::spawn(async move {
+                let status = match child.wait().await {
+                    Ok(status) => status.to_string(),
+                    Err(e) => format!("its end was not seen: {e}"),
+                };
+                alive.store(false, Ordering::SeqCst);
+                // What it wrote before it ended is read first (a moment at
+                // most: a process it started may hold its output open), and
+                // the standard error reader catches the last lines.
+                let _ = tokio::time::timeout(Duration::from_secs(1), eof_rx.wait_for(|e| *e)).await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let last = last_line(&tail.lock().unwrap_or_else(|e| e.into_inner()));
+                let how = match last {
+                    Some(last) => format!("{status}; last words: {last}"),
+                    None => status,
+                };
+                let _ = exited_tx.send(Some(how.clone()));
+                let _ = events_tx.send(AgentEvent::Exited(how)).await;
+                let close = close.lock().unwrap_or_else(|e| e.into_inner()).take();
+                if let Some(close) = close {
+                    let _ = close.send(());
+                }
+            });
+        }
+        let mut process = AgentProcess {
+            cx: match cx_rx.await {
+                Ok(cx) => cx,
+                Err(_) => return Err(Error::agent("the connection to the agent could not start")),
+            },
+            pid,
+            alive,
+            close,
+            exited: exited_rx,
+            events: events_tx,
+            gate,
+            abilities: Abilities::default(),
+            ending: AtomicBool::new(false),
+            #[cfg(target_os = "linux")]
+            reaper: std::sync::Mutex::new(reaper),
+            #[cfg(target_os = "linux")]
+            mark,
+        };
+        // On an error the process is dropped here, which kills it.
+        process.abilities = process.initialize(options.init_timeout).await?;
+        Ok((Arc::new(process), events_rx))
+    }
+
+    async fn initialize(&self, timeout: Duration) -> Result<Abilities, Error> {
+        let request = InitializeRequest::new(ProtocolVersion::V1)
+            .client_capabilities(ClientCapabilities::default())
+            .client_info(Implementation::new("durable-acp", env!("CARGO_PKG_VERSION")));
+        let answer = tokio::time::timeout(timeout, self.cx.send_request(request).block_task()).await;
+        match answer {
+            Ok(Ok(r)) => {
+                let caps = r.agent_capabilities;
+                Ok(Abilities { load: caps.load_session, list: caps.session_capabilities.list.is_some() })
+            }
+            Ok(Err(e)) => Err(Error::agent(format!("the agent failed to initialize: {}", self.why(e).await))),
+            Err(_) => Err(Error::agent(format!(
+                "the agent did not answer initialize within {} s",
+                timeout.as_secs_f32()
+            ))),
+        }
+    }
+
+    /// Why a request failed: the agent's exit when it exited, else the error.
+    async fn why(&self, e: agent_client_protocol::Error) -> String {
+        match self.exit_status(Duration::from_millis(500)).await {
+            Some(how) => format!("the agent exited ({how})"),
+            None => e.to_string(),
+        }
+    }
+
+    /// How the agent exited, once it did (waiting at most `wait`).
+    pub(crate) async fn exit_status(&self, wait: Duration) -> Option<String> {
+        let mut exited = self.exited.clone();
+        let got = tokio::time::timeout(wait, exited.wait_for(Option::is_some)).await;
+        match got {
+            Ok(Ok(how)) => how.clone(),
+            _ => None,
+        }
+    }
+
+    /// Whether the agent still runs.
+    pub(crate) fn is_alive(&self) -> bool {
+        self.alive.load(Ordering::SeqCst)
+    }
+
+    /// A barrier in the event stream: resolves once the pump has read
+    /// every event the agent sent before now.
+    pub(crate) async fn settle(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.events.send(AgentEvent::Barrier(tx)).await.is_ok() {
+            let _ = tokio::time::timeout(Duration::from_secs(5), rx).await;
+        }
+    }
+
+    /// `session/new` in `cwd`: the new session's id.
+    pub(crate) async fn new_session(&self, cwd: &std::path::Path) -> Result<String, Error> {
+        match self.cx.send_request(NewSessionRequest::new(cwd)).block_task().await {
+            Ok(r) => Ok(r.session_id.0.to_string()),
+            Err(e) => Err(Error::agent(format!("session/new failed: {}", self.why(e).await))),
+        }
+    }
+
+    /// `session/load`: the agent replays the session as updates before it answers.
+    pub(crate) async fn load_session(&self, session_id: &str, cwd: &std::path::Path) -> Result<(), Error> {
+        match self.cx.send_request(LoadSessionRequest::new(session_id.to_owned(), cwd)).block_task().await {
+            Ok(_) => Ok(()),
+            Err(e) => Err(Error::agent(format!("session/load failed: {}", self.why(e).await))),
+        }
+    }
+
+    /// One page of `session/list` in `cwd`.
+    pub(crate) async fn list_sessions(
+        &self,
+        cwd: &std::path::Path,
+        cursor: Option<String>,
+    ) -> Result<ListSessionsResponse, Error> {
+        let request = ListSessionsRequest::new().cwd(cwd.to_path_buf()).cursor(cursor);
+        match self.cx.send_request(request).block_task().await {
+            Ok(r) => Ok(r),
+            Err(e) => Err(Error::agent(format!("session/list failed: {}", self.why(e).await))),
+        }
+    }
+
+    /// `session/prompt` with one text block; resolves with the turn's end.
+    pub(crate) async fn prompt(&self, session_id: &str, text: &str) -> Result<PromptResponse, Error> {
+        let prompt = vec![ContentBlock::Text(TextContent::new(text.to_owned()))];
+        match self.cx.send_request(PromptRequest::new(session_id.to_owned(), prompt)).block_task().await {
+            Ok(r) => Ok(r),
+            Err(e) => Err(Error::agent(self.why(e).await)),
+        }
+    }
+
+    /// `session/cancel` (a notification: the prompt's answer says the rest).
+    pub(crate) fn cancel(&self, session_id: &str) {
+        let _ = self.cx.send_notification(CancelNotification::new(session_id.to_owned()));
+    }
+
+    /// Ends the agent: its input closes (it saves and exits), and after
+    /// [`EXIT_GRACE`] it and what it started are killed.
+    pub(crate) async fn stop(&self) {
+        self.ending.store(true, Ordering::SeqCst);
+        let close = self.close.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(close) = close {
+            let _ = close.send(());
+        }
+        let started = tokio::time::Instant::now();
+        if self.exit_status(EXIT_GRACE).await.is_none() {
+            self.kill();
+            let _ = self.exit_status(EXIT_GRACE).await;
+        }
+        #[cfg(target_os = "linux")]
+        {
+            // What it started gets the rest of the grace to end on its own
+            // (Pi saves the session after pi-acp exits)…
+            while started.elapsed() < EXIT_GRACE && crate::reaper::any_marked(&self.mark) {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            // …then the watcher stops what is left.
+            drop(self.reaper.lock().unwrap_or_else(|e| e.into_inner()).take());
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = started;
+    }
+
+    /// Kills the agent and its process group at once.
+    pub(crate) fn kill(&self) {
+        #[cfg(unix)]
+        if let Some(pid) = self.pid.and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+        let close = self.close.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(close) = close {
+            let _ = close.send(());
+        }
+    }
+}
+
+impl Drop for AgentProcess {
+    fn drop(&mut self) {
+        if self.is_alive() {
+            self.kill();
+        }
+    }
+}
+
+async fn keep_tail(mut stderr: tokio::process::ChildStderr, tail: Arc<std::sync::Mutex<String>>) {
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = stderr.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        let mut t = tail.lock().unwrap_or_else(|e| e.into_inner());
+        t.push_str(&String::from_utf8_lossy(&buf[..n]));
+        if t.len() > STDERR_KEPT {
+            let cut = t.len() - STDERR_KEPT;
+            let cut = (cut..t.len()).find(|&i| t.is_char_boundary(i)).unwrap_or(t.len());
+            t.drain(..cut);
+        }
+    }
+}
+
+fn last_line(text: &str) -> Option<String> {
+    let line = text.lines().rev().map(str::trim).find(|l| !l.is_empty())?;
+    let mut line = line.to_owned();
+    if line.len() > 300 {
+        let mut cut = 300;
+        while !line.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        line.truncate(cut);
+        line.push('…');
+    }
+    Some(line)
+}

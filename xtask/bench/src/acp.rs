@@ -1,0 +1,355 @@
+//! The `acp` group: what relaying an ACP agent through durable-acp costs a
+//! turn. The agent is pi-acp driving the real Pi with the scripted model of
+//! `examples/tests/acp/faux.ts` (all from `cargo xtask install-pi`), which
+//! answers `"You said: <text>"` at once, so the figure is the relay's.
+//!
+//! - direct: this client speaks ACP to pi-acp itself (JSON lines on its
+//!   stdin and stdout): from writing `session/prompt` until its response,
+//!   which comes after the turn's last chunk;
+//! - relayed: `examples/acp.rs` (a release build, run as a process: this
+//!   package stays on Rust 1.85 and durable-acp needs 1.88) over its
+//!   socket: from the `send` until a client polling the pane's events in a
+//!   tight loop (one keep-alive connection) reads the reply final.
+//!
+//! Each: one warm-up turn, then [`TURNS`] turns; the median and the 90th
+//! percentile, and the ratio of the medians.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+use crate::load::{self, Call, Target};
+use crate::project_root;
+
+/// Measured turns on each side.
+const TURNS: usize = 40;
+/// A turn that takes longer has failed.
+const TURN_LIMIT: Duration = Duration::from_secs(30);
+
+/// Median and 90th percentile, in ms.
+struct Times {
+    p50: f64,
+    p90: f64,
+}
+
+fn times(mut ms: Vec<f64>) -> Times {
+    ms.sort_by(f64::total_cmp);
+    let at = |q: f64| ms[((ms.len() - 1) as f64 * q).round() as usize];
+    Times { p50: at(0.5), p90: at(0.9) }
+}
+
+pub(crate) async fn run(dir: &Path) -> Result<(), String> {
+    let tools = project_root().join(".tools/bin");
+    let (pi_acp, pi_faux) = (tools.join("pi-acp"), tools.join("pi-faux"));
+    if !pi_acp.exists() || !pi_faux.exists() {
+        // As the node baseline: a figure the machine cannot give is said, not failed.
+        println!();
+        println!(
+            "acp: not measured: pi-acp and Pi are not in {} (`cargo xtask install-pi`)",
+            tools.display()
+        );
+        return Ok(());
+    }
+    let exe = build_example()?;
+    println!();
+    println!(
+        "acp: a scripted turn (pi-acp 0.0.34 + Pi 1.6.0, faux model), send → final reply, {TURNS} turns after one"
+    );
+    let direct = times(direct(&setup(dir, "acp-direct")?, &pi_acp, &pi_faux).await?);
+    let relayed = times(relayed(&setup(dir, "acp-relayed")?, &exe, &pi_acp, &pi_faux).await?);
+    println!("{:<46} {:>9} {:>9}", "", "p50 ms", "p90 ms");
+    println!("{:<46} {:>9.1} {:>9.1}", "direct over ACP (JSON lines to pi-acp)", direct.p50, direct.p90);
+    println!(
+        "{:<46} {:>9.1} {:>9.1}",
+        "relayed through durable-acp (socket, polled)", relayed.p50, relayed.p90
+    );
+    println!("relayed ÷ direct (medians): {:.2}×", relayed.p50 / direct.p50);
+    Ok(())
+}
+
+/// `cargo build --release -p durable-examples --example acp`: the binary.
+fn build_example() -> Result<PathBuf, String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "-p",
+            "durable-examples",
+            "--features",
+            "acp",
+            "--example",
+            "acp",
+        ])
+        .current_dir(project_root())
+        .status()
+        .map_err(|e| format!("cargo build of the acp example: {e}"))?;
+    if !status.success() {
+        return Err(format!("cargo build of the acp example: {status}"));
+    }
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| project_root().join("target"), PathBuf::from);
+    Ok(target.join("release/examples/acp"))
+}
+
+/// A fresh folder: `home` (pi-acp's `HOME`), `pi` (Pi's folder, quiet
+/// start-up), `project` (the session's cwd).
+fn setup(dir: &Path, name: &str) -> Result<PathBuf, String> {
+    let root = dir.join(name);
+    let _ = std::fs::remove_dir_all(&root);
+    for sub in ["home", "pi", "project"] {
+        std::fs::create_dir_all(root.join(sub)).map_err(|e| e.to_string())?;
+    }
+    std::fs::write(root.join("pi/settings.json"), "{\"quietStartup\": true}\n").map_err(|e| e.to_string())?;
+    Ok(root)
+}
+
+/// The environment pi-acp and Pi run with, on either side.
+fn agent_env(cmd: &mut impl EnvTarget, root: &Path, pi_faux: &Path) {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    // With a `pi` on PATH pi-acp asks it and npm for versions.
+    let dirs: Vec<PathBuf> = std::env::split_paths(&path).filter(|d| !d.join("pi").exists()).collect();
+    let path = std::env::join_paths(dirs).unwrap_or_default();
+    cmd.set("HOME", root.join("home").as_os_str());
+    cmd.set("PI_CODING_AGENT_DIR", root.join("pi").as_os_str());
+    cmd.set("PI_ACP_PI_COMMAND", pi_faux.as_os_str());
+    cmd.set("PI_FAUX_EXTENSION", project_root().join("examples/tests/acp/faux.ts").as_os_str());
+    cmd.set("PI_OFFLINE", "1".as_ref());
+    cmd.set("PI_SKIP_VERSION_CHECK", "1".as_ref());
+    cmd.set("PI_TELEMETRY", "0".as_ref());
+    cmd.set("PATH", &path);
+}
+
+/// `env` on a std or a tokio command.
+trait EnvTarget {
+    fn set(&mut self, key: &str, value: &std::ffi::OsStr);
+}
+
+impl EnvTarget for Command {
+    fn set(&mut self, key: &str, value: &std::ffi::OsStr) {
+        self.env(key, value);
+    }
+}
+
+impl EnvTarget for tokio::process::Command {
+    fn set(&mut self, key: &str, value: &std::ffi::OsStr) {
+        self.env(key, value);
+    }
+}
+
+/// pi-acp on pipes: requests out, the response to each read back.
+struct Direct {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    next_id: u64,
+}
+
+impl Direct {
+    /// Sends a request and reads lines until its response (updates are
+    /// skipped; pi-acp asks nothing of a client in these turns).
+    async fn call(&mut self, method: &str, params: Value) -> Result<Value, String> {
+        self.next_id += 1;
+        let id = self.next_id;
+        let mut line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+        line.push('\n');
+        self.stdin.write_all(line.as_bytes()).await.map_err(|e| format!("pi-acp's stdin: {e}"))?;
+        let read = async {
+            loop {
+                let line = self.lines.next_line().await.map_err(|e| e.to_string())?;
+                let line = line.ok_or("pi-acp ended its output")?;
+                let Ok(msg) = serde_json::from_str::<Value>(&line) else { continue };
+                if msg["id"] == id && msg.get("method").is_none() {
+                    return match msg.get("error") {
+                        Some(e) => Err(format!("{method}: {e}")),
+                        None => Ok(msg["result"].clone()),
+                    };
+                }
+            }
+        };
+        tokio::time::timeout(TURN_LIMIT, read).await.map_err(|_| format!("{method}: no response"))?
+    }
+}
+
+async fn direct(root: &Path, pi_acp: &Path, pi_faux: &Path) -> Result<Vec<f64>, String> {
+    let mut cmd = tokio::process::Command::new(pi_acp);
+    agent_env(&mut cmd, root, pi_faux);
+    let mut child = cmd
+        .current_dir(root.join("project"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("{}: {e}", pi_acp.display()))?;
+    let stdin = child.stdin.take().ok_or("no stdin")?;
+    let lines = tokio::io::BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
+    let mut agent = Direct { child, stdin, lines, next_id: 0 };
+    agent.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {}})).await?;
+    let cwd = root.join("project");
+    let session = agent.call("session/new", json!({"cwd": cwd, "mcpServers": []})).await?;
+    let session = session["sessionId"].as_str().ok_or("session/new gave no sessionId")?.to_owned();
+    let mut ms = Vec::new();
+    for turn in 0..=TURNS {
+        let prompt =
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": format!("hello {turn}")}]});
+        let t = Instant::now();
+        let r = agent.call("session/prompt", prompt).await?;
+        let elapsed = t.elapsed().as_secs_f64() * 1000.0;
+        if r["stopReason"] != "end_turn" {
+            return Err(format!("direct turn {turn}: {r}"));
+        }
+        if turn > 0 {
+            ms.push(elapsed);
+        }
+    }
+    drop(agent.stdin);
+    let _ = agent.child.wait().await;
+    Ok(ms)
+}
+
+/// The example, killed when dropped.
+struct Example(Child);
+
+impl Drop for Example {
+    fn drop(&mut self) {
+        // SIGTERM: it ends its agents on the way out.
+        let _ = Command::new("kill").arg(self.0.id().to_string()).status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline && !matches!(self.0.try_wait(), Ok(Some(_))) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A `POST` that must answer 200: its body.
+async fn post(target: &Target, path: &str, body: Value) -> Result<Value, String> {
+    let (status, answer) = load::once(target, &Call::post(path, body.to_string())).await?;
+    if status != 200 {
+        return Err(format!("POST {path}: {status} {}", String::from_utf8_lossy(&answer)));
+    }
+    serde_json::from_slice(&answer).map_err(|e| e.to_string())
+}
+
+async fn relayed(root: &Path, exe: &Path, pi_acp: &Path, pi_faux: &Path) -> Result<Vec<f64>, String> {
+    let socket = root.join("sock/app.sock");
+    let mut cmd = Command::new(exe);
+    cmd.arg("--agent")
+        .arg(pi_acp)
+        .arg("--cwd")
+        .arg(root.join("project"))
+        .arg("--data")
+        .arg(root.join("data"))
+        .arg("--socket")
+        .arg(&socket);
+    agent_env(&mut cmd, root, pi_faux);
+    let mut child = cmd
+        .env_remove("COLLIE_TOKEN")
+        .env_remove("COLLIE_TOKEN_NEXT")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("{}: {e}", exe.display()))?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let example = Example(child);
+    let first = BufReader::new(stdout).lines().next().and_then(Result::ok).unwrap_or_default();
+    if first.strip_prefix("listening ") != socket.to_str() {
+        return Err(format!("the acp example said {first:?}"));
+    }
+    let target = Target::from_address(socket.to_str().ok_or("a socket path that is not UTF-8")?, "");
+    let started =
+        post(&target, "/v1/starters/new-conversation", json!({"requestId": "st-0", "text": "hello"})).await?;
+    let pane = started["pane"].as_str().ok_or_else(|| format!("the starter answered {started}"))?.to_owned();
+    let mut poller = load::connect(&target).await?;
+    let mut after = 0u64;
+    wait_reply(&mut poller, &target, &pane, &mut after, "You said: hello").await?;
+    let mut ms = Vec::new();
+    for turn in 0..=TURNS {
+        let text = format!("hello {turn}");
+        let send = json!({"requestId": format!("r-{turn}"), "text": text});
+        let t = Instant::now();
+        post(&target, &format!("/v1/panes/{pane}/send"), send).await?;
+        wait_reply(&mut poller, &target, &pane, &mut after, &format!("You said: {text}")).await?;
+        let elapsed = t.elapsed().as_secs_f64() * 1000.0;
+        if turn > 0 {
+            ms.push(elapsed);
+        }
+        // The turn ends (the pane idle) before the next send, as on the direct side.
+        wait_idle(&target, &pane).await?;
+    }
+    drop(example);
+    Ok(ms)
+}
+
+/// Polls the pane's events after `after`, without pause, until a final
+/// `reply` item with `text`.
+async fn wait_reply(
+    poller: &mut load::Sender,
+    target: &Target,
+    pane: &str,
+    after: &mut u64,
+    text: &str,
+) -> Result<(), String> {
+    let deadline = Instant::now() + TURN_LIMIT;
+    while Instant::now() < deadline {
+        let call = Call::get(format!("/v1/panes/{pane}/events?after={after}"));
+        let resp = poller.send_request(load::request(target, &call)).await.map_err(|e| e.to_string())?;
+        let body = resp.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
+        let page: Value = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
+        if let Some(next) = page["next"].as_u64() {
+            *after = next;
+        }
+        let items = page["events"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| e["type"] == "item")
+            .map(|e| &e["item"]);
+        // A reader behind the tail gets the view instead.
+        let items = items.chain(page["items"].as_array().into_iter().flatten());
+        let mut found = false;
+        for item in items {
+            if item["kind"] == "reply" && item["text"] == text && item.get("partial").is_none() {
+                found = true;
+            }
+        }
+        if found {
+            return Ok(());
+        }
+    }
+    Err(format!("no reply {text:?} within {TURN_LIMIT:?}"))
+}
+
+async fn wait_idle(target: &Target, pane: &str) -> Result<(), String> {
+    let deadline = Instant::now() + TURN_LIMIT;
+    while Instant::now() < deadline {
+        let (_, body) = load::once(target, &Call::get("/v1/state")).await?;
+        let state: Value = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
+        let idle =
+            state["panes"].as_array().into_iter().flatten().any(|p| p["id"] == pane && p["state"] == "idle");
+        if idle {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    Err(format!("{pane} still working after {TURN_LIMIT:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn median_and_ninetieth_percentile() {
+        let t = super::times((1..=10).map(f64::from).collect());
+        assert_eq!((t.p50, t.p90), (6.0, 9.0));
+        let t = super::times(vec![3.0]);
+        assert_eq!((t.p50, t.p90), (3.0, 3.0));
+    }
+}
