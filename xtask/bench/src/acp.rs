@@ -301,7 +301,16 @@ async fn wait_reply(
     let deadline = Instant::now() + TURN_LIMIT;
     while Instant::now() < deadline {
         let call = Call::get(format!("/v1/panes/{pane}/events?after={after}"));
-        let resp = poller.send_request(load::request(target, &call)).await.map_err(|e| e.to_string())?;
+        // The agent may end a kept-alive connection (as Collie sees it
+        // too): the poller connects again and asks again.
+        let resp = match poller.send_request(load::request(target, &call)).await {
+            Ok(resp) => resp,
+            Err(e) if e.is_canceled() || e.is_closed() => {
+                *poller = load::connect(target).await?;
+                continue;
+            }
+            Err(e) => return Err(e.to_string()),
+        };
         let body = resp.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
         let page: Value = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
         if let Some(next) = page["next"].as_u64() {
