@@ -122,7 +122,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
             .join(".local/state/durable-acp"),
     };
     // What the phone sent and the agent answered is the user's alone.
-    private_folder(&data)?;
+    durable_examples::private_folder(&data)?;
     let cwd = match args.cwd {
         Some(dir) => std::path::absolute(dir)?,
         None => std::env::current_dir()?,
@@ -166,33 +166,11 @@ async fn run(args: Args) -> Result<(), BoxError> {
         writeln!(out, "listening {}", collie.address())?;
         out.flush()?;
     }
-    shutdown_signal().await?;
+    durable_examples::shutdown_signal().await?; // SIGINT or SIGTERM (lib.rs)
     // The turns running get the grace to end, with their agents still
     // there; then each agent is stopped.
     collie.close().await;
     acp.shutdown().await;
-    Ok(())
-}
-
-/// Creates a folder only its user can open (an existing one is left as it is).
-fn private_folder(dir: &std::path::Path) -> Result<(), BoxError> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| format!("cannot create {}: {e}", dir.display()).into())
-}
-
-/// SIGINT or SIGTERM.
-async fn shutdown_signal() -> Result<(), BoxError> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
     Ok(())
 }
 

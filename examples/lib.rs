@@ -38,3 +38,29 @@ pub fn logs() {
     // `try_init`: a second call (or a program that set its own) keeps the first.
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
 }
+
+/// Waits for SIGINT or SIGTERM: the examples' cue to close their `Collie`
+/// gracefully (`Collie::close`) before they exit.
+#[cfg(unix)]
+pub async fn shutdown_signal() -> std::io::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    Ok(())
+}
+
+/// Creates a folder only its user can open (0700; an existing one is left
+/// as it is): an agent's data and sessions hold its users' conversations.
+#[cfg(unix)]
+pub fn private_folder(dir: &std::path::Path) -> Result<(), String> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("cannot create {}: {e}", dir.display()))
+}

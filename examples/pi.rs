@@ -234,9 +234,9 @@ async fn run(args: Args) -> Result<(), BoxError> {
             .join(".local/state/durable-pi"),
     };
     // What the phone sent and Pi answered is the user's alone.
-    private_folder(&data)?;
+    durable_examples::private_folder(&data)?;
     let sessions = args.sessions.unwrap_or_else(|| data.join("sessions"));
-    private_folder(&sessions)?;
+    durable_examples::private_folder(&sessions)?;
     let receipts = SqliteReceiptStore::open(data.join("receipts.sqlite3"))?;
     // Served over HTTPS, allow-always is off: Allow and Deny only.
     let collie = create_core(CoreOptions::builder().host_name("pi").receipts(receipts))?;
@@ -317,7 +317,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
     // for the index) is made now, on a thread of its own: the first page
     // finds it, or waits for it.
     agent.history.warm();
-    shutdown_signal().await?;
+    durable_examples::shutdown_signal().await?; // SIGINT or SIGTERM (lib.rs)
     // The turns running get the grace to end, with their Pi still there;
     // then each Pi is stopped.
     collie.close().await;
@@ -341,28 +341,6 @@ fn take_up(agent: &Agent, collie: &Collie, kept: Vec<KeptAsk>) {
             }
         }
     }
-}
-
-/// Creates a folder only its user can open (an existing one is left as it is).
-fn private_folder(dir: &std::path::Path) -> Result<(), BoxError> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| format!("cannot create {}: {e}", dir.display()).into())
-}
-
-/// SIGINT or SIGTERM.
-async fn shutdown_signal() -> Result<(), BoxError> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
-    Ok(())
 }
 
 fn main() -> std::process::ExitCode {

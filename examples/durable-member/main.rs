@@ -193,19 +193,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
         });
     }
 
-    shutdown_signal().await?;
+    durable_examples::shutdown_signal().await?; // SIGINT or SIGTERM (lib.rs)
     collie.close().await;
-    Ok(())
-}
-
-/// SIGINT or SIGTERM.
-async fn shutdown_signal() -> Result<(), BoxError> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
     Ok(())
 }

@@ -27,6 +27,7 @@ use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, NoticeSeverity, Plan, PlanEntryStatus, SessionUpdate, ToolCall,
     ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolKind,
 };
+use durable_core::ItemCadence;
 use durable_types::{Id, Item, ItemBody, NoticeTone, ToolInfo, ToolStatus, arguments_view, call_summary};
 use serde_json::Value;
 
@@ -147,7 +148,6 @@ pub(crate) struct CallView {
 
 /// One conversation's mapping (see the module docs).
 pub(crate) struct Mapper {
-    every: Duration,
     plan_id: Id,
     prefix: String,
     replay: bool,
@@ -157,11 +157,11 @@ pub(crate) struct Mapper {
     current: Option<Block>,
     tools: HashMap<String, Tool>,
     title: Option<String>,
-    last_partial: Option<Instant>,
     dirty: bool,
     dirty_tools: HashSet<String>,
-    /// What each item was last given as: an unchanged item is not written again.
-    written: HashMap<Id, ItemBody>,
+    /// Partial items at most once per `every`; an unchanged item is not
+    /// written again.
+    cadence: ItemCadence,
 }
 
 impl Mapper {
@@ -169,7 +169,6 @@ impl Mapper {
     /// the plan is the item `plan_id`.
     pub(crate) fn new(every: Duration, plan_id: Id) -> Mapper {
         Mapper {
-            every,
             plan_id,
             prefix: "acp".into(),
             replay: false,
@@ -179,10 +178,9 @@ impl Mapper {
             current: None,
             tools: HashMap::new(),
             title: None,
-            last_partial: None,
             dirty: false,
             dirty_tools: HashSet::new(),
-            written: HashMap::new(),
+            cadence: ItemCadence::new(every),
         }
     }
 
@@ -200,8 +198,7 @@ impl Mapper {
         self.tools.clear();
         self.dirty = false;
         self.dirty_tools.clear();
-        self.written.clear();
-        self.last_partial = None;
+        self.cadence.reset();
     }
 
     /// A title the agent gave since the last call (`session_info_update`).
@@ -214,7 +211,7 @@ impl Mapper {
         if !self.dirty && self.dirty_tools.is_empty() {
             return None;
         }
-        Some(self.last_partial.map_or_else(Instant::now, |t| t + self.every))
+        Some(self.cadence.next_partial_at().unwrap_or_else(Instant::now))
     }
 
     /// The held partial items, if due at `now`.
@@ -429,7 +426,7 @@ impl Mapper {
     }
 
     fn flush_items(&mut self, now: Instant) -> Vec<Item> {
-        if self.last_partial.is_some_and(|t| now < t + self.every) {
+        if !self.cadence.partial_due(now) {
             return Vec::new();
         }
         let mut out = Vec::new();
@@ -447,22 +444,13 @@ impl Mapper {
             }
         }
         if !out.is_empty() {
-            self.last_partial = Some(now);
+            self.cadence.partials_written(now);
         }
         out
     }
 
     fn changed(&mut self, items: Vec<Item>) -> Vec<Item> {
-        items
-            .into_iter()
-            .filter(|item| {
-                if self.written.get(&item.id) == Some(&item.body) {
-                    return false;
-                }
-                self.written.insert(item.id.clone(), item.body.clone());
-                true
-            })
-            .collect()
+        self.cadence.changed(items)
     }
 }
 

@@ -57,6 +57,7 @@
 
 mod answer;
 mod asks;
+mod cadence;
 mod clock;
 mod core;
 mod handlers;
@@ -80,6 +81,7 @@ mod writes;
 pub use asks::{
     Approval, ApprovalFuture, ApprovalOptions, AskClosed, AskHandle, Decided, approval_spec, require_approval,
 };
+pub use cadence::ItemCadence;
 pub use clock::{Clock, ManualClock, WarnSink};
 pub use core::{CallerCheckMode, Core, Job, create_core};
 pub use handlers::{

@@ -238,7 +238,7 @@ fn a_stop_fails_calls_still_running_and_a_flood_stays_bounded() {
         let kind = if n % 2 == 0 { "agent_thought_chunk" } else { "agent_message_chunk" };
         m.on_update(&chunk(kind, "y"), t0);
     }
-    assert!(m.written.len() <= BLOCKS_MAX + 1, "{}", m.written.len());
+    assert!(m.cadence.remembered_items() <= BLOCKS_MAX + 1, "{}", m.cadence.remembered_items());
 }
 
 #[test]

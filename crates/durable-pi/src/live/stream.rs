@@ -12,6 +12,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
+use durable_core::ItemCadence;
 use durable_types::{Id, Item, ItemBody, NoticeTone, ToolStatus, call_summary};
 use serde_json::Value;
 
@@ -53,7 +54,6 @@ struct Tool {
 /// One turn's mapping.
 pub(crate) struct Stream {
     turn: String,
-    every: Duration,
     /// Assistant messages begun in this turn.
     messages: usize,
     /// The one being streamed: its index and blocks.
@@ -61,12 +61,11 @@ pub(crate) struct Stream {
     tools: HashMap<String, Tool>,
     users: usize,
     extras: usize,
-    last_partial: Option<Instant>,
     dirty: bool,
     dirty_tools: HashSet<String>,
-    /// What each item was last given as, so that an unchanged item is not
+    /// Partial items at most once per `every`; an unchanged item is not
     /// written again (Pi tells a tool's call and result more than once).
-    written: HashMap<Id, ItemBody>,
+    cadence: ItemCadence,
 }
 
 impl Stream {
@@ -74,16 +73,14 @@ impl Stream {
     pub(crate) fn new(turn: &str, every: Duration) -> Self {
         Stream {
             turn: turn.to_owned(),
-            every,
             messages: 0,
             current: None,
             tools: HashMap::new(),
             users: 0,
             extras: 0,
-            last_partial: None,
             dirty: false,
             dirty_tools: HashSet::new(),
-            written: HashMap::new(),
+            cadence: ItemCadence::new(every),
         }
     }
 
@@ -92,7 +89,7 @@ impl Stream {
         if !self.dirty && self.dirty_tools.is_empty() {
             return None;
         }
-        Some(self.last_partial.map_or_else(Instant::now, |t| t + self.every))
+        Some(self.cadence.next_partial_at().unwrap_or_else(Instant::now))
     }
 
     /// The held partial items, if due at `now`.
@@ -113,7 +110,7 @@ impl Stream {
     }
 
     fn flush_items(&mut self, now: Instant) -> Vec<Item> {
-        if self.last_partial.is_some_and(|t| now < t + self.every) {
+        if !self.cadence.partial_due(now) {
             return Vec::new();
         }
         let mut out = Vec::new();
@@ -127,7 +124,7 @@ impl Stream {
             }
         }
         if !out.is_empty() {
-            self.last_partial = Some(now);
+            self.cadence.partials_written(now);
         }
         out
     }
@@ -167,16 +164,7 @@ impl Stream {
     }
 
     fn changed(&mut self, items: Vec<Item>) -> Vec<Item> {
-        items
-            .into_iter()
-            .filter(|item| {
-                if self.written.get(&item.id) == Some(&item.body) {
-                    return false;
-                }
-                self.written.insert(item.id.clone(), item.body.clone());
-                true
-            })
-            .collect()
+        self.cadence.changed(items)
     }
 
     fn event_items(&mut self, event: &Value, now: Instant) -> Vec<Item> {
