@@ -19,29 +19,7 @@ use durable_types::{Id, Item, ItemBody};
 /// [`partials_written`](Self::partials_written), and passes every batch
 /// through [`changed`](Self::changed).
 ///
-/// ```
-/// use std::time::{Duration, Instant};
-/// use durable_core::ItemCadence;
-/// use durable_core::types::Item;
-///
-/// let start = Instant::now();
-/// let mut cadence = ItemCadence::new(Duration::from_millis(250));
-/// assert!(cadence.partial_due(start));
-/// cadence.partials_written(start);
-/// assert!(!cadence.partial_due(start + Duration::from_millis(100)));
-/// assert_eq!(cadence.next_partial_at(), Some(start + Duration::from_millis(250)));
-///
-/// let reply = Item::reply("r1", "Hello").unwrap();
-/// assert_eq!(cadence.changed(vec![reply.clone()]).len(), 1);
-/// assert!(cadence.changed(vec![reply.clone()]).is_empty(), "unchanged: not written again");
-/// let grown = Item::reply("r1", "Hello!").unwrap();
-/// assert_eq!(cadence.changed(vec![grown]).len(), 1, "a new body is written");
-///
-/// cadence.reset();
-/// assert_eq!(cadence.remembered_items(), 0);
-/// assert!(cadence.partial_due(start));
-/// assert_eq!(cadence.changed(vec![reply]).len(), 1);
-/// ```
+/// `tests/cadence.rs` shows it at work.
 #[derive(Debug, Clone)]
 pub struct ItemCadence {
     every: Duration,
