@@ -340,9 +340,11 @@ pub trait ReceiptStore: Send + Sync + 'static {
         let _ = request_id;
     }
 
-    /// Records a send before it is answered (§9.1): the core calls it first,
-    /// then [`set_send_state`](Self::set_send_state) as its turn starts and
-    /// ends. A store that keeps these across a restart lets the next run
+    /// Records a send before it is answered (§9.1): the core calls it first
+    /// — in state `Queued` for a send that waits for the pane, `Running` for
+    /// one whose turn starts at once (one commit on the way to the turn) —
+    /// then [`set_send_state`](Self::set_send_state) as its turn starts
+    /// (when it waited) and ends. A store that keeps these across a restart lets the next run
     /// deliver the sends still queued and close, with a notice, those whose
     /// turn the restart cut. The default keeps nothing (sends acknowledged
     /// before a restart are then gone with the process). Returns once kept.

@@ -235,12 +235,17 @@ impl Core {
     /// `Err(Stopping)` when a graceful stop began: nothing was done. The
     /// turn is counted from here, before the stop is looked at, so either
     /// the stop sees this turn (and waits for it) or this sees the stop.
+    ///
+    /// `recorded` is the state the send was recorded in: one recorded
+    /// `Running` already (a send delivered as it arrives) is not marked
+    /// again, which saves the store a commit on the way to the turn.
     async fn deliver(
         &self,
         pane: &Id,
         takers: &Takers,
         request_id: &Id,
         text: &str,
+        recorded: SendState,
     ) -> Result<Taken<()>, Stopping> {
         let running = TurnRunning::begin(self.clone());
         if self.is_stopping() {
@@ -269,7 +274,11 @@ impl Core {
             controller,
         };
         let receipts = self.shared.options.receipts.clone();
-        if let Err(e) = receipts.set_send_state_dyn(request_id.as_str(), SendState::Running).await {
+        let marked = match recorded {
+            SendState::Running => Ok(()),
+            _ => receipts.set_send_state_dyn(request_id.as_str(), SendState::Running).await,
+        };
+        if let Err(e) = marked {
             // Without the mark a restart would take the turn for one not
             // begun and run it again: better not to begin it.
             return Ok(Taken::Refused(format!("the send's turn could not be recorded ({e})")));
@@ -414,16 +423,18 @@ impl Core {
                 let next = core.lock().next_queued_send(&pane);
                 let Some(send) = next else { return };
                 let Some(takers) = core.handlers_of(&pane) else { return };
-                let why = match core.deliver(&pane, &takers, &send.request_id, &send.text).await {
-                    Ok(Taken::Refused(reason)) => Some(reason),
-                    Ok(Taken::NotSupported) => Some("no handler takes send here".to_owned()),
-                    Ok(Taken::Yes(())) => None,
-                    Err(Stopping) => {
-                        // Back where it was, for the next start.
-                        core.lock().requeue_send(&pane, send);
-                        return;
-                    }
-                };
+                let why =
+                    match core.deliver(&pane, &takers, &send.request_id, &send.text, SendState::Queued).await
+                    {
+                        Ok(Taken::Refused(reason)) => Some(reason),
+                        Ok(Taken::NotSupported) => Some("no handler takes send here".to_owned()),
+                        Ok(Taken::Yes(())) => None,
+                        Err(Stopping) => {
+                            // Back where it was, for the next start.
+                            core.lock().requeue_send(&pane, send);
+                            return;
+                        }
+                    };
                 if let Some(reason) = why {
                     let receipts = &core.shared.options.receipts;
                     if let Err(e) =
@@ -473,15 +484,38 @@ pub(crate) async fn send(core: &Core, pane: Id, body: SendBody, arrival: Timesta
             Err(ran) => return ran,
         };
         // Recorded before anything runs, under the pane's lock (§9.1): a
-        // restart finds it, and finds it answered only if its receipt was kept.
-        let record = PendingSend::new(request_id.as_str(), pane.as_str(), text.as_str(), SendState::Queued);
-        if let Err(e) = core.shared.options.receipts.record_send_dyn(record).await {
-            return Ran::unstored(respond::error(
-                ErrorCode::Internal,
-                format!("the send could not be recorded ({e}); nothing ran, retry it"),
-            ));
-        }
-        let ((working, behind), current_turn) = {
+        // restart finds it, and finds it answered only if its receipt was
+        // kept. A send that runs at once is recorded `Running` (one commit
+        // before its turn, not two); one that waits, `Queued`. Whether it
+        // waits is looked at again after each store write: a turn the
+        // program began itself may start or end meanwhile (the sends
+        // queued behind the pane only change under its lock, held here).
+        let mut recorded: Option<SendState> = None;
+        let ((working, behind), current_turn) = loop {
+            let waits = core
+                .lock()
+                .pane(&pane)
+                .is_some_and(|p| p.state() == durable_types::PaneState::Working || p.has_queued());
+            let want = if waits { SendState::Queued } else { SendState::Running };
+            if recorded != Some(want) {
+                let receipts = &core.shared.options.receipts;
+                let written = match recorded {
+                    None => {
+                        let record =
+                            PendingSend::new(request_id.as_str(), pane.as_str(), text.as_str(), want);
+                        receipts.record_send_dyn(record).await
+                    }
+                    Some(_) => receipts.set_send_state_dyn(request_id.as_str(), want).await,
+                };
+                if let Err(e) = written {
+                    return Ran::unstored(respond::error(
+                        ErrorCode::Internal,
+                        format!("the send could not be recorded ({e}); nothing ran, retry it"),
+                    ));
+                }
+                recorded = Some(want);
+                continue;
+            }
             let mut st = core.lock();
             if let Some(ask) = st.open_asks_of(&pane).first().cloned() {
                 return Ran::unstored(respond::failure(
@@ -515,6 +549,10 @@ pub(crate) async fn send(core: &Core, pane: Id, body: SendBody, arrival: Timesta
             // Sends still queued from the last turn go first: this one
             // waits behind them.
             let behind = p.has_queued();
+            if (working || behind) != waits {
+                // It moved since the record: recorded again, in the other state.
+                continue;
+            }
             if (working || behind) && p.queued_len() >= QUEUE_MAX {
                 return Ran::unstored(respond::error(
                     ErrorCode::Busy,
@@ -524,7 +562,7 @@ pub(crate) async fn send(core: &Core, pane: Id, body: SendBody, arrival: Timesta
             if working || behind {
                 st.queue_send(&pane, QueuedSend { request_id: request_id.clone(), text: text.clone() });
             }
-            ((working, behind), current)
+            break ((working, behind), current);
         };
         let turn = current_turn.map_or(Value::Null, Value::String);
         let group = format!("pane:{pane}");
@@ -534,7 +572,7 @@ pub(crate) async fn send(core: &Core, pane: Id, body: SendBody, arrival: Timesta
             }
             return ok(WriteResponse::new("queued", request_id.clone()).with("turnId", turn), group);
         }
-        match core.deliver(&pane, &takers, &request_id, &text).await {
+        match core.deliver(&pane, &takers, &request_id, &text, SendState::Running).await {
             Ok(Taken::Yes(())) => {
                 ok(WriteResponse::new("sent", request_id.clone()).with("turnId", turn), group)
             }

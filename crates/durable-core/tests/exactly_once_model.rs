@@ -537,7 +537,7 @@ fn model_first_run_refused_then_a_duplicate_runs_itself() {
         world
     });
     report("first run refused", explored);
-    assert_eq!(explored.schedules, 7421, "the whole tree");
+    assert_eq!(explored.schedules, 5336, "the whole tree");
 }
 
 /// (6) The store's `claim` fails for the first request (`500`, nothing
@@ -611,7 +611,7 @@ fn model_a_dropped_send_a_duplicate_and_a_retry() {
         world
     });
     report("a dropped send", explored);
-    assert_eq!(explored.schedules, 370, "the whole tree");
+    assert_eq!(explored.schedules, 294, "the whole tree");
 }
 
 /// (7b) The same with an answer: a repeat of an applied answer replays

@@ -15,6 +15,8 @@ use serde_json::json;
 struct Disk {
     receipts: Vec<(String, Receipt)>,
     sends: Vec<PendingSend>,
+    /// The journal's writes, in order: `record <id> <state>`, `state <id> <state>`.
+    writes: Vec<String>,
 }
 
 #[derive(Clone, Default)]
@@ -39,6 +41,7 @@ impl ReceiptStore for JournalStore {
 
     async fn record_send(&self, send: PendingSend) -> Result<(), StoreError> {
         let mut disk = self.0.lock().unwrap();
+        disk.writes.push(format!("record {} {}", send.request_id, send.state.as_str()));
         disk.sends.retain(|s| s.request_id != send.request_id);
         disk.sends.push(send);
         Ok(())
@@ -46,6 +49,7 @@ impl ReceiptStore for JournalStore {
 
     async fn set_send_state(&self, request_id: &str, state: SendState) -> Result<(), StoreError> {
         let mut disk = self.0.lock().unwrap();
+        disk.writes.push(format!("state {request_id} {}", state.as_str()));
         if let Some(s) = disk.sends.iter_mut().find(|s| s.request_id == request_id) {
             s.state = state;
         }
@@ -223,4 +227,45 @@ async fn a_repeat_that_waited_for_the_first_send_says_where_it_stands_too() {
     assert_eq!(harness::without_replayed(&repeat.json), harness::without_replayed(&first.json));
     let later = h.post(SEND, body).await;
     assert!(later.delivery.is_some(), "a later replay says it too: {:?}", later.json);
+}
+
+/// Holds its turn until told to end it.
+struct Held(Arc<tokio::sync::Notify>);
+
+impl ChatHandler for Held {
+    async fn turn(&self, turn: Turn) {
+        self.0.notified().await;
+        turn.reply("done");
+    }
+}
+
+#[tokio::test]
+async fn a_send_run_at_once_is_recorded_running_in_one_write_and_a_queued_one_moves_from_queued() {
+    let store = JournalStore::default();
+    let agent = Harness::with(|b| b.receipts(store.clone()));
+    let release = Arc::new(tokio::sync::Notify::new());
+    agent.pane().on_send(Held(release.clone())).unwrap();
+    agent.core.ready();
+    let first = agent.post(SEND, json!({"requestId": "r-1", "text": "one"})).await;
+    assert_eq!(first.json["result"], "sent", "{:?}", first.json);
+    let second = agent.post(SEND, json!({"requestId": "r-2", "text": "two"})).await;
+    assert_eq!(second.json["result"], "queued", "{:?}", second.json);
+    let writes = |store: &JournalStore| store.0.lock().unwrap().writes.clone();
+    // Before its turn: r-1 one write, already `running`; r-2 waits, `queued`.
+    assert_eq!(writes(&store), ["record r-1 running", "record r-2 queued"]);
+    release.notify_one();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !writes(&store).contains(&"state r-2 running".to_owned()) {
+        assert!(std::time::Instant::now() < deadline, "r-2 never ran: {:?}", writes(&store));
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    release.notify_one();
+    while !writes(&store).contains(&"state r-2 done".to_owned()) {
+        assert!(std::time::Instant::now() < deadline, "r-2 never ended: {:?}", writes(&store));
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert_eq!(
+        writes(&store),
+        ["record r-1 running", "record r-2 queued", "state r-1 done", "state r-2 running", "state r-2 done"]
+    );
 }

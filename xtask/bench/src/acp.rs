@@ -9,7 +9,8 @@
 //! - relayed: `examples/acp.rs` (a release build, run as a process: this
 //!   package stays on Rust 1.85 and durable-acp needs 1.88) over its
 //!   socket: from the `send` until a client polling the pane's events in a
-//!   tight loop (one keep-alive connection) reads the reply final.
+//!   tight loop reads the reply final (writes on one kept-alive
+//!   connection, polls on another, as Collie keeps them).
 //!
 //! Each: one warm-up turn, then [`TURNS`] turns; the median and the 90th
 //! percentile, and the ratio of the medians.
@@ -230,9 +231,33 @@ impl Drop for Example {
     }
 }
 
+/// `call` on the kept-alive connection `sender`, as Collie sends its
+/// requests: when the agent has ended that connection, on a new one (a
+/// write sent again is replayed by its request id, never run twice).
+async fn kept(
+    sender: &mut load::Sender,
+    target: &Target,
+    call: &Call,
+) -> Result<(u16, bytes::Bytes), String> {
+    for _ in 0..3 {
+        let resp = match sender.send_request(load::request(target, call)).await {
+            Ok(resp) => resp,
+            Err(e) if e.is_canceled() || e.is_closed() => {
+                *sender = load::connect(target).await?;
+                continue;
+            }
+            Err(e) => return Err(e.to_string()),
+        };
+        let status = resp.status().as_u16();
+        let body = resp.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
+        return Ok((status, body));
+    }
+    Err(format!("{}: the connection kept closing", call.path))
+}
+
 /// A `POST` that must answer 200: its body.
-async fn post(target: &Target, path: &str, body: Value) -> Result<Value, String> {
-    let (status, answer) = load::once(target, &Call::post(path, body.to_string())).await?;
+async fn post(sender: &mut load::Sender, target: &Target, path: &str, body: Value) -> Result<Value, String> {
+    let (status, answer) = kept(sender, target, &Call::post(path, body.to_string())).await?;
     if status != 200 {
         return Err(format!("POST {path}: {status} {}", String::from_utf8_lossy(&answer)));
     }
@@ -265,8 +290,15 @@ async fn relayed(root: &Path, exe: &Path, pi_acp: &Path, pi_faux: &Path) -> Resu
         return Err(format!("the acp example said {first:?}"));
     }
     let target = Target::from_address(socket.to_str().ok_or("a socket path that is not UTF-8")?, "");
-    let started =
-        post(&target, "/v1/starters/new-conversation", json!({"requestId": "st-0", "text": "hello"})).await?;
+    // Writes on one kept-alive connection, polls on another, as Collie does.
+    let mut writer = load::connect(&target).await?;
+    let started = post(
+        &mut writer,
+        &target,
+        "/v1/starters/new-conversation",
+        json!({"requestId": "st-0", "text": "hello"}),
+    )
+    .await?;
     let pane = started["pane"].as_str().ok_or_else(|| format!("the starter answered {started}"))?.to_owned();
     let mut poller = load::connect(&target).await?;
     let mut after = 0u64;
@@ -276,14 +308,14 @@ async fn relayed(root: &Path, exe: &Path, pi_acp: &Path, pi_faux: &Path) -> Resu
         let text = format!("hello {turn}");
         let send = json!({"requestId": format!("r-{turn}"), "text": text});
         let t = Instant::now();
-        post(&target, &format!("/v1/panes/{pane}/send"), send).await?;
+        post(&mut writer, &target, &format!("/v1/panes/{pane}/send"), send).await?;
         wait_reply(&mut poller, &target, &pane, &mut after, &format!("You said: {text}")).await?;
         let elapsed = t.elapsed().as_secs_f64() * 1000.0;
         if turn > 0 {
             ms.push(elapsed);
         }
         // The turn ends (the pane idle) before the next send, as on the direct side.
-        wait_idle(&target, &pane).await?;
+        wait_idle(&mut writer, &target, &pane).await?;
     }
     drop(example);
     Ok(ms)
@@ -301,17 +333,7 @@ async fn wait_reply(
     let deadline = Instant::now() + TURN_LIMIT;
     while Instant::now() < deadline {
         let call = Call::get(format!("/v1/panes/{pane}/events?after={after}"));
-        // The agent may end a kept-alive connection (as Collie sees it
-        // too): the poller connects again and asks again.
-        let resp = match poller.send_request(load::request(target, &call)).await {
-            Ok(resp) => resp,
-            Err(e) if e.is_canceled() || e.is_closed() => {
-                *poller = load::connect(target).await?;
-                continue;
-            }
-            Err(e) => return Err(e.to_string()),
-        };
-        let body = resp.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
+        let (_, body) = kept(poller, target, &call).await?;
         let page: Value = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
         if let Some(next) = page["next"].as_u64() {
             *after = next;
@@ -337,10 +359,10 @@ async fn wait_reply(
     Err(format!("no reply {text:?} within {TURN_LIMIT:?}"))
 }
 
-async fn wait_idle(target: &Target, pane: &str) -> Result<(), String> {
+async fn wait_idle(sender: &mut load::Sender, target: &Target, pane: &str) -> Result<(), String> {
     let deadline = Instant::now() + TURN_LIMIT;
     while Instant::now() < deadline {
-        let (_, body) = load::once(target, &Call::get("/v1/state")).await?;
+        let (_, body) = kept(sender, target, &Call::get("/v1/state")).await?;
         let state: Value = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
         let idle =
             state["panes"].as_array().into_iter().flatten().any(|p| p["id"] == pane && p["state"] == "idle");
