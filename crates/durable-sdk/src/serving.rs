@@ -31,7 +31,9 @@ use crate::error::Error;
 ///
 /// Over HTTPS the token is the only barrier, so serving there turns the
 /// agent's allow-always options off (only Allow and Deny, contract §1.2)
-/// unless [`allow_always(true)`](Transport::allow_always) keeps them.
+/// unless `allow_always(true)` (feature `tls`) keeps them.
+#[cfg_attr(feature = "tls", doc = "")]
+#[cfg_attr(feature = "tls", doc = "See [`Transport::allow_always`].")]
 pub struct Transport {
     kind: Kind,
     limits: Option<Limits>,
