@@ -18,8 +18,6 @@ use durable_types::{Id, Item, ItemBody};
 /// when to write them, checks [`partial_due`](Self::partial_due), says
 /// [`partials_written`](Self::partials_written), and passes every batch
 /// through [`changed`](Self::changed).
-///
-/// `tests/cadence.rs` shows it at work.
 #[derive(Debug, Clone)]
 pub struct ItemCadence {
     every: Duration,

@@ -486,83 +486,84 @@ pub(crate) async fn send(core: &Core, pane: Id, body: SendBody, arrival: Timesta
         // Recorded before anything runs, under the pane's lock (§9.1): a
         // restart finds it, and finds it answered only if its receipt was
         // kept. A send that runs at once is recorded `Running` (one commit
-        // before its turn, not two); one that waits, `Queued`. Whether it
-        // waits is looked at again after each store write: a turn the
-        // program began itself may start or end meanwhile (the sends
-        // queued behind the pane only change under its lock, held here).
+        // before its turn, not two); one that waits, `Queued`. The checks
+        // run again after each store write: a turn the program began itself
+        // may start or end meanwhile (the sends queued behind the pane only
+        // change under its lock, held here).
         let mut recorded: Option<SendState> = None;
         let ((working, behind), current_turn) = loop {
-            let waits = core
-                .lock()
-                .pane(&pane)
-                .is_some_and(|p| p.state() == durable_types::PaneState::Working || p.has_queued());
-            let want = if waits { SendState::Queued } else { SendState::Running };
-            if recorded != Some(want) {
-                let receipts = &core.shared.options.receipts;
-                let written = match recorded {
-                    None => {
-                        let record =
-                            PendingSend::new(request_id.as_str(), pane.as_str(), text.as_str(), want);
-                        receipts.record_send_dyn(record).await
-                    }
-                    Some(_) => receipts.set_send_state_dyn(request_id.as_str(), want).await,
-                };
-                if let Err(e) = written {
-                    return Ran::unstored(respond::error(
-                        ErrorCode::Internal,
-                        format!("the send could not be recorded ({e}); nothing ran, retry it"),
-                    ));
-                }
-                recorded = Some(want);
-                continue;
-            }
-            let mut st = core.lock();
-            if let Some(ask) = st.open_asks_of(&pane).first().cloned() {
-                return Ran::unstored(respond::failure(
-                    ErrorBody::new(
-                        ErrorCode::AskOpen,
-                        "the pane has an open ask: answer it, or steer or stop",
-                    )
-                    .with("askId", ask),
-                ));
-            }
-            let Some(p) = st.pane(&pane) else { return no_pane(&pane) };
-            let current = p.turn_id().map(str::to_owned);
-            // `turnId: null` says the phone saw no turn yet: any turn since moved it.
-            if let Some(seen) = &turn_id {
-                if seen.as_ref() != current.as_ref() {
+            // Checked under the state lock; `Err(state)`: the send passes
+            // them and is to be recorded in `state` first (a refused send
+            // is never written).
+            let decided = 'look: {
+                let mut st = core.lock();
+                if let Some(ask) = st.open_asks_of(&pane).first().cloned() {
                     return Ran::unstored(respond::failure(
                         ErrorBody::new(
-                            ErrorCode::TurnMoved,
-                            "a turn began after the one this send was written for",
+                            ErrorCode::AskOpen,
+                            "the pane has an open ask: answer it, or steer or stop",
                         )
-                        .with("turnId", current.map_or(Value::Null, Value::String)),
+                        .with("askId", ask),
                     ));
                 }
-            }
-            if core.is_stopping() {
-                // No turn starts in a graceful stop, and nothing is
-                // acknowledged that would not run: the phone sends it again.
-                return stopping();
-            }
-            let working = p.state() == durable_types::PaneState::Working;
-            // Sends still queued from the last turn go first: this one
-            // waits behind them.
-            let behind = p.has_queued();
-            if (working || behind) != waits {
-                // It moved since the record: recorded again, in the other state.
-                continue;
-            }
-            if (working || behind) && p.queued_len() >= QUEUE_MAX {
+                let Some(p) = st.pane(&pane) else { return no_pane(&pane) };
+                let current = p.turn_id().map(str::to_owned);
+                // `turnId: null` says the phone saw no turn yet: any turn since moved it.
+                if let Some(seen) = &turn_id {
+                    if seen.as_ref() != current.as_ref() {
+                        return Ran::unstored(respond::failure(
+                            ErrorBody::new(
+                                ErrorCode::TurnMoved,
+                                "a turn began after the one this send was written for",
+                            )
+                            .with("turnId", current.map_or(Value::Null, Value::String)),
+                        ));
+                    }
+                }
+                if core.is_stopping() {
+                    // No turn starts in a graceful stop, and nothing is
+                    // acknowledged that would not run: the phone sends it again.
+                    return stopping();
+                }
+                let working = p.state() == durable_types::PaneState::Working;
+                // Sends still queued from the last turn go first: this one
+                // waits behind them.
+                let behind = p.has_queued();
+                let want = if working || behind { SendState::Queued } else { SendState::Running };
+                if (working || behind) && p.queued_len() >= QUEUE_MAX {
+                    return Ran::unstored(respond::error(
+                        ErrorCode::Busy,
+                        format!("pane {pane} already has {QUEUE_MAX} sends queued; try again after the turn"),
+                    ));
+                }
+                if recorded != Some(want) {
+                    break 'look Err(want);
+                }
+                if working || behind {
+                    st.queue_send(&pane, QueuedSend { request_id: request_id.clone(), text: text.clone() });
+                }
+                Ok(((working, behind), current))
+            };
+            let want = match decided {
+                Ok(found) => break found,
+                Err(want) => want,
+            };
+            // Written without the state lock, then everything looked at again.
+            let receipts = &core.shared.options.receipts;
+            let written = match recorded {
+                None => {
+                    let record = PendingSend::new(request_id.as_str(), pane.as_str(), text.as_str(), want);
+                    receipts.record_send_dyn(record).await
+                }
+                Some(_) => receipts.set_send_state_dyn(request_id.as_str(), want).await,
+            };
+            if let Err(e) = written {
                 return Ran::unstored(respond::error(
-                    ErrorCode::Busy,
-                    format!("pane {pane} already has {QUEUE_MAX} sends queued; try again after the turn"),
+                    ErrorCode::Internal,
+                    format!("the send could not be recorded ({e}); nothing ran, retry it"),
                 ));
             }
-            if working || behind {
-                st.queue_send(&pane, QueuedSend { request_id: request_id.clone(), text: text.clone() });
-            }
-            break ((working, behind), current);
+            recorded = Some(want);
         };
         let turn = current_turn.map_or(Value::Null, Value::String);
         let group = format!("pane:{pane}");

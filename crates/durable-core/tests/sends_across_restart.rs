@@ -253,17 +253,10 @@ async fn a_send_run_at_once_is_recorded_running_in_one_write_and_a_queued_one_mo
     let writes = |store: &JournalStore| store.0.lock().unwrap().writes.clone();
     // Before its turn: r-1 one write, already `running`; r-2 waits, `queued`.
     assert_eq!(writes(&store), ["record r-1 running", "record r-2 queued"]);
-    release.notify_one();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !writes(&store).contains(&"state r-2 running".to_owned()) {
-        assert!(std::time::Instant::now() < deadline, "r-2 never ran: {:?}", writes(&store));
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
-    release.notify_one();
-    while !writes(&store).contains(&"state r-2 done".to_owned()) {
-        assert!(std::time::Instant::now() < deadline, "r-2 never ended: {:?}", writes(&store));
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+    release.notify_one(); // r-1's turn ends; r-2's begins
+    agent.settle().await;
+    release.notify_one(); // r-2's ends
+    agent.settle().await;
     assert_eq!(
         writes(&store),
         ["record r-1 running", "record r-2 queued", "state r-1 done", "state r-2 running", "state r-2 done"]
