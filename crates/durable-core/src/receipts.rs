@@ -344,9 +344,10 @@ pub trait ReceiptStore: Send + Sync + 'static {
     /// — in state `Queued` for a send that waits for the pane, `Running` for
     /// one whose turn starts at once (one commit on the way to the turn) —
     /// then [`set_send_state`](Self::set_send_state) as its turn starts
-    /// (when it waited) and ends. A store that keeps these across a restart lets the next run
-    /// deliver the sends still queued and close, with a notice, those whose
-    /// turn the restart cut. The default keeps nothing (sends acknowledged
+    /// (when it waited) and ends. A send the core refuses is not recorded.
+    /// A store that keeps these across a restart lets the next run deliver
+    /// the sends still queued and close, with a notice, those whose turn
+    /// the restart cut. The default keeps nothing (sends acknowledged
     /// before a restart are then gone with the process). Returns once kept.
     fn record_send(&self, send: PendingSend) -> impl Future<Output = Result<(), StoreError>> + Send {
         let _ = send;
