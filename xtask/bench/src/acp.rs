@@ -10,12 +10,19 @@
 //!   package stays on Rust 1.85 and durable-acp needs 1.88) over its
 //!   socket: from the `send` until a client polling the pane's events in a
 //!   tight loop reads the reply final (writes on one kept-alive
-//!   connection, polls on another, as Collie keeps them).
+//!   connection, polls on another, as Collie keeps them);
+//! - floor: the same client against the least relay that keeps the wire's
+//!   §9.1 (a send committed to SQLite before its prompt), this program's
+//!   `bench-relay` ([`crate::relay`]), in a process of its own: what any
+//!   relay costs on this machine, so that the relayed figure reads as
+//!   durable-acp's own part (relayed ÷ floor) and the part no relay can
+//!   avoid (floor ÷ direct).
 //!
 //! Each: one warm-up turn, then [`TURNS`] turns; the median and the 90th
 //! percentile, and the ratio of the medians.
 
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -62,13 +69,22 @@ pub(crate) async fn run(dir: &Path) -> Result<(), String> {
         "acp: a scripted turn (pi-acp 0.0.34 + Pi 1.6.0, faux model), send → final reply, {TURNS} turns after one"
     );
     let direct = times(direct(&setup(dir, "acp-direct")?, &pi_acp, &pi_faux).await?);
-    let relayed = times(relayed(&setup(dir, "acp-relayed")?, &exe, &pi_acp, &pi_faux).await?);
-    println!("{:<46} {:>9} {:>9}", "", "p50 ms", "p90 ms");
-    println!("{:<46} {:>9.1} {:>9.1}", "direct over ACP (JSON lines to pi-acp)", direct.p50, direct.p90);
+    let root = setup(dir, "acp-floor")?;
+    let floor = times(relayed(floor_relay(&root, &pi_acp, &pi_faux)?, &root).await?);
+    let root = setup(dir, "acp-relayed")?;
+    let relayed = times(relayed(example(&root, &exe, &pi_acp, &pi_faux)?, &root).await?);
+    println!("{:<48} {:>9} {:>9}", "", "p50 ms", "p90 ms");
+    println!("{:<48} {:>9.1} {:>9.1}", "direct over ACP (JSON lines to pi-acp)", direct.p50, direct.p90);
     println!(
-        "{:<46} {:>9.1} {:>9.1}",
+        "{:<48} {:>9.1} {:>9.1}",
+        "floor: a bare relay, one commit (socket, polled)", floor.p50, floor.p90
+    );
+    println!(
+        "{:<48} {:>9.1} {:>9.1}",
         "relayed through durable-acp (socket, polled)", relayed.p50, relayed.p90
     );
+    println!("floor ÷ direct (medians): {:.2}×", floor.p50 / direct.p50);
+    println!("relayed ÷ floor (medians): {:.2}×", relayed.p50 / floor.p50);
     println!("relayed ÷ direct (medians): {:.2}×", relayed.p50 / direct.p50);
     Ok(())
 }
@@ -215,13 +231,16 @@ async fn direct(root: &Path, pi_acp: &Path, pi_faux: &Path) -> Result<Vec<f64>, 
     Ok(ms)
 }
 
-/// The example, killed when dropped.
-struct Example(Child);
+/// A relay (the example, or the floor relay) in a process group of its
+/// own, ended when dropped.
+struct Server(Child);
 
-impl Drop for Example {
+impl Drop for Server {
     fn drop(&mut self) {
-        // SIGTERM: it ends its agents on the way out.
-        let _ = Command::new("kill").arg(self.0.id().to_string()).status();
+        // SIGTERM to its group: the example ends its agents on the way out
+        // (they run in groups of their own); the floor relay's agent is in
+        // its group.
+        let _ = Command::new("kill").args(["--", &format!("-{}", self.0.id())]).status();
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline && !matches!(self.0.try_wait(), Ok(Some(_))) {
             std::thread::sleep(Duration::from_millis(20));
@@ -264,8 +283,8 @@ async fn post(sender: &mut load::Sender, target: &Target, path: &str, body: Valu
     serde_json::from_slice(&answer).map_err(|e| e.to_string())
 }
 
-async fn relayed(root: &Path, exe: &Path, pi_acp: &Path, pi_faux: &Path) -> Result<Vec<f64>, String> {
-    let socket = root.join("sock/app.sock");
+/// `examples/acp.rs` on pi-acp, on a socket in `root`.
+fn example(root: &Path, exe: &Path, pi_acp: &Path, pi_faux: &Path) -> Result<Command, String> {
     let mut cmd = Command::new(exe);
     cmd.arg("--agent")
         .arg(pi_acp)
@@ -274,20 +293,48 @@ async fn relayed(root: &Path, exe: &Path, pi_acp: &Path, pi_faux: &Path) -> Resu
         .arg("--data")
         .arg(root.join("data"))
         .arg("--socket")
-        .arg(&socket);
+        .arg(root.join("sock/app.sock"));
     agent_env(&mut cmd, root, pi_faux);
+    Ok(cmd)
+}
+
+/// The floor relay (`xtask-bench bench-relay`, this program) on pi-acp,
+/// on a socket in `root`.
+fn floor_relay(root: &Path, pi_acp: &Path, pi_faux: &Path) -> Result<Command, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
+    std::fs::create_dir_all(root.join("data")).map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(exe);
+    cmd.arg("bench-relay")
+        .arg("--agent")
+        .arg(pi_acp)
+        .arg("--cwd")
+        .arg(root.join("project"))
+        .arg("--db")
+        .arg(root.join("data/sends.sqlite3"))
+        .arg("--socket")
+        .arg(root.join("sock/app.sock"));
+    agent_env(&mut cmd, root, pi_faux);
+    Ok(cmd)
+}
+
+/// Starts the relay `cmd` (it prints `listening <socket>`) and measures
+/// turns through it.
+async fn relayed(mut cmd: Command, root: &Path) -> Result<Vec<f64>, String> {
+    let socket = root.join("sock/app.sock");
+    let program = cmd.get_program().to_string_lossy().into_owned();
     let mut child = cmd
         .env_remove("COLLIE_TOKEN")
         .env_remove("COLLIE_TOKEN_NEXT")
+        .process_group(0)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| format!("{}: {e}", exe.display()))?;
+        .map_err(|e| format!("{program}: {e}"))?;
     let stdout = child.stdout.take().ok_or("no stdout")?;
-    let example = Example(child);
+    let server = Server(child);
     let first = BufReader::new(stdout).lines().next().and_then(Result::ok).unwrap_or_default();
     if first.strip_prefix("listening ") != socket.to_str() {
-        return Err(format!("the acp example said {first:?}"));
+        return Err(format!("{program} said {first:?}"));
     }
     let target = Target::from_address(socket.to_str().ok_or("a socket path that is not UTF-8")?, "");
     // Writes on one kept-alive connection, polls on another, as Collie does.
@@ -317,7 +364,7 @@ async fn relayed(root: &Path, exe: &Path, pi_acp: &Path, pi_faux: &Path) -> Resu
         // The turn ends (the pane idle) before the next send, as on the direct side.
         wait_idle(&mut writer, &target, &pane).await?;
     }
-    drop(example);
+    drop(server);
     Ok(ms)
 }
 

@@ -21,7 +21,8 @@
 //! full pane), `pi` (the Pi example over 100, 1,000 and 10,000 sessions:
 //! the start to the first state, history pages, memory; `pi.rs`) and `acp`
 //! (a scripted turn relayed through durable-acp against the same turn
-//! driven over ACP directly; `acp.rs`). Where
+//! driven over ACP directly, and through a bare relay as the floor;
+//! `acp.rs`, `relay.rs`). Where
 //! `cargo xtask install-pi` has put node in `.tools/`,
 //! each case is also served by `node:http` (`node:https` over HTTPS) alone
 //! (`bare.js`).
@@ -30,6 +31,7 @@ mod acp;
 mod instructions;
 pub mod load;
 mod pi;
+pub mod relay;
 pub mod serve;
 
 use std::io::{BufRead, BufReader};

@@ -13,6 +13,8 @@ fn main() -> ExitCode {
     match args.first().map(String::as_str) {
         Some("bench") => xtask_bench::main(&args[1..]),
         Some("bench-serve") => xtask_bench::serve::main(&args[1..]),
+        // The floor of the `acp` group: the least relay that keeps §9.1.
+        Some("bench-relay") => xtask_bench::relay::main(&args[1..]),
         // Many pollers against the desk for a minute; memory after a flood.
         Some("soak") => soak::main(&args[1..]),
         Some("flood") => soak::flood_main(&args[1..]),
