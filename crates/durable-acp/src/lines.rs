@@ -21,6 +21,9 @@ use tokio::sync::Semaphore;
 /// read fits; a 100 MiB line is dropped).
 pub(crate) const LINE_MAX: usize = 16 * 1024 * 1024;
 
+/// How much one read of the agent's output takes at most.
+const CHUNK: usize = 64 * 1024;
+
 /// `session/update` lines handed on and not yet shown, at most.
 pub(crate) const UPDATES_IN_FLIGHT: usize = 1024;
 
@@ -34,6 +37,9 @@ pub(crate) fn update_gate() -> Arc<Semaphore> {
 pub(crate) struct LineReader<R> {
     reader: R,
     buf: Vec<u8>,
+    /// Where each read lands before it is looked at (one allocation for
+    /// the reader's life, not one per line).
+    chunk: Box<[u8]>,
     /// How far `buf` was searched for a newline.
     scanned: usize,
     /// Inside a line past the bound: bytes are dropped up to its end.
@@ -44,12 +50,19 @@ pub(crate) struct LineReader<R> {
 
 impl<R: AsyncRead + Unpin> LineReader<R> {
     pub(crate) fn new(reader: R, max: usize) -> Self {
-        LineReader { reader, buf: Vec::new(), scanned: 0, skipping: false, eof: false, max }
+        LineReader {
+            reader,
+            buf: Vec::new(),
+            chunk: vec![0u8; CHUNK].into_boxed_slice(),
+            scanned: 0,
+            skipping: false,
+            eof: false,
+            max,
+        }
     }
 
     /// The next line without its newline; `None` at the end.
     pub(crate) async fn next_line(&mut self) -> std::io::Result<Option<Vec<u8>>> {
-        let mut chunk = vec![0u8; 64 * 1024];
         loop {
             if let Some(at) = self.buf[self.scanned..].iter().position(|&b| b == b'\n') {
                 let end = self.scanned + at;
@@ -76,12 +89,12 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 self.scanned = 0;
                 return Ok(if rest.is_empty() || self.skipping { None } else { Some(rest) });
             }
-            let n = self.reader.read(&mut chunk).await?;
+            let n = self.reader.read(&mut self.chunk).await?;
             if n == 0 {
                 self.eof = true;
                 continue;
             }
-            let mut got = &chunk[..n];
+            let mut got = &self.chunk[..n];
             if self.skipping {
                 match got.iter().position(|&b| b == b'\n') {
                     Some(at) => {
@@ -181,7 +194,7 @@ mod tests {
         let mut reader = LineReader::new(&input[..], 100);
         assert_eq!(reader.next_line().await.unwrap().as_deref(), Some(&b"{\"a\":1}"[..]));
         assert_eq!(reader.next_line().await.unwrap().as_deref(), Some(&b"{\"b\":2}"[..]));
-        assert!(reader.buf.capacity() < 64 * 1024 + 1000, "never grown to the long line");
+        assert!(reader.buf.capacity() < CHUNK + 1000, "never grown to the long line");
         assert_eq!(
             reader.next_line().await.unwrap().as_deref(),
             Some(&b"{\"c\":3}"[..]),
