@@ -155,9 +155,11 @@ async fn run(args: Args) -> Result<(), BoxError> {
     // The conversations not closed come back as panes, from their records.
     acp.restore()?;
     collie.starter(NEW_CONVERSATION, "New conversation")?;
-    // The cards open when we last stopped: their agent processes are gone,
-    // so they are closed ("Stopped before an answer").
-    acp.close_kept_asks(collie.kept_asks().await?);
+    // The cards open when we last stopped: their agent processes are gone.
+    // Each of their conversations loads its session now; a card the agent
+    // asks for again comes back by its id, the others are closed
+    // ("Stopped before an answer").
+    acp.take_up_kept_asks(collie.kept_asks().await?);
     collie.history(acp.history());
     collie.set_hooks(acp.hooks());
     collie.ready();

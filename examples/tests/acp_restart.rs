@@ -76,7 +76,8 @@ fn the_example_killed_and_started_again_on_its_data_brings_its_conversations_bac
     agent.wait_text(&first, "user", "hello one");
     agent.wait_text(&first, "reply", "You said: hello one");
     agent.wait_text(&second, "reply", "The tool said: two");
-    // The card's agent is gone: the card is closed, and says so.
+    // The card's agent is gone: its session is loaded again, and pi-acp
+    // does not ask again, so the card is closed, and says so.
     assert_eq!(agent.state()["asks"], json!([]));
     let notice = eventually("the card's closing line", || {
         agent.items(&third).into_iter().find(|i| {
@@ -88,7 +89,9 @@ fn the_example_killed_and_started_again_on_its_data_brings_its_conversations_bac
     let (status, r) = agent.answer(&card, "a-2", "choice-0");
     assert_eq!((status, r["code"].clone()), (409, json!("ask-closed")), "{r}");
     assert!(!dir.join("never-ran").exists());
-    assert!(agent.agents().is_empty(), "no agent runs before a send");
+    // The agent loaded for the card stops once it is closed.
+    eventually("no agent before a send", || agent.agents().is_empty().then_some(()));
+    assert_eq!(agent.state()["asks"], json!([]));
 
     // The first conversation goes on, its agent started on its session.
     agent.send(&first, "r-1", "again");

@@ -11,8 +11,8 @@ use agent_client_protocol::v1::schema::{
     PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
     SelectedPermissionOutcome, StopReason,
 };
-use durable_core::{AbortController, ChatHandler, Pane, Turn};
-use durable_types::{AskOption, AskSpec, Id, Item, ItemBody, NoticeTone, OptionStyle};
+use durable_core::{AbortController, ChatHandler, KeptAsk, Pane, Turn};
+use durable_types::{AskKind, AskOption, AskSpec, Id, Item, ItemBody, NoticeTone, OptionStyle};
 use tokio::sync::mpsc;
 
 use crate::ids::{call_id_for, option_id_for};
@@ -20,6 +20,10 @@ use crate::mapping::Mapper;
 use crate::process::{AgentEvent, AgentProcess};
 use crate::store::{ItemLog, Record, Store, now_ms};
 use crate::{AcpOptions, Error};
+
+/// How long after `session/load` answers a card kept from the last run
+/// waits for the agent to ask again, before it is closed.
+pub(crate) const KEPT_GRACE: Duration = Duration::from_secs(1);
 
 /// What conversations share: the options, the records, the pool of processes.
 pub(crate) struct Shared {
@@ -87,6 +91,9 @@ pub(crate) struct Conversation {
     meta: Mutex<Meta>,
     /// The open cards, by the agent's tool call id.
     cards: Mutex<HashMap<String, AbortController>>,
+    /// Cards kept from the last run, by their tool call id (ours), while
+    /// the agent may ask again (see `take_up`).
+    kept: Mutex<HashMap<String, KeptAsk>>,
     busy: AtomicBool,
     last_used: Mutex<Instant>,
     /// The pane shows the conversation already: a replay is not written again.
@@ -139,6 +146,7 @@ impl Conversation {
             log: Mutex::new(log),
             meta: Mutex::new(meta),
             cards: Mutex::new(HashMap::new()),
+            kept: Mutex::new(HashMap::new()),
             busy: AtomicBool::new(false),
             last_used: Mutex::new(Instant::now()),
             muted: AtomicBool::new(false),
@@ -258,6 +266,47 @@ impl Conversation {
         for (_, card) in cards {
             card.abort();
         }
+        self.close_kept();
+    }
+
+    /// Closes the cards kept from the last run that the agent did not ask
+    /// again ("Stopped before an answer").
+    fn close_kept(&self) {
+        let kept: Vec<_> = self.kept.lock().unwrap_or_else(|e| e.into_inner()).drain().collect();
+        for (_, ask) in kept {
+            ask.close();
+        }
+    }
+
+    /// Takes up cards kept from the last run: the session is loaded now,
+    /// and a permission request for one of their tool calls during the
+    /// load or within [`KEPT_GRACE`] after it raises that card again, by
+    /// the same id (an answer the phone gave meanwhile lands). The others
+    /// are closed then, and all of them when the load fails.
+    pub(crate) async fn take_up(self: Arc<Self>, asks: Vec<KeptAsk>) {
+        {
+            let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+            for ask in asks {
+                kept.insert(ask.tool_call_id().to_owned(), ask);
+            }
+        }
+        match self.start().await {
+            Ok(()) => {
+                tokio::time::sleep(KEPT_GRACE).await;
+                // Asked nothing again, and idle: the agent was started only
+                // for this, and stops (the next send starts it, as after
+                // any restart). Its stop closes the cards kept.
+                let asked = !self.cards.lock().unwrap_or_else(|e| e.into_inner()).is_empty();
+                if !asked && !self.is_busy() {
+                    self.stop_process().await;
+                }
+            }
+            Err(e) => tracing::warn!(
+                error = %e,
+                "acp: a session with cards kept from the last run did not load; the cards are closed"
+            ),
+        }
+        self.close_kept();
     }
 
     /// The running agent, started when there is none: initialized, and the
@@ -405,6 +454,7 @@ impl Conversation {
         self: Arc<Self>,
         request: RequestPermissionRequest,
         responder: Responder<RequestPermissionResponse>,
+        kept: Option<KeptAsk>,
     ) {
         let acp_call = request.tool_call.tool_call_id.0.to_string();
         let view = self.mapper.lock().unwrap_or_else(|e| e.into_inner()).call_view(&request.tool_call);
@@ -440,6 +490,18 @@ impl Conversation {
         let mut spec = AskSpec::choice(call_id_for(&acp_call), title, options).tool(view.tool.clone());
         if let Some(item) = &view.item {
             spec = spec.item_id(item.as_str());
+        }
+        if let Some(kept) = kept {
+            // Asked again after a restart: the card kept is raised (same
+            // id and hash, so an answer held for it lands), when it offers
+            // the same options; else it is closed and this one raised.
+            let same = matches!(&kept.ask().kind, AskKind::Choice { options: old }
+                if old.iter().map(|o| o.id.as_str()).eq(ours.iter().map(|(id, _)| id.as_str())));
+            if same {
+                spec = kept.claim();
+            } else {
+                kept.close();
+            }
         }
         let card = AbortController::new();
         self.cards.lock().unwrap_or_else(|e| e.into_inner()).insert(acp_call.clone(), card.clone());
@@ -516,7 +578,12 @@ async fn pump(
                         .respond(RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled));
                     continue;
                 }
-                tokio::spawn(c.clone().card(request, responder));
+                let kept = c
+                    .kept
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&call_id_for(&request.tool_call.tool_call_id.0));
+                tokio::spawn(c.clone().card(request, responder, kept));
             }
             Some(AgentEvent::Barrier(done)) => {
                 let _ = done.send(());

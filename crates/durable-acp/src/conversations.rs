@@ -32,9 +32,8 @@ pub const NEW_CONVERSATION: &str = "new-conversation";
 /// let acp = AcpConversations::new(tab, options)?;
 /// acp.restore()?;
 /// collie.starter(durable_sdk::acp::NEW_CONVERSATION, "New conversation")?;
-/// for kept in collie.kept_asks().await? {
-///     kept.close(); // its agent process is gone: "Stopped before an answer"
-/// }
+/// // Cards left open by a crash: back if the agent asks again, else closed.
+/// acp.take_up_kept_asks(collie.kept_asks().await?);
 /// collie.history(acp.history());
 /// collie.set_hooks(acp.hooks());
 /// collie.ready();
@@ -194,6 +193,30 @@ impl AcpConversations {
     pub fn close_kept_asks(&self, kept: Vec<KeptAsk>) {
         for ask in kept {
             ask.close();
+        }
+    }
+
+    /// Takes up the asks kept from the last run (call it after
+    /// [`restore`](Self::restore), before `ready()`): each conversation
+    /// that had a card open loads its session now, in the background. An
+    /// agent that asks again for the same tool call, during the load or
+    /// within a second after it, gets the same card back, by the same id
+    /// (an answer the phone gave meanwhile lands). The cards not asked
+    /// again, and those of a conversation that is not open, are closed
+    /// ("Stopped before an answer"). pi-acp never asks again: its cards
+    /// close once its session is loaded.
+    pub fn take_up_kept_asks(&self, kept: Vec<KeptAsk>) {
+        let mut by_pane: HashMap<String, Vec<KeptAsk>> = HashMap::new();
+        for ask in kept {
+            by_pane.entry(ask.pane().to_owned()).or_default().push(ask);
+        }
+        for (pane, asks) in by_pane {
+            match self.conversation(&pane) {
+                Some(c) => {
+                    tokio::spawn(c.take_up(asks));
+                }
+                None => asks.into_iter().for_each(KeptAsk::close),
+            }
         }
     }
 

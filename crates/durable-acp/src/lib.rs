@@ -68,9 +68,15 @@
 //! allow-always (never over HTTPS), with the phone's second tap. The
 //! chosen `optionId` goes back to the agent; a stop, a close or the
 //! agent's exit closes the card (aborted) and the agent hears `cancelled`.
-//! Cards kept from a run before a restart are closed ("Stopped before an
-//! answer", [`AcpConversations::close_kept_asks`]): the process that asked
-//! is gone.
+//! Cards kept from a run before a restart
+//! ([`AcpConversations::take_up_kept_asks`]): the process that asked is
+//! gone, so each of their conversations loads its session at the start; a
+//! card the agent asks for again (the same tool call, during the load or
+//! within a second after it) comes back by the same id, and an answer the
+//! phone gave meanwhile lands; the others are closed ("Stopped before an
+//! answer"), and the agent, had it asked nothing again, stops until the
+//! next send. pi-acp never asks again. [`AcpConversations::close_kept_asks`]
+//! closes them all at once instead, with no agent started.
 //!
 //! ## What a pi-acp user gets
 //! pi-acp asks only when a Pi extension opens a dialog: Pi runs its tools

@@ -4,7 +4,8 @@
 //! the client does not serve (`fs/*`), an update for another session, a
 //! flood of updates, a session id that breaks the ID rule, an exit with a
 //! last word on standard error, and an agent that never answers
-//! `initialize`.
+//! `initialize`; and cards kept across a crash, which an agent asks for
+//! again after `session/load`.
 //!
 //! The fake agent is this test binary itself, run again with
 //! `DURABLE_ACP_FAKE` set (no harness: `main` picks the role).
@@ -12,10 +13,12 @@
 use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
 
-use durable_acp::{AcpConversations, AcpOptions, AgentCommand, pane_id_for};
+use durable_acp::{AcpConversations, AcpOptions, AgentCommand, call_id_for, pane_id_for};
+use durable_core::types::ask_id_for;
 use durable_core::types::exchange::{Caller, Request};
-use durable_core::{Core, CoreOptions, create_core};
+use durable_core::{Core, CoreOptions, ReceiptStore, create_core};
 use durable_http::{CancellationToken, SystemClock, random_epoch, spawn_driver};
+use durable_sdk::stores::SqliteReceiptStore;
 use serde_json::{Value, json};
 
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -31,6 +34,7 @@ fn main() {
             run(&runtime, "a_hostile_agent_is_survived_and_its_turn_still_shows", hostile());
             run(&runtime, "an_agent_that_exits_leaves_its_status_and_last_words", exits());
             run(&runtime, "an_agent_that_never_answers_initialize_times_out", silent());
+            run(&runtime, "a_card_kept_across_a_crash_comes_back_when_the_agent_asks_again", kept_cards());
         }
     }
 }
@@ -59,6 +63,15 @@ fn chunk(session: &str, text: &str) -> Value {
         session,
         json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}),
     )
+}
+
+/// A permission request for `call` with two options.
+fn permission(session: &str, id: u64, call: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "session/request_permission",
+        "params": {"sessionId": session, "toolCall": {"toolCallId": call, "title": format!("run {call}")},
+            "options": [
+                {"optionId": "allow-once", "name": "Yes", "kind": "allow_once"},
+                {"optionId": "reject", "name": "No", "kind": "reject_once"}]}})
 }
 
 fn fake_agent(role: &str) {
@@ -99,6 +112,22 @@ fn fake_agent(role: &str) {
             }
             "session/new" => {
                 send(&mut out, json!({"jsonrpc": "2.0", "id": id, "result": {"sessionId": SESSION}}));
+            }
+            // Two calls wait on cards; no answer comes (the client crashes).
+            "session/prompt" if role == "reasks" => {
+                send(&mut out, permission(SESSION, 101, "keep/1"));
+                send(&mut out, permission(SESSION, 102, "drop/2"));
+            }
+            // Loaded again: it asks again for one of them, before it answers.
+            "session/load" if role == "reasks" => {
+                send(&mut out, permission(SESSION, 201, "keep/1"));
+                send(&mut out, json!({"jsonrpc": "2.0", "id": id, "result": {}}));
+            }
+            // The answer to the card asked again, told to the test.
+            "" if role == "reasks" && id == 201 => {
+                let picked = msg["result"]["outcome"]["optionId"].as_str().unwrap_or("none");
+                let log = std::env::var("DURABLE_ACP_FAKE_LOG").unwrap();
+                std::fs::write(log, format!("picked:{picked}")).unwrap();
             }
             "session/prompt" => {
                 if role == "exits" {
@@ -166,10 +195,19 @@ fn fake_agent(role: &str) {
 // The tests.
 
 fn core() -> Core {
-    let options = CoreOptions::builder().host_name("fake").clock(SystemClock).epoch(random_epoch());
+    let core = core_with(None);
+    core.ready();
+    core
+}
+
+/// A core not yet ready, on `store` (else in memory).
+fn core_with(store: Option<SqliteReceiptStore>) -> Core {
+    let mut options = CoreOptions::builder().host_name("fake").clock(SystemClock).epoch(random_epoch());
+    if let Some(store) = store {
+        options = options.receipts(store);
+    }
     let core = create_core(options.build().unwrap());
     spawn_driver(core.clone(), CancellationToken::new());
-    core.ready();
     core
 }
 
@@ -186,11 +224,22 @@ fn conversations(
     name: &str,
     init_timeout: Duration,
 ) -> std::sync::Arc<AcpConversations> {
-    let dir = scratch(name);
+    conversations_in(core, role, &scratch(name), init_timeout)
+}
+
+/// [`conversations`] in `dir`, kept as it is (its data folder is `dir/data`).
+fn conversations_in(
+    core: &Core,
+    role: &str,
+    dir: &std::path::Path,
+    init_timeout: Duration,
+) -> std::sync::Arc<AcpConversations> {
     let me = std::env::current_exe().unwrap();
-    let command = AgentCommand::new(me).env("DURABLE_ACP_FAKE", role);
+    let command = AgentCommand::new(me)
+        .env("DURABLE_ACP_FAKE", role)
+        .env("DURABLE_ACP_FAKE_LOG", dir.join("agent.log"));
     let options =
-        AcpOptions::builder(command, &dir, dir.join("data")).init_timeout(init_timeout).build().unwrap();
+        AcpOptions::builder(command, dir, dir.join("data")).init_timeout(init_timeout).build().unwrap();
     let tab = core.workspace("w", "W").unwrap().tab("t", "T").unwrap();
     AcpConversations::new(tab, options).unwrap()
 }
@@ -328,5 +377,93 @@ async fn silent() {
     let acp = conversations(&core, "silent", "silent", Duration::from_millis(500));
     let err = acp.start(Some("go".into())).await.expect_err("no answer to initialize");
     assert!(err.to_string().contains("did not answer initialize"), "{err}");
+    acp.shutdown().await;
+}
+
+/// The asks open on `core`.
+async fn open_asks(core: &Core) -> Vec<Value> {
+    get(core, "/v1/state").await["asks"].as_array().cloned().unwrap_or_default()
+}
+
+async fn kept_cards() {
+    let dir = scratch("reasks");
+    let db = dir.join("receipts.sqlite3");
+    // Run 1: two cards open, kept by the store; then it is gone without a
+    // word, as in a crash (left as it is: nothing of it stops or closes).
+    let first = core_with(Some(SqliteReceiptStore::open(&db).unwrap()));
+    first.ready();
+    let acp = conversations_in(&first, "reasks", &dir, Duration::from_secs(30));
+    let pane_id = acp.start(Some("go".into())).await.unwrap().id().to_owned();
+    let keep_id = ask_id_for(&pane_id, &call_id_for("keep/1"));
+    let drop_id = ask_id_for(&pane_id, &call_id_for("drop/2"));
+    let raised = eventually("the two cards", || async {
+        let asks = open_asks(&first).await;
+        (asks.len() == 2).then_some(asks)
+    })
+    .await;
+    let hash =
+        raised.iter().find(|a| a["id"] == keep_id.as_str()).expect("the card of keep/1")["hash"].clone();
+    eventually("the two cards in the store", || async {
+        let store = SqliteReceiptStore::open(&db).ok()?;
+        (store.kept_asks().await.ok()?.len() == 2).then_some(())
+    })
+    .await;
+    std::mem::forget(acp);
+    std::mem::forget(first);
+
+    // Run 2 on the same store and data folder.
+    let core = core_with(Some(SqliteReceiptStore::open(&db).unwrap()));
+    let acp = conversations_in(&core, "reasks", &dir, Duration::from_secs(30));
+    assert_eq!(acp.restore().unwrap(), 1);
+    let kept = core.kept_asks().await.unwrap();
+    let mut ids: Vec<&str> = kept.iter().map(|k| k.id()).collect();
+    ids.sort_unstable();
+    let mut want = [keep_id.as_str(), drop_id.as_str()];
+    want.sort_unstable();
+    assert_eq!(ids, want);
+    acp.take_up_kept_asks(kept);
+    core.ready();
+    // The agent asks again for keep/1: the same card, by the same id.
+    let card = eventually("the card asked again", || async {
+        open_asks(&core).await.into_iter().find(|a| a["id"] == keep_id.as_str())
+    })
+    .await;
+    assert_eq!(card["hash"], hash, "the same card: {card}");
+    // drop/2 is not asked again: closed, with its line, once the grace is over.
+    let notice = eventually("the closing line of the card not asked again", || async {
+        items(&core, &pane_id).await.into_iter().find(|i| {
+            i["kind"] == "notice"
+                && i["text"].as_str().is_some_and(|t| t.starts_with("Stopped before an answer"))
+        })
+    })
+    .await;
+    assert!(notice["text"].as_str().unwrap().contains("run drop/2"), "{notice}");
+    let open: Vec<Value> = open_asks(&core).await.into_iter().map(|a| a["id"].clone()).collect();
+    assert_eq!(open, [json!(keep_id)]);
+    let answer = |request: &str, option: &str| {
+        json!({"requestId": request, "answer": {"optionIds": [option]}}).to_string()
+    };
+    let refused = core
+        .handle(Request::post(
+            &format!("/v1/asks/{drop_id}"),
+            answer("a-1", "allow-once"),
+            Caller::OtherProcess,
+        ))
+        .await;
+    assert_eq!((refused.status, refused.body_json()["code"].clone()), (409, json!("ask-closed")));
+    // The answer to the card asked again goes to the agent.
+    let answered = core
+        .handle(Request::post(
+            &format!("/v1/asks/{keep_id}"),
+            answer("a-2", "allow-once"),
+            Caller::OtherProcess,
+        ))
+        .await;
+    assert_eq!(answered.status, 200, "{}", answered.body_json());
+    let told = eventually("the agent told the option", || async {
+        std::fs::read_to_string(dir.join("agent.log")).ok()
+    })
+    .await;
+    assert_eq!(told, "picked:allow-once");
     acp.shutdown().await;
 }
