@@ -4,50 +4,13 @@
 //! has not raised yet holds the answer instead (so the bench's round trips
 //! measure real asks, not refusals).
 
+mod common;
+
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
+use common::{Folder, Served, curl};
 use durable_sdk::ask_id_for;
-
-/// A folder of the test's own under /tmp (short, so that the socket path
-/// stays far under 103 bytes), removed when dropped.
-struct Folder(PathBuf);
-
-impl Folder {
-    fn new(name: &str) -> Folder {
-        let dir = PathBuf::from("/tmp").join(format!("xb-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir(&dir).expect("a folder under /tmp");
-        Folder(dir)
-    }
-}
-
-impl Drop for Folder {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-struct Served(Child);
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn curl(socket: &str, path: &str, body: Option<&str>) -> serde_json::Value {
-    let mut cmd = Command::new("curl");
-    cmd.args(["-s", "--unix-socket", socket]);
-    if let Some(body) = body {
-        cmd.args(["-H", "Content-Type: application/json", "-d", body]);
-    }
-    let out = cmd.arg(format!("http://bench{path}")).output().expect("curl runs");
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{path}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
-}
 
 fn answer(socket: &str, call_id: &str, request_id: &str, hash: &str) -> serde_json::Value {
     let body = format!(r#"{{"requestId":"{request_id}","answer":{{"optionIds":["yes"]}},"hash":"{hash}"}}"#);
