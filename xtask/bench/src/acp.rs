@@ -72,7 +72,7 @@ pub(crate) async fn run(dir: &Path) -> Result<(), String> {
     let root = setup(dir, "acp-floor")?;
     let floor = times(relayed(floor_relay(&root, &pi_acp, &pi_faux)?, &root).await?);
     let root = setup(dir, "acp-relayed")?;
-    let relayed = times(relayed(example(&root, &exe, &pi_acp, &pi_faux)?, &root).await?);
+    let relayed = times(relayed(example(&root, &exe, &pi_acp, &pi_faux), &root).await?);
     println!("{:<48} {:>9} {:>9}", "", "p50 ms", "p90 ms");
     println!("{:<48} {:>9.1} {:>9.1}", "direct over ACP (JSON lines to pi-acp)", direct.p50, direct.p90);
     println!(
@@ -284,7 +284,7 @@ async fn post(sender: &mut load::Sender, target: &Target, path: &str, body: Valu
 }
 
 /// `examples/acp.rs` on pi-acp, on a socket in `root`.
-fn example(root: &Path, exe: &Path, pi_acp: &Path, pi_faux: &Path) -> Result<Command, String> {
+fn example(root: &Path, exe: &Path, pi_acp: &Path, pi_faux: &Path) -> Command {
     let mut cmd = Command::new(exe);
     cmd.arg("--agent")
         .arg(pi_acp)
@@ -295,7 +295,7 @@ fn example(root: &Path, exe: &Path, pi_acp: &Path, pi_faux: &Path) -> Result<Com
         .arg("--socket")
         .arg(root.join("sock/app.sock"));
     agent_env(&mut cmd, root, pi_faux);
-    Ok(cmd)
+    cmd
 }
 
 /// The floor relay (`xtask-bench bench-relay`, this program) on pi-acp,
