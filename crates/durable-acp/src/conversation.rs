@@ -58,10 +58,9 @@ impl Pool {
                 self.live.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::downgrade(me));
                 return Ok(());
             }
-            let idle =
-                running.iter().filter(|c| !c.busy.load(Ordering::SeqCst)).min_by_key(|c| c.last_used());
+            let idle = running.iter().filter(|c| !c.is_busy()).min_by_key(|c| c.last_used());
             match idle {
-                Some(c) => c.stop_process().await,
+                Some(c) => c.stop_process_if_idle().await,
                 None => {
                     if turn.is_some_and(Turn::is_stopped) {
                         return Err(Error::agent("stopped while waiting for a free agent"));
@@ -94,6 +93,8 @@ pub(crate) struct Conversation {
     /// Cards kept from the last run, by their tool call id (ours), while
     /// the agent may ask again (see `take_up`).
     kept: Mutex<HashMap<String, KeptAsk>>,
+    /// The agent asked again for a card kept from the last run.
+    asked_again: AtomicBool,
     busy: AtomicBool,
     last_used: Mutex<Instant>,
     /// The pane shows the conversation already: a replay is not written again.
@@ -147,6 +148,7 @@ impl Conversation {
             meta: Mutex::new(meta),
             cards: Mutex::new(HashMap::new()),
             kept: Mutex::new(HashMap::new()),
+            asked_again: AtomicBool::new(false),
             busy: AtomicBool::new(false),
             last_used: Mutex::new(Instant::now()),
             muted: AtomicBool::new(false),
@@ -163,8 +165,10 @@ impl Conversation {
         *self.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
     }
 
+    /// In a turn, or a card is open (one raised again after a restart
+    /// is open outside any turn): not to be stopped as idle.
     pub(crate) fn is_busy(&self) -> bool {
-        self.busy.load(Ordering::SeqCst)
+        self.busy.load(Ordering::SeqCst) || !self.cards.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
     }
 
     /// The record as it stands.
@@ -253,6 +257,24 @@ impl Conversation {
     /// close (the agent hears `cancelled`), the process ends.
     pub(crate) async fn stop_process(&self) {
         let live = self.live.lock().await.take();
+        self.stop_live(live).await;
+    }
+
+    /// [`stop_process`](Self::stop_process) unless it is busy, decided
+    /// under the process's lock: a send that starts a turn meanwhile either
+    /// is seen busy, or waits for the lock and starts a new process.
+    pub(crate) async fn stop_process_if_idle(&self) {
+        let live = {
+            let mut slot = self.live.lock().await;
+            if self.is_busy() {
+                return;
+            }
+            slot.take()
+        };
+        self.stop_live(live).await;
+    }
+
+    async fn stop_live(&self, live: Option<Live>) {
         self.running.store(false, Ordering::SeqCst);
         if let Some(live) = live {
             live.process.ending.store(true, Ordering::SeqCst);
@@ -296,9 +318,8 @@ impl Conversation {
                 // Asked nothing again, and idle: the agent was started only
                 // for this, and stops (the next send starts it, as after
                 // any restart). Its stop closes the cards kept.
-                let asked = !self.cards.lock().unwrap_or_else(|e| e.into_inner()).is_empty();
-                if !asked && !self.is_busy() {
-                    self.stop_process().await;
+                if !self.asked_again.load(Ordering::SeqCst) {
+                    self.stop_process_if_idle().await;
                 }
             }
             Err(e) => tracing::warn!(
@@ -500,11 +521,14 @@ impl Conversation {
             if same {
                 spec = kept.claim();
             } else {
-                kept.close();
+                // Claimed, not closed: this card takes its id (an answer
+                // held for the old one fails its hash and is dropped).
+                drop(kept.claim());
             }
         }
         let card = AbortController::new();
         self.cards.lock().unwrap_or_else(|e| e.into_inner()).insert(acp_call.clone(), card.clone());
+        self.touch();
         let chosen = match self.pane.ask_with(spec, Some(card.signal())) {
             Ok(handle) => handle.decided().await.ok().and_then(|d| d.answer.option_id().map(str::to_owned)),
             Err(e) => {
@@ -515,6 +539,7 @@ impl Conversation {
             }
         };
         self.cards.lock().unwrap_or_else(|e| e.into_inner()).remove(&acp_call);
+        self.touch();
         let picked = chosen.and_then(|id| ours.iter().find(|(ours, _)| *ours == id).map(|(_, o)| *o));
         let refused = match picked {
             Some(o) => {
@@ -583,6 +608,9 @@ async fn pump(
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .remove(&call_id_for(&request.tool_call.tool_call_id.0));
+                if kept.is_some() {
+                    c.asked_again.store(true, Ordering::SeqCst);
+                }
                 tokio::spawn(c.clone().card(request, responder, kept));
             }
             Some(AgentEvent::Barrier(done)) => {

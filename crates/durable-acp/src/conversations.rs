@@ -197,23 +197,33 @@ impl AcpConversations {
     }
 
     /// Takes up the asks kept from the last run (call it after
-    /// [`restore`](Self::restore), before `ready()`): each conversation
-    /// that had a card open loads its session now, in the background. An
-    /// agent that asks again for the same tool call, during the load or
-    /// within a second after it, gets the same card back, by the same id
-    /// (an answer the phone gave meanwhile lands). The cards not asked
-    /// again, and those of a conversation that is not open, are closed
-    /// ("Stopped before an answer"). pi-acp never asks again: its cards
-    /// close once its session is loaded.
+    /// [`restore`](Self::restore), before `ready()`, on a tokio runtime):
+    /// each conversation that had a card open loads its session now, in
+    /// the background, at most `max_agents` at once. An agent that asks
+    /// again for the same tool call, during the load or within a second
+    /// after it, gets the same card back, by the same id (an answer the
+    /// phone gave meanwhile lands); asked again with other options, the
+    /// new card takes the id (an answer given to the old one is dropped).
+    /// The cards not asked again, and those of a conversation that is not
+    /// open, are closed ("Stopped before an answer"), and an agent that
+    /// asked nothing again is stopped until the next send. pi-acp never
+    /// asks again: its cards close once its session is loaded.
     pub fn take_up_kept_asks(&self, kept: Vec<KeptAsk>) {
         let mut by_pane: HashMap<String, Vec<KeptAsk>> = HashMap::new();
         for ask in kept {
             by_pane.entry(ask.pane().to_owned()).or_default().push(ask);
         }
+        // The agents of the take-ups count only once loaded: started all
+        // at once, they would pass the limit.
+        let starts = Arc::new(tokio::sync::Semaphore::new(self.shared.options.max_agents.max(1)));
         for (pane, asks) in by_pane {
             match self.conversation(&pane) {
                 Some(c) => {
-                    tokio::spawn(c.take_up(asks));
+                    let starts = starts.clone();
+                    tokio::spawn(async move {
+                        let _start = starts.acquire_owned().await;
+                        c.take_up(asks).await;
+                    });
                 }
                 None => asks.into_iter().for_each(KeptAsk::close),
             }
@@ -262,7 +272,7 @@ async fn stop_idle(me: std::sync::Weak<AcpConversations>, idle: Duration) {
         let Some(me) = me.upgrade() else { return };
         for c in me.shared.pool.running() {
             if !c.is_busy() && c.last_used().elapsed() >= idle {
-                tokio::spawn(async move { c.stop_process().await });
+                tokio::spawn(async move { c.stop_process_if_idle().await });
             }
         }
     }

@@ -73,7 +73,8 @@
 //! gone, so each of their conversations loads its session at the start; a
 //! card the agent asks for again (the same tool call, during the load or
 //! within a second after it) comes back by the same id, and an answer the
-//! phone gave meanwhile lands; the others are closed ("Stopped before an
+//! phone gave meanwhile lands (asked again with other options, the new
+//! card takes the id); the others are closed ("Stopped before an
 //! answer"), and the agent, had it asked nothing again, stops until the
 //! next send. pi-acp never asks again. [`AcpConversations::close_kept_asks`]
 //! closes them all at once instead, with no agent started.

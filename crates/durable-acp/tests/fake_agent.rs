@@ -118,8 +118,14 @@ fn fake_agent(role: &str) {
                 send(&mut out, permission(SESSION, 101, "keep/1"));
                 send(&mut out, permission(SESSION, 102, "drop/2"));
             }
-            // Loaded again: it asks again for one of them, before it answers.
+            // Loaded again: it asks again for one of them, before it
+            // answers, once the test says so (a file next to the log).
             "session/load" if role == "reasks" => {
+                let log = std::path::PathBuf::from(std::env::var("DURABLE_ACP_FAKE_LOG").unwrap());
+                let waited = Instant::now();
+                while !log.with_extension("go").exists() && waited.elapsed() < DEADLINE {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
                 send(&mut out, permission(SESSION, 201, "keep/1"));
                 send(&mut out, json!({"jsonrpc": "2.0", "id": id, "result": {}}));
             }
@@ -188,6 +194,10 @@ fn fake_agent(role: &str) {
             }
             _ => {}
         }
+    }
+    if role == "reasks" {
+        let log = std::path::PathBuf::from(std::env::var("DURABLE_ACP_FAKE_LOG").unwrap());
+        std::fs::write(log.with_extension("ended"), "").unwrap();
     }
 }
 
@@ -423,47 +433,46 @@ async fn kept_cards() {
     assert_eq!(ids, want);
     acp.take_up_kept_asks(kept);
     core.ready();
-    // The agent asks again for keep/1: the same card, by the same id.
-    let card = eventually("the card asked again", || async {
-        open_asks(&core).await.into_iter().find(|a| a["id"] == keep_id.as_str())
-    })
-    .await;
-    assert_eq!(card["hash"], hash, "the same card: {card}");
-    // drop/2 is not asked again: closed, with its line, once the grace is over.
-    let notice = eventually("the closing line of the card not asked again", || async {
-        items(&core, &pane_id).await.into_iter().find(|i| {
-            i["kind"] == "notice"
-                && i["text"].as_str().is_some_and(|t| t.starts_with("Stopped before an answer"))
-        })
-    })
-    .await;
-    assert!(notice["text"].as_str().unwrap().contains("run drop/2"), "{notice}");
-    let open: Vec<Value> = open_asks(&core).await.into_iter().map(|a| a["id"].clone()).collect();
-    assert_eq!(open, [json!(keep_id)]);
+    // The phone answers keep/1 before the agent asks again: held.
     let answer = |request: &str, option: &str| {
-        json!({"requestId": request, "answer": {"optionIds": [option]}}).to_string()
+        json!({"requestId": request, "answer": {"optionIds": [option]}, "hash": hash}).to_string()
     };
-    let refused = core
-        .handle(Request::post(
-            &format!("/v1/asks/{drop_id}"),
-            answer("a-1", "allow-once"),
-            Caller::OtherProcess,
-        ))
-        .await;
-    assert_eq!((refused.status, refused.body_json()["code"].clone()), (409, json!("ask-closed")));
-    // The answer to the card asked again goes to the agent.
-    let answered = core
-        .handle(Request::post(
-            &format!("/v1/asks/{keep_id}"),
-            answer("a-2", "allow-once"),
-            Caller::OtherProcess,
-        ))
-        .await;
-    assert_eq!(answered.status, 200, "{}", answered.body_json());
+    let post = |ask: &str, body: String| {
+        core.handle(Request::post(&format!("/v1/asks/{ask}"), body, Caller::OtherProcess))
+    };
+    let held = post(&keep_id, answer("a-0", "allow-once")).await;
+    let held_body = held.body_json();
+    assert_eq!((held.status, &held_body["result"]), (202, &json!("held")), "{held_body}");
+    assert!(open_asks(&core).await.is_empty(), "no card before the agent asks again");
+    // The agent asks again for keep/1: the card kept is raised by its id
+    // and hash, and the answer held for it goes to the agent (no other
+    // answer is sent).
+    std::fs::write(dir.join("agent.go"), "").unwrap();
     let told = eventually("the agent told the option", || async {
         std::fs::read_to_string(dir.join("agent.log")).ok()
     })
     .await;
     assert_eq!(told, "picked:allow-once");
+    // drop/2 is not asked again: closed, with its line, once the grace is
+    // over; keep/1 was answered and has none.
+    let closing_lines = |items: Vec<Value>| -> Vec<String> {
+        let texts = items.into_iter().filter(|i| i["kind"] == "notice");
+        let texts = texts.filter_map(|i| i["text"].as_str().map(str::to_owned));
+        texts.filter(|t| t.starts_with("Stopped before an answer")).collect()
+    };
+    let lines = eventually("the closing line of the card not asked again", || async {
+        let found = closing_lines(items(&core, &pane_id).await);
+        (!found.is_empty()).then_some(found)
+    })
+    .await;
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("run drop/2"), "{lines:?}");
+    assert!(open_asks(&core).await.is_empty());
+    let refused = post(&drop_id, answer("a-1", "allow-once")).await;
+    assert_eq!((refused.status, refused.body_json()["code"].clone()), (409, json!("ask-closed")));
+    // The agent asked again: it is not stopped as one loaded for nothing
+    // (that stop would close its input just after the closing line).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!dir.join("agent.ended").exists(), "the agent that asked again was stopped");
     acp.shutdown().await;
 }
