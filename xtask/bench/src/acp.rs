@@ -22,7 +22,6 @@
 //! percentile, and the ratio of the medians.
 
 use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -231,16 +230,18 @@ async fn direct(root: &Path, pi_acp: &Path, pi_faux: &Path) -> Result<Vec<f64>, 
     Ok(ms)
 }
 
-/// A relay (the example, or the floor relay) in a process group of its
-/// own, ended when dropped.
+/// A relay (the example, or the floor relay), ended when dropped.
 struct Server(Child);
 
 impl Drop for Server {
     fn drop(&mut self) {
-        // SIGTERM to its group: the example ends its agents on the way out
-        // (they run in groups of their own); the floor relay's agent is in
-        // its group.
-        let _ = Command::new("kill").args(["--", &format!("-{}", self.0.id())]).status();
+        // SIGTERM: the example ends its agents on the way out, the floor
+        // relay its pi-acp (which ends its Pi). Both stay in the bench's
+        // process group, so a Ctrl-C reaches them too.
+        let pid = i32::try_from(self.0.id()).ok().and_then(rustix::process::Pid::from_raw);
+        if let Some(pid) = pid {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        }
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline && !matches!(self.0.try_wait(), Ok(Some(_))) {
             std::thread::sleep(Duration::from_millis(20));
@@ -325,7 +326,6 @@ async fn relayed(mut cmd: Command, root: &Path) -> Result<Vec<f64>, String> {
     let mut child = cmd
         .env_remove("COLLIE_TOKEN")
         .env_remove("COLLIE_TOKEN_NEXT")
-        .process_group(0)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

@@ -16,7 +16,8 @@
 //! xtask-bench bench-relay --agent PROGRAM --cwd DIR --db FILE --socket PATH
 //! ```
 //! The agent runs with this process's environment; it prints `listening
-//! <path>` once it serves.
+//! <path>` once it serves, and on SIGTERM or SIGINT ends its agent (SIGTERM,
+//! SIGKILL after 2 s) and exits.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -30,6 +31,7 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::oneshot;
 
 struct RelayArgs {
@@ -99,7 +101,9 @@ struct Pane {
 struct Relay {
     stdin: tokio::sync::Mutex<tokio::process::ChildStdin>,
     next_id: std::sync::atomic::AtomicU64,
-    waiting: Mutex<HashMap<u64, oneshot::Sender<Value>>>,
+    /// The callers waiting for a response, by request id; `None` once the
+    /// agent's output has ended (a call then fails at once).
+    waiting: Mutex<Option<HashMap<u64, oneshot::Sender<Value>>>>,
     pane: Mutex<Pane>,
     db: Mutex<rusqlite::Connection>,
     cwd: PathBuf,
@@ -110,7 +114,10 @@ impl Relay {
     async fn call(&self, method: &str, params: Value) -> Result<Value, String> {
         let id = self.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        self.waiting.lock().unwrap_or_else(|e| e.into_inner()).insert(id, tx);
+        match self.waiting.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            Some(waiting) => waiting.insert(id, tx),
+            None => return Err(format!("{method}: the agent ended")),
+        };
         let mut line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
         line.push('\n');
         self.stdin
@@ -221,9 +228,9 @@ impl Relay {
         while let Ok(Some(line)) = lines.next_line().await {
             let Ok(msg) = serde_json::from_str::<Value>(&line) else { continue };
             if msg.get("method").is_none() {
-                let waiting = msg["id"]
-                    .as_u64()
-                    .and_then(|id| self.waiting.lock().unwrap_or_else(|e| e.into_inner()).remove(&id));
+                let waiting = msg["id"].as_u64().and_then(|id| {
+                    self.waiting.lock().unwrap_or_else(|e| e.into_inner()).as_mut()?.remove(&id)
+                });
                 if let Some(tx) = waiting {
                     let _ = tx.send(msg);
                 }
@@ -236,8 +243,8 @@ impl Relay {
                 }
             }
         }
-        // The agent ended: its callers hear it.
-        self.waiting.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        // The agent ended: its callers hear it, and later ones fail at once.
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner()).take();
     }
 }
 
@@ -267,7 +274,7 @@ async fn serve(args: RelayArgs) -> Result<(), String> {
     let relay = Arc::new(Relay {
         stdin: tokio::sync::Mutex::new(stdin),
         next_id: std::sync::atomic::AtomicU64::new(1),
-        waiting: Mutex::new(HashMap::new()),
+        waiting: Mutex::new(Some(HashMap::new())),
         pane: Mutex::new(Pane::default()),
         db: Mutex::new(db),
         cwd: args.cwd.clone(),
@@ -280,8 +287,14 @@ async fn serve(args: RelayArgs) -> Result<(), String> {
     let _ = std::fs::remove_file(&args.socket);
     let listener = tokio::net::UnixListener::bind(&args.socket).map_err(|e| e.to_string())?;
     println!("listening {}", args.socket.display());
+    let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
     loop {
-        let (stream, _) = listener.accept().await.map_err(|e| e.to_string())?;
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => accepted.map_err(|e| e.to_string())?,
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+        };
         let relay = relay.clone();
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| {
@@ -293,4 +306,15 @@ async fn serve(args: RelayArgs) -> Result<(), String> {
                 .await;
         });
     }
+    // SIGTERM to the agent, as the example stops its own: pi-acp ends its
+    // Pi on the way out (a SIGKILL would leave Pi behind).
+    let pid = child.id().and_then(|p| i32::try_from(p).ok()).and_then(rustix::process::Pid::from_raw);
+    if let Some(pid) = pid {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+    }
+    if tokio::time::timeout(std::time::Duration::from_secs(2), child.wait()).await.is_err() {
+        let _ = child.kill().await;
+    }
+    let _ = std::fs::remove_file(&args.socket);
+    Ok(())
 }

@@ -2,8 +2,9 @@
 //! the bench drives it, against a small ACP agent in Python: the starter
 //! makes a session and sends its text, each send is a committed row of
 //! the sends table (`running`) before its prompt, and the turn's reply
-//! shows final on the next poll. A floor that skipped the commit, or
-//! showed a reply before its turn ended, would measure less than it says.
+//! shows final on the next poll; SIGTERM ends it. A floor that skipped the
+//! commit, or showed a reply before its turn ended, would measure less
+//! than it says.
 
 mod common;
 
@@ -84,7 +85,7 @@ fn the_floor_relay_commits_each_send_before_its_turn_and_shows_the_reply() {
         .spawn()
         .expect("xtask-bench bench-relay starts");
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let _served = Served(child);
+    let mut served = Served(child);
     assert_eq!(lines.next().expect("a line").expect("stdout"), format!("listening {socket}"));
 
     let started =
@@ -107,4 +108,18 @@ fn the_floor_relay_commits_each_send_before_its_turn_and_shows_the_reply() {
     let want: Vec<(String, String, String)> =
         want.iter().map(|(a, b, c)| ((*a).to_owned(), (*b).to_owned(), (*c).to_owned())).collect();
     assert_eq!(rows, want);
+
+    // SIGTERM, as the bench ends it: it ends its agent and exits cleanly.
+    let pid = rustix::process::Pid::from_raw(i32::try_from(served.0.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = served.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "still running after SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status}");
+    assert!(!std::path::Path::new(&socket).exists(), "the socket is removed");
 }
