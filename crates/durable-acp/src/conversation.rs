@@ -514,8 +514,8 @@ impl Conversation {
         }
         if let Some(kept) = kept {
             // Asked again after a restart: the card kept is raised (same
-            // id and hash, so an answer held for it lands), when it offers
-            // the same options; else it is closed and this one raised.
+            // id and hash, so an answer held for it lands) when it offers
+            // the same options; else this one is raised under its id.
             let same = matches!(&kept.ask().kind, AskKind::Choice { options: old }
                 if old.iter().map(|o| o.id.as_str()).eq(ours.iter().map(|(id, _)| id.as_str())));
             if same {
