@@ -23,7 +23,7 @@ use crate::{AcpOptions, Error};
 
 /// How long after `session/load` answers a card kept from the last run
 /// waits for the agent to ask again, before it is closed.
-pub(crate) const KEPT_GRACE: Duration = Duration::from_secs(1);
+const KEPT_GRACE: Duration = Duration::from_secs(1);
 
 /// What conversations share: the options, the records, the pool of processes.
 pub(crate) struct Shared {

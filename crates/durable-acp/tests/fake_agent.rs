@@ -13,7 +13,7 @@
 use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
 
-use durable_acp::{AcpConversations, AcpOptions, AgentCommand, call_id_for, pane_id_for};
+use durable_acp::{AcpConversations, AcpOptions, AcpOptionsBuilder, AgentCommand, call_id_for, pane_id_for};
 use durable_core::types::ask_id_for;
 use durable_core::types::exchange::{Caller, Request};
 use durable_core::{Core, CoreOptions, ReceiptStore, create_core};
@@ -79,6 +79,8 @@ fn fake_agent(role: &str) {
     let stdin = std::io::stdin();
     let mut out = std::io::stdout().lock();
     let mut lines = stdin.lock().lines();
+    // Where the test reads what the agent was told (role `reasks`).
+    let log = std::path::PathBuf::from(std::env::var_os("DURABLE_ACP_FAKE_LOG").unwrap_or_default());
     // Answers to our own requests, by id.
     let mut next = move || -> Option<Value> {
         let line = lines.next()?.ok()?;
@@ -117,23 +119,31 @@ fn fake_agent(role: &str) {
             "session/prompt" if role == "reasks" => {
                 send(&mut out, permission(SESSION, 101, "keep/1"));
                 send(&mut out, permission(SESSION, 102, "drop/2"));
+                send(&mut out, permission(SESSION, 103, "change/3"));
             }
-            // Loaded again: it asks again for one of them, before it
-            // answers, once the test says so (a file next to the log).
+            // Loaded again: it asks again for keep/1 as before and for
+            // change/3 with one option more, before it answers, once the
+            // test says so (a file next to the log).
             "session/load" if role == "reasks" => {
-                let log = std::path::PathBuf::from(std::env::var("DURABLE_ACP_FAKE_LOG").unwrap());
                 let waited = Instant::now();
                 while !log.with_extension("go").exists() && waited.elapsed() < DEADLINE {
                     std::thread::sleep(Duration::from_millis(20));
                 }
                 send(&mut out, permission(SESSION, 201, "keep/1"));
+                let mut changed = permission(SESSION, 202, "change/3");
+                changed["params"]["options"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(json!({"optionId": "reject-always", "name": "Never", "kind": "reject_always"}));
+                send(&mut out, changed);
                 send(&mut out, json!({"jsonrpc": "2.0", "id": id, "result": {}}));
             }
-            // The answer to the card asked again, told to the test.
-            "" if role == "reasks" && id == 201 => {
+            // The answers to the cards asked again, told to the test: a
+            // line `<request id>:<option id>` each.
+            "" if role == "reasks" => {
                 let picked = msg["result"]["outcome"]["optionId"].as_str().unwrap_or("none");
-                let log = std::env::var("DURABLE_ACP_FAKE_LOG").unwrap();
-                std::fs::write(log, format!("picked:{picked}")).unwrap();
+                let mut told = std::fs::OpenOptions::new().create(true).append(true).open(&log).unwrap();
+                writeln!(told, "{id}:{picked}").unwrap();
             }
             "session/prompt" => {
                 if role == "exits" {
@@ -196,7 +206,6 @@ fn fake_agent(role: &str) {
         }
     }
     if role == "reasks" {
-        let log = std::path::PathBuf::from(std::env::var("DURABLE_ACP_FAKE_LOG").unwrap());
         std::fs::write(log.with_extension("ended"), "").unwrap();
     }
 }
@@ -244,12 +253,21 @@ fn conversations_in(
     dir: &std::path::Path,
     init_timeout: Duration,
 ) -> std::sync::Arc<AcpConversations> {
+    conversations_in_with(core, role, dir, |o| o.init_timeout(init_timeout))
+}
+
+/// [`conversations_in`] with options of the test's own.
+fn conversations_in_with(
+    core: &Core,
+    role: &str,
+    dir: &std::path::Path,
+    options: impl FnOnce(AcpOptionsBuilder) -> AcpOptionsBuilder,
+) -> std::sync::Arc<AcpConversations> {
     let me = std::env::current_exe().unwrap();
     let command = AgentCommand::new(me)
         .env("DURABLE_ACP_FAKE", role)
         .env("DURABLE_ACP_FAKE_LOG", dir.join("agent.log"));
-    let options =
-        AcpOptions::builder(command, dir, dir.join("data")).init_timeout(init_timeout).build().unwrap();
+    let options = options(AcpOptions::builder(command, dir, dir.join("data"))).build().unwrap();
     let tab = core.workspace("w", "W").unwrap().tab("t", "T").unwrap();
     AcpConversations::new(tab, options).unwrap()
 }
@@ -398,7 +416,7 @@ async fn open_asks(core: &Core) -> Vec<Value> {
 async fn kept_cards() {
     let dir = scratch("reasks");
     let db = dir.join("receipts.sqlite3");
-    // Run 1: two cards open, kept by the store; then it is gone without a
+    // Run 1: three cards open, kept by the store; then it is gone without a
     // word, as in a crash (left as it is: nothing of it stops or closes).
     let first = core_with(Some(SqliteReceiptStore::open(&db).unwrap()));
     first.ready();
@@ -406,29 +424,31 @@ async fn kept_cards() {
     let pane_id = acp.start(Some("go".into())).await.unwrap().id().to_owned();
     let keep_id = ask_id_for(&pane_id, &call_id_for("keep/1"));
     let drop_id = ask_id_for(&pane_id, &call_id_for("drop/2"));
-    let raised = eventually("the two cards", || async {
+    let change_id = ask_id_for(&pane_id, &call_id_for("change/3"));
+    let raised = eventually("the three cards", || async {
         let asks = open_asks(&first).await;
-        (asks.len() == 2).then_some(asks)
+        (asks.len() == 3).then_some(asks)
     })
     .await;
     let hash =
         raised.iter().find(|a| a["id"] == keep_id.as_str()).expect("the card of keep/1")["hash"].clone();
-    eventually("the two cards in the store", || async {
+    eventually("the three cards in the store", || async {
         let store = SqliteReceiptStore::open(&db).ok()?;
-        (store.kept_asks().await.ok()?.len() == 2).then_some(())
+        (store.kept_asks().await.ok()?.len() == 3).then_some(())
     })
     .await;
     std::mem::forget(acp);
     std::mem::forget(first);
 
-    // Run 2 on the same store and data folder.
+    // Run 2 on the same store and data folder; an idle agent stops after
+    // 300 ms (one with a card open is not idle).
     let core = core_with(Some(SqliteReceiptStore::open(&db).unwrap()));
-    let acp = conversations_in(&core, "reasks", &dir, Duration::from_secs(30));
+    let acp = conversations_in_with(&core, "reasks", &dir, |o| o.idle_stop(Duration::from_millis(300)));
     assert_eq!(acp.restore().unwrap(), 1);
     let kept = core.kept_asks().await.unwrap();
     let mut ids: Vec<&str> = kept.iter().map(|k| k.id()).collect();
     ids.sort_unstable();
-    let mut want = [keep_id.as_str(), drop_id.as_str()];
+    let mut want = [keep_id.as_str(), drop_id.as_str(), change_id.as_str()];
     want.sort_unstable();
     assert_eq!(ids, want);
     acp.take_up_kept_asks(kept);
@@ -448,11 +468,9 @@ async fn kept_cards() {
     // and hash, and the answer held for it goes to the agent (no other
     // answer is sent).
     std::fs::write(dir.join("agent.go"), "").unwrap();
-    let told = eventually("the agent told the option", || async {
-        std::fs::read_to_string(dir.join("agent.log")).ok()
-    })
-    .await;
-    assert_eq!(told, "picked:allow-once");
+    let told = || std::fs::read_to_string(dir.join("agent.log")).unwrap_or_default();
+    eventually("the agent told the held answer", || async { (!told().is_empty()).then_some(()) }).await;
+    assert_eq!(told(), "201:allow-once\n");
     // drop/2 is not asked again: closed, with its line, once the grace is
     // over; keep/1 was answered and has none.
     let closing_lines = |items: Vec<Value>| -> Vec<String> {
@@ -467,12 +485,25 @@ async fn kept_cards() {
     .await;
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(lines[0].contains("run drop/2"), "{lines:?}");
-    assert!(open_asks(&core).await.is_empty());
     let refused = post(&drop_id, answer("a-1", "allow-once")).await;
     assert_eq!((refused.status, refused.body_json()["code"].clone()), (409, json!("ask-closed")));
-    // The agent asked again: it is not stopped as one loaded for nothing
-    // (that stop would close its input just after the closing line).
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(!dir.join("agent.ended").exists(), "the agent that asked again was stopped");
+    // change/3, asked again with one option more: the new card, by the
+    // kept card's id.
+    let open = open_asks(&core).await;
+    assert_eq!(open.len(), 1, "{open:?}");
+    assert_eq!(open[0]["id"], change_id.as_str());
+    let options: Vec<&str> =
+        open[0]["options"].as_array().unwrap().iter().map(|o| o["id"].as_str().unwrap()).collect();
+    assert_eq!(options, ["allow-once", "reject", "reject-always"]);
+    // The agent asked again and a card is open: it is stopped neither as
+    // one loaded for nothing nor as idle (a stop closes its input).
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(!dir.join("agent.ended").exists(), "the agent with a card open was stopped");
+    let changed = json!({"requestId": "a-2", "answer": {"optionIds": ["reject-always"]}}).to_string();
+    let answered = post(&change_id, changed).await;
+    assert_eq!(answered.status, 200, "{}", answered.body_json());
+    eventually("the agent told the second answer", || async { (told().lines().count() == 2).then_some(()) })
+        .await;
+    assert_eq!(told(), "201:allow-once\n202:reject-always\n");
     acp.shutdown().await;
 }
