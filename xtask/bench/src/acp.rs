@@ -31,7 +31,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
 use crate::load::{self, Call, Target};
-use crate::project_root;
+use crate::{project_root, relay};
 
 /// Measured turns on each side.
 const TURNS: usize = 40;
@@ -173,8 +173,7 @@ impl Direct {
     async fn call(&mut self, method: &str, params: Value) -> Result<Value, String> {
         self.next_id += 1;
         let id = self.next_id;
-        let mut line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
-        line.push('\n');
+        let line = relay::request_line(id, method, params);
         self.stdin.write_all(line.as_bytes()).await.map_err(|e| format!("pi-acp's stdin: {e}"))?;
         let read = async {
             loop {
@@ -182,10 +181,7 @@ impl Direct {
                 let line = line.ok_or("pi-acp ended its output")?;
                 let Ok(msg) = serde_json::from_str::<Value>(&line) else { continue };
                 if msg["id"] == id && msg.get("method").is_none() {
-                    return match msg.get("error") {
-                        Some(e) => Err(format!("{method}: {e}")),
-                        None => Ok(msg["result"].clone()),
-                    };
+                    return relay::result_of(method, &msg);
                 }
             }
         };
@@ -303,7 +299,6 @@ fn example(root: &Path, exe: &Path, pi_acp: &Path, pi_faux: &Path) -> Command {
 /// on a socket in `root`.
 fn floor_relay(root: &Path, pi_acp: &Path, pi_faux: &Path) -> Result<Command, String> {
     let exe = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
-    std::fs::create_dir_all(root.join("data")).map_err(|e| e.to_string())?;
     let mut cmd = Command::new(exe);
     cmd.arg("bench-relay")
         .arg("--agent")

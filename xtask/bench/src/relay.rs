@@ -34,6 +34,21 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::oneshot;
 
+/// A JSON-RPC request to an ACP agent, as one line.
+pub(crate) fn request_line(id: u64, method: &str, params: Value) -> String {
+    let mut line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+    line.push('\n');
+    line
+}
+
+/// The result of a JSON-RPC response to `method`, or its error.
+pub(crate) fn result_of(method: &str, response: &Value) -> Result<Value, String> {
+    match response.get("error") {
+        Some(e) => Err(format!("{method}: {e}")),
+        None => Ok(response["result"].clone()),
+    }
+}
+
 struct RelayArgs {
     agent: PathBuf,
     cwd: PathBuf,
@@ -118,8 +133,7 @@ impl Relay {
             Some(waiting) => waiting.insert(id, tx),
             None => return Err(format!("{method}: the agent ended")),
         };
-        let mut line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
-        line.push('\n');
+        let line = request_line(id, method, params);
         self.stdin
             .lock()
             .await
@@ -127,10 +141,7 @@ impl Relay {
             .await
             .map_err(|e| format!("the agent's input: {e}"))?;
         let answer = rx.await.map_err(|_| format!("{method}: the agent ended"))?;
-        match answer.get("error") {
-            Some(e) => Err(format!("{method}: {e}")),
-            None => Ok(answer["result"].clone()),
-        }
+        result_of(method, &answer)
     }
 
     /// Records the send (one committed row), then runs its turn.
@@ -144,14 +155,15 @@ impl Relay {
             pane.reply.clear();
             pane.session.clone()
         };
-        self.db
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .execute(
-                "INSERT INTO sends (request_id, pane, text, state) VALUES (?1, ?2, ?3, 'running')",
-                (request_id, &session, text),
-            )
-            .map_err(|e| e.to_string())?;
+        let recorded = self.db.lock().unwrap_or_else(|e| e.into_inner()).execute(
+            "INSERT INTO sends (request_id, pane, text, state) VALUES (?1, ?2, ?3, 'running')",
+            (request_id, &session, text),
+        );
+        if let Err(e) = recorded {
+            // Not recorded, not run: the pane takes a send again.
+            self.pane.lock().unwrap_or_else(|e| e.into_inner()).working = false;
+            return Err(e.to_string());
+        }
         let relay = self.clone();
         let text = text.to_owned();
         tokio::spawn(async move {
@@ -249,6 +261,9 @@ impl Relay {
 }
 
 async fn serve(args: RelayArgs) -> Result<(), String> {
+    if let Some(dir) = args.db.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    }
     let db = rusqlite::Connection::open(&args.db).map_err(|e| e.to_string())?;
     let mode: String =
         db.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(|e| e.to_string())?;

@@ -62,9 +62,8 @@ fn wait_idle(socket: &str) {
 
 #[test]
 fn the_floor_relay_commits_each_send_before_its_turn_and_shows_the_reply() {
-    if Command::new("python3").arg("-c").arg("pass").status().map_or(true, |s| !s.success()) {
-        panic!("python3 is needed on the PATH (the test's ACP agent)");
-    }
+    let python = Command::new("python3").arg("-c").arg("pass").status();
+    assert!(python.is_ok_and(|s| s.success()), "python3 is needed on the PATH (the test's ACP agent)");
     let dir = Folder::new("relay");
     let agent = dir.0.join("agent.py");
     std::fs::write(&agent, AGENT).unwrap();
@@ -102,12 +101,9 @@ fn the_floor_relay_commits_each_send_before_its_turn_and_shows_the_reply() {
     let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
     assert_eq!(mode, "wal");
     let mut rows = conn.prepare("SELECT request_id, text, state FROM sends ORDER BY rowid").unwrap();
-    let rows: Vec<(String, String, String)> =
-        rows.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(Result::unwrap).collect();
-    let want = [("st-0", "hello", "running"), ("r-1", "again", "running")];
-    let want: Vec<(String, String, String)> =
-        want.iter().map(|(a, b, c)| ((*a).to_owned(), (*b).to_owned(), (*c).to_owned())).collect();
-    assert_eq!(rows, want);
+    let rows: Vec<[String; 3]> =
+        rows.query_map([], |r| Ok([r.get(0)?, r.get(1)?, r.get(2)?])).unwrap().map(Result::unwrap).collect();
+    assert_eq!(rows, [["st-0", "hello", "running"], ["r-1", "again", "running"]]);
 
     // SIGTERM, as the bench ends it: it ends its agent and exits cleanly.
     let pid = rustix::process::Pid::from_raw(i32::try_from(served.0.id()).unwrap()).unwrap();
