@@ -20,7 +20,7 @@ use durable_types::SOCKET_PATH_MAX;
 use durable_types::{CAP_NAMES, TOKEN_MIN, WIRE_MAX, WIRE_MIN};
 use serde_json::Value;
 
-use crate::link::{AgentArgs, Answer, Link, LinkError, Target, Token, Url};
+use crate::link::{AgentArgs, Answer, AnswerLimit, Link, LinkError, Target, Token, Url};
 use crate::pin::fingerprint_text;
 
 /// `durable doctor`'s command line.
@@ -93,6 +93,7 @@ struct Given {
     agent: Agent,
     pin: Option<[u8; 32]>,
     insecure: bool,
+    answer_limit: AnswerLimit,
 }
 
 fn given(args: &Args) -> Result<Given, String> {
@@ -101,7 +102,12 @@ fn given(args: &Args) -> Result<Given, String> {
         // The URL's shape is the first check.
         Err(url) => Url::parse(&url).map_or_else(Agent::BadUrl, Agent::Url),
     };
-    Ok(Given { agent, pin: args.agent.fingerprint, insecure: args.agent.insecure })
+    Ok(Given {
+        agent,
+        pin: args.agent.fingerprint,
+        insecure: args.agent.insecure,
+        answer_limit: args.agent.answer_limit(),
+    })
 }
 
 pub(crate) fn main(args: Args) -> ExitCode {
@@ -122,7 +128,7 @@ pub(crate) fn main(args: Args) -> ExitCode {
     let mut report = Report { lines: Vec::new() };
     runtime.block_on(async {
         match &args.agent {
-            Agent::Socket(path) => socket(&mut report, path).await,
+            Agent::Socket(path) => socket(&mut report, path, args.answer_limit).await,
             Agent::Url(url) => https(&mut report, url, &args).await,
             Agent::BadUrl(why) => {
                 report.fail(
@@ -146,7 +152,7 @@ pub(crate) fn main(args: Args) -> ExitCode {
 
 /// Off Unix there is no private socket (docs/wire.md §1.1): one line says so.
 #[cfg(not(unix))]
-async fn socket(report: &mut Report, path: &Path) {
+async fn socket(report: &mut Report, path: &Path, _answer_limit: AnswerLimit) {
     report.fail(
         "socket-path-absolute",
         format!("{} is a socket path, and the private socket is Unix-only", path.display()),
@@ -157,7 +163,7 @@ async fn socket(report: &mut Report, path: &Path) {
 
 /// The socket's checks (§1.1), then hello's.
 #[cfg(unix)]
-async fn socket(report: &mut Report, path: &Path) {
+async fn socket(report: &mut Report, path: &Path, answer_limit: AnswerLimit) {
     let shown = path.display().to_string();
     let absolute = path.is_absolute();
     if absolute {
@@ -215,7 +221,7 @@ async fn socket(report: &mut Report, path: &Path) {
         Ok(what) => report.ok("socket-not-private", what),
         Err((what, fix)) => report.fail("socket-not-private", what, format!("{fix} (docs/wire.md §1.1)")),
     }
-    let mut link = Link::new(Target::Socket(path.to_owned()), None, None);
+    let mut link = Link::new(Target::Socket(path.to_owned()), None, None).with_answer_limit(answer_limit);
     let answer = match get_hello(&mut link).await {
         Ok(answer) => {
             report.ok("socket-stale", "the agent accepts connections on it");
@@ -401,7 +407,8 @@ async fn https(report: &mut Report, url: &Url, args: &Given) {
     // or --insecure on loopback): an unpinned https address is first asked
     // without it, for the fingerprint to pin, and the token stays here.
     let verified = !url.https || args.pin.is_some() || (args.insecure && url.is_loopback());
-    let mut link = Link::new(Target::Url(url.clone()), if verified { token } else { None }, args.pin);
+    let mut link = Link::new(Target::Url(url.clone()), if verified { token } else { None }, args.pin)
+        .with_answer_limit(args.answer_limit);
     let result = get_hello(&mut link).await;
     let seen = link.seen_fingerprint();
     // The certificate first: nothing else can be trusted without it.
@@ -471,7 +478,7 @@ async fn https(report: &mut Report, url: &Url, args: &Given) {
                     }
                 }
                 LinkError::Http(_) if url.https && seen.is_none() => skip_hello(report),
-                LinkError::Http(_) => broken_hello(report, &e),
+                LinkError::Http(_) | LinkError::TooLarge(_) => broken_hello(report, &e),
             }
             return;
         }

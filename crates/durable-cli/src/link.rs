@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::client::conn::http1::SendRequest;
 use hyper::{HeaderMap, Method, Request};
 use hyper_util::rt::TokioIo;
@@ -29,6 +29,76 @@ const READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a write may take: it may wait 5 s for a pane's lock (§8), then
 /// for the agent's handler.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The largest answer `durable` reads from an agent unless told otherwise
+/// (`--max-answer-mib`): a conforming snapshot or history page can be large,
+/// but an agent that streams without end must not take the machine's memory.
+pub(crate) const ANSWER_MAX_MIB: u64 = 64;
+
+/// The most `durable` reads of one answer (its body), in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct AnswerLimit {
+    mib: u64,
+}
+
+impl Default for AnswerLimit {
+    fn default() -> AnswerLimit {
+        AnswerLimit { mib: ANSWER_MAX_MIB }
+    }
+}
+
+impl AnswerLimit {
+    /// A limit of `mib` MiB (at least 1).
+    pub(crate) fn from_mib(mib: u64) -> AnswerLimit {
+        AnswerLimit { mib: mib.max(1) }
+    }
+
+    /// The limit in bytes.
+    pub(crate) fn bytes(self) -> usize {
+        usize::try_from(self.mib.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX)
+    }
+
+    /// The message for an answer that passed the limit: it names the limit
+    /// and the option that raises it.
+    pub(crate) fn passed(self, what: &str) -> String {
+        format!(
+            "{what}: the answer is larger than {} MiB, the most durable reads \
+             (--max-answer-mib raises it)",
+            self.mib
+        )
+    }
+
+    /// Reads a body whole, but never more than the limit: past it, the
+    /// error of [`AnswerLimit::passed`] (a `Content-Length` past it is
+    /// refused before a byte of the body is read).
+    pub(crate) async fn read<B>(self, body: B, what: &str) -> Result<Bytes, String>
+    where
+        B: hyper::body::Body,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        self.read_body(body, what).await.map_err(|e| match e {
+            LinkError::TooLarge(m)
+            | LinkError::Http(m)
+            | LinkError::Tls(m)
+            | LinkError::Connect { message: m, .. } => m,
+        })
+    }
+
+    /// [`AnswerLimit::read`], with the kind of failure kept.
+    pub(crate) async fn read_body<B>(self, body: B, what: &str) -> Result<Bytes, LinkError>
+    where
+        B: hyper::body::Body,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        match Limited::new(body, self.bytes()).collect().await {
+            Ok(collected) => Ok(collected.to_bytes()),
+            Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
+                Err(LinkError::TooLarge(self.passed(what)))
+            }
+            Err(e) => Err(LinkError::Http(format!("{what}: reading the answer: {e}"))),
+        }
+    }
+}
 
 /// A bearer token: never printed, not even by `Debug`.
 #[derive(Clone)]
@@ -168,6 +238,11 @@ pub(crate) struct AgentArgs {
     /// Trust the certificate the agent shows (loopback only).
     #[arg(long)]
     pub(crate) insecure: bool,
+    /// The largest answer read from the agent, in MiB: past it, the answer
+    /// is an error that says so.
+    #[arg(long, value_name = "MIB", default_value_t = ANSWER_MAX_MIB,
+          value_parser = clap::value_parser!(u64).range(1..=65536))]
+    max_answer_mib: u64,
 }
 
 fn fingerprint_arg(text: &str) -> Result<[u8; 32], String> {
@@ -176,6 +251,11 @@ fn fingerprint_arg(text: &str) -> Result<[u8; 32], String> {
 }
 
 impl AgentArgs {
+    /// The most `durable` reads of one answer (`--max-answer-mib`).
+    pub(crate) fn answer_limit(&self) -> AnswerLimit {
+        AnswerLimit::from_mib(self.max_answer_mib)
+    }
+
     /// The socket path, or the URL as given (each command reads it); `Err`
     /// when neither is said.
     pub(crate) fn place(&self) -> Result<Result<PathBuf, String>, String> {
@@ -224,14 +304,18 @@ pub(crate) enum LinkError {
     Tls(String),
     /// The HTTP exchange failed or timed out.
     Http(String),
+    /// The agent answered, but with more than the answer limit
+    /// (`--max-answer-mib`): the message names the limit and the option.
+    TooLarge(String),
 }
 
 impl fmt::Display for LinkError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LinkError::Connect { message, .. } | LinkError::Tls(message) | LinkError::Http(message) => {
-                f.write_str(message)
-            }
+            LinkError::Connect { message, .. }
+            | LinkError::Tls(message)
+            | LinkError::Http(message)
+            | LinkError::TooLarge(message) => f.write_str(message),
         }
     }
 }
@@ -261,6 +345,7 @@ pub(crate) struct Link {
     token: Option<Token>,
     tls: Option<(Arc<Pinned>, Arc<rustls::ClientConfig>)>,
     conn: Option<SendRequest<Full<Bytes>>>,
+    answer_limit: AnswerLimit,
 }
 
 impl fmt::Debug for Link {
@@ -284,7 +369,18 @@ impl Link {
             }
             _ => None,
         };
-        Link { target, token, tls, conn: None }
+        Link { target, token, tls, conn: None, answer_limit: AnswerLimit::default() }
+    }
+
+    /// The same link, reading answers up to `limit`.
+    pub(crate) fn with_answer_limit(mut self, limit: AnswerLimit) -> Link {
+        self.answer_limit = limit;
+        self
+    }
+
+    /// The most this link reads of one answer.
+    pub(crate) fn answer_limit(&self) -> AnswerLimit {
+        self.answer_limit
     }
 
     pub(crate) fn target(&self) -> &Target {
@@ -391,11 +487,16 @@ impl Link {
                 match sender.send_request(request).await {
                     Ok(response) => {
                         let (parts, body) = response.into_parts();
-                        let bytes = body
-                            .collect()
-                            .await
-                            .map_err(|e| LinkError::Http(format!("reading the answer: {e}")))?
-                            .to_bytes();
+                        let bytes = match self.answer_limit.read_body(body, &format!("{method} {path}")).await
+                        {
+                            Ok(bytes) => bytes,
+                            Err(e) => {
+                                // The rest of a cut answer is still on the
+                                // connection: it is not used again.
+                                self.conn = None;
+                                return Err(e);
+                            }
+                        };
                         self.conn = Some(sender);
                         let json = serde_json::from_slice(&bytes).ok();
                         return Ok(Answer { status: parts.status.as_u16(), headers: parts.headers, json });

@@ -8,9 +8,22 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 use super::{Command, POLL, Session, parse_command};
 
+/// The longest line printed: an agent's title or message past it (the wire
+/// allows far less) is cut, so a script's output stays the size of what a
+/// person can read.
+const LINE_MAX_CHARS: usize = 4096;
+
 fn print(lines: &[String]) {
     for line in lines {
-        println!("{line}");
+        println!("{}", cut(line));
+    }
+}
+
+/// `line`, or its first [`LINE_MAX_CHARS`] characters and how much was cut.
+fn cut(line: &str) -> std::borrow::Cow<'_, str> {
+    match line.char_indices().nth(LINE_MAX_CHARS) {
+        None => line.into(),
+        Some((end, _)) => format!("{}… ({} more bytes not shown)", &line[..end], line.len() - end).into(),
     }
 }
 
@@ -56,4 +69,20 @@ pub(super) async fn run(mut session: Session) -> Result<(), String> {
 /// script can tell (exit 1).
 fn ended(session: &Session) -> Result<(), String> {
     if session.reached { Ok(()) } else { Err("the agent never answered (`durable doctor` says why)".into()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_lines_are_cut_and_say_so() {
+        assert_eq!(cut("pane ticket-1 \"Refund\""), "pane ticket-1 \"Refund\"");
+        let long = format!("pane p \"{}\"", "é".repeat(10_000));
+        let shown = cut(&long);
+        assert!(shown.starts_with("pane p \"éé"), "{shown}");
+        assert_eq!(shown.split('…').next().unwrap().chars().count(), LINE_MAX_CHARS);
+        let cut_bytes = long.len() - shown.split('…').next().unwrap().len();
+        assert!(shown.ends_with(&format!("… ({cut_bytes} more bytes not shown)")), "{shown}");
+    }
 }

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::link::{AgentArgs, Link, Target, Token, Url, enc};
+use crate::link::{AgentArgs, AnswerLimit, Link, LinkError, Target, Token, Url, enc};
 use model::{Ask, Hello, Model, View, WIRE, short_id};
 
 // The doctor's too: one copy of Collie's words.
@@ -75,6 +75,7 @@ struct Given {
     pin: Option<[u8; 32]>,
     insecure: bool,
     plain: bool,
+    answer_limit: AnswerLimit,
 }
 
 fn given(args: &Args) -> Result<Given, String> {
@@ -82,7 +83,13 @@ fn given(args: &Args) -> Result<Given, String> {
         Ok(path) => socket(path)?,
         Err(url) => Target::Url(Url::parse(&url)?),
     };
-    Ok(Given { target, pin: args.agent.fingerprint, insecure: args.agent.insecure, plain: args.plain })
+    Ok(Given {
+        target,
+        pin: args.agent.fingerprint,
+        insecure: args.agent.insecure,
+        plain: args.plain,
+        answer_limit: args.agent.answer_limit(),
+    })
 }
 
 /// The agent's private socket (§1.1).
@@ -111,7 +118,7 @@ fn link_for(args: &Given) -> Result<Link, String> {
                 path.display()
             ));
         }
-        return Ok(Link::new(args.target.clone(), None, None));
+        return Ok(Link::new(args.target.clone(), None, None).with_answer_limit(args.answer_limit));
     }
     // Elsewhere than on Unix the agent is only a URL away (`given` refuses
     // a socket there), whether or not the link still names sockets.
@@ -133,7 +140,7 @@ fn link_for(args: &Given) -> Result<Link, String> {
             return Err("--insecure is for loopback only: give --fingerprint SHA256".into());
         }
     }
-    Ok(Link::new(args.target.clone(), Some(token), args.pin))
+    Ok(Link::new(args.target.clone(), Some(token), args.pin).with_answer_limit(args.answer_limit))
 }
 
 pub(crate) fn main(args: Args) -> ExitCode {
@@ -286,6 +293,21 @@ enum Paging {
     Items(String, String),
 }
 
+/// A write that reached no agent, kept to be sent again, with the same
+/// request id, once the agent answers (as Collie's bridge keeps a write):
+/// the agent runs it once, or replays what it did with it (§9).
+#[derive(Clone, Debug)]
+struct KeptWrite {
+    what: String,
+    path: String,
+    body: Value,
+    request_id: String,
+}
+
+/// At most this many writes are kept while the agent does not answer; one
+/// more is not kept, and its line says so.
+const KEPT_WRITES_MAX: usize = 32;
+
 /// The phone's side of the conversation with one agent, shared by both
 /// faces: it polls, writes, and says what changed as lines.
 #[derive(Debug)]
@@ -301,6 +323,8 @@ pub(crate) struct Session {
     trouble: Option<String>,
     /// The line of the agent's answer to the last write, until taken.
     outcome: Option<String>,
+    /// Writes that reached no agent, oldest first, sent again once it answers.
+    kept: std::collections::VecDeque<KeptWrite>,
     /// Whether the agent ever answered (a script's phone that never
     /// reached it exits 1).
     pub(crate) reached: bool,
@@ -327,6 +351,7 @@ impl Session {
             paging: None,
             trouble: None,
             outcome: None,
+            kept: std::collections::VecDeque::new(),
             reached: false,
         }
     }
@@ -387,6 +412,10 @@ impl Session {
                 None => out.push("hello: the answer is not JSON".into()),
             },
             Ok(a) => out.push(Session::refusal("hello", a.status, a.json.as_ref())),
+            Err(e @ LinkError::TooLarge(_)) => {
+                out.push(format!("hello: {e}"));
+                return out;
+            }
             Err(e) => {
                 // Nothing more to ask now: the polls go on trying.
                 out.push(format!("hello: {e} (is the agent running? `durable doctor` says why)"));
@@ -456,6 +485,7 @@ impl Session {
                 }
             }
         }
+        out.extend(self.send_kept().await);
         out.extend(self.read_events().await);
         if let Some((ask, _)) = &self.pending_always {
             if self.model.ask(ask).is_none() {
@@ -534,19 +564,77 @@ impl Session {
     }
 
     /// A write (§8): its body gets a fresh request id; the line says what
-    /// the agent answered; then a poll shows what it did.
+    /// the agent answered; then a poll shows what it did. A write that
+    /// reached no agent is kept and sent again by the polls.
     async fn write(&mut self, what: &str, path: &str, mut body: Value) -> (Vec<String>, Option<Value>) {
         let request_id = self.request_id();
         body["requestId"] = Value::String(request_id.clone());
         let mut out = Vec::new();
-        let (line, json) = match self.link.post(path, &body).await {
-            Ok(a) => (draw::outcome(what, &request_id, a.status, a.json.as_ref()), a.json),
-            Err(e) => (format!("{what}: no answer: {e} [request {request_id}]"), None),
+        // Behind writes already kept: the agent gets them in the order given.
+        let answer = if self.kept.is_empty() { Some(self.link.post(path, &body).await) } else { None };
+        let (line, json) = match answer {
+            Some(Ok(a)) => (draw::outcome(what, &request_id, a.status, a.json.as_ref()), a.json),
+            // The agent answered, too much: it has the write, nothing to send again.
+            Some(Err(e @ LinkError::TooLarge(_))) => (format!("{what}: {e} [request {request_id}]"), None),
+            Some(Err(e)) => (self.keep(what, path, body, &request_id, Some(&e)), None),
+            None => (self.keep(what, path, body, &request_id, None), None),
         };
         out.push(line.clone());
         self.outcome = Some(line);
         out.extend(self.poll().await);
         (out, json)
+    }
+
+    /// Keeps a write that reached no agent (`why`; `None`: earlier writes
+    /// wait), or says why it is not kept.
+    fn keep(
+        &mut self,
+        what: &str,
+        path: &str,
+        body: Value,
+        request_id: &str,
+        why: Option<&LinkError>,
+    ) -> String {
+        let why =
+            why.map_or_else(|| "earlier writes wait for the agent".to_owned(), |e| format!("no answer: {e}"));
+        if self.kept.len() >= KEPT_WRITES_MAX {
+            return format!(
+                "{what}: {why}; not kept: {KEPT_WRITES_MAX} writes already wait for the agent [request {request_id}]"
+            );
+        }
+        self.kept.push_back(KeptWrite {
+            what: what.to_owned(),
+            path: path.to_owned(),
+            body,
+            request_id: request_id.to_owned(),
+        });
+        format!(
+            "{what}: {why}; kept: it is sent again, with the same request id, once the agent answers [request {request_id}]"
+        )
+    }
+
+    /// Sends the kept writes again, oldest first, while the agent answers.
+    async fn send_kept(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        while let Some(kept) = self.kept.front().cloned() {
+            let line = match self.link.post(&kept.path, &kept.body).await {
+                Ok(a) => draw::outcome(
+                    &format!("{} (sent again)", kept.what),
+                    &kept.request_id,
+                    a.status,
+                    a.json.as_ref(),
+                ),
+                Err(e @ LinkError::TooLarge(_)) => {
+                    format!("{} (sent again): {e} [request {}]", kept.what, kept.request_id)
+                }
+                // Still no agent: the next poll tries again.
+                Err(_) => break,
+            };
+            self.kept.pop_front();
+            out.push(line.clone());
+            self.outcome = Some(line);
+        }
+        out
     }
 
     /// Runs a command; the lines say what happened.
