@@ -114,6 +114,7 @@ fn parse_args() -> Result<Args, String> {
 }
 
 async fn run(args: Args) -> Result<(), BoxError> {
+    durable_examples::report_file_size_limit()?; // a write past `ulimit -f` is an error, not a silent death (lib.rs)
     let data = match args.data {
         Some(d) => d,
         None => std::env::var_os("HOME")

@@ -41,27 +41,29 @@ impl ActionHandler for Refund {
     async fn action(&self, req: ActionRequest) -> HandlerResult {
         // The write answers once the work is started: the card is awaited
         // on a task of its own, never inside the handler.
-        let call = format!("call-{}", req.request_id);
-        let options = ApprovalOptions::new(&req.pane, call.clone())
+        // The press's request id is the card's tool call id: it is an ID
+        // already (128 bytes at most), so it always fits, where
+        // `call-{id}` may not.
+        let options = ApprovalOptions::new(&req.pane, req.request_id.as_str())
             .timeout_ms(600_000)
             // Kept with the card: after a restart it says what to refund.
             .agent_data(json!({"order": "5521", "amount": 40}));
         let approval = require_approval("refund", &json!({"order": "5521", "amount": 40}), options)?; // a rule broken here refuses the press: `409 refused`
-        tokio::spawn(issue_when_decided(approval, req.pane, call, self.0.clone()));
+        tokio::spawn(issue_when_decided(approval, req.pane, self.0.clone()));
         Ok(())
     }
 }
 
 /// Waits for the card's answer; an Allow issues the refund.
-async fn issue_when_decided(approval: ApprovalFuture, pane: Pane, call: String, log: Arc<Log>) {
+async fn issue_when_decided(approval: ApprovalFuture, pane: Pane, log: Arc<Log>) {
     let a = approval.await;
     let text = if a.approved {
         "Refund of 40 issued".into()
     } else {
         format!("Refund not issued ({})", a.decided_by)
     };
-    // The call id follows the ID rule; only its length could break it.
-    let Ok(item) = Item::notice(&format!("notice-{call}"), text, NoticeTone::Info) else { return };
+    // Ids made from the card's id (32 hex digits) always fit the ID rule.
+    let Ok(item) = Item::notice(&format!("notice-{}", a.ask_id), text, NoticeTone::Info) else { return };
     let _ = pane.write(item.clone());
     log.0.lock().unwrap_or_else(|e| e.into_inner()).push(item);
 }
@@ -109,7 +111,7 @@ fn take_up(collie: &Collie, kept: Vec<KeptAsk>, log: &Arc<Log>) {
                 let call = kept.tool_call_id().to_owned();
                 match kept.raise_approval() {
                     Ok(approval) => {
-                        tokio::spawn(issue_when_decided(approval, pane, call, log.clone()));
+                        tokio::spawn(issue_when_decided(approval, pane, log.clone()));
                     }
                     Err(e) => collie.warn(&format!("approval: the card of {call} was not raised again: {e}")),
                 }
@@ -150,6 +152,7 @@ fn parse_args() -> Result<Args, String> {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     durable_examples::logs(); // on standard error, filtered by RUST_LOG (lib.rs)
+    durable_examples::report_file_size_limit()?; // a write past `ulimit -f` is an error, not a silent death (lib.rs)
     let args = parse_args().map_err(|e| {
         format!("{e}\nusage: approval [--socket PATH] [--data DIR] [--https ADDR] [--raise-delay-ms N]")
     })?;

@@ -53,6 +53,28 @@ pub async fn shutdown_signal() -> std::io::Result<()> {
     Ok(())
 }
 
+/// Turns a write past the process's file-size limit (`ulimit -f`) into an
+/// error on that write, and says so on standard error. Without it the
+/// kernel's `SIGXFSZ` ends the process at once, with no word (the SDK's
+/// stores commit before they answer, so nothing acknowledged is lost, but
+/// the agent is gone). With it the write fails with "File too large", the
+/// store's caller gets the error (a request answers `500`), and the agent
+/// keeps serving what it can. Call it once, inside the runtime.
+#[cfg(unix)]
+pub fn report_file_size_limit() -> std::io::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut xfsz = signal(SignalKind::from_raw(nix::sys::signal::Signal::SIGXFSZ as i32))?;
+    tokio::spawn(async move {
+        while xfsz.recv().await.is_some() {
+            tracing::error!(
+                "a write passed this process's file-size limit (ulimit -f) and failed with \
+                 \"File too large\": raise the limit, or move the data folder to where it may grow"
+            );
+        }
+    });
+    Ok(())
+}
+
 /// Creates a folder only its user can open (0700; an existing one is left
 /// as it is): an agent's data and sessions hold its users' conversations.
 #[cfg(unix)]

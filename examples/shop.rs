@@ -35,15 +35,17 @@ async fn chat(mut turn: Turn) {
 
 /// The refund button: a card, and a notice once the phone decides.
 async fn refund(req: ActionRequest) -> HandlerResult {
-    let call = format!("call-{}", req.request_id);
-    let options = ApprovalOptions::new(&req.pane, call.clone()).timeout_ms(600_000);
+    // The press's request id is the card's tool call id: it is an ID
+    // already (128 bytes at most), so it always fits, where `call-{id}` may not.
+    let options = ApprovalOptions::new(&req.pane, req.request_id.as_str()).timeout_ms(600_000);
     let approval = require_approval("refund", &json!({"order": "5521", "amount": 40}), options)?;
     // The button's answer goes back now; the card is awaited on its own task.
     tokio::spawn(async move {
         let a = approval.await;
         let text =
             if a.approved { "Refund of 40 issued".into() } else { format!("No refund ({})", a.decided_by) };
-        if let Ok(notice) = Item::notice(&format!("notice-{call}"), text, NoticeTone::Info) {
+        // Ids made from the card's id (32 hex digits) fit too.
+        if let Ok(notice) = Item::notice(&format!("notice-{}", a.ask_id), text, NoticeTone::Info) {
             let _ = req.pane.write(notice);
         }
     });

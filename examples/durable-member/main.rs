@@ -105,6 +105,7 @@ fn data_folder(dir: &Path) -> Result<(), BoxError> {
 }
 
 async fn run(args: Args) -> Result<(), BoxError> {
+    durable_examples::report_file_size_limit()?; // a write past `ulimit -f` is an error, not a silent death (lib.rs)
     let data = match &args.data {
         Some(d) => d.clone(),
         None => cli::default_data_dir()?,

@@ -44,17 +44,20 @@ fn echo_streams_a_reply_a_steer_joins_it_and_a_stop_keeps_what_it_had() {
 #[test]
 fn approval_raises_a_card_for_the_button_and_the_phones_allow_issues_the_refund() {
     let a = Agent::start_as("approval", unprivileged());
-    let (_, r) = a.post("/v1/panes/orders/actions/refund", json!({"requestId": "b-1"}));
+    // The longest request id the wire takes (128 bytes): the card's ids fit.
+    let press = format!("b-{}", "1".repeat(126));
+    let (_, r) = a.post("/v1/panes/orders/actions/refund", json!({"requestId": press}));
     assert_eq!(r["result"], "done", "{r}");
     let (_, state) = a.curl(&["http://collie/v1/state"]);
     let ask = state["asks"][0].clone();
+    assert_eq!(ask["toolCallId"], press.as_str(), "{ask}");
     assert_eq!(ask["title"], "refund wants to run");
     assert_eq!(ask["tool"]["call"], "refund(order: \"5521\", amount: 40)");
     let answer = json!({"requestId": "a-1", "answer": {"optionIds": ["allow"]}, "hash": ask["hash"]});
     let (status, r) = a.post(&format!("/v1/asks/{}", ask["id"].as_str().unwrap()), answer);
     assert_eq!((status, r["result"].clone()), (200, json!("answered")), "{r}");
     let notice = eventually("the refund notice", || {
-        let item = a.item("orders", "notice-call-b-1");
+        let item = a.item("orders", &format!("notice-{}", ask["id"].as_str().unwrap()));
         item["text"].as_str().map(str::to_owned)
     });
     assert_eq!(notice, "Refund of 40 issued");
@@ -111,7 +114,7 @@ fn approvals_card_survives_a_sigkill_and_an_allow_sent_while_the_agent_is_down_i
     let (status, r) = a.post(&format!("/v1/asks/{id}"), answer.clone());
     assert_eq!((status, r["result"].clone()), (200, json!("answered")), "{r}");
     let notice = eventually("the refund notice", || {
-        a.item("orders", "notice-call-b-1")["text"].as_str().map(str::to_owned)
+        a.item("orders", &format!("notice-{id}"))["text"].as_str().map(str::to_owned)
     });
     assert_eq!(notice, "Refund of 40 issued");
 
@@ -138,7 +141,7 @@ fn an_allow_sent_after_a_restart_before_the_card_is_back_is_held_and_issues_the_
     let (status, r) = a.post(&format!("/v1/asks/{id}"), answer.clone());
     assert_eq!((status, r["result"].clone()), (202, json!("held")), "{r}");
     let notice = eventually("the refund notice", || {
-        a.item("orders", "notice-call-b-1")["text"].as_str().map(str::to_owned)
+        a.item("orders", &format!("notice-{id}"))["text"].as_str().map(str::to_owned)
     });
     assert_eq!(notice, "Refund of 40 issued");
     let (status, r) = a.post(&format!("/v1/asks/{id}"), answer);
@@ -171,14 +174,16 @@ fn the_two_pane_shop_chats_and_refunds_on_the_socket_and_over_https() {
     eventually("the chat's reply", || {
         (a.item("chat", "reply-r-1")["text"] == "You said: hi there").then_some(())
     });
-    let (_, r) = a.post("/v1/panes/orders/actions/refund", json!({"requestId": "b-1"}));
+    let press = format!("b-{}", "2".repeat(126));
+    let (_, r) = a.post("/v1/panes/orders/actions/refund", json!({"requestId": press}));
     assert_eq!(r["result"], "done", "{r}");
     let (_, state) = a.curl(&["http://collie/v1/state"]);
     let ask = state["asks"][0].clone();
     let answer = json!({"requestId": "a-1", "answer": {"optionIds": ["deny"]}, "hash": ask["hash"]});
     a.post(&format!("/v1/asks/{}", ask["id"].as_str().unwrap()), answer);
     eventually("the refund's notice", || {
-        (a.item("orders", "notice-call-b-1")["text"] == "No refund (phone)").then_some(())
+        let notice = a.item("orders", &format!("notice-{}", ask["id"].as_str().unwrap()));
+        (notice["text"] == "No refund (phone)").then_some(())
     });
     let (_, history) = a.curl(&["http://collie/v1/history/orders"]);
     assert_eq!(history["items"][0]["text"], "No refund (phone)", "{history}");

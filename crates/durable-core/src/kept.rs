@@ -107,7 +107,8 @@ impl KeptAsks {
 }
 
 /// An ask that was open when the agent last stopped, handed back by
-/// [`Core::kept_asks`]. Claim it — [`raise`](Self::raise) it again now,
+/// `Collie::kept_asks` in `durable_sdk` ([`Core::kept_asks`] on a core built
+/// by hand). Claim it — [`raise`](Self::raise) it again now,
 /// [`raise_approval`](Self::raise_approval) for a
 /// [`require_approval`](crate::require_approval) card, or take its card with
 /// [`claim`](Self::claim) to raise later — or [`close`](Self::close) it. One

@@ -392,8 +392,8 @@ impl Pane {
     }
 
     /// Sets what runs when the phone sends text to this pane (its turns,
-    /// steers and stops); it wins over the agent-wide one
-    /// ([`Core::on_send`]). Turns on the `send`, `steer` and `abort` caps when
+    /// steers and stops); it wins over the agent-wide one (`Collie::on_send`
+    /// in `durable_sdk`; [`Core::on_send`] on a core built by hand). Turns on the `send`, `steer` and `abort` caps when
     /// caps are not given.
     ///
     /// A [`ChatHandler`], or a closure run as each turn, its argument's
@@ -408,7 +408,8 @@ impl Pane {
     }
 
     /// Sets what runs when the phone presses one of this pane's action
-    /// buttons; it wins over the agent-wide one ([`Core::on_action`]). Turns
+    /// buttons; it wins over the agent-wide one (`Collie::on_action` in
+    /// `durable_sdk`; [`Core::on_action`] on a core built by hand). Turns
     /// on the `actions` and `abort` caps when caps are not given.
     ///
     /// An [`ActionHandler`], or a closure, its argument's type written out:

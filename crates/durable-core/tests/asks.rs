@@ -695,6 +695,14 @@ async fn require_approval_of_a_bad_call_is_an_err() {
     let h = Harness::new();
     let pane = h.pane();
     assert!(require_approval("refund", &json!({}), ApprovalOptions::new(&pane, "bad id")).is_err());
+    // A card must say which tool it asks about: an empty name (or one that
+    // is only white space or control characters) names the rule and the value.
+    for name in ["", "  ", "\u{1b}\u{202e}"] {
+        let err = require_approval(name, &json!({"order": "5521"}), ApprovalOptions::new(&pane, "call-0"))
+            .expect_err("an empty tool name is refused");
+        assert_eq!(err.rule(), "tool", "{err}");
+        assert!(err.to_string().contains("empty name") && err.to_string().contains("call-0"), "{err}");
+    }
     let _first = require_approval("refund", &json!({}), ApprovalOptions::new(&pane, "call-1")).unwrap();
     assert!(
         require_approval("refund", &json!({}), ApprovalOptions::new(&pane, "call-1")).is_err(),

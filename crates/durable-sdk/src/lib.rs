@@ -5,7 +5,7 @@
 //!
 //! An agent depends on `durable-sdk` and on tokio (the SDK's servers run on
 //! it): `cargo add durable-sdk` and
-//! `cargo add tokio --features macros,rt-multi-thread,signal`.
+//! `cargo add tokio --features macros,rt-multi-thread,signal,time`.
 //!
 //! The SDK turns on `serde_json`'s `preserve_order` for the whole program
 //! (every `serde_json::Value` keeps its keys in insertion order): an
@@ -90,7 +90,8 @@
 //! ops.action("ping", "Ping", None)?;
 //! ops.on_action(|req: ActionRequest| async move {
 //!     // `?` on the SDK's rules: the phone hears `409 refused` with the rule, nothing is stored.
-//!     req.pane.write(Item::reply(&format!("pong-{}", req.request_id), "pong")?)?;
+//!     // The request id is an ID already: as the item's id it always fits.
+//!     req.pane.write(Item::reply(req.request_id.as_str(), "pong")?)?;
 //!     Ok(())
 //! })?;
 //! # Ok(()) }
@@ -231,6 +232,7 @@ pub use durable_core::{
 pub use durable_types::{Answer, AskOption, AskSpec, Cap, Caps, Item, ask_id_for};
 pub use error::Error;
 /// JSON values, for `require_approval`'s arguments and answers' values.
+#[doc(no_inline)]
 pub use serde_json::{Value, json};
 #[cfg(any(all(feature = "socket", unix), feature = "tls"))]
 #[cfg_attr(docsrs, doc(cfg(any(all(feature = "socket", unix), feature = "tls"))))]

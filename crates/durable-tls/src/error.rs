@@ -54,7 +54,7 @@ pub enum TlsError {
     },
     /// No token: neither the options nor `COLLIE_TOKEN` give one.
     #[error(
-        "no token: set COLLIE_TOKEN (at least {TOKEN_MIN} bytes, e.g. `openssl rand -hex 32`) or TlsOptions' token"
+        "no token: set COLLIE_TOKEN (at least {TOKEN_MIN} bytes, e.g. `openssl rand -hex 32`) or give one with the transport's `token` option"
     )]
     NoToken,
     /// A token is shorter than 32 bytes.

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::constants::{ask_limits as lim, item_limits};
-use crate::text::{check_title, quoted, sanitize_body, sanitize_line, sanitize_line_chars};
+use crate::text::{check_title, is_blank, quoted, sanitize_body, sanitize_line, sanitize_line_chars};
 use crate::{
     Id, PUSH_LINE_MAX, PUSH_TITLE_MAX, REASON_MAX, RuleError, TITLE_MAX, Timestamp, arguments_view, ask_hash,
     ask_id_for, call_summary,
@@ -574,6 +574,16 @@ impl AskSpec {
                 })
                 .collect(),
         });
+        if let Some(tool) = tool.as_ref().filter(|t| is_blank(&t.name)) {
+            return Err(RuleError::invalid(
+                "tool",
+                format!(
+                    "ask rule: the tool of the ask for tool call {} has an empty name {:?} (once control and invisible characters are removed): name the tool the card asks about",
+                    quoted(tool_call_id.as_str()),
+                    tool.name
+                ),
+            ));
+        }
         // A push text that is empty once cleaned is left out, and a push with
         // neither title nor line is dropped: never `"push":{}`.
         let push = self
