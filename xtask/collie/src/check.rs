@@ -19,7 +19,7 @@ use durable_cli::conformance::client::Client;
 use serde_json::Value;
 
 /// Sends `/ask <spec>` to an idle pane and returns the new open ask.
-pub(crate) async fn raise(c: &Client, p: &str, spec: &str) -> R<Value> {
+pub(crate) async fn raise(c: &Client, p: &str, spec: &str) -> CaseResult<Value> {
     wait_idle(c, p).await?;
     let before = ids(&open_asks(&state(c).await?));
     send_ok(c, p, &format!("/ask {spec}")).await?;
@@ -34,6 +34,6 @@ pub(crate) async fn raise(c: &Client, p: &str, spec: &str) -> R<Value> {
 }
 
 /// The reply the desk writes when an answer comes: `Answer: <sorted compact JSON>`.
-pub(crate) async fn wait_answer_echo(c: &Client, p: &str, after: u64, answer: &Value) -> R<Value> {
+pub(crate) async fn wait_answer_echo(c: &Client, p: &str, after: u64, answer: &Value) -> CaseResult<Value> {
     wait_item(c, p, after, "reply", &format!("Answer: {}", canonical(answer))).await
 }

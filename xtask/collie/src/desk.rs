@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::{Child, Command};
 
-use crate::check::R;
+use crate::check::CaseResult;
 use durable_cli::conformance::client::{Client, fingerprint_in};
 
 /// How long a desk may take from spawn to `listening`.
@@ -114,7 +114,7 @@ impl DeskSpec {
 
 impl Desk {
     /// Starts a desk and waits for `listening`; an early exit is an error.
-    pub(crate) async fn start(spec: DeskSpec) -> R<Desk> {
+    pub(crate) async fn start(spec: DeskSpec) -> CaseResult<Desk> {
         match Desk::try_start(spec).await? {
             Started::Listening(desk) => Ok(*desk),
             Started::Exited { status, stderr, .. } => Err(format!(
@@ -125,7 +125,7 @@ impl Desk {
     }
 
     /// Starts a desk; an exit before `listening` is reported, not an error.
-    pub(crate) async fn try_start(spec: DeskSpec) -> R<Started> {
+    pub(crate) async fn try_start(spec: DeskSpec) -> CaseResult<Started> {
         let mut child =
             spec.command().spawn().map_err(|e| format!("starting {}: {e}", spec.bin.display()))?;
         let stdout = Output::default();
@@ -200,7 +200,7 @@ impl Desk {
     }
 
     /// SIGKILL, then reap.
-    pub(crate) async fn kill(mut self) -> R<DeskSpec> {
+    pub(crate) async fn kill(mut self) -> CaseResult<DeskSpec> {
         self.child.start_kill().map_err(|e| format!("killing the desk: {e}"))?;
         tokio::time::timeout(Duration::from_secs(10), self.child.wait())
             .await
@@ -210,7 +210,7 @@ impl Desk {
     }
 
     /// SIGKILL and start again on the same data folder (and socket path) with these knobs.
-    pub(crate) async fn restart(self, knobs: &[&str]) -> R<Desk> {
+    pub(crate) async fn restart(self, knobs: &[&str]) -> CaseResult<Desk> {
         let mut spec = self.kill().await?;
         spec.knobs = knobs.iter().map(|k| (*k).to_owned()).collect();
         Desk::start(spec).await
@@ -235,7 +235,7 @@ where
 }
 
 /// `https://127.0.0.1:4000`, `127.0.0.1:4000/`, `tls://…` → the socket address.
-fn parse_tcp_address(address: &str) -> R<SocketAddr> {
+fn parse_tcp_address(address: &str) -> CaseResult<SocketAddr> {
     let word = address.split_whitespace().next().unwrap_or("");
     let rest = word.split_once("://").map_or(word, |(_, rest)| rest);
     let rest = rest.trim_end_matches('/');
@@ -248,7 +248,7 @@ fn last_lines(text: &str, n: usize) -> String {
 }
 
 /// A private folder for one desk: `<root>/<n>` with mode 0700.
-pub(crate) fn private_dir(path: &Path) -> R<()> {
+pub(crate) fn private_dir(path: &Path) -> CaseResult<()> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)

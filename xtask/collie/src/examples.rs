@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use durable_cli::conformance::{Baseline, Generic, Tally, run_generic};
 
-use crate::check::R;
+use crate::check::CaseResult;
 use crate::{build_examples, free_port, private_dir, random_hex, shell_quote, temp_root};
 
 /// How an example is served and what the run may do with it.
@@ -78,7 +78,7 @@ impl Example {
     }
 }
 
-pub(crate) async fn run(filter: Option<String>) -> R<Tally> {
+pub(crate) async fn run(filter: Option<String>) -> CaseResult<Tally> {
     let started = Instant::now();
     let mut names: Vec<&str> = EXAMPLES.iter().map(|e| e.name).collect();
     names.dedup();

@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use cases::{Case, Ctx, Shared, Uses};
-use check::R;
+use check::CaseResult;
 use desk::{Desk, DeskSpec, Transport, private_dir};
 use durable_cli::conformance::{Baseline, Generic, Kind, Outcome, Tally, generic_names, report, run_generic};
 
@@ -181,7 +181,7 @@ fn baseline_path() -> PathBuf {
     project_root().join("xtask/collie/conformance/expected-failures.txt")
 }
 
-async fn run(options: Options) -> R<Tally> {
+async fn run(options: Options) -> CaseResult<Tally> {
     let started = Instant::now();
     let path = baseline_path();
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -382,7 +382,7 @@ async fn run_suite(suite: Arc<Suite>, cases: Vec<&Case>, baseline: &Baseline) ->
     outcomes
 }
 
-async fn run_case(case: &Case, cx: Ctx) -> R {
+async fn run_case(case: &Case, cx: Ctx) -> CaseResult {
     match tokio::time::timeout(CASE_TIMEOUT, (case.run)(cx)).await {
         Ok(result) => result,
         Err(_) => Err(format!("the case took more than {} s", CASE_TIMEOUT.as_secs())),
@@ -400,7 +400,7 @@ fn every_name(cases: &[Case]) -> Vec<String> {
 
 /// `cargo build --example <name> -p durable-examples` for each, into the
 /// invoking cargo's target folder; the binaries' paths.
-pub(crate) fn build_examples(names: &[&str]) -> R<Vec<PathBuf>> {
+pub(crate) fn build_examples(names: &[&str]) -> CaseResult<Vec<PathBuf>> {
     let root = project_root();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let target = match std::env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::{Child, Command};
 
-use super::check::R;
+use super::check::CaseResult;
 use super::client::Client;
 use crate::link::{Target, Token};
 use crate::pin::fingerprint_in;
@@ -111,7 +111,7 @@ fn redact(text: &str, secret: Option<&str>) -> String {
 
 impl Agent {
     /// Starts the agent and waits until it answers `GET /hello`.
-    pub(crate) async fn start(spec: AgentSpec) -> R<Agent> {
+    pub(crate) async fn start(spec: AgentSpec) -> CaseResult<Agent> {
         let mut cmd = Command::new("sh");
         cmd.arg("-c").arg(&spec.cmd);
         for (name, value) in &spec.env {
@@ -194,7 +194,7 @@ impl Agent {
     }
 
     /// `SIGKILL`, then the same command again.
-    pub(crate) async fn restart(&mut self) -> R<()> {
+    pub(crate) async fn restart(&mut self) -> CaseResult<()> {
         self.kill().await;
         let next = Agent::start(self.spec.clone()).await?;
         *self = next;

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use super::client::{Client, Resp};
 
 /// A case's result: `Err` carries the one-line reason.
-pub type R<T = ()> = Result<T, String>;
+pub type CaseResult<T = ()> = Result<T, String>;
 
 /// `ensure!(cond, "why {}", x)`: fail the case with that reason.
 macro_rules! ensure {
@@ -43,23 +43,23 @@ fn run_tag() -> &'static str {
 
 // ---------------------------------------------------------------- JSON getters
 
-pub fn field<'a>(v: &'a Value, key: &str) -> R<&'a Value> {
+pub fn field<'a>(v: &'a Value, key: &str) -> CaseResult<&'a Value> {
     v.get(key).ok_or_else(|| format!("no `{key}` in {}", cut(v)))
 }
 
-pub fn str_of<'a>(v: &'a Value, key: &str) -> R<&'a str> {
+pub fn str_of<'a>(v: &'a Value, key: &str) -> CaseResult<&'a str> {
     field(v, key)?.as_str().ok_or_else(|| format!("`{key}` is not a string in {}", cut(v)))
 }
 
-pub fn u64_of(v: &Value, key: &str) -> R<u64> {
+pub fn u64_of(v: &Value, key: &str) -> CaseResult<u64> {
     field(v, key)?.as_u64().ok_or_else(|| format!("`{key}` is not a whole number in {}", cut(v)))
 }
 
-pub fn bool_of(v: &Value, key: &str) -> R<bool> {
+pub fn bool_of(v: &Value, key: &str) -> CaseResult<bool> {
     field(v, key)?.as_bool().ok_or_else(|| format!("`{key}` is not a bool in {}", cut(v)))
 }
 
-pub fn arr_of<'a>(v: &'a Value, key: &str) -> R<&'a Vec<Value>> {
+pub fn arr_of<'a>(v: &'a Value, key: &str) -> CaseResult<&'a Vec<Value>> {
     field(v, key)?.as_array().ok_or_else(|| format!("`{key}` is not a list in {}", cut(v)))
 }
 
@@ -136,7 +136,7 @@ pub fn is_wire_time(s: &str) -> bool {
         })
 }
 
-pub fn time_of<'a>(v: &'a Value, key: &str) -> R<&'a str> {
+pub fn time_of<'a>(v: &'a Value, key: &str) -> CaseResult<&'a str> {
     let t = str_of(v, key)?;
     ensure!(is_wire_time(t), "`{key}` is {t:?}, not an RFC 3339 UTC time with milliseconds");
     Ok(t)
@@ -164,10 +164,10 @@ pub fn wire_time_ms(s: &str) -> Option<i64> {
 // ---------------------------------------------------------------- polling
 
 /// Polls `probe` every 100 ms until it gives `Some`, for at most `limit`.
-pub async fn wait_for<T, F, Fut>(what: &str, limit: Duration, mut probe: F) -> R<T>
+pub async fn wait_for<T, F, Fut>(what: &str, limit: Duration, mut probe: F) -> CaseResult<T>
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = R<Option<T>>>,
+    Fut: Future<Output = CaseResult<Option<T>>>,
 {
     let start = Instant::now();
     loop {
@@ -181,7 +181,7 @@ where
     }
 }
 
-pub async fn state(c: &Client) -> R<Value> {
+pub async fn state(c: &Client) -> CaseResult<Value> {
     Ok(c.get("/v1/state").await?.ok()?.clone())
 }
 
@@ -189,17 +189,17 @@ pub fn pane_in<'a>(state: &'a Value, pane: &str) -> Option<&'a Value> {
     state.get("panes")?.as_array()?.iter().find(|p| p.get("id").and_then(Value::as_str) == Some(pane))
 }
 
-pub async fn pane(c: &Client, pane: &str) -> R<Value> {
+pub async fn pane(c: &Client, pane: &str) -> CaseResult<Value> {
     let s = state(c).await?;
     pane_in(&s, pane).cloned().ok_or_else(|| format!("pane {pane} is not in the state"))
 }
 
 /// The pane's last event seq: a mark for "what happened after this".
-pub async fn mark(c: &Client, p: &str) -> R<u64> {
+pub async fn mark(c: &Client, p: &str) -> CaseResult<u64> {
     u64_of(&pane(c, p).await?, "lastSeq")
 }
 
-pub async fn wait_state(c: &Client, p: &str, want: &str, limit: Duration) -> R<Value> {
+pub async fn wait_state(c: &Client, p: &str, want: &str, limit: Duration) -> CaseResult<Value> {
     wait_for(&format!("{p} to be {want}"), limit, || async {
         let pane = pane(c, p).await?;
         Ok((pane.get("state").and_then(Value::as_str) == Some(want)).then_some(pane))
@@ -207,12 +207,12 @@ pub async fn wait_state(c: &Client, p: &str, want: &str, limit: Duration) -> R<V
     .await
 }
 
-pub async fn wait_idle(c: &Client, p: &str) -> R<Value> {
+pub async fn wait_idle(c: &Client, p: &str) -> CaseResult<Value> {
     wait_state(c, p, "idle", Duration::from_secs(10)).await
 }
 
 /// The events of a pane after `after` (`snapshot: false` expected).
-pub async fn events_after(c: &Client, p: &str, after: u64) -> R<Vec<Value>> {
+pub async fn events_after(c: &Client, p: &str, after: u64) -> CaseResult<Vec<Value>> {
     let r = c.get(&format!("/v1/panes/{}/events?after={after}", crate::link::enc(p))).await?;
     let body = r.ok()?;
     if bool_of(body, "snapshot")? {
@@ -223,7 +223,7 @@ pub async fn events_after(c: &Client, p: &str, after: u64) -> R<Vec<Value>> {
 
 /// The pane's items written after `after`, each at its latest version, in order
 /// of first appearance (the view Collie builds from events).
-pub async fn items_after(c: &Client, p: &str, after: u64) -> R<Vec<Value>> {
+pub async fn items_after(c: &Client, p: &str, after: u64) -> CaseResult<Vec<Value>> {
     let mut items: Vec<Value> = Vec::new();
     for event in events_after(c, p, after).await? {
         if event.get("type").and_then(Value::as_str) != Some("item") {
@@ -252,7 +252,7 @@ pub fn is_partial(item: &Value) -> bool {
 }
 
 /// Waits for a final (not partial) item of this kind and text after `after`.
-pub async fn wait_item(c: &Client, p: &str, after: u64, kind: &str, text: &str) -> R<Value> {
+pub async fn wait_item(c: &Client, p: &str, after: u64, kind: &str, text: &str) -> CaseResult<Value> {
     let found = wait_for(&format!("a {kind} item {text:?} in {p}"), Duration::from_secs(10), || async {
         let items = items_after(c, p, after).await?;
         Ok(items.into_iter().find(|i| kind_is(i, kind) && text_is(i, text) && !is_partial(i)))
@@ -276,7 +276,7 @@ pub async fn wait_item(c: &Client, p: &str, after: u64, kind: &str, text: &str) 
 
 // ---------------------------------------------------------------- writes and asks
 
-pub async fn send(c: &Client, p: &str, text: &str, request_id: &str) -> R<Resp> {
+pub async fn send(c: &Client, p: &str, text: &str, request_id: &str) -> CaseResult<Resp> {
     c.post(
         &format!("/v1/panes/{}/send", crate::link::enc(p)),
         &json!({"requestId": request_id, "text": text}),
@@ -285,7 +285,7 @@ pub async fn send(c: &Client, p: &str, text: &str, request_id: &str) -> R<Resp> 
 }
 
 /// A send that must answer `sent`.
-pub async fn send_ok(c: &Client, p: &str, text: &str) -> R<Value> {
+pub async fn send_ok(c: &Client, p: &str, text: &str) -> CaseResult<Value> {
     let r = send(c, p, text, &rid("send")).await?;
     let body = r.ok()?.clone();
     ensure!(body["result"] == "sent", "send {text:?}: result {} (expected sent)", body["result"]);
@@ -302,7 +302,7 @@ pub async fn answer(
     request_id: &str,
     answer: Value,
     hash: Option<&str>,
-) -> R<Resp> {
+) -> CaseResult<Resp> {
     let mut body = json!({"requestId": request_id, "answer": answer});
     if let Some(hash) = hash {
         body["hash"] = json!(hash);
@@ -318,7 +318,7 @@ pub fn replayed(first: &Value) -> Value {
 }
 
 /// Posts `body` to `path` again: the answer must be the first, replayed.
-pub async fn expect_replay(c: &Client, path: &str, body: &Value, first: &Value) -> R {
+pub async fn expect_replay(c: &Client, path: &str, body: &Value, first: &Value) -> CaseResult {
     let again = c.post(path, body).await?;
     let got = again.ok()?;
     ensure!(*got == replayed(first), "{path} replay: {} (expected {})", cut(got), cut(&replayed(first)));
@@ -326,7 +326,7 @@ pub async fn expect_replay(c: &Client, path: &str, body: &Value, first: &Value) 
 }
 
 /// Answers an open ask with its hash and checks the `answered` body.
-pub async fn answer_ok(c: &Client, ask: &Value, answer_body: Value) -> R<Value> {
+pub async fn answer_ok(c: &Client, ask: &Value, answer_body: Value) -> CaseResult<Value> {
     let id = str_of(ask, "id")?;
     let request_id = rid("answer");
     let r = answer(c, id, &request_id, answer_body, Some(str_of(ask, "hash")?)).await?;
@@ -336,7 +336,7 @@ pub async fn answer_ok(c: &Client, ask: &Value, answer_body: Value) -> R<Value> 
 }
 
 /// The `200 answered` body of §7.1.
-pub fn check_answered(body: &Value, ask_id: &str, request_id: &str, replayed: bool) -> R<()> {
+pub fn check_answered(body: &Value, ask_id: &str, request_id: &str, replayed: bool) -> CaseResult<()> {
     ensure!(body["result"] == "answered", "result {} (expected answered)", body["result"]);
     ensure!(body["askId"] == ask_id, "askId {} (expected {ask_id})", body["askId"]);
     ensure!(body["requestId"] == request_id, "requestId {} (expected {request_id})", body["requestId"]);
@@ -347,7 +347,7 @@ pub fn check_answered(body: &Value, ask_id: &str, request_id: &str, replayed: bo
 }
 
 /// The closing event of an ask after `after`.
-pub async fn wait_ask_closed(c: &Client, p: &str, after: u64, ask_id: &str) -> R<Value> {
+pub async fn wait_ask_closed(c: &Client, p: &str, after: u64, ask_id: &str) -> CaseResult<Value> {
     wait_for(&format!("an ask-closed event for {ask_id}"), Duration::from_secs(10), || async {
         Ok(events_after(c, p, after)
             .await?
@@ -358,7 +358,7 @@ pub async fn wait_ask_closed(c: &Client, p: &str, after: u64, ask_id: &str) -> R
 }
 
 /// Leaves the shared desk as a case expects to find it: no open ask, every pane idle.
-pub async fn settle(c: &Client) -> R<()> {
+pub async fn settle(c: &Client) -> CaseResult<()> {
     for _ in 0..3 {
         let s = state(c).await?;
         let asks = open_asks(&s);

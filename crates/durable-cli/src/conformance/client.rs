@@ -18,7 +18,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::check::R;
+use super::check::CaseResult;
 use crate::link::{Io, Link, Target, Token, Url};
 
 /// How long one request may take before the case fails (the slowest legitimate
@@ -97,7 +97,7 @@ impl Client {
     }
 
     /// Opens one connection to the agent (the TLS handshake included).
-    async fn connect(&self) -> R<Box<dyn Io>> {
+    async fn connect(&self) -> CaseResult<Box<dyn Io>> {
         self.link.connect().await.map_err(|e| e.to_string())
     }
 
@@ -110,17 +110,17 @@ impl Client {
     }
 
     /// `GET path` with the agent's token.
-    pub async fn get(&self, path: &str) -> R<Resp> {
+    pub async fn get(&self, path: &str) -> CaseResult<Resp> {
         self.request(Method::GET, path, None, &[], Auth::Default).await
     }
 
     /// `POST path` with this JSON body.
-    pub async fn post(&self, path: &str, body: &Value) -> R<Resp> {
+    pub async fn post(&self, path: &str, body: &Value) -> CaseResult<Resp> {
         self.post_raw(path, Bytes::from(body.to_string())).await
     }
 
     /// `POST path` with these bytes as the body.
-    pub async fn post_raw(&self, path: &str, body: Bytes) -> R<Resp> {
+    pub async fn post_raw(&self, path: &str, body: Bytes) -> CaseResult<Resp> {
         self.request(Method::POST, path, Some(body), &[], Auth::Default).await
     }
 
@@ -132,7 +132,7 @@ impl Client {
         body: Option<Bytes>,
         headers: &[(&str, &str)],
         auth: Auth,
-    ) -> R<Resp> {
+    ) -> CaseResult<Resp> {
         let what = format!("{method} {}", short(path));
         let mut builder = Request::builder().method(method).uri(path).header("host", self.link.host_header());
         if body.is_some() {
@@ -158,7 +158,7 @@ impl Client {
     }
 
     /// GETs on one kept-alive connection, one after the other (Collie's polls).
-    pub async fn get_on_one_connection(&self, paths: &[&str]) -> R<Vec<Resp>> {
+    pub async fn get_on_one_connection(&self, paths: &[&str]) -> CaseResult<Vec<Resp>> {
         let requests: Vec<Request<Full<Bytes>>> = paths
             .iter()
             .map(|path| {
@@ -169,7 +169,7 @@ impl Client {
                 }
                 b.body(Full::new(Bytes::new())).map_err(|_| format!("GET {} cannot be written", short(path)))
             })
-            .collect::<R<_>>()?;
+            .collect::<CaseResult<_>>()?;
         let run = async { exchange_many(self.connect().await?, requests).await };
         let answers = tokio::time::timeout(REQUEST_TIMEOUT, run)
             .await
@@ -187,7 +187,7 @@ impl Client {
     /// A POST written by hand while the answer is read at the same time, so an
     /// early answer (a `413` before the whole body is sent, then a closed
     /// connection) is still seen. Only `Content-Length` answers are read.
-    pub async fn post_early_answer(&self, path: &str, body: Bytes) -> R<Resp> {
+    pub async fn post_early_answer(&self, path: &str, body: Bytes) -> CaseResult<Resp> {
         let what = format!("POST {} ({} bytes, answer read while sending)", short(path), body.len());
         let mut head = format!(
             "POST {path} HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
@@ -211,7 +211,7 @@ impl Client {
     /// `Authorization` (or none): the first answer, then whether the agent
     /// closed the connection instead of answering the second (§1.2: nothing
     /// more is served after a `401`).
-    pub async fn closes_after_first(&self, auth: Auth) -> R<(Resp, bool)> {
+    pub async fn closes_after_first(&self, auth: Auth) -> CaseResult<(Resp, bool)> {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let mut one = format!("GET /hello HTTP/1.1\r\nhost: {}\r\n", self.link.host_header());
         if let Some(value) = self.authorization(&auth) {
@@ -249,7 +249,7 @@ impl Client {
     }
 }
 
-async fn raw_exchange<S>(stream: S, head: String, body: Bytes) -> R<(u16, HeaderMap, Bytes)>
+async fn raw_exchange<S>(stream: S, head: String, body: Bytes) -> CaseResult<(u16, HeaderMap, Bytes)>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -290,7 +290,7 @@ where
 }
 
 /// Status, headers, body start and `Content-Length` of a complete answer head.
-fn parse_head(got: &[u8]) -> R<Option<(u16, HeaderMap, usize, usize)>> {
+fn parse_head(got: &[u8]) -> CaseResult<Option<(u16, HeaderMap, usize, usize)>> {
     let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") else { return Ok(None) };
     let head = std::str::from_utf8(&got[..end]).map_err(|_| "an answer head that is not UTF-8".to_owned())?;
     let mut lines = head.split("\r\n");
@@ -319,7 +319,7 @@ fn parse_head(got: &[u8]) -> R<Option<(u16, HeaderMap, usize, usize)>> {
     Ok(Some((status, headers, end + 4, length)))
 }
 
-async fn exchange<S>(stream: S, request: Request<Full<Bytes>>) -> R<(u16, HeaderMap, Bytes)>
+async fn exchange<S>(stream: S, request: Request<Full<Bytes>>) -> CaseResult<(u16, HeaderMap, Bytes)>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -328,7 +328,10 @@ where
 }
 
 /// Requests one after the other on one HTTP/1.1 connection.
-async fn exchange_many<S>(stream: S, requests: Vec<Request<Full<Bytes>>>) -> R<Vec<(u16, HeaderMap, Bytes)>>
+async fn exchange_many<S>(
+    stream: S,
+    requests: Vec<Request<Full<Bytes>>>,
+) -> CaseResult<Vec<(u16, HeaderMap, Bytes)>>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -379,12 +382,12 @@ impl Resp {
     }
 
     /// A `200` with `"ok": true`: the success body.
-    pub fn ok(&self) -> R<&Value> {
+    pub fn ok(&self) -> CaseResult<&Value> {
         self.ok_with(200)
     }
 
     /// This status with `"ok": true`.
-    pub fn ok_with(&self, status: u16) -> R<&Value> {
+    pub fn ok_with(&self, status: u16) -> CaseResult<&Value> {
         if self.status != status || self.json.get("ok") != Some(&Value::Bool(true)) {
             return Err(format!(
                 "{}: expected {status} ok, got {} {}",
@@ -397,7 +400,7 @@ impl Resp {
     }
 
     /// A failure: this status, `"ok": false`, this `code` and a `message` sentence.
-    pub fn refused(&self, status: u16, code: &str) -> R<&Value> {
+    pub fn refused(&self, status: u16, code: &str) -> CaseResult<&Value> {
         let got_code = self.json.get("code").and_then(Value::as_str);
         if self.status != status || self.json.get("ok") != Some(&Value::Bool(false)) || got_code != Some(code)
         {

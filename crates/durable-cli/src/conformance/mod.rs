@@ -16,9 +16,9 @@
 
 mod agent;
 pub mod baseline;
+mod cases;
 pub mod check;
 pub mod client;
-mod generic;
 mod wire;
 
 use std::fmt;
@@ -28,8 +28,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub use baseline::Baseline;
-use check::R;
-pub use generic::Kind;
+pub use cases::Kind;
+use check::CaseResult;
 
 use crate::link::{AgentArgs, Target, Token, Url};
 
@@ -272,7 +272,7 @@ pub fn stale_entries<'a>(baseline: &'a Baseline, names: &[String]) -> Vec<&'a St
 }
 
 /// Prints the case's line and says how it went against the baseline.
-pub fn report(name: &str, result: R, baseline: &Baseline) -> Outcome {
+pub fn report(name: &str, result: CaseResult, baseline: &Baseline) -> Outcome {
     let one_line = |s: &str| s.replace(['\n', '\r'], " ");
     match (result, baseline.reason(name)) {
         (Ok(()), None) => {
@@ -296,7 +296,7 @@ pub fn report(name: &str, result: R, baseline: &Baseline) -> Outcome {
 
 /// The name of every generic case over this transport, as printed.
 pub fn generic_names(kind: Kind) -> Vec<String> {
-    generic::all().iter().map(|c| c.name(kind)).collect()
+    cases::all().iter().map(|c| c.name(kind)).collect()
 }
 
 /// Runs the generic tier and prints one line per case; `Err` when the
@@ -331,7 +331,7 @@ pub async fn run_generic(g: &Generic, baseline: &Baseline) -> Result<Tally, Stri
         hello.ok().map_err(|e| format!("the agent at {} gives no hello: {e}", place.target))?.clone();
     let state = client.get("/v1/state").await?;
     let state_json = state.ok().map_err(|e| format!("the agent gives no state: {e}"))?.clone();
-    let cx = generic::G {
+    let cx = cases::Ctx {
         client: Arc::new(Mutex::new(client)),
         kind: place.kind,
         hello: hello_json,
@@ -341,13 +341,13 @@ pub async fn run_generic(g: &Generic, baseline: &Baseline) -> Result<Tally, Stri
         socket: g.socket.clone(),
         agent: agent.map(|a| Arc::new(tokio::sync::Mutex::new(a))),
     };
-    let allowed = |needs: generic::Needs| match needs {
-        generic::Needs::Read => true,
-        generic::Needs::Writes => g.writes,
-        generic::Needs::Restart => cx.agent.is_some(),
-        generic::Needs::PersistentReceipts => cx.agent.is_some() && g.writes && g.receipts_persist,
+    let allowed = |needs: cases::Needs| match needs {
+        cases::Needs::Read => true,
+        cases::Needs::Writes => g.writes,
+        cases::Needs::Restart => cx.agent.is_some(),
+        cases::Needs::PersistentReceipts => cx.agent.is_some() && g.writes && g.receipts_persist,
     };
-    let cases = generic::all();
+    let every_case = cases::all();
     // What is not run, and why: the flags it needs, or what the agent does not declare.
     let mut not_run: Vec<(&str, Vec<&str>)> = vec![
         ("--writes", Vec::new()),
@@ -356,7 +356,7 @@ pub async fn run_generic(g: &Generic, baseline: &Baseline) -> Result<Tally, Stri
         ("what the agent does not declare, or another transport", Vec::new()),
     ];
     let mut selected = Vec::new();
-    for case in &cases {
+    for case in &every_case {
         let name = case.name(place.kind);
         if g.filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) {
             continue;
@@ -369,9 +369,9 @@ pub async fn run_generic(g: &Generic, baseline: &Baseline) -> Result<Tally, Stri
             3
         } else {
             match case.needs {
-                generic::Needs::Writes => 0,
-                generic::Needs::Restart => 1,
-                generic::Needs::PersistentReceipts | generic::Needs::Read => 2,
+                cases::Needs::Writes => 0,
+                cases::Needs::Restart => 1,
+                cases::Needs::PersistentReceipts | cases::Needs::Read => 2,
             }
         };
         not_run[why].1.push(case.rule);

@@ -5,13 +5,13 @@ use serde_json::{Value, json};
 
 use super::Ctx;
 use crate::check::{
-    R, answer, answer_ok, check_answered, cut, ensure, mark, raise, rid, str_of, wait_answer_echo,
+    CaseResult, answer, answer_ok, check_answered, cut, ensure, mark, raise, rid, str_of, wait_answer_echo,
 };
 use crate::desk::Transport;
 
 const P: &str = "ticket-1";
 
-pub(crate) async fn answer_decided_ask_is_ask_closed_before_hash_check(cx: Ctx) -> R {
+pub(crate) async fn answer_decided_ask_is_ask_closed_before_hash_check(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let ask = raise(&c, P, "choice").await?;
     answer_ok(&c, &ask, json!({"optionIds": ["no"]})).await?;
@@ -22,7 +22,7 @@ pub(crate) async fn answer_decided_ask_is_ask_closed_before_hash_check(cx: Ctx) 
     Ok(())
 }
 
-pub(crate) async fn answer_stale_hash_checked_before_fit(cx: Ctx) -> R {
+pub(crate) async fn answer_stale_hash_checked_before_fit(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let ask = raise(&c, P, "choice").await?;
     let stale = "d".repeat(64);
@@ -32,7 +32,7 @@ pub(crate) async fn answer_stale_hash_checked_before_fit(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn answer_misfit_400_stores_nothing_then_same_id_succeeds(cx: Ctx) -> R {
+pub(crate) async fn answer_misfit_400_stores_nothing_then_same_id_succeeds(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let ask = raise(&c, P, "choice").await?;
     let id = str_of(&ask, "id")?;
@@ -57,7 +57,7 @@ pub(crate) async fn answer_misfit_400_stores_nothing_then_same_id_succeeds(cx: C
     Ok(())
 }
 
-pub(crate) async fn answer_misfit_multi_and_form_400(cx: Ctx) -> R {
+pub(crate) async fn answer_misfit_multi_and_form_400(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let multi = raise(&c, P, "multi").await?;
     let mut wrong = Vec::new();
@@ -87,7 +87,7 @@ pub(crate) async fn answer_misfit_multi_and_form_400(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn answer_confirm_always_for_allow_always(cx: Ctx) -> R {
+pub(crate) async fn answer_confirm_always_for_allow_always(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let ask = raise(&c, P, "approve").await?;
     let id = str_of(&ask, "id")?.to_owned();
@@ -155,7 +155,7 @@ pub(crate) async fn answer_confirm_always_for_allow_always(cx: Ctx) -> R {
     result
 }
 
-pub(crate) async fn answer_receipt_replayed_before_ask_checks(cx: Ctx) -> R {
+pub(crate) async fn answer_receipt_replayed_before_ask_checks(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let ask = raise(&c, P, "choice").await?;
     let id = str_of(&ask, "id")?;

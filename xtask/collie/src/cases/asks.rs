@@ -7,9 +7,9 @@ use serde_json::{Value, json};
 
 use super::Ctx;
 use crate::check::{
-    R, answer, answer_ok, arr_of, ask_hash, ask_id_for, bool_of, cut, ensure, ids, is_lower_hex, items_after,
-    kind_is, mark, pane, raise, rid, state, str_of, time_of, wait_answer_echo, wait_ask_closed, wait_for,
-    wire_time_ms,
+    CaseResult, answer, answer_ok, arr_of, ask_hash, ask_id_for, bool_of, cut, ensure, ids, is_lower_hex,
+    items_after, kind_is, mark, pane, raise, rid, state, str_of, time_of, wait_answer_echo, wait_ask_closed,
+    wait_for, wire_time_ms,
 };
 use crate::desk::Transport;
 use durable_cli::conformance::client::Client;
@@ -17,7 +17,7 @@ use durable_cli::conformance::client::Client;
 const P: &str = "ticket-1";
 
 /// What every ask object carries (§7), checked against our own ask id and hash.
-pub(crate) fn check_card(ask: &Value, pane: &str, kind: &str) -> R {
+pub(crate) fn check_card(ask: &Value, pane: &str, kind: &str) -> CaseResult {
     let id = str_of(ask, "id")?;
     ensure!(is_lower_hex(id, 32), "ask id {id:?} is not 32 lowercase hex");
     ensure!(ask["pane"] == pane, "ask pane {} (expected {pane})", ask["pane"]);
@@ -51,7 +51,13 @@ fn option_ids(ask: &Value) -> Vec<String> {
 
 /// Raise, check the card, answer with the hash, see the echo, the closing event,
 /// and the ask gone from the state.
-async fn end_to_end(c: &Client, spec: &str, kind: &str, card: impl Fn(&Value) -> R, reply: Value) -> R {
+async fn end_to_end(
+    c: &Client,
+    spec: &str,
+    kind: &str,
+    card: impl Fn(&Value) -> CaseResult,
+    reply: Value,
+) -> CaseResult {
     let before = mark(c, P).await?;
     let ask = raise(c, P, spec).await?;
     check_card(&ask, P, kind)?;
@@ -83,7 +89,7 @@ async fn end_to_end(c: &Client, spec: &str, kind: &str, card: impl Fn(&Value) ->
     Ok(())
 }
 
-pub(crate) async fn ask_choice_end_to_end(cx: Ctx) -> R {
+pub(crate) async fn ask_choice_end_to_end(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let card = |ask: &Value| {
         ensure!(
@@ -101,7 +107,7 @@ pub(crate) async fn ask_choice_end_to_end(cx: Ctx) -> R {
     end_to_end(&c, "choice", "choice", card, json!({"optionIds": ["yes"]})).await
 }
 
-pub(crate) async fn ask_multi_end_to_end(cx: Ctx) -> R {
+pub(crate) async fn ask_multi_end_to_end(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let card = |ask: &Value| {
         ensure!(option_ids(ask) == ["red", "green", "blue"], "multi options {}", ask["options"]);
@@ -111,7 +117,7 @@ pub(crate) async fn ask_multi_end_to_end(cx: Ctx) -> R {
     end_to_end(&c, "multi", "multi", card, json!({"optionIds": ["red", "blue"]})).await
 }
 
-pub(crate) async fn ask_text_end_to_end(cx: Ctx) -> R {
+pub(crate) async fn ask_text_end_to_end(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let card = |ask: &Value| {
         ensure!(ask["readable"] == false, "text is not readable, got {}", ask["readable"]);
@@ -120,7 +126,7 @@ pub(crate) async fn ask_text_end_to_end(cx: Ctx) -> R {
     end_to_end(&c, "text", "text", card, json!({"text": "Blue, size M — merci"})).await
 }
 
-pub(crate) async fn ask_form_end_to_end(cx: Ctx) -> R {
+pub(crate) async fn ask_form_end_to_end(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let card = |ask: &Value| {
         let fields = arr_of(ask, "fields")?;
@@ -140,7 +146,7 @@ pub(crate) async fn ask_form_end_to_end(cx: Ctx) -> R {
     end_to_end(&c, "form", "form", card, reply).await
 }
 
-pub(crate) async fn ask_approve_end_to_end(cx: Ctx) -> R {
+pub(crate) async fn ask_approve_end_to_end(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let tls = cx.transport() == Transport::Tls;
     let card = move |ask: &Value| {
@@ -154,7 +160,7 @@ pub(crate) async fn ask_approve_end_to_end(cx: Ctx) -> R {
     end_to_end(&c, "approve", "choice", card, json!({"optionIds": ["allow"]})).await
 }
 
-pub(crate) async fn ask_expiry_closes_with_timeout_and_one_notice(cx: Ctx) -> R {
+pub(crate) async fn ask_expiry_closes_with_timeout_and_one_notice(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let ask = raise(&c, P, "choice 1s").await?;
     let m = mark(&c, P).await?;
@@ -196,7 +202,7 @@ pub(crate) async fn ask_expiry_closes_with_timeout_and_one_notice(cx: Ctx) -> R 
     Ok(())
 }
 
-pub(crate) async fn answer_hash_mismatch_409_with_current_ask(cx: Ctx) -> R {
+pub(crate) async fn answer_hash_mismatch_409_with_current_ask(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let ask = raise(&c, P, "choice").await?;
     let id = str_of(&ask, "id")?;
@@ -225,7 +231,7 @@ pub(crate) async fn answer_hash_mismatch_409_with_current_ask(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn answer_single_use_second_request_id_409_ask_closed(cx: Ctx) -> R {
+pub(crate) async fn answer_single_use_second_request_id_409_ask_closed(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let ask = raise(&c, P, "choice").await?;
     let id = str_of(&ask, "id")?;

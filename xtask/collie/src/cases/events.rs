@@ -3,11 +3,13 @@
 use serde_json::Value;
 
 use super::Ctx;
-use crate::check::{R, arr_of, cut, ensure, field, mark, rid, send, time_of, u64_of, wait_idle, wait_item};
+use crate::check::{
+    CaseResult, arr_of, cut, ensure, field, mark, rid, send, time_of, u64_of, wait_idle, wait_item,
+};
 
 const TYPES: [&str; 5] = ["item", "state", "ask", "ask-closed", "title"];
 
-pub(crate) async fn events_after_lists_events_and_next(cx: Ctx) -> R {
+pub(crate) async fn events_after_lists_events_and_next(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     wait_idle(&c, "ticket-1").await?;
     let m = mark(&c, "ticket-1").await?;

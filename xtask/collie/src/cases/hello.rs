@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::Ctx;
-use crate::check::{R, ensure, is_lower_hex, str_of};
+use crate::check::{CaseResult, ensure, is_lower_hex, str_of};
 use crate::desk::Transport;
 
 pub(crate) const CAPS: [&str; 11] = [
@@ -14,7 +14,7 @@ pub(crate) const CAPS: [&str; 11] = [
 ];
 
 /// Every cap named on `on` is true, every other one false, and all eleven are there.
-pub(crate) fn expect_caps(hello: &Value, on: &[&str]) -> R {
+pub(crate) fn expect_caps(hello: &Value, on: &[&str]) -> CaseResult {
     let caps = hello.get("caps").and_then(Value::as_object).ok_or("hello has no `caps` object")?;
     let mut wrong = Vec::new();
     for cap in CAPS {
@@ -28,7 +28,7 @@ pub(crate) fn expect_caps(hello: &Value, on: &[&str]) -> R {
     Ok(())
 }
 
-pub(crate) async fn hello_desk_declares_its_host_and_caps(cx: Ctx) -> R {
+pub(crate) async fn hello_desk_declares_its_host_and_caps(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let r = c.get("/hello").await?;
     let h = r.ok()?;
@@ -53,7 +53,7 @@ pub(crate) async fn hello_desk_declares_its_host_and_caps(cx: Ctx) -> R {
     expect_caps(h, &CAPS[..10])
 }
 
-pub(crate) async fn hello_post_incompatible_warns_once_per_collie_version(cx: Ctx) -> R {
+pub(crate) async fn hello_post_incompatible_warns_once_per_collie_version(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let stderr = cx.shared_stderr()?;
     let single =

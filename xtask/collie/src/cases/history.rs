@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::Ctx;
-use crate::check::{R, arr_of, bool_of, cut, ensure, send_ok, str_of, time_of, wait_idle};
+use crate::check::{CaseResult, arr_of, bool_of, cut, ensure, send_ok, str_of, time_of, wait_idle};
 use durable_cli::conformance::client::Client;
 
 /// The cursor rule: 1 to 512 bytes of printable ASCII without space.
@@ -25,7 +25,7 @@ fn encode(cursor: &str) -> String {
 }
 
 /// Follows `next` from the first page to the last; returns every row (or item) and the page count.
-async fn pages(c: &Client, base: &str, list: &str, limit: u32) -> R<(Vec<Value>, usize)> {
+async fn pages(c: &Client, base: &str, list: &str, limit: u32) -> CaseResult<(Vec<Value>, usize)> {
     let sep = if base.contains('?') { '&' } else { '?' };
     let mut after: Option<String> = None;
     let mut all = Vec::new();
@@ -51,7 +51,7 @@ async fn pages(c: &Client, base: &str, list: &str, limit: u32) -> R<(Vec<Value>,
     Err(format!("{base}: more than 500 pages"))
 }
 
-pub(crate) async fn history_rows_of_tickets_page_with_cursors(cx: Ctx) -> R {
+pub(crate) async fn history_rows_of_tickets_page_with_cursors(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let first = c.get("/v1/history").await?;
     if arr_of(first.ok()?, "rows")?.len() < 2 {
@@ -79,7 +79,7 @@ pub(crate) async fn history_rows_of_tickets_page_with_cursors(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn history_session_items_page(cx: Ctx) -> R {
+pub(crate) async fn history_session_items_page(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let r = c.get("/v1/history/ticket-1").await?;
     if arr_of(r.ok()?, "items")?.len() < 2 {

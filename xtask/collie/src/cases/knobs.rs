@@ -9,12 +9,12 @@ use serde_json::json;
 
 use super::Ctx;
 use super::hello::expect_caps;
-use crate::check::{R, ensure, rid, send, state};
+use crate::check::{CaseResult, ensure, rid, send, state};
 use durable_cli::conformance::client::Auth;
 
 const P: &str = "ticket-1";
 
-pub(crate) async fn caps_declared_list_only_and_off_routes_not_supported(cx: Ctx) -> R {
+pub(crate) async fn caps_declared_list_only_and_off_routes_not_supported(cx: Ctx) -> CaseResult {
     let desk = cx.desk(&["--caps", "asks,send"]).await?;
     let c = desk.client.clone();
     expect_caps(c.get("/hello").await?.ok()?, &["asks", "send"])?;
@@ -65,7 +65,7 @@ pub(crate) async fn caps_declared_list_only_and_off_routes_not_supported(cx: Ctx
     Ok(())
 }
 
-pub(crate) async fn busy_409_after_5s_waiting_for_the_pane_lock(cx: Ctx) -> R {
+pub(crate) async fn busy_409_after_5s_waiting_for_the_pane_lock(cx: Ctx) -> CaseResult {
     let desk = cx.desk(&["--accept-delay-ms", "6000"]).await?;
     let c = desk.client.clone();
     state(&c).await?;
@@ -92,7 +92,7 @@ pub(crate) async fn busy_409_after_5s_waiting_for_the_pane_lock(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn stop_never_waits_behind_a_write_lock(cx: Ctx) -> R {
+pub(crate) async fn stop_never_waits_behind_a_write_lock(cx: Ctx) -> CaseResult {
     let desk = cx.desk(&["--accept-delay-ms", "3000"]).await?;
     let c = desk.client.clone();
     state(&c).await?;
@@ -115,7 +115,7 @@ pub(crate) async fn stop_never_waits_behind_a_write_lock(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn repeat_while_processing_waits_for_the_first(cx: Ctx) -> R {
+pub(crate) async fn repeat_while_processing_waits_for_the_first(cx: Ctx) -> CaseResult {
     let desk = cx.desk(&["--accept-delay-ms", "2500"]).await?;
     let c = desk.client.clone();
     let body = json!({"requestId": rid("same"), "target": "pane", "id": P, "title": "Once"});
@@ -138,7 +138,7 @@ pub(crate) async fn repeat_while_processing_waits_for_the_first(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn close_tab_removes_its_panes(cx: Ctx) -> R {
+pub(crate) async fn close_tab_removes_its_panes(cx: Ctx) -> CaseResult {
     let desk = cx.desk(&[]).await?;
     let c = desk.client.clone();
     let r = c
@@ -159,7 +159,7 @@ pub(crate) async fn close_tab_removes_its_panes(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn events_behind_the_tail_get_the_view(cx: Ctx) -> R {
+pub(crate) async fn events_behind_the_tail_get_the_view(cx: Ctx) -> CaseResult {
     let desk = cx.desk(&["--turn-ms", "20"]).await?;
     let c = desk.client.clone();
     let mut last = 0;

@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use crate::Suite;
-use crate::check::R;
+use crate::check::CaseResult;
 use crate::desk::{Desk, DeskSpec, Output, Transport};
 use durable_cli::conformance::client::Client;
 
@@ -22,7 +22,7 @@ mod state;
 mod tokens;
 mod writes;
 
-pub(crate) type CaseFuture = Pin<Box<dyn Future<Output = R>>>;
+pub(crate) type CaseFuture = Pin<Box<dyn Future<Output = CaseResult>>>;
 
 /// Which transports a case runs over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,14 +76,14 @@ impl Ctx {
         self.suite.transport
     }
 
-    pub(crate) fn client(&self) -> R<Client> {
+    pub(crate) fn client(&self) -> CaseResult<Client> {
         self.shared
             .as_ref()
             .map(|s| s.client.clone())
             .ok_or_else(|| "no shared desk for this case".to_owned())
     }
 
-    pub(crate) fn shared_stderr(&self) -> R<Output> {
+    pub(crate) fn shared_stderr(&self) -> CaseResult<Output> {
         self.shared.as_ref().map(|s| s.stderr.clone()).ok_or_else(|| "no shared desk".to_owned())
     }
 
@@ -93,7 +93,7 @@ impl Ctx {
     }
 
     /// A desk of the case's own, fresh data folder.
-    pub(crate) async fn desk(&self, knobs: &[&str]) -> R<Desk> {
+    pub(crate) async fn desk(&self, knobs: &[&str]) -> CaseResult<Desk> {
         Desk::start(self.spec(knobs)).await
     }
 }

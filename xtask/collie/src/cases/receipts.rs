@@ -6,12 +6,12 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::Ctx;
-use crate::check::{R, cut, ensure, mark, pane, rid, send, wait_item};
+use crate::check::{CaseResult, cut, ensure, mark, pane, rid, send, wait_item};
 use durable_cli::conformance::check::expect_replay;
 
 const P: &str = "ticket-1";
 
-pub(crate) async fn receipt_dropped_after_eviction(cx: Ctx) -> R {
+pub(crate) async fn receipt_dropped_after_eviction(cx: Ctx) -> CaseResult {
     let desk = cx.desk(&["--receipts-per-group", "2"]).await?;
     let c = desk.client.clone();
     // A send's receipt lives in group pane:ticket-1; renames do not evict it.
@@ -34,7 +34,7 @@ pub(crate) async fn receipt_dropped_after_eviction(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn answer_held_across_restart_then_applied(cx: Ctx) -> R {
+pub(crate) async fn answer_held_across_restart_then_applied(cx: Ctx) -> CaseResult {
     let desk = cx.desk(&[]).await?;
     let ask = crate::check::raise(&desk.client, P, "choice").await?;
     let (id, hash) = (ask["id"].as_str().unwrap_or("").to_owned(), ask["hash"].clone());
@@ -70,7 +70,7 @@ pub(crate) async fn answer_held_across_restart_then_applied(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn held_answer_with_other_hash_discarded_then_id_free(cx: Ctx) -> R {
+pub(crate) async fn held_answer_with_other_hash_discarded_then_id_free(cx: Ctx) -> CaseResult {
     let desk = cx.desk(&[]).await?;
     let ask = crate::check::raise(&desk.client, P, "choice").await?;
     let id = ask["id"].as_str().unwrap_or("").to_owned();
@@ -100,7 +100,7 @@ pub(crate) async fn held_answer_with_other_hash_discarded_then_id_free(cx: Ctx) 
     Ok(())
 }
 
-pub(crate) async fn held_answer_dropped_after_hold_ms(cx: Ctx) -> R {
+pub(crate) async fn held_answer_dropped_after_hold_ms(cx: Ctx) -> CaseResult {
     let desk = cx.desk(&[]).await?;
     let ask = crate::check::raise(&desk.client, P, "choice").await?;
     let id = ask["id"].as_str().unwrap_or("").to_owned();

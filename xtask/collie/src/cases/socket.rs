@@ -4,10 +4,10 @@
 use std::os::unix::fs::PermissionsExt;
 
 use super::Ctx;
-use crate::check::{R, ensure};
+use crate::check::{CaseResult, ensure};
 use crate::desk::{Desk, Started, private_dir};
 
-async fn expect_refused(spec: crate::desk::DeskSpec, what: &str, mention: &str) -> R {
+async fn expect_refused(spec: crate::desk::DeskSpec, what: &str, mention: &str) -> CaseResult {
     match Desk::try_start(spec).await? {
         Started::Listening(desk) => Err(format!("{what}: the desk started anyway at {}", desk.address)),
         Started::Exited { status, stderr, stdout } => {
@@ -22,7 +22,7 @@ async fn expect_refused(spec: crate::desk::DeskSpec, what: &str, mention: &str) 
     }
 }
 
-pub(crate) async fn socket_folder_not_private_refused_at_startup(cx: Ctx) -> R {
+pub(crate) async fn socket_folder_not_private_refused_at_startup(cx: Ctx) -> CaseResult {
     let mut spec = cx.spec(&[]);
     let open = spec.data.parent().ok_or("no desk folder")?.join("open");
     private_dir(&open)?;
@@ -31,7 +31,7 @@ pub(crate) async fn socket_folder_not_private_refused_at_startup(cx: Ctx) -> R {
     expect_refused(spec, "a socket folder with mode 777", &open.display().to_string()).await
 }
 
-pub(crate) async fn socket_path_over_103_bytes_refused_at_startup(cx: Ctx) -> R {
+pub(crate) async fn socket_path_over_103_bytes_refused_at_startup(cx: Ctx) -> CaseResult {
     let mut spec = cx.spec(&[]);
     let base = spec.data.parent().ok_or("no desk folder")?.join("s");
     let len = base.as_os_str().len() + 1;
@@ -40,7 +40,7 @@ pub(crate) async fn socket_path_over_103_bytes_refused_at_startup(cx: Ctx) -> R 
     expect_refused(spec, "a 104-byte socket path", "103").await
 }
 
-pub(crate) async fn socket_in_use_refused_at_startup(cx: Ctx) -> R {
+pub(crate) async fn socket_in_use_refused_at_startup(cx: Ctx) -> CaseResult {
     let first = cx.desk(&[]).await?;
     let mut spec = cx.spec(&[]);
     spec.socket = first.spec.socket.clone();
@@ -49,7 +49,7 @@ pub(crate) async fn socket_in_use_refused_at_startup(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn stale_socket_replaced_after_sigkill(cx: Ctx) -> R {
+pub(crate) async fn stale_socket_replaced_after_sigkill(cx: Ctx) -> CaseResult {
     let desk = cx.desk(&[]).await?;
     let socket = desk.spec.socket.clone();
     let spec = desk.kill().await?;

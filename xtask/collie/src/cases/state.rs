@@ -4,7 +4,7 @@ use hyper::Method;
 use serde_json::{Value, json};
 
 use super::Ctx;
-use crate::check::{R, arr_of, cut, ensure, ids, pane_in, rid, send_ok, state, u64_of, wait_idle};
+use crate::check::{CaseResult, arr_of, cut, ensure, ids, pane_in, rid, send_ok, state, u64_of, wait_idle};
 use durable_cli::conformance::client::{Auth, Client, Resp};
 
 const EVERY_FIELD: [&str; 11] =
@@ -19,7 +19,7 @@ fn tab<'a>(state: &'a Value, tab_id: &str) -> Option<&'a Value> {
         .find(|t| t["id"] == tab_id)
 }
 
-pub(crate) async fn state_shows_the_desks_layout(cx: Ctx) -> R {
+pub(crate) async fn state_shows_the_desks_layout(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let s = state(&c).await?;
     let missing: Vec<&str> = EVERY_FIELD.iter().copied().filter(|f| s.get(*f).is_none()).collect();
@@ -68,11 +68,11 @@ pub(crate) async fn state_shows_the_desks_layout(cx: Ctx) -> R {
     Ok(())
 }
 
-async fn get_if_none_match(c: &Client, path: &str, etag: &str) -> R<Resp> {
+async fn get_if_none_match(c: &Client, path: &str, etag: &str) -> CaseResult<Resp> {
     c.request(Method::GET, path, None, &[("if-none-match", etag)], Auth::Default).await
 }
 
-pub(crate) async fn state_since_send_changes_only_that_pane(cx: Ctx) -> R {
+pub(crate) async fn state_since_send_changes_only_that_pane(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     wait_idle(&c, "ticket-1").await?;
     let seq0 = u64_of(&state(&c).await?, "seq")?;
@@ -106,7 +106,7 @@ pub(crate) async fn state_since_send_changes_only_that_pane(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn state_since_layout_change_brings_layout_fields(cx: Ctx) -> R {
+pub(crate) async fn state_since_layout_change_brings_layout_fields(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let seq0 = u64_of(&state(&c).await?, "seq")?;
     let rename = |title: &str| json!({"requestId": rid("rename"), "target": "tab", "id": "support:board", "title": title});

@@ -2,10 +2,10 @@
 //! start-up refusal of a short token, and the token never printed.
 
 use super::Ctx;
-use crate::check::{R, ensure};
+use crate::check::{CaseResult, ensure};
 use crate::desk::Started;
 
-pub(crate) async fn token_shorter_than_32_bytes_refused_at_startup(cx: Ctx) -> R {
+pub(crate) async fn token_shorter_than_32_bytes_refused_at_startup(cx: Ctx) -> CaseResult {
     let mut spec = cx.spec(&[]);
     spec.token = "short-token-31-bytes-xxxxxxxxxx".to_owned();
     spec.token_next = String::new();

@@ -7,15 +7,15 @@ use serde_json::{Value, json};
 
 use super::Ctx;
 use crate::check::{
-    R, answer, answer_ok, arr_of, cut, ensure, ids, is_partial, items_after, kind_is, mark, open_asks, pane,
-    pane_in, raise, rid, send, send_ok, state, str_of, u64_of, wait_ask_closed, wait_for, wait_idle,
-    wait_item, wait_state,
+    CaseResult, answer, answer_ok, arr_of, cut, ensure, ids, is_partial, items_after, kind_is, mark,
+    open_asks, pane, pane_in, raise, rid, send, send_ok, state, str_of, u64_of, wait_ask_closed, wait_for,
+    wait_idle, wait_item, wait_state,
 };
 use durable_cli::conformance::client::Client;
 
 const P: &str = "ticket-1";
 
-fn check_write(body: &Value, result: &str, request_id: &str) -> R {
+fn check_write(body: &Value, result: &str, request_id: &str) -> CaseResult {
     ensure!(body["result"] == result, "result {} (expected {result})", body["result"]);
     ensure!(body["requestId"] == request_id, "requestId {} (expected {request_id})", body["requestId"]);
     ensure!(body["replayed"] == false, "replayed {} on a first request", body["replayed"]);
@@ -26,14 +26,14 @@ async fn post_write(
     c: &Client,
     path: &str,
     mut body: Value,
-) -> R<(String, durable_cli::conformance::client::Resp)> {
+) -> CaseResult<(String, durable_cli::conformance::client::Resp)> {
     let request_id = rid("w");
     body["requestId"] = json!(request_id);
     let r = c.post(path, &body).await?;
     Ok((request_id, r))
 }
 
-pub(crate) async fn send_idle_pane_sent_then_user_item_and_reply(cx: Ctx) -> R {
+pub(crate) async fn send_idle_pane_sent_then_user_item_and_reply(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let before = wait_idle(&c, P).await?;
     let m = u64_of(&before, "lastSeq")?;
@@ -61,7 +61,7 @@ pub(crate) async fn send_idle_pane_sent_then_user_item_and_reply(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn send_during_turn_queued_then_delivered(cx: Ctx) -> R {
+pub(crate) async fn send_during_turn_queued_then_delivered(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let m = wait_idle(&c, P).await?["lastSeq"].as_u64().unwrap_or(0);
     send_ok(&c, P, "first of two").await?;
@@ -89,7 +89,7 @@ pub(crate) async fn send_during_turn_queued_then_delivered(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn send_refused_ask_open_then_same_id_succeeds(cx: Ctx) -> R {
+pub(crate) async fn send_refused_ask_open_then_same_id_succeeds(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let ask = raise(&c, P, "choice").await?;
     let request_id = rid("askopen");
@@ -105,7 +105,7 @@ pub(crate) async fn send_refused_ask_open_then_same_id_succeeds(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn send_turn_moved_409_when_a_turn_began_after(cx: Ctx) -> R {
+pub(crate) async fn send_turn_moved_409_when_a_turn_began_after(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let mut idle = wait_idle(&c, P).await?;
     if idle["turnId"].is_null() {
@@ -138,7 +138,7 @@ pub(crate) async fn send_turn_moved_409_when_a_turn_began_after(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn steer_during_turn_steered_into_reply(cx: Ctx) -> R {
+pub(crate) async fn steer_during_turn_steered_into_reply(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let m = wait_idle(&c, P).await?["lastSeq"].as_u64().unwrap_or(0);
     send_ok(&c, P, "steer me").await?;
@@ -162,7 +162,7 @@ pub(crate) async fn steer_during_turn_steered_into_reply(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn stop_aborts_the_running_turn(cx: Ctx) -> R {
+pub(crate) async fn stop_aborts_the_running_turn(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let m = wait_idle(&c, P).await?["lastSeq"].as_u64().unwrap_or(0);
     send_ok(&c, P, "stop me please, this is a long request").await?;
@@ -182,7 +182,7 @@ pub(crate) async fn stop_aborts_the_running_turn(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn stop_closes_open_asks_as_aborted(cx: Ctx) -> R {
+pub(crate) async fn stop_closes_open_asks_as_aborted(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let ask = raise(&c, P, "choice").await?;
     let id = str_of(&ask, "id")?.to_owned();
@@ -207,7 +207,7 @@ pub(crate) async fn stop_closes_open_asks_as_aborted(cx: Ctx) -> R {
 }
 
 /// POST actions/refund on ticket-1 and return the card it raises.
-async fn refund_card(c: &Client) -> R<Value> {
+async fn refund_card(c: &Client) -> CaseResult<Value> {
     wait_idle(c, P).await?;
     let before = ids(&open_asks(&state(c).await?));
     let (request_id, r) = post_write(c, &format!("/v1/panes/{P}/actions/refund"), json!({})).await?;
@@ -235,7 +235,7 @@ async fn refund_card(c: &Client) -> R<Value> {
     Ok(ask)
 }
 
-pub(crate) async fn action_refund_allow_issues_refund(cx: Ctx) -> R {
+pub(crate) async fn action_refund_allow_issues_refund(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let ask = refund_card(&c).await?;
     let m = mark(&c, P).await?;
@@ -244,7 +244,7 @@ pub(crate) async fn action_refund_allow_issues_refund(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn action_refund_deny_not_issued(cx: Ctx) -> R {
+pub(crate) async fn action_refund_deny_not_issued(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let ask = refund_card(&c).await?;
     let m = mark(&c, P).await?;
@@ -253,7 +253,7 @@ pub(crate) async fn action_refund_deny_not_issued(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn announcements_has_no_handler_not_supported(cx: Ctx) -> R {
+pub(crate) async fn announcements_has_no_handler_not_supported(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let mut wrong = Vec::new();
     for (route, body) in [
@@ -277,11 +277,11 @@ async fn rename(
     target: &str,
     id: &str,
     title: &str,
-) -> R<durable_cli::conformance::client::Resp> {
+) -> CaseResult<durable_cli::conformance::client::Resp> {
     post_write(c, "/v1/rename", json!({"target": target, "id": id, "title": title})).await.map(|(_, r)| r)
 }
 
-pub(crate) async fn rename_workspace_tab_pane_renamed(cx: Ctx) -> R {
+pub(crate) async fn rename_workspace_tab_pane_renamed(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let long = "é".repeat(200); // 400 bytes: truncated to 256 on a UTF-8 boundary
     let result = async {
@@ -327,7 +327,7 @@ pub(crate) async fn rename_workspace_tab_pane_renamed(cx: Ctx) -> R {
 }
 
 /// Starts a new ticket and returns its pane id.
-pub(crate) async fn new_ticket(c: &Client) -> R<String> {
+pub(crate) async fn new_ticket(c: &Client) -> CaseResult<String> {
     let (request_id, r) = post_write(c, "/v1/starters/new-ticket", json!({"text": "a new ticket"})).await?;
     let body = r.ok()?;
     check_write(body, "started", &request_id)?;
@@ -340,7 +340,7 @@ fn ticket_numbers(s: &Value) -> Vec<u64> {
     all.iter().filter_map(|id| id.strip_prefix("ticket-")?.parse().ok()).collect()
 }
 
-pub(crate) async fn starter_new_ticket_started_with_next_pane(cx: Ctx) -> R {
+pub(crate) async fn starter_new_ticket_started_with_next_pane(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let s = state(&c).await?;
     let next = ticket_numbers(&s).into_iter().max().unwrap_or(1) + 1;
@@ -369,7 +369,7 @@ pub(crate) async fn starter_new_ticket_started_with_next_pane(cx: Ctx) -> R {
     Ok(())
 }
 
-pub(crate) async fn close_and_reopen_ticket_closes_its_asks(cx: Ctx) -> R {
+pub(crate) async fn close_and_reopen_ticket_closes_its_asks(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     let p = new_ticket(&c).await?;
     wait_idle(&c, &p).await?;
@@ -423,7 +423,7 @@ pub(crate) async fn close_and_reopen_ticket_closes_its_asks(cx: Ctx) -> R {
     pane(&c, &p).await.map(|_| ())
 }
 
-pub(crate) async fn refusal_stores_nothing_same_request_id_retries(cx: Ctx) -> R {
+pub(crate) async fn refusal_stores_nothing_same_request_id_retries(cx: Ctx) -> CaseResult {
     let c = cx.client()?;
     wait_idle(&c, P).await?;
     let request_id = rid("steer");
