@@ -207,7 +207,9 @@ impl Hooks for AgentHooks {
             return Ok(Reopen::Restore);
         }
         let summary = self.0.folder.find(id).map_err(|e| Refusal::new(e.public_message()))?;
-        let Some(summary) = summary else { return Err(Refusal::new("no such conversation")) };
+        // Unknown here: `Restore` has the SDK answer `404 not-found` (§8), as
+        // for any id it does not know.
+        let Some(summary) = summary else { return Ok(Reopen::Restore) };
         self.0.open(id, &summary.info().title()).map_err(|e| Refusal::new(e.to_string()))?;
         Ok(Reopen::Reopened)
     }

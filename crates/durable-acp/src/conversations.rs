@@ -164,12 +164,9 @@ impl AcpConversations {
             return Ok(Reopen::Reopened);
         }
         let listed = self.history().session_of(pane_id).await;
-        let Some(session_id) = listed else {
-            return Err(Error::BadOption {
-                rule: "a conversation to reopen is known",
-                value: pane_id.to_owned(),
-            });
-        };
+        // Unknown here: `Restore` has the SDK answer `404 not-found` (the
+        // wire's answer for an id it does not know), not a refusal.
+        let Some(session_id) = listed else { return Ok(Reopen::Restore) };
         let conversation = self.open_pane(session_id, None)?;
         tokio::spawn(async move {
             if let Err(e) = conversation.start().await {

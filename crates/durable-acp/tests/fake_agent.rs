@@ -34,6 +34,7 @@ fn main() {
             run(&runtime, "a_hostile_agent_is_survived_and_its_turn_still_shows", hostile());
             run(&runtime, "an_agent_that_exits_leaves_its_status_and_last_words", exits());
             run(&runtime, "an_agent_that_never_answers_initialize_times_out", silent());
+            run(&runtime, "reopening_an_id_nobody_knows_answers_404_not_found", reopen_unknown());
             run(&runtime, "a_card_kept_across_a_crash_comes_back_when_the_agent_asks_again", kept_cards());
         }
     }
@@ -405,6 +406,20 @@ async fn silent() {
     let acp = conversations(&core, "silent", "silent", Duration::from_millis(500));
     let err = acp.start(Some("go".into())).await.expect_err("no answer to initialize");
     assert!(err.to_string().contains("did not answer initialize"), "{err}");
+    acp.shutdown().await;
+}
+
+/// The phone reopens an id neither the records nor the agent's sessions
+/// know: `404 not-found`, the wire's answer for an unknown id (§8), not a
+/// refusal.
+async fn reopen_unknown() {
+    let core = core();
+    let acp = conversations(&core, "silent", "reopen-unknown", Duration::from_millis(500));
+    core.set_hooks(acp.hooks());
+    let body = json!({"requestId": "r-1", "id": "nobody-knows"}).to_string();
+    let answer = core.handle(Request::post("/v1/reopen", body, Caller::OtherProcess)).await;
+    let json = answer.body_json();
+    assert_eq!((answer.status, json["code"].as_str()), (404, Some("not-found")), "{json}");
     acp.shutdown().await;
 }
 

@@ -193,6 +193,28 @@
 //! reads the agent's own start-up environment in `/proc/<pid>/environ`. Such
 //! tools need another user id, or a process namespace of their own.
 //!
+//! # A full disk, a file-size limit
+//! The stores commit a write before it is answered, so a write the disk
+//! refuses is answered `500` and nothing acknowledged is lost. One case ends
+//! the process instead: past its file-size limit (`ulimit -f`, a service
+//! manager's `LimitFSIZE`) the kernel sends `SIGXFSZ`, whose default ends
+//! the process with no word. Listening for it once, inside the runtime,
+//! turns it into an error on the write ("File too large") and a line of
+//! your own, with no `unsafe`:
+//!
+//! ```no_run
+//! # #[cfg(unix)]
+//! # async fn f() -> std::io::Result<()> {
+//! use tokio::signal::unix::{SignalKind, signal};
+//! let mut xfsz = signal(SignalKind::from_raw(25))?; // SIGXFSZ on Linux and macOS
+//! tokio::spawn(async move {
+//!     while xfsz.recv().await.is_some() {
+//!         eprintln!("a write passed the file-size limit (ulimit -f)");
+//!     }
+//! });
+//! # Ok(()) }
+//! ```
+//!
 //! # Feature flags
 //!
 #![doc = document_features::document_features!()]
