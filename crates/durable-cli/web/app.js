@@ -12,6 +12,9 @@
 //   `innerHTML`, `outerHTML`, `insertAdjacentHTML` or `document.write`
 //   anywhere in this file. The page is served with a strict CSP (no inline
 //   script, no inline style) as a second wall.
+// - CONTROL AND BIDI CHARACTERS never reach the page: every text shown is
+//   cleaned first (`clean`, `cleanBody`: the terminal phone's rule), so an
+//   agent cannot reverse or hide a card's words (U+202E, ESC, C1…).
 // - MARKDOWN is not rendered: a `markdown` item is shown as its text with
 //   its line breaks kept (CSS `white-space: pre-wrap`), exactly like a
 //   `reply`. No parser, so no sanitizer to trust.
@@ -83,6 +86,34 @@
 
   // ---- small helpers --------------------------------------------------
 
+  // Characters that draw nothing or reorder text: C0 and C1 controls and
+  // the invisible set of the terminal phone's `clean` (phone/draw.rs, the
+  // agent's own set, wire §6.1). An agent could hide or reverse words
+  // with them (U+202E) and make a card say what it does not.
+  const HIDDEN = /[\u0000-\u001F\u007F-\u009F\u00AD\u034F\u061C\u115F\u1160\u180E\u200B-\u200F\u2028-\u202E\u2060-\u2064\u2066-\u206F\u3164\uFEFF\uFFA0\uFFF9-\uFFFB\u{E0000}-\u{E007F}]/gu;
+
+  // One line of the agent's text, safe to show: as `clean` in draw.rs, a
+  // tab or a line break is a space, and every hidden character goes.
+  function clean(text) {
+    return String(text).replace(/[\t\n\r]/g, ' ').replace(HIDDEN, '');
+  }
+
+  // Body text (a reply, a reason, code): its lines kept, each cleaned, a
+  // tab four spaces (draw.rs's `clean_lines`).
+  function cleanBody(text) {
+    return String(text).split('\n').map((l) => clean(l.replace(/\t/g, '    '))).join('\n');
+  }
+
+  // A text node of body text, for `el`'s children.
+  function bodyText(text) {
+    return document.createTextNode(cleanBody(text));
+  }
+
+  // Attributes whose value the page shows.
+  const SHOWN = ['placeholder', 'aria-label', 'title', 'alt'];
+
+  // Every text `el` puts on the page is cleaned (`clean`, one line): a
+  // text given as a node (`bodyText`) is cleaned by whoever made it.
   function el(tag, attrs, children) {
     const e = document.createElement(tag);
     if (attrs) {
@@ -90,15 +121,16 @@
         const v = attrs[k];
         if (v === undefined || v === null || v === false) continue;
         if (k === 'class') e.className = v;
-        else if (k === 'text') e.textContent = v;
+        else if (k === 'text') e.textContent = clean(v);
         else if (k === 'onclick') e.addEventListener('click', v);
         else if (k === 'hidden') e.hidden = true;
+        else if (SHOWN.includes(k)) e.setAttribute(k, clean(v));
         else e.setAttribute(k, v === true ? '' : String(v));
       }
     }
     for (const c of children || []) {
       if (c === null || c === undefined || c === false) continue;
-      e.appendChild(typeof c === 'string' ? document.createTextNode(c) : c);
+      e.appendChild(typeof c === 'string' ? document.createTextNode(clean(c)) : c);
     }
     return e;
   }
@@ -135,6 +167,14 @@
 
   function enc(id) {
     return encodeURIComponent(id);
+  }
+
+  // An id as a segment of a wire path. The ids `.` and `..` are valid (the
+  // ID rule) but a browser resolves such a segment away, `%2E` included:
+  // the page writes them as a space (which no id holds) and the dots, and
+  // the CLI's proxy turns exactly that segment back (proxy.rs, DOT_IDS).
+  function seg(id) {
+    return id === '.' || id === '..' ? '%20' + id : enc(id);
   }
 
   function has(cap) {
@@ -299,7 +339,7 @@
     if (!p) return;
     if (view.next !== null && p.lastSeq === view.next) return;
     const after = view.next === null ? 0 : view.next;
-    const a = await call('GET', 'wire/v1/panes/' + enc(view.pane) + '/events?after=' + after);
+    const a = await call('GET', 'wire/v1/panes/' + seg(view.pane) + '/events?after=' + after);
     if (S.view !== view) return;
     if (a.status !== 200 || !a.json || a.json.ok !== true) return;
     const v = a.json;
@@ -642,7 +682,7 @@
   }
 
   async function startIt(id) {
-    const a = await write('v1/starters/' + enc(id), {});
+    const a = await write('v1/starters/' + seg(id), {});
     if (a.status === 200 && a.json && a.json.ok) {
       S.result = { text: 'started' };
       if (typeof a.json.pane === 'string') go('#/pane/' + enc(a.json.pane));
@@ -688,18 +728,18 @@
       case 'reply':
       case 'markdown':
       case 'thinking':
-        return el('div', Object.assign({ class: cls }, attrs), [str(item.text)]);
+        return el('div', Object.assign({ class: cls }, attrs), [bodyText(str(item.text))]);
       case 'notice': {
         const tone = ['info', 'warn', 'error'].includes(item.tone) ? item.tone : 'info';
         attrs['data-tone'] = tone;
-        return el('div', Object.assign({ class: cls + ' ' + tone }, attrs), [str(item.text)]);
+        return el('div', Object.assign({ class: cls + ' ' + tone }, attrs), [bodyText(str(item.text))]);
       }
       case 'code': {
         const lang = str(item.lang);
         attrs['data-lang'] = lang;
         return el('div', Object.assign({ class: cls }, attrs), [
           lang ? el('span', { class: 'label', text: lang }) : null,
-          el('pre', null, [el('code', { text: str(item.text) })]),
+          el('pre', null, [el('code', null, [bodyText(str(item.text))])]),
         ]);
       }
       case 'tool': {
@@ -711,7 +751,7 @@
             el('span', { class: 'status-' + status, text: status }),
             badge(item.badge),
           ]),
-          typeof item.output === 'string' ? el('pre', { text: item.output }) : null,
+          typeof item.output === 'string' ? el('pre', null, [bodyText(item.output)]) : null,
         ]);
       }
       case 'link': {
@@ -758,15 +798,41 @@
     return u.href;
   }
 
+  function itemKey(item, n) {
+    return typeof item.id === 'string' ? 'i:' + item.id : '#' + n;
+  }
+
+  // The lines left by the cards answered here in a pane, each where the
+  // chat was when it was answered: {after: an item's key or null, ask, text}.
+  function cardLines(paneId) {
+    const open = new Set(S.asks.filter((a) => a && a.pane === paneId).map((a) => a.id));
+    return Object.keys(S.lines)
+      .filter((id) => S.lines[id].pane === paneId && !open.has(id))
+      .map((id) => ({ after: S.lines[id].after, ask: id, text: S.lines[id].text }));
+  }
+
   // The chat's items, drawn anew only where they changed (a partial text
-  // grows in place).
-  function syncItems(container, items, dropped) {
+  // grows in place), with `lines` after the items they follow (first when
+  // they follow none, last when theirs is gone).
+  function syncItems(container, items, dropped, lines) {
     const want = [];
+    const left = (lines || []).slice();
+    const lineAt = (after) => {
+      for (let i = 0; i < left.length; ) {
+        if (after === undefined || left[i].after === after) {
+          const l = left.splice(i, 1)[0];
+          want.push({ key: 'l:' + l.ask, json: l.text, make: () => el('div', { class: 'card-line', 'data-test': 'card-line', 'data-ask': l.ask, text: l.text }) });
+        } else i++;
+      }
+    };
     if (dropped) want.push({ key: '#skipped', json: '', make: () => el('div', { class: 'skipped', 'data-test': 'skipped', text: SKIPPED }) });
+    lineAt(null);
     items.forEach((item, n) => {
-      const key = typeof item.id === 'string' ? 'i:' + item.id : '#' + n;
+      const key = itemKey(item, n);
       want.push({ key, json: JSON.stringify(item), make: () => drawItem(item) });
+      lineAt(key);
     });
+    lineAt(undefined);
     const have = new Map();
     for (const child of Array.from(container.children)) have.set(child.dataset.key, child);
     let prev = null;
@@ -805,7 +871,7 @@
     drawHead(id, p);
     drawActions(id, p);
     const items = document.getElementById('items');
-    syncItems(items, S.view && S.view.pane === id ? S.view.items : [], S.view && S.view.dropped);
+    syncItems(items, S.view && S.view.pane === id ? S.view.items : [], S.view && S.view.dropped, cardLines(id));
     drawCards(id);
     updateComposer(id, p);
   }
@@ -829,7 +895,7 @@
     if (p && has('rename')) {
       if (S.renaming) {
         const input = el('input', { type: 'text', 'data-test': 'rename-input', 'aria-label': 'New title', maxlength: '256' });
-        input.value = str(p.title);
+        input.value = clean(str(p.title));
         const save = async () => {
           const title = input.value;
           const a = await write('v1/rename', { target: 'pane', id, title });
@@ -872,10 +938,10 @@
 
   function updateHeadText(head, p, state, waiting) {
     const t = head.querySelector('[data-test=chat-title]');
-    if (t && p) t.textContent = str(p.title);
+    if (t && p) t.textContent = clean(str(p.title));
     const s = head.querySelector('[data-test=chat-state]');
     if (s) {
-      s.textContent = state;
+      s.textContent = clean(state);
       s.className = waiting ? 'attention' : 'muted';
     }
   }
@@ -908,7 +974,7 @@
   }
 
   async function action(paneId, actionId) {
-    const a = await write('v1/panes/' + enc(paneId) + '/actions/' + enc(actionId), {});
+    const a = await write('v1/panes/' + seg(paneId) + '/actions/' + seg(actionId), {});
     S.result = a.status === 200 && a.json && a.json.ok ? { text: 'done' } : refusal(a);
     render();
   }
@@ -928,7 +994,7 @@
       const p = pane(id);
       const body = { text: t };
       if (p) body.turnId = p.turnId === undefined ? null : p.turnId;
-      const a = await write('v1/panes/' + enc(id) + '/send', body);
+      const a = await write('v1/panes/' + seg(id) + '/send', body);
       if (a.status === 200 && a.json && a.json.ok) {
         text.value = '';
         S.result = { text: a.json.result === 'queued' ? 'queued: it goes after the running turn' : 'sent' };
@@ -940,7 +1006,7 @@
     const doSteer = async () => {
       const t = text.value;
       if (t.trim() === '') return;
-      const a = await write('v1/panes/' + enc(id) + '/steer', { text: t });
+      const a = await write('v1/panes/' + seg(id) + '/steer', { text: t });
       if (a.status === 200 && a.json && a.json.ok) {
         text.value = '';
         S.result = { text: 'steered' };
@@ -950,7 +1016,7 @@
       render();
     };
     const doStop = async () => {
-      const a = await write('v1/panes/' + enc(id) + '/stop', {});
+      const a = await write('v1/panes/' + seg(id) + '/stop', {});
       S.result = a.status === 200 && a.json && a.json.ok ? { text: 'stopped' } : refusal(a);
       render();
     };
@@ -984,7 +1050,7 @@
     q('stop').disabled = !p;
     const result = q('send-result');
     const r = S.result;
-    result.textContent = r ? r.text : '';
+    result.textContent = r ? clean(r.text) : '';
     result.className = 'result' + (r && r.bad ? ' bad' : '');
     const extra = document.getElementById('result-extra');
     const askId = r && r.askId && S.asks.some((a) => a.id === r.askId) ? r.askId : null;
@@ -1015,18 +1081,9 @@
       return a;
     });
     const want = new Map(asks.map((a) => [a.id, a]));
-    // Lines left by cards decided here.
-    const lines = Object.keys(S.lines).filter((id) => S.lines[id].pane === paneId && !want.has(id));
     for (const node of Array.from(box.children)) {
-      const id = node.dataset.ask;
-      const a = want.get(id);
-      const isLine = node.dataset.test === 'card-line';
-      if (isLine ? !lines.includes(id) : !a || node.dataset.sig !== cardSig(a)) node.remove();
-    }
-    for (const id of lines) {
-      if (!box.querySelector('[data-test=card-line][data-ask="' + CSS.escape(id) + '"]')) {
-        box.appendChild(el('div', { class: 'card-line', 'data-test': 'card-line', 'data-ask': id, text: S.lines[id].text }));
-      }
+      const a = want.get(node.dataset.ask);
+      if (!a || node.dataset.sig !== cardSig(a)) node.remove();
     }
     for (const a of asks) {
       let node = box.querySelector('[data-test=card][data-ask="' + CSS.escape(a.id) + '"]');
@@ -1055,7 +1112,7 @@
     card.dataset.sig = cardSig(a);
     card.appendChild(el('div', { class: 'who', 'data-test': 'card-agent', text: host + ' asks' }));
     card.appendChild(el('div', { class: 'q', 'data-test': 'card-title', text: str(a.title) }));
-    if (typeof a.reason === 'string') card.appendChild(el('div', { class: 'reason', 'data-test': 'card-reason', text: a.reason }));
+    if (typeof a.reason === 'string') card.appendChild(el('div', { class: 'reason', 'data-test': 'card-reason' }, [bodyText(a.reason)]));
     if (a.tool && typeof a.tool === 'object') {
       const args = el('ul', { class: 'args mono' });
       for (const pair of Array.isArray(a.tool.args) ? a.tool.args : []) {
@@ -1116,8 +1173,8 @@
     } else if (kind === 'text') {
       const input = a.multiline === true ? el('textarea', { rows: '3' }) : el('input', { type: 'text' });
       input.setAttribute('data-test', 'card-text');
-      input.setAttribute('aria-label', str(a.title));
-      if (typeof a.placeholder === 'string') input.placeholder = a.placeholder;
+      input.setAttribute('aria-label', clean(str(a.title)));
+      if (typeof a.placeholder === 'string') input.placeholder = clean(a.placeholder);
       input.value = draft.text || '';
       input.addEventListener('input', () => { draft.text = input.value; });
       const answerIt = () => send(a, { text: input.value });
@@ -1205,7 +1262,7 @@
       : !has('asks')
         ? 'This agent takes no answers from the phone.'
         : msg
-          ? msg.text
+          ? clean(msg.text)
           : '';
     n.className = 'note' + (expired || (msg && msg.bad) ? ' bad' : '');
   }
@@ -1246,14 +1303,22 @@
     return null;
   }
 
+  // The key of the last item the open chat of `paneId` shows, or null.
+  function lastItem(paneId) {
+    const items = S.view && S.view.pane === paneId ? S.view.items : [];
+    return items.length ? itemKey(items[items.length - 1], items.length - 1) : null;
+  }
+
   async function send(a, answer, confirmAlways) {
     const body = { answer, hash: a.hash, confirmAlways: !!confirmAlways };
-    const r = await write('v1/asks/' + enc(a.id), body);
+    const r = await write('v1/asks/' + seg(a.id), body);
     const v = r.json;
     if ((r.status === 200 || r.status === 202) && v && v.ok) {
       const labels = labelsOf(a, answer);
       const what = labels ? labels.join(', ') : 'sent';
-      S.lines[a.id] = { pane: a.pane, text: (r.status === 202 ? 'Answer held: ' : 'Answered: ') + what + ' — ' + str(a.title) };
+      S.lines[a.id] = { pane: a.pane, after: lastItem(a.pane), text: (r.status === 202 ? 'Answer held: ' : 'Answered: ') + what + ' — ' + str(a.title) };
+      // What a button said before the card (`done`) is over.
+      S.result = null;
       delete S.cardNotes[a.id];
       delete S.changedAsks[a.id];
       delete S.drafts[a.id];
@@ -1266,7 +1331,8 @@
       const i = S.asks.findIndex((x) => x.id === a.id);
       if (i >= 0) S.asks[i] = v.ask;
     } else if (r.status === 409 && v && v.code === 'ask-closed') {
-      S.lines[a.id] = { pane: a.pane, text: 'Already decided (' + str(v.decidedBy) + '): ' + str(a.title) };
+      S.lines[a.id] = { pane: a.pane, after: lastItem(a.pane), text: 'Already decided (' + str(v.decidedBy) + '): ' + str(a.title) };
+      S.result = null;
       S.asks = S.asks.filter((x) => x.id !== a.id);
     } else if (r.status === 409 && v && v.code === 'confirm-required') {
       S.cardNotes[a.id] = { text: 'Tap it again to confirm.', bad: true };
@@ -1294,7 +1360,7 @@
     if (H.loading) return;
     H.loading = true;
     const id = H.id;
-    let path = 'wire/v1/history/' + enc(id) + '?limit=' + HISTORY_PAGE;
+    let path = 'wire/v1/history/' + seg(id) + '?limit=' + HISTORY_PAGE;
     if (more && H.next) path += '&after=' + enc(H.next);
     const a = await call('GET', path);
     H.loading = false;

@@ -547,6 +547,8 @@ struct Req {
     /// The query, without its `?`.
     query: String,
     if_none_match: Option<String>,
+    /// The body, as text.
+    body: String,
 }
 
 /// How a fake agent answers a request: a status and a body (`304` sends
@@ -593,7 +595,8 @@ fn fake_agent(dir: &TestDir, route: impl Fn(&Req) -> (u16, String) + Send + Sync
                 let method = words.next().unwrap_or("").to_owned();
                 let target = words.next().unwrap_or("");
                 let (path, query) = target.split_once('?').unwrap_or((target, ""));
-                let req = Req { method, path: path.to_owned(), query: query.to_owned(), if_none_match };
+                let body = String::from_utf8_lossy(&body).into_owned();
+                let req = Req { method, path: path.to_owned(), query: query.to_owned(), if_none_match, body };
                 let (status, text) = route(&req);
                 let _ = if status == 304 {
                     write!(stream, "HTTP/1.1 304 Not Modified\r\netag: \"e-1\"\r\nconnection: close\r\n\r\n")
@@ -841,6 +844,280 @@ async fn web_polls_with_since_and_if_none_match() {
     // A 304 keeps what the page shows.
     b.wait_text("[data-test=pane-row][data-pane=p1]", "Still here").await;
     b.wait_text("[data-test=agent-status]", "ready").await;
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn web_an_answered_cards_line_sits_in_the_chat_and_the_buttons_done_goes() {
+    let _turn = TURN.lock().await;
+    let dir = TestDir::new("web-order");
+    let desk = Desk::socket(&dir, &["--turn-ms", "0"]);
+    let web = Web::desk(&desk);
+    let b = Browser::start().await;
+    b.goto(&format!("{}#/pane/ticket-1", web.url)).await;
+    b.wait_text("[data-test=chat-title]", "Maria Lopez").await;
+    b.say("before the refund").await;
+    b.wait_text("[data-test=item][data-kind=reply]", "Got it: before the refund").await;
+    b.click("[data-test=action][data-action=refund]").await;
+    b.wait_text("[data-test=send-result]", "done").await;
+    let card = "[data-test=card][data-kind=choice]";
+    b.wait_text(&format!("{card} [data-test=card-title]"), "refund wants to run").await;
+    b.click(&format!("{card} [data-option=allow]")).await;
+    b.wait_text("[data-test=card-line]", "Answered: Allow").await;
+    b.wait_text("[data-test=item][data-kind=notice]", "Refund of 40 issued").await;
+    b.say("after the refund").await;
+    b.wait_text("[data-test=item][data-kind=reply]", "Got it: after the refund").await;
+    // The line is the chat's, in its order: after the messages before the
+    // answer, before the agent's notice and the messages after.
+    let order = b
+        .run(
+            "return Array.from(document.querySelectorAll('#items > *'), e =>
+                e.dataset.test === 'card-line' ? 'LINE' : e.textContent);",
+            vec![],
+        )
+        .await;
+    let order: Vec<String> = serde_json::from_value(order).unwrap();
+    let at = |what: &str| {
+        order.iter().position(|t| t.contains(what)).unwrap_or_else(|| panic!("no {what:?} in {order:?}"))
+    };
+    assert!(at("Got it: before the refund") < at("LINE"), "{order:?}");
+    assert!(at("LINE") < at("Refund of 40 issued"), "{order:?}");
+    assert!(at("Refund of 40 issued") < at("Got it: after the refund"), "{order:?}");
+    assert_eq!(b.count("#cards [data-test=card-line]").await, 0, "the line is not left above the composer");
+    // The refund button's `done` went with its card; the send's own word stays.
+    assert_eq!(b.texts("[data-test=send-result]").await, ["sent"]);
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn web_panes_dot_and_dot_dot_show_their_chat_and_take_writes() {
+    let _turn = TURN.lock().await;
+    let dir = TestDir::new("web-dots");
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = log.clone();
+    let state = json!({"ok": true, "epoch": "0123456789abcdef", "seq": 1, "ready": true, "full": true,
+        "workspaces": [{"id": "w", "title": "W", "tabs": [{"id": "w:t", "title": "T", "panes": [".", ".."]}]}],
+        "panes": [
+            {"id": ".", "tab": "w:t", "title": "Dot", "harness": "fake", "sessionId": null,
+                "state": "idle", "turnId": null, "lastSeq": 1, "openAsks": [], "actions": []},
+            {"id": "..", "tab": "w:t", "title": "Dot dot", "harness": "fake", "sessionId": null,
+                "state": "idle", "turnId": null, "lastSeq": 1, "openAsks": [],
+                "actions": [{"id": "..", "label": "Up"}]}],
+        "removed": [], "closed": [], "starters": [], "asks": []})
+    .to_string();
+    let events = |pane: &str, text: &str| {
+        json!({"ok": true, "pane": pane, "snapshot": true, "next": 1, "state": "idle", "turnId": null,
+            "asks": [], "dropped": false, "items": [{"id": "i1", "kind": "reply", "text": text}]})
+        .to_string()
+    };
+    let socket = fake_agent(&dir, move |r: &Req| {
+        if r.method == "POST" && r.path.starts_with("/v1/panes/") {
+            seen.lock().unwrap().push(format!("{} {}", r.path, r.body));
+        }
+        match (r.method.as_str(), r.path.as_str()) {
+            ("GET", "/hello") => (200, hello(1, 1, true)),
+            ("GET", "/v1/state") => (200, state.clone()),
+            // The proxy sends the ids percent-encoded.
+            ("GET", "/v1/panes/%2E%2E/events") => (200, events("..", "in dot dot")),
+            ("GET", "/v1/panes/%2E/events") => (200, events(".", "in dot")),
+            ("POST", "/v1/panes/%2E%2E/send" | "/v1/panes/%2E/send") => {
+                (200, r#"{"ok": true, "result": "sent", "replayed": false}"#.into())
+            }
+            ("POST", "/v1/panes/%2E%2E/actions/%2E%2E") => (200, r#"{"ok": true}"#.into()),
+            ("POST", "/hello") => {
+                (200, r#"{"ok": true, "wire": {"min": 1, "max": 1}, "compatible": true}"#.into())
+            }
+            _ => (404, r#"{"ok": false, "code": "not-found", "message": "no"}"#.into()),
+        }
+    });
+    let web = Web::start(&["--socket".into(), socket]);
+    let b = Browser::start().await;
+    b.goto(&web.url).await;
+    b.wait_text("[data-test=pane-row][data-pane='..']", "Dot dot").await;
+    open_pane(&b, "..").await;
+    b.wait_text("[data-test=item]", "in dot dot").await;
+    b.say("up there").await;
+    b.wait_text("[data-test=send-result]", "sent").await;
+    b.click("[data-test=action][data-action='..']").await;
+    b.wait_text("[data-test=send-result]", "done").await;
+    back_home(&b).await;
+    open_pane(&b, ".").await;
+    b.wait_text("[data-test=item]", "in dot").await;
+    b.say("right here").await;
+    b.wait_text("[data-test=send-result]", "sent").await;
+    let log = log.lock().unwrap().clone();
+    assert_eq!(log.len(), 3, "{log:?}");
+    assert!(log[0].starts_with("/v1/panes/%2E%2E/send ") && log[0].contains("up there"), "{log:?}");
+    assert!(log[1].starts_with("/v1/panes/%2E%2E/actions/%2E%2E "), "{log:?}");
+    assert!(log[2].starts_with("/v1/panes/%2E/send ") && log[2].contains("right here"), "{log:?}");
+    b.close().await;
+}
+
+/// Characters an agent could hide or reverse a card's words with: a bidi
+/// override and isolate, ESC (a terminal's colour), C1 controls (CSI, NEL),
+/// BEL, a zero width space, a byte order mark, a tag character, CR and tab.
+const HIDING: &str = "\u{202E}\u{1b}[31m\u{9b}\u{85}\u{7}\u{200B}\u{2066}\u{FEFF}\u{E0041}\r\t";
+
+/// `text` cut in two at its middle character.
+fn halves(text: &str) -> (&str, &str) {
+    let at = text.char_indices().nth(text.chars().count() / 2).map_or(text.len(), |(i, _)| i);
+    text.split_at(at)
+}
+
+/// `text` with [`HIDING`] in its middle.
+fn hiding(text: &str) -> String {
+    let (a, b) = halves(text);
+    format!("{a}{HIDING}{b}")
+}
+
+/// What the page shows of `hiding(text)` on one line, as the terminal
+/// phone's `clean`: the hidden characters gone (ESC's `[31m` is plain
+/// text), CR and tab a space each.
+fn shown(text: &str) -> String {
+    let (a, b) = halves(text);
+    format!("{a}[31m  {b}")
+}
+
+/// The same in body text (`clean_lines`): a tab is four spaces.
+fn shown_body(text: &str) -> String {
+    let (a, b) = halves(text);
+    format!("{a}[31m     {b}")
+}
+
+/// Every piece of text the page shows (text nodes, the shown attributes,
+/// the values of fields) that holds a character of [`HIDING`] but `[31m`.
+async fn hidden_characters_shown(b: &Browser) -> Vec<String> {
+    let found = b
+        .run(
+            r"const bad = /[\u0000-\u0009\u000B-\u001F\u007F-\u009F\u200B\u2066\u202E\uFEFF\u{E0041}]/u;
+            const out = [];
+            const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+            while (walk.nextNode()) if (bad.test(walk.currentNode.data)) out.push(JSON.stringify(walk.currentNode.data));
+            for (const e of document.querySelectorAll('*')) {
+                for (const a of ['placeholder', 'aria-label', 'title', 'alt']) {
+                    const v = e.getAttribute(a);
+                    if (v !== null && bad.test(v)) out.push(a + '=' + JSON.stringify(v));
+                }
+                if ((e.tagName === 'INPUT' || e.tagName === 'TEXTAREA') && bad.test(e.value)) out.push('value=' + JSON.stringify(e.value));
+            }
+            return out;",
+            vec![],
+        )
+        .await;
+    serde_json::from_value(found).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn web_shows_no_control_or_bidi_character_of_the_agent() {
+    let _turn = TURN.lock().await;
+    let dir = TestDir::new("web-bidi");
+    let h = hiding;
+    let mut caps_hello: Value = serde_json::from_str(&hello(1, 1, true)).unwrap();
+    caps_hello["host"] = json!(h("fake agent"));
+    caps_hello["runtime"] = json!(h("node"));
+    for cap in ["history", "starters", "reopen"] {
+        caps_hello["caps"][cap] = json!(true);
+    }
+    let ask = "a1b2c3d4e5f60718293a4b5c6d7e8f90";
+    let text_ask = "b1b2c3d4e5f60718293a4b5c6d7e8f90";
+    let asks = json!([
+        {"id": ask, "pane": "p1", "kind": "choice", "title": h("Pay Bob 40"), "reason": h("the\nreason"),
+            "itemId": "k1", "toolCallId": "k1",
+            "tool": {"name": h("pay"), "call": h("pay(to: \"bob\")"), "args": [[h("to"), h("\"bob\"")]]},
+            "options": [{"id": "yes", "label": h("Allow")}, {"id": "no", "label": h("Deny")}],
+            "createdAt": "2026-11-30T05:00:00.000Z", "readable": true, "hash": "a".repeat(64)},
+        {"id": text_ask, "pane": "p1", "kind": "text", "title": h("Your name"), "placeholder": h("Ana"),
+            "createdAt": "2026-11-30T05:00:00.000Z", "readable": true, "hash": "b".repeat(64)},
+    ]);
+    let state = json!({"ok": true, "epoch": "0123456789abcdef", "seq": 1, "ready": true, "full": true,
+        "workspaces": [{"id": "w", "title": "W", "tabs": [{"id": "w:t", "title": "T", "panes": ["p1"]}]}],
+        "panes": [{"id": "p1", "tab": "w:t", "title": h("Maria Lopez"), "harness": "fake", "sessionId": null,
+            "state": h("idle"), "turnId": null, "lastSeq": 9, "openAsks": [ask, text_ask],
+            "actions": [{"id": "go", "label": h("Refund")}]}],
+        "removed": [], "closed": [{"id": "c1", "title": h("Old ticket"), "sessionId": "s1"}],
+        "starters": [{"id": "st", "label": h("New ticket")}], "asks": asks})
+    .to_string();
+    let items = json!([
+        {"id": "u1", "kind": "user", "text": h("hello there")},
+        {"id": "r1", "kind": "reply", "text": h("line one\nline two")},
+        {"id": "m1", "kind": "markdown", "text": h("# Title")},
+        {"id": "t1", "kind": "thinking", "text": h("hmm hmm")},
+        {"id": "n1", "kind": "notice", "text": h("careful now"), "tone": "warn"},
+        {"id": "c1", "kind": "code", "text": h("fn main() {}"), "lang": h("rust")},
+        {"id": "k1", "kind": "tool", "name": h("pay"), "call": h("pay(to: \"bob\")"), "status": "ok",
+            "output": h("paid\nin full"), "badge": {"text": h("40 €"), "tone": "good"}},
+        {"id": "l1", "kind": "link", "text": h("The order"), "href": "https://example.invalid/o/1"},
+        {"id": "g1", "kind": "progress", "label": h("Upload"), "value": 0.5}
+    ]);
+    let snapshot = json!({"ok": true, "pane": "p1", "snapshot": true, "next": 9, "state": "idle",
+        "turnId": null, "asks": [], "dropped": false, "items": items})
+    .to_string();
+    let rows = json!({"ok": true, "rows": [{"id": "s1", "title": h("Old ticket"), "subtitle": h("last week"),
+        "state": "closed"}], "next": null})
+    .to_string();
+    let session = json!({"ok": true, "row": {"id": "s1", "title": h("Old ticket"), "state": "closed"},
+        "items": [{"id": "o1", "kind": "reply", "text": h("an old reply")}], "next": null, "dropped": false})
+    .to_string();
+    let refused = json!({"ok": false, "code": "refused", "message": h("not now"), "reason": h("busy busy")})
+        .to_string();
+    let hello_text = caps_hello.to_string();
+    let socket = fake_agent(&dir, move |r: &Req| match (r.method.as_str(), r.path.as_str()) {
+        ("GET", "/hello") => (200, hello_text.clone()),
+        ("POST", "/hello") => {
+            (200, r#"{"ok": true, "wire": {"min": 1, "max": 1}, "compatible": true}"#.into())
+        }
+        ("GET", "/v1/state") => (200, state.clone()),
+        ("GET", "/v1/panes/p1/events") => (200, snapshot.clone()),
+        ("GET", "/v1/history") => (200, rows.clone()),
+        ("GET", "/v1/history/s1") => (200, session.clone()),
+        ("POST", "/v1/panes/p1/send") => (409, refused.clone()),
+        _ => (404, r#"{"ok": false, "code": "not-found", "message": "no"}"#.into()),
+    });
+    let web = Web::start(&["--socket".into(), socket]);
+    let b = Browser::start().await;
+    b.goto(&web.url).await;
+
+    // The list: the agent's row, a pane, a starter, a closed conversation.
+    assert_eq!(b.wait_text("[data-test=agent-name]", "[31m").await, shown("fake agent"));
+    b.wait_text("[data-test=agent-facts]", &shown("node")).await;
+    b.wait_text("[data-test=pane-row][data-pane=p1]", &shown("Maria Lopez")).await;
+    b.wait_text("[data-test=closed-row][data-session=s1]", &shown("Old ticket")).await;
+    b.wait_text("[data-test=closed-row][data-session=s1]", &shown("last week")).await;
+    assert_eq!(b.wait_text("[data-test=starter]", "[31m").await, shown("New ticket"));
+    assert_eq!(hidden_characters_shown(&b).await, Vec::<String>::new(), "the list");
+
+    // The chat: every kind of item, both cards, an action, a refusal.
+    open_pane(&b, "p1").await;
+    b.wait_text("[data-test=item][data-item=g1]", &shown("Upload")).await;
+    // A body keeps its line breaks.
+    assert_eq!(b.wait_text("[data-test=item][data-item=r1]", "line").await, shown_body("line one\nline two"));
+    let out = b.wait_text("[data-test=item][data-item=k1] pre", "paid").await;
+    assert_eq!(out, shown_body("paid\nin full"));
+    let card = format!("[data-test=card][data-ask='{ask}']");
+    assert_eq!(b.wait_text(&format!("{card} [data-test=card-title]"), "Pay").await, shown("Pay Bob 40"));
+    assert_eq!(b.wait_text(&format!("{card} [data-option=yes]"), "Al").await, shown("Allow"));
+    assert_eq!(
+        b.wait_text(&format!("{card} [data-test=card-reason]"), "the").await,
+        shown_body("the\nreason")
+    );
+    b.wait_text(&format!("{card} [data-test=card-tool]"), &shown("pay(to: \"bob\")")).await;
+    let text_card = format!("[data-test=card][data-ask='{text_ask}']");
+    b.wait_text(&format!("{text_card} [data-test=card-title]"), &shown("Your name")).await;
+    assert_eq!(
+        b.attr(&format!("{text_card} [data-test=card-text]"), "placeholder").await,
+        Some(shown("Ana"))
+    );
+    b.wait_text("[data-test=action][data-action=go]", &shown("Refund")).await;
+    b.say("hi").await;
+    b.wait_text("[data-test=send-result]", &shown("busy busy")).await;
+    assert_eq!(hidden_characters_shown(&b).await, Vec::<String>::new(), "the chat");
+
+    // A closed conversation, read from history.
+    back_home(&b).await;
+    b.click("[data-test=closed-row][data-session=s1]").await;
+    b.wait_text("[data-test=history] [data-test=item]", &shown_body("an old reply")).await;
+    b.wait_text("[data-test=history] [data-test=chat-title]", &shown("Old ticket")).await;
+    assert_eq!(hidden_characters_shown(&b).await, Vec::<String>::new(), "a closed conversation");
     b.close().await;
 }
 

@@ -552,6 +552,14 @@ fn only_hello_and_v1_reach_the_agent() {
         "wire/v1/panes/x%2F..%2F..%2Fadmin",
         "wire/v1/./state",
         "wire//v1/state",
+        // The page's mark for the ids `.` and `..` never leaves /v1/.
+        "wire/v1/%20../state",
+        "wire/v1/%20../%20../admin",
+        "wire/v1/panes/%20../%20../admin",
+        "wire/v1/panes/%20../%2e%2e/admin",
+        "wire/v1/panes/%20../../admin",
+        "wire/v1/panes/%2e",
+        "wire/v1/panes/.%2E/events",
     ] {
         let answer = web.get(path, &[]);
         assert_eq!(answer.status, 404, "{path}");
@@ -905,6 +913,191 @@ fn bad_input_never_breaks_the_server() {
     assert!(!said.contains("panicked"), "a panic: {said}");
 }
 
+#[test]
+fn the_ids_dot_and_dot_dot_reach_the_agent_as_whole_segments() {
+    let agent = Recorder::start();
+    let web = Web::start(&agent.args(), Some(&support::token()));
+    // As the page writes them (app.js `seg`): a space, which no id holds,
+    // then the dots; the agent reads them percent-encoded.
+    let events = web.get("wire/v1/panes/%20../events?after=0", &[]);
+    assert_eq!(events.status, 200, "{}", events.text());
+    let sent = web.post("wire/v1/panes/%20./send", r#"{"text": "hi", "requestId": "r-dot"}"#);
+    assert_eq!(sent.status, 200, "{}", sent.text());
+    let action = web.post("wire/v1/panes/%20../actions/%20..", r#"{"requestId": "r-dotdot"}"#);
+    assert_eq!(action.status, 200, "{}", action.text());
+    // Not a whole segment: an id of its own, as it came.
+    assert_eq!(web.get("wire/v1/panes/x%20../events", &[]).status, 200);
+    let lines: Vec<String> = agent.seen().into_iter().map(|s| s.line).collect();
+    assert_eq!(
+        lines,
+        [
+            "GET /v1/panes/%2E%2E/events?after=0 HTTP/1.1",
+            "POST /v1/panes/%2E/send HTTP/1.1",
+            "POST /v1/panes/%2E%2E/actions/%2E%2E HTTP/1.1",
+            "GET /v1/panes/x%20../events HTTP/1.1",
+        ]
+    );
+}
+
+#[test]
+fn an_answer_past_the_limit_is_an_error_that_names_it_and_its_option() {
+    let agent = Recorder::start();
+    let token = support::token();
+    // The default (64 MiB) takes 1.5 MiB.
+    let web = Web::start(&agent.args(), Some(&token));
+    let big = web.get("wire/v1/big", &[]);
+    assert_eq!(big.status, 200, "{}", big.head);
+    assert_eq!(big.json()["pad"].as_str().map(str::len), Some(BIG));
+    drop(web);
+    // `--max-answer-mib 1` does not.
+    let mut args = agent.args();
+    args.extend(["--max-answer-mib".into(), "1".into()]);
+    let web = Web::start(&args, Some(&token));
+    let big = web.get("wire/v1/big", &[]);
+    assert_eq!(big.status, 502, "{}", big.head);
+    big.assert_safe("too large");
+    let json = big.json();
+    assert_eq!(json["ok"], false);
+    assert_eq!(json["code"], "answer-too-large");
+    let message = json["message"].as_str().unwrap();
+    assert!(message.contains("1 MiB") && message.contains("--max-answer-mib"), "{message}");
+    assert!(message.contains("/v1/big"), "{message}");
+    // Smaller answers still pass, and the server goes on.
+    assert_eq!(web.get("wire/hello", &[]).status, 200);
+}
+
+/// How long the page's request may take while strangers crowd the server:
+/// generous (the machines are small); a starved one waited 30 s and more.
+const PROMPTLY: Duration = Duration::from_secs(4);
+
+/// Reads one answer (head and its `content-length` body) from `stream`,
+/// leaving the connection open.
+fn read_one(stream: &mut TcpStream) -> std::io::Result<Reply> {
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        if let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&bytes[..end]).to_ascii_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .map_or(0, |v| v.trim().parse().unwrap());
+            if bytes.len() >= end + 4 + length {
+                return Ok(parse(&bytes[..end + 4 + length]));
+            }
+        }
+        let n = stream.read(&mut buf)?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        bytes.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// Whether the server closed `stream` (end of file or a reset) within `within`.
+fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
+    stream.set_read_timeout(Some(within)).unwrap();
+    let mut buf = [0u8; 256];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => return false,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                return !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut);
+            }
+        }
+    }
+}
+
+#[test]
+fn strangers_cannot_crowd_the_page_out() {
+    const IDLE: usize = 48;
+    const POLLERS: usize = 64;
+    let agent = Recorder::start();
+    let web = Web::start(&agent.args(), Some(&support::token()));
+    let (port, host) = (web.port, web.host());
+    let stranger_get = format!("GET / HTTP/1.1\r\nhost: {host}\r\n\r\n");
+
+    // Strangers that connect and say nothing.
+    let mut idle: Vec<TcpStream> =
+        (0..IDLE).map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
+    // Strangers that ask `GET /` and would stay to ask again (the measured
+    // attack), their answers read later.
+    let mut pollers: Vec<TcpStream> = (0..POLLERS)
+        .map(|_| {
+            let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            stream.write_all(stranger_get.as_bytes()).unwrap();
+            stream
+        })
+        .collect();
+
+    // Meanwhile more strangers keep coming, each asking once a while.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let crowd: Vec<_> = (0..8)
+        .map(|_| {
+            let (stop, get) = (stop.clone(), stranger_get.clone());
+            std::thread::spawn(move || {
+                let deadline = Instant::now() + PATIENCE;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < deadline {
+                    if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
+                        s.set_read_timeout(Some(PROMPTLY)).unwrap();
+                        let _ = s.write_all(get.as_bytes());
+                        let _ = read_one(&mut s);
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            })
+        })
+        .collect();
+
+    // The page's own requests, with the secret: answered at once, on a
+    // connection kept for the next.
+    let mut page = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    page.set_read_timeout(Some(PATIENCE)).unwrap();
+    for round in 0..5 {
+        let started = Instant::now();
+        write!(page, "GET {} HTTP/1.1\r\nhost: {host}\r\n\r\n", web.at("wire/hello")).unwrap();
+        let answer = read_one(&mut page).unwrap_or_else(|e| panic!("round {round}: the page's request: {e}"));
+        let took = started.elapsed();
+        assert_eq!(answer.status, 200, "round {round}");
+        assert_eq!(answer.header("connection"), None, "round {round}: the page's connection is kept");
+        assert!(took < PROMPTLY, "round {round}: the page's request waited {took:?}");
+        // A new connection of the page is served as promptly.
+        let started = Instant::now();
+        assert_eq!(web.get("", &[]).status, 200);
+        assert!(
+            started.elapsed() < PROMPTLY,
+            "round {round}: a new connection waited {:?}",
+            started.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for thread in crowd {
+        thread.join().unwrap();
+    }
+
+    // Each stranger that asked was answered 404, told `Connection: close`,
+    // and closed: asking again gets no second answer.
+    for (n, stream) in pollers.iter_mut().enumerate() {
+        stream.set_read_timeout(Some(PROMPTLY)).unwrap();
+        let answer = read_one(stream).unwrap_or_else(|e| panic!("stranger {n}: no answer: {e}"));
+        assert_eq!(answer.status, 404, "stranger {n}");
+        assert_eq!(answer.header("connection"), Some("close"), "stranger {n}: {}", answer.head);
+        let _ = stream.write_all(stranger_get.as_bytes());
+        assert!(closed_within(stream, PROMPTLY), "stranger {n} still open after its first request");
+    }
+
+    // The strangers that said nothing: closed, pushed out by newer ones or
+    // when their time to speak ran out (seconds, not minutes).
+    for (n, stream) in idle.iter_mut().enumerate() {
+        assert!(closed_within(stream, Duration::from_secs(10)), "idle stranger {n} still open");
+    }
+    let said = web.stderr_after_stop();
+    assert!(!said.contains("panicked"), "{said}");
+}
+
 /// One request as the recording agent read it.
 #[derive(Clone, Debug)]
 struct Seen {
@@ -923,9 +1116,14 @@ impl Seen {
     }
 }
 
+/// The padding of the recorder's `/v1/big` answer: past 1 MiB, well under
+/// the default limit of 64.
+const BIG: usize = 3 * 1024 * 1024 / 2;
+
 /// A fake agent over plain HTTP on loopback that records every request
 /// and answers each with the same JSON (and headers the page must not
-/// see), except `/v1/slow` (never answered) and `/v1/refuse` (a 401).
+/// see), except `/v1/slow` (never answered), `/v1/refuse` (a 401) and
+/// `/v1/big` (1.5 MiB of JSON).
 struct Recorder {
     port: u16,
     seen: Arc<Mutex<Vec<Seen>>>,
@@ -984,8 +1182,12 @@ impl Recorder {
                     std::thread::park();
                 }
             }
+            let big;
             let (status, text, body) = if path == "/v1/refuse" {
                 (401, "Unauthorized", r#"{"ok":false,"code":"token-refused","message":"no"}"#)
+            } else if path == "/v1/big" {
+                big = format!(r#"{{"ok":true,"pad":"{}"}}"#, "x".repeat(BIG));
+                (200, "OK", big.as_str())
             } else {
                 (200, "OK", r#"{"ok":true,"from":"recorder"}"#)
             };

@@ -26,8 +26,10 @@ use crate::link::{Link, LinkError, Token};
 /// before it is read whole.
 pub(crate) const REQUEST_MAX: usize = durable_types::BODY_MAX + 64 * 1024;
 
-/// The largest answer taken from the agent.
-const ANSWER_MAX: usize = 64 * 1024 * 1024;
+/// How the page writes a path segment that is the id `.` or `..`, which a
+/// browser would resolve away (`%2E` too): a space, which no id holds (the
+/// ID rule), then the dots; and how it goes on to the agent.
+pub(crate) const DOT_IDS: [(&str, &str); 2] = [("%20.", "%2E"), ("%20..", "%2E%2E")];
 
 /// How long a read may take (as the phone's link: an agent answers a poll
 /// from memory).
@@ -145,11 +147,17 @@ impl Agent {
                 match sender.send_request(request).await {
                     Ok(response) => {
                         let (parts, incoming) = response.into_parts();
-                        let body = Limited::new(incoming, ANSWER_MAX)
-                            .collect()
-                            .await
-                            .map_err(|e| LinkError::Http(format!("reading the agent's answer: {e}")))?
-                            .to_bytes();
+                        // The link's limit (`--max-answer-mib`), as for every
+                        // answer `durable` reads.
+                        let (limit, what) =
+                            (self.link.answer_limit(), format!("{method} {}", path_of(target)));
+                        let body = limit.read(incoming, &what).await.map_err(|message| {
+                            if message == limit.passed(&what) {
+                                LinkError::TooLarge(message)
+                            } else {
+                                LinkError::Http(message)
+                            }
+                        })?;
                         self.put_back(sender);
                         return Ok(Answer { status: parts.status, headers: parts.headers, body });
                     }
@@ -169,30 +177,54 @@ impl Agent {
         }
     }
 
-    /// Whether `/wire{path}` may reach the agent: `/hello`, or a path under
-    /// `/v1/` without a `.` or `..` segment (plain or percent-encoded).
-    pub(crate) fn allowed(path: &str) -> bool {
-        if path != "/hello" && !path.starts_with("/v1/") {
-            return false;
+    /// The agent's path for `/wire{path}`, or `None` when the page may not
+    /// reach it: `/hello`, or a path under `/v1/` with no `.` or `..`
+    /// segment (plain or percent-encoded) and no encoded slash. A segment
+    /// the page marked as the id `.` or `..` ([`DOT_IDS`]) goes to the agent
+    /// percent-encoded, and only where the path stays under `/v1/` even
+    /// for a proxy that resolves dot segments.
+    pub(crate) fn agent_path(path: &str) -> Option<String> {
+        if path == "/hello" {
+            return Some(path.to_owned());
         }
+        let rest = path.strip_prefix("/v1/")?;
         // No encoded slash either (no id holds one: the ID rule): an agent
         // behind a proxy that decodes it must not be reached outside
         // /hello and /v1/.
         if path.to_ascii_lowercase().contains("%2f") {
-            return false;
+            return None;
         }
-        path.split('/').all(|segment| {
+        let mut out = String::from("/v1");
+        // Segments under /v1/ once dot segments are resolved.
+        let mut depth = 0usize;
+        for segment in rest.split('/') {
             let decoded = segment.to_ascii_lowercase().replace("%2e", ".");
-            decoded != "." && decoded != ".."
-        })
+            if decoded == "." || decoded == ".." {
+                return None;
+            }
+            let segment = match DOT_IDS.iter().find(|(marked, _)| *marked == segment) {
+                Some((_, "%2E")) => "%2E",
+                Some((_, encoded)) => {
+                    depth = depth.checked_sub(1)?;
+                    encoded
+                }
+                None => {
+                    depth += 1;
+                    segment
+                }
+            };
+            out.push('/');
+            out.push_str(segment);
+        }
+        Some(out)
     }
 
     /// Passes `request` (whose path after the secret is `/wire{path}`) on
     /// to the agent and its answer back.
     pub(crate) async fn forward(&self, request: Request<Incoming>, path: &str) -> Response<Full<Bytes>> {
-        if !Agent::allowed(path) {
+        let Some(path) = Agent::agent_path(path) else {
             return wire_error(StatusCode::NOT_FOUND, "not-found", "the page reaches /hello and /v1/… only");
-        }
+        };
         let method = request.method().clone();
         if method != Method::GET && method != Method::POST {
             let mut answer =
@@ -202,7 +234,7 @@ impl Agent {
         }
         let target = match request.uri().query() {
             Some(query) => format!("{path}?{query}"),
-            None => path.to_owned(),
+            None => path,
         };
         let headers: Vec<(HeaderName, HeaderValue)> = PASSED_ON
             .iter()
@@ -227,6 +259,11 @@ impl Agent {
                 }
                 response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
                 response
+            }
+            // It answered, with more than `durable` reads: the message names
+            // the limit and `--max-answer-mib`.
+            Err(LinkError::TooLarge(message)) => {
+                wire_error(StatusCode::BAD_GATEWAY, "answer-too-large", &message)
             }
             Err(e) => wire_error(
                 StatusCode::BAD_GATEWAY,
@@ -284,7 +321,7 @@ mod tests {
     #[test]
     fn only_hello_and_v1_reach_the_agent() {
         for ok in ["/hello", "/v1/state", "/v1/panes/ticket-1/send", "/v1/panes/a%5Cb/events", "/v1/"] {
-            assert!(Agent::allowed(ok), "{ok}");
+            assert_eq!(Agent::agent_path(ok).as_deref(), Some(ok), "{ok}");
         }
         for bad in [
             "/",
@@ -297,14 +334,44 @@ mod tests {
             "/v1/../admin",
             "/v1/%2e%2e/admin",
             "/v1/%2E./admin",
+            "/v1/.%2e/admin",
             "/v1/./state",
+            "/v1/%2e/state",
             "/v1/state/..",
             "//v1/state",
             "/v1/panes/x/..%2f..%2fadmin",
             "/v1/panes/x%2F..%2Fadmin",
             "/v1/panes/a%2Fb/events",
         ] {
-            assert!(!Agent::allowed(bad), "{bad}");
+            assert_eq!(Agent::agent_path(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_ids_dot_and_dot_dot_pass_as_whole_segments_that_stay_under_v1() {
+        for (page, agent) in [
+            ("/v1/panes/%20../events", "/v1/panes/%2E%2E/events"),
+            ("/v1/panes/%20./send", "/v1/panes/%2E/send"),
+            ("/v1/panes/%20../actions/%20..", "/v1/panes/%2E%2E/actions/%2E%2E"),
+            ("/v1/asks/%20..", "/v1/asks/%2E%2E"),
+            ("/v1/history/%20.", "/v1/history/%2E"),
+            ("/v1/%20.", "/v1/%2E"),
+            // Not the mark: a segment of its own or nothing.
+            ("/v1/panes/x%20../events", "/v1/panes/x%20../events"),
+            ("/v1/panes/%20...", "/v1/panes/%20..."),
+        ] {
+            assert_eq!(Agent::agent_path(page).as_deref(), Some(agent), "{page}");
+        }
+        for escape in [
+            "/v1/%20../state",
+            "/v1/%20../%20../admin",
+            "/v1/panes/%20../%20../admin",
+            "/v1/panes/%20../%20../%20../admin",
+            "/v1/panes/%20../%2e%2e/admin",
+            "/v1/panes/%20../../admin",
+            "/v1/panes/%20.%2F%20../admin",
+        ] {
+            assert_eq!(Agent::agent_path(escape), None, "{escape}");
         }
     }
 }
