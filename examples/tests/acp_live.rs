@@ -1,4 +1,4 @@
-//! `cargo run --example acp` with pi-acp driving the real Pi (scripted
+//! `durable-agent acp` with pi-acp driving the real Pi (scripted
 //! model and tool gate: `tests/acp/faux.ts`), driven over the socket as
 //! Collie would: a reply streamed as partials then one final text; a card
 //! Allowed runs its call, one Denied refuses it; a stop mid-stream and a

@@ -1,4 +1,4 @@
-//! `cargo run --example acp` with pi-acp driving the real Pi (scripted
+//! `durable-agent acp` with pi-acp driving the real Pi (scripted
 //! model and tool gate: `tests/acp/faux.ts`), over the socket as Collie
 //! would: the agent killed mid-turn; the example killed (`SIGKILL`) and
 //! started again on the same `--data`; a closed conversation in history.

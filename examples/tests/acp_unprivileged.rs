@@ -1,4 +1,4 @@
-//! `cargo run --example acp` as a user without privileges (`nobody` when
+//! `durable-agent acp` as a user without privileges (`nobody` when
 //! the tests run as root; else this user, unprivileged already): it starts,
 //! keeps its data folder private, and pi-acp and Pi run as that user: a
 //! streamed reply, then a `bash` call through its card. Needs `cargo xtask

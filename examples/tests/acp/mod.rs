@@ -1,4 +1,4 @@
-//! `cargo run --example acp` driven the way Collie would (curl over the
+//! `durable-agent acp` (`crates/durable-agent`) driven the way Collie would (curl over the
 //! socket), with the real pi-acp 0.0.34 driving the real Pi 1.6.0 offline:
 //! the scripted model and tool gate of `faux.ts` (this folder), Pi started
 //! through pi-acp's `PI_ACP_PI_COMMAND` by `.tools/bin/pi-faux`.
@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 #[path = "../agent/mod.rs"]
 mod agent;
 #[allow(unused_imports)] // each test binary uses what it needs
-pub use agent::{as_user, curl_as, example, unprivileged};
+pub use agent::{as_user, curl_as, durable_agent, unprivileged};
 
 /// The text of the scripted model's "long" reply.
 pub fn long_text() -> String {
@@ -78,7 +78,7 @@ pub fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// How to start the example.
+/// How to start durable-agent.
 #[derive(Default)]
 pub struct Start {
     /// Runs it as this user (through `setpriv`), its folders theirs.
@@ -89,7 +89,7 @@ pub struct Start {
     pub tokens_per_second: Option<u32>,
 }
 
-/// The example in a process of its own.
+/// durable-agent in a process of its own.
 pub struct Acp {
     pub child: Child,
     pub socket: String,
@@ -97,7 +97,7 @@ pub struct Acp {
 }
 
 impl Acp {
-    /// The example on `dir` (a [`scratch`] folder), with the scripted model
+    /// durable-agent on `dir` (a [`scratch`] folder), with the scripted model
     /// answering at once.
     pub fn start(dir: &Path) -> Acp {
         Acp::start_with(dir, Start::default())
@@ -111,8 +111,8 @@ impl Acp {
             }
         }
         let socket = dir.join("sock").join("app.sock").to_str().unwrap().to_owned();
-        let mut cmd = as_user(start.user, example("acp"));
-        cmd.arg("--agent")
+        let mut cmd = as_user(start.user, durable_agent());
+        cmd.args(["acp", "--agent"])
             .arg(&pi_acp)
             .arg("--cwd")
             .arg(dir.join("project"))
@@ -141,14 +141,14 @@ impl Acp {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("the acp example was built by cargo test (feature `acp`)");
+            .expect("durable-agent was built for this test");
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let first = lines.next().expect("a line").expect("utf-8");
         assert_eq!(first, format!("listening {socket}"));
         Acp { child, socket, user: start.user }
     }
 
-    /// `curl` over the socket, as the example's user.
+    /// `curl` over the socket, as durable-agent's user.
     pub fn curl(&self, args: &[&str]) -> (u16, Value) {
         curl_as(self.user, &self.socket, args)
     }
@@ -259,12 +259,12 @@ impl Acp {
         })
     }
 
-    /// The agent processes (pi-acp) running under the example now.
+    /// The agent processes (pi-acp) running under durable-agent now.
     pub fn agents(&self) -> Vec<u32> {
         descendants(self.child.id()).into_iter().filter(|&pid| cmdline(pid).contains("pi-acp")).collect()
     }
 
-    /// Ends the example with `SIGKILL`, as a crash would: nothing of it
+    /// Ends durable-agent with `SIGKILL`, as a crash would: nothing of it
     /// runs on the way out. Its agents are left to notice.
     pub fn kill9(mut self) {
         let _ = self.child.kill();
@@ -276,7 +276,7 @@ impl Drop for Acp {
     fn drop(&mut self) {
         let left = descendants(self.child.id());
         if !matches!(self.child.try_wait(), Ok(Some(_))) {
-            // SIGTERM first: the example stops its agents on the way out.
+            // SIGTERM first: durable-agent stops its agents on the way out.
             let _ = Command::new("kill").arg(self.child.id().to_string()).status();
             let deadline = Instant::now() + Duration::from_secs(5);
             while Instant::now() < deadline && !matches!(self.child.try_wait(), Ok(Some(_))) {

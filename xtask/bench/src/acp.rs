@@ -6,7 +6,7 @@
 //! - direct: this client speaks ACP to pi-acp itself (JSON lines on its
 //!   stdin and stdout): from writing `session/prompt` until its response,
 //!   which comes after the turn's last chunk;
-//! - relayed: `examples/acp.rs` (a release build, run as a process: this
+//! - relayed: `durable-agent acp` (a release build, run as a process: this
 //!   package stays on Rust 1.85 and durable-acp needs 1.88) over its
 //!   socket: from the `send` until a client polling the pane's events in a
 //!   tight loop reads the reply final (writes on one kept-alive
@@ -88,30 +88,20 @@ pub(crate) async fn run(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// `cargo build --release -p durable-examples --example acp`: the binary.
+/// `cargo build --release -p durable-agent`: the binary.
 fn build_example() -> Result<PathBuf, String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "-p",
-            "durable-examples",
-            "--features",
-            "acp",
-            "--example",
-            "acp",
-        ])
+        .args(["build", "--release", "--quiet", "-p", "durable-agent", "--bin", "durable-agent"])
         .current_dir(project_root())
         .status()
-        .map_err(|e| format!("cargo build of the acp example: {e}"))?;
+        .map_err(|e| format!("cargo build of durable-agent: {e}"))?;
     if !status.success() {
-        return Err(format!("cargo build of the acp example: {status}"));
+        return Err(format!("cargo build of durable-agent: {status}"));
     }
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| project_root().join("target"), PathBuf::from);
-    Ok(target.join("release/examples/acp"))
+    Ok(target.join("release/durable-agent"))
 }
 
 /// A fresh folder: `home` (pi-acp's `HOME`), `pi` (Pi's folder, quiet
@@ -280,10 +270,10 @@ async fn post(sender: &mut load::Sender, target: &Target, path: &str, body: Valu
     serde_json::from_slice(&answer).map_err(|e| e.to_string())
 }
 
-/// `examples/acp.rs` on pi-acp, on a socket in `root`.
+/// `durable-agent acp` on pi-acp, on a socket in `root`.
 fn example(root: &Path, exe: &Path, pi_acp: &Path, pi_faux: &Path) -> Command {
     let mut cmd = Command::new(exe);
-    cmd.arg("--agent")
+    cmd.args(["acp", "--agent"])
         .arg(pi_acp)
         .arg("--cwd")
         .arg(root.join("project"))
