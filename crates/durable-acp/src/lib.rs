@@ -110,6 +110,19 @@
 //! line on standard error; the pane goes idle, and the next send starts it
 //! again on the same session.
 //!
+//! # Cards by default
+//! A session the bridge starts (`session/new`) or loads (`session/load`)
+//! runs in a mode in which the agent asks before it acts. An agent that
+//! starts its sessions in a mode that never asks — `auto`,
+//! `bypassPermissions`, `full-access`, `yolo`, `dontAsk` (Claude Code
+//! starts in `auto`) — is switched with `session/set_mode` to `default`
+//! (or `ask`, `manual`), else to the first mode it offers that neither
+//! never asks nor only plans; a session already in a mode that asks is
+//! left as it is. [`AcpOptionsBuilder::mode`] names the mode instead (the
+//! user's choice: `auto` keeps the agent acting without cards). A
+//! `session/set_mode` that fails ends the start with its error: the bridge
+//! never runs a session that would act without the cards it promised.
+//!
 //! # Ids and records
 //! A pane's id is its ACP session id, or, for one that breaks the ID rule
 //! (a `/`, over 128 bytes), `acp-` and 40 hex digits of its SHA-256
@@ -129,6 +142,7 @@ mod history;
 mod ids;
 mod lines;
 mod mapping;
+mod modes;
 mod options;
 mod process;
 #[cfg(target_os = "linux")]

@@ -96,6 +96,7 @@ pub struct AcpOptions {
     pub(crate) init_timeout: Duration,
     pub(crate) partial_every: Duration,
     pub(crate) stop_grace: Duration,
+    pub(crate) mode: crate::modes::ModeChoice,
 }
 
 /// Builds [`AcpOptions`].
@@ -137,6 +138,7 @@ impl AcpOptions {
             init_timeout: DEFAULT_INIT_TIMEOUT,
             partial_every: Duration::from_millis(250),
             stop_grace: Duration::from_secs(10),
+            mode: crate::modes::ModeChoice::default(),
         })
     }
 }
@@ -177,6 +179,17 @@ impl AcpOptionsBuilder {
         self
     }
 
+    /// The session mode every session runs in (an id the agent offers in
+    /// its `modes`, e.g. `default`, `acceptEdits`, `auto`): the user's
+    /// choice. Without it, a session the agent starts in a mode that never
+    /// asks is switched to one that asks (the crate docs, "Cards by
+    /// default"). A mode the agent does not offer fails the session's start
+    /// with an error naming the modes it offers.
+    pub fn mode(mut self, mode: impl Into<String>) -> Self {
+        self.0.mode = crate::modes::ModeChoice::Chosen(mode.into());
+        self
+    }
+
     /// The options, checked.
     pub fn build(self) -> Result<AcpOptions, Error> {
         let o = self.0;
@@ -191,6 +204,9 @@ impl AcpOptionsBuilder {
         }
         if o.init_timeout.is_zero() {
             return Err(Error::BadOption { rule: "init_timeout is more than zero", value: "0s".into() });
+        }
+        if matches!(&o.mode, crate::modes::ModeChoice::Chosen(m) if m.trim().is_empty()) {
+            return Err(Error::BadOption { rule: "a session mode is named", value: String::new() });
         }
         if o.idle_stop.is_zero() {
             return Err(Error::BadOption { rule: "idle_stop is more than zero", value: "0s".into() });

@@ -18,7 +18,8 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ClientCapabilities, ContentBlock, Implementation, InitializeRequest,
     ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, NewSessionRequest, PromptRequest,
-    PromptResponse, RequestPermissionRequest, RequestPermissionResponse, SessionNotification, TextContent,
+    PromptResponse, RequestPermissionRequest, RequestPermissionResponse, SessionModeState,
+    SessionNotification, SetSessionModeRequest, TextContent,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Lines};
@@ -27,6 +28,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 
 use crate::lines::{agent_lines, update_gate};
+use crate::modes::{ModeChoice, mode_to_select};
 use crate::{AcpOptions, Error};
 
 /// How much of the agent's standard error is kept, for the notice of an exit.
@@ -72,6 +74,8 @@ pub(crate) struct AgentProcess {
     pub(crate) abilities: Abilities,
     /// We are ending it (idle, closed, shutdown): its exit is no news.
     pub(crate) ending: AtomicBool,
+    /// The mode its sessions run in (cards by default, `modes`).
+    mode: ModeChoice,
     #[cfg(target_os = "linux")]
     reaper: std::sync::Mutex<Option<crate::reaper::Watcher>>,
     #[cfg(target_os = "linux")]
@@ -217,6 +221,7 @@ impl AgentProcess {
             gate,
             abilities: Abilities::default(),
             ending: AtomicBool::new(false),
+            mode: options.mode.clone(),
             #[cfg(target_os = "linux")]
             reaper: std::sync::Mutex::new(reaper),
             #[cfg(target_os = "linux")]
@@ -280,15 +285,45 @@ impl AgentProcess {
     /// `session/new` in `cwd`: the new session's id.
     pub(crate) async fn new_session(&self, cwd: &std::path::Path) -> Result<String, Error> {
         match self.cx.send_request(NewSessionRequest::new(cwd)).block_task().await {
-            Ok(r) => Ok(r.session_id.0.to_string()),
+            Ok(r) => {
+                let session_id = r.session_id.0.to_string();
+                self.select_mode(&session_id, r.modes.as_ref()).await?;
+                Ok(session_id)
+            }
             Err(e) => Err(Error::agent(format!("session/new failed: {}", self.why(e).await))),
+        }
+    }
+
+    /// Cards by default: switches the session to the mode it runs in
+    /// (`modes`), or fails when it cannot.
+    async fn select_mode(&self, session_id: &str, modes: Option<&SessionModeState>) -> Result<(), Error> {
+        let Some(state) = modes else {
+            return match &self.mode {
+                ModeChoice::Chosen(mode) => {
+                    Err(Error::agent(format!("the agent offers no session modes, so not {mode:?}")))
+                }
+                ModeChoice::AsksFirst => Ok(()),
+            };
+        };
+        let mode = match mode_to_select(state, &self.mode) {
+            Ok(Some(mode)) => mode,
+            Ok(None) => return Ok(()),
+            Err(why) => return Err(Error::agent(why)),
+        };
+        let request = SetSessionModeRequest::new(session_id.to_owned(), mode.clone());
+        match self.cx.send_request(request).block_task().await {
+            Ok(_) => {
+                tracing::info!(session = session_id, mode = %mode, from = %state.current_mode_id, "acp: session mode set");
+                Ok(())
+            }
+            Err(e) => Err(Error::agent(format!("session/set_mode {mode:?} failed: {}", self.why(e).await))),
         }
     }
 
     /// `session/load`: the agent replays the session as updates before it answers.
     pub(crate) async fn load_session(&self, session_id: &str, cwd: &std::path::Path) -> Result<(), Error> {
         match self.cx.send_request(LoadSessionRequest::new(session_id.to_owned(), cwd)).block_task().await {
-            Ok(_) => Ok(()),
+            Ok(r) => self.select_mode(session_id, r.modes.as_ref()).await,
             Err(e) => Err(Error::agent(format!("session/load failed: {}", self.why(e).await))),
         }
     }

@@ -56,6 +56,12 @@ pub(crate) struct Args {
     /// The sessions' working folder (default: the current folder).
     #[arg(long, value_name = "DIR")]
     cwd: Option<PathBuf>,
+    /// The session mode to run in (one the agent offers, e.g. `default`,
+    /// `acceptEdits`, `auto`). Without it, a session the agent would start
+    /// in a mode that never asks (Claude Code's `auto`, `full-access`,
+    /// `yolo`) is switched to one that asks: cards by default.
+    #[arg(long, value_name = "MODE")]
+    mode: Option<String>,
     /// This program's folder: receipts, open cards and each conversation's
     /// items (default: ~/.local/state/durable-acp; made private, 0700).
     #[arg(long, value_name = "DIR")]
@@ -126,11 +132,14 @@ async fn run(args: Args) -> Result<(), BoxError> {
         Some(dir) => std::path::absolute(dir)?,
         None => std::env::current_dir()?,
     };
-    let options = AcpOptions::builder(command, cwd, &data)
+    let mut options = AcpOptions::builder(command, cwd, &data)
         .max_agents(args.max_agents)
         .idle_stop(Duration::from_secs(args.idle_stop_secs))
-        .init_timeout(Duration::from_secs(args.init_timeout_secs))
-        .build()?;
+        .init_timeout(Duration::from_secs(args.init_timeout_secs));
+    if let Some(mode) = args.mode {
+        options = options.mode(mode);
+    }
+    let options = options.build()?;
     let receipts = SqliteReceiptStore::open(data.join("receipts.sqlite3"))?;
     // ACP has no steer. Served over HTTPS, allow-always is off: an agent's
     // allow_always options are not offered there.

@@ -1,0 +1,153 @@
+//! Cards by default, the way Collie meets them: an agent that starts its
+//! sessions in a mode that never asks (as Claude Code starts in `auto`;
+//! `modes_agent.py` here does the same) is switched to one that asks, so
+//! the phone gets a card before the tool runs; `--mode auto`, the user's
+//! choice, keeps it acting without one; a mode the agent does not offer
+//! is refused with the modes it offers.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+struct Agent {
+    child: Child,
+    socket: String,
+    dir: PathBuf,
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Agent {
+    fn start(name: &str, extra: &[&str]) -> Agent {
+        let dir = std::env::temp_dir().join(format!("durable-agent-modes-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("project")).unwrap();
+        let socket = dir.join("sock/app.sock").to_str().unwrap().to_owned();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/modes_agent.py");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_durable-agent"))
+            .args(["acp", "--socket", &socket, "--data"])
+            .arg(dir.join("data"))
+            .arg("--cwd")
+            .arg(dir.join("project"))
+            .args(extra)
+            .args(["--", "python3"])
+            .arg(script)
+            .env("MODES_AGENT_LOG", dir.join("agent.log"))
+            .env_remove("COLLIE_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("durable-agent runs");
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).expect("a line");
+        assert_eq!(first.trim(), format!("listening {socket}"));
+        Agent { child, socket, dir }
+    }
+
+    fn curl(&self, args: &[&str], path: &str) -> (u16, Value) {
+        let out = Command::new("curl")
+            .args(["-sS", "--max-time", "20", "-w", "\n%{http_code}", "--unix-socket", &self.socket])
+            .args(args)
+            .arg(format!("http://collie{path}"))
+            .output()
+            .expect("curl runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+        (code.trim().parse().unwrap_or(0), serde_json::from_str(body).unwrap_or_default())
+    }
+
+    fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let body = body.to_string();
+        self.curl(&["-X", "POST", "-H", "Content-Type: application/json", "--data-binary", &body], path)
+    }
+
+    fn state(&self) -> Value {
+        self.curl(&[], "/v1/state").1
+    }
+
+    /// The pane's items, each at its last version.
+    fn items(&self, pane: &str) -> Vec<Value> {
+        let (_, page) = self.curl(&[], &format!("/v1/panes/{pane}/events?after=0"));
+        let mut shown: Vec<Value> = Vec::new();
+        for item in page["events"].as_array().into_iter().flatten().filter(|e| e["type"] == "item") {
+            let item = &item["item"];
+            match shown.iter_mut().find(|i| i["id"] == item["id"]) {
+                Some(old) => *old = item.clone(),
+                None => shown.push(item.clone()),
+            }
+        }
+        shown
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("agent.log")).unwrap_or_default()
+    }
+}
+
+fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn reply_of(agent: &Agent, pane: &str) -> String {
+    eventually("the reply", || {
+        agent
+            .items(pane)
+            .into_iter()
+            .find(|i| i["kind"] == "reply")
+            .and_then(|i| i["text"].as_str().map(str::to_owned))
+    })
+}
+
+#[test]
+fn a_session_started_in_a_mode_that_never_asks_asks_before_its_tool_runs() {
+    let agent = Agent::start("default", &[]);
+    let (status, r) =
+        agent.post("/v1/starters/new-conversation", json!({"requestId": "s-1", "text": "please run"}));
+    assert_eq!(status, 200, "{r}");
+    let pane = r["pane"].as_str().expect("the new pane").to_owned();
+    let ask = eventually("a card", || agent.state()["asks"].as_array().and_then(|a| a.first().cloned()));
+    assert_eq!(ask["pane"], pane.as_str(), "{ask}");
+    assert!(agent.log().contains("set_mode default"), "the agent's log: {}", agent.log());
+    // Nothing ran before the answer.
+    assert!(!agent.items(&pane).iter().any(|i| i["kind"] == "reply"), "{:?}", agent.items(&pane));
+    let answer = json!({"requestId": "a-1", "answer": {"optionIds": ["allow"]}, "hash": ask["hash"]});
+    let (status, r) = agent.post(&format!("/v1/asks/{}", ask["id"].as_str().unwrap()), answer);
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(reply_of(&agent, &pane), "tool made");
+}
+
+#[test]
+fn the_users_mode_wins_and_one_the_agent_does_not_offer_is_refused_with_those_it_does() {
+    let agent = Agent::start("auto", &["--mode", "auto"]);
+    let (status, r) =
+        agent.post("/v1/starters/new-conversation", json!({"requestId": "s-1", "text": "please run"}));
+    assert_eq!(status, 200, "{r}");
+    let pane = r["pane"].as_str().unwrap().to_owned();
+    assert_eq!(reply_of(&agent, &pane), "tool made");
+    assert_eq!(agent.state()["asks"], json!([]));
+    assert!(!agent.log().contains("set_mode"), "auto was the session's mode already: {}", agent.log());
+    drop(agent);
+
+    let agent = Agent::start("yolo", &["--mode", "yolo"]);
+    let (status, r) =
+        agent.post("/v1/starters/new-conversation", json!({"requestId": "s-1", "text": "please run"}));
+    let message = r["message"].as_str().unwrap_or_default();
+    assert_eq!(status, 409, "{r}");
+    assert!(message.contains("\"yolo\"") && message.contains("default, acceptEdits, plan, auto"), "{r}");
+}

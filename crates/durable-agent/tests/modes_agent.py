@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""An ACP agent that picks its mode as Claude Code does: each session starts
+in `auto`, in which a tool call runs without asking; in `default` it asks
+first (`session/request_permission`). JSON-RPC 2.0, one object a line, on
+stdin and stdout. Every `session/set_mode` it gets is appended to the file
+named by MODES_AGENT_LOG, as `set_mode <mode>`.
+
+A prompt that holds "run" makes a tool call ("touch made"); anything else
+is echoed back as the reply.
+"""
+
+import json
+import os
+import sys
+import uuid
+
+MODES = ["default", "acceptEdits", "plan", "auto"]
+sessions = {}
+next_id = [1000]
+waiting = {}
+
+
+def send(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def log(line):
+    path = os.environ.get("MODES_AGENT_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+
+
+def update(session, body):
+    send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session, "update": body}})
+
+
+def modes(current):
+    return {"currentModeId": current, "availableModes": [{"id": m, "name": m} for m in MODES]}
+
+
+def finish_tool(session, call, allowed, prompt_id):
+    status = "completed" if allowed else "failed"
+    text = "made" if allowed else "refused"
+    update(session, {"sessionUpdate": "tool_call_update", "toolCallId": call, "status": status,
+                     "content": [{"type": "content", "content": {"type": "text", "text": text}}]})
+    update(session, {"sessionUpdate": "agent_message_chunk", "messageId": "m-" + call,
+                     "content": {"type": "text", "text": f"tool {text}"}})
+    send({"jsonrpc": "2.0", "id": prompt_id, "result": {"stopReason": "end_turn"}})
+
+
+def main():
+    for line in sys.stdin:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        method, mid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
+        if method is None and mid in waiting:
+            session, call, prompt_id = waiting.pop(mid)
+            outcome = (msg.get("result") or {}).get("outcome") or {}
+            allowed = outcome.get("outcome") == "selected" and outcome.get("optionId") == "allow"
+            finish_tool(session, call, allowed, prompt_id)
+        elif method == "initialize":
+            send({"jsonrpc": "2.0", "id": mid, "result": {
+                "protocolVersion": 1, "agentInfo": {"name": "modes-agent", "version": "1"},
+                "agentCapabilities": {"loadSession": True}, "authMethods": []}})
+        elif method == "session/new":
+            session = str(uuid.uuid4())
+            sessions[session] = "auto"
+            send({"jsonrpc": "2.0", "id": mid, "result": {"sessionId": session, "modes": modes("auto")}})
+        elif method == "session/load":
+            session = params.get("sessionId")
+            sessions[session] = "auto"
+            send({"jsonrpc": "2.0", "id": mid, "result": {"modes": modes("auto")}})
+        elif method == "session/set_mode":
+            session, mode = params.get("sessionId"), params.get("modeId")
+            log(f"set_mode {mode}")
+            if mode not in MODES:
+                send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32602, "message": "no such mode"}})
+                continue
+            sessions[session] = mode
+            send({"jsonrpc": "2.0", "id": mid, "result": {}})
+            update(session, {"sessionUpdate": "current_mode_update", "currentModeId": mode})
+        elif method == "session/prompt":
+            session = params.get("sessionId")
+            text = " ".join(b.get("text", "") for b in params.get("prompt", []))
+            if "run" not in text:
+                update(session, {"sessionUpdate": "agent_message_chunk", "messageId": "m-" + str(mid),
+                                 "content": {"type": "text", "text": "Echo: " + text}})
+                send({"jsonrpc": "2.0", "id": mid, "result": {"stopReason": "end_turn"}})
+                continue
+            call = f"call-{mid}"
+            update(session, {"sessionUpdate": "tool_call", "toolCallId": call, "title": "touch made",
+                             "kind": "execute", "status": "pending", "rawInput": {"command": "touch made"}})
+            if sessions.get(session) == "auto":
+                finish_tool(session, call, True, mid)
+                continue
+            next_id[0] += 1
+            waiting[next_id[0]] = (session, call, mid)
+            send({"jsonrpc": "2.0", "id": next_id[0], "method": "session/request_permission", "params": {
+                "sessionId": session,
+                "toolCall": {"toolCallId": call, "title": "touch made", "kind": "execute",
+                             "status": "pending", "rawInput": {"command": "touch made"}},
+                "options": [{"optionId": "allow", "name": "Yes", "kind": "allow_once"},
+                            {"optionId": "reject", "name": "No", "kind": "reject_once"}]}})
+        elif method == "session/cancel":
+            pass
+        elif mid is not None:
+            send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "method not found"}})
+
+
+if __name__ == "__main__":
+    main()
