@@ -11,6 +11,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::ErrorKind;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -18,6 +19,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use durable_types::Timestamp;
 
 use crate::Error;
+use crate::entry_index::cache::EntryIndexes;
 use crate::items::{item_count, pane_view};
 use crate::session::Session;
 use crate::store::{Conversation, ConversationInfo, ConversationStore};
@@ -51,7 +53,7 @@ pub struct SessionSummary {
 }
 
 impl SessionSummary {
-    fn of(path: &Path, session: &Session, modified: Option<SystemTime>) -> Option<SessionSummary> {
+    pub(crate) fn of(path: &Path, session: &Session, modified: Option<SystemTime>) -> Option<SessionSummary> {
         let header = session.header()?;
         let file_time = modified.and_then(|m| m.duration_since(UNIX_EPOCH).ok()).map(|d| {
             Timestamp::from_millis(
@@ -156,6 +158,9 @@ pub struct SessionFolder {
     index_read: std::sync::OnceLock<()>,
     /// The file each session id was found in last ([`find`](Self::find)).
     found: Mutex<HashMap<String, PathBuf>>,
+    /// Where each entry of the sessions read last is (and, with an index,
+    /// of the long ones), so that a page reads only its entries.
+    entries: EntryIndexes,
 }
 
 impl SessionFolder {
@@ -168,6 +173,7 @@ impl SessionFolder {
             dirty: std::sync::atomic::AtomicBool::new(false),
             index_read: std::sync::OnceLock::new(),
             found: Mutex::new(HashMap::new()),
+            entries: EntryIndexes::new(None),
         }
     }
 
@@ -181,8 +187,16 @@ impl SessionFolder {
     /// first listing of every session ([`sessions`](Self::sessions)), not
     /// here: a start that opens only the newest sessions
     /// ([`newest`](Self::newest)) does not wait for it.
+    ///
+    /// Beside it, in the folder named after it with the extension
+    /// `entries` (`sessions-index.entries/` for `sessions-index.json`), the
+    /// entry index of each long session (where each entry's line is and
+    /// what it shows), so that a page of a long conversation reads the
+    /// entries it shows, in this run or a later one, not the whole file.
     pub fn with_index(dir: impl Into<PathBuf>, index_file: impl Into<PathBuf>) -> Self {
-        SessionFolder { index: Some(index_file.into()), ..SessionFolder::new(dir) }
+        let index_file = index_file.into();
+        let entries = EntryIndexes::new(Some(index_file.with_extension("entries")));
+        SessionFolder { index: Some(index_file), entries, ..SessionFolder::new(dir) }
     }
 
     /// Reads the index once, keeping what this run read since (newer).
@@ -252,10 +266,11 @@ impl SessionFolder {
     }
 
     /// Reads one file's summary (no lock held: a listing that reads
-    /// thousands of files does not hold up a [`find`](Self::find)).
-    fn read_file(file: &Listed) -> Cached {
-        let summary =
-            Session::read(&file.path).ok().and_then(|s| SessionSummary::of(&file.path, &s, file.modified));
+    /// thousands of files does not hold up a [`find`](Self::find)), through
+    /// its entry index: a long file that Pi appended to is read from where
+    /// its index ends.
+    fn read_file(&self, file: &Listed) -> Cached {
+        let summary = self.entries.summary(&file.path, file.modified).ok().flatten();
         Cached { len: file.len, modified: file.modified, summary }
     }
 
@@ -280,16 +295,19 @@ impl SessionFolder {
             files.iter().filter(|f| !f.is_fresh_in(&cache)).collect()
         };
         let read: Vec<(PathBuf, Cached)> =
-            stale.into_iter().map(|f| (f.path.clone(), Self::read_file(f))).collect();
+            stale.into_iter().map(|f| (f.path.clone(), self.read_file(f))).collect();
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         if !read.is_empty() {
             cache.extend(read);
             self.dirty.store(true, std::sync::atomic::Ordering::SeqCst);
         }
         let present: HashSet<&Path> = files.iter().map(|f| f.path.as_path()).collect();
-        let before = cache.len();
-        cache.retain(|path, _| present.contains(path.as_path()));
-        if cache.len() != before {
+        let gone: Vec<PathBuf> = cache.keys().filter(|p| !present.contains(p.as_path())).cloned().collect();
+        for path in &gone {
+            cache.remove(path);
+            self.entries.forget(path);
+        }
+        if !gone.is_empty() {
             self.dirty.store(true, std::sync::atomic::Ordering::SeqCst);
         }
         let mut out: Vec<SessionSummary> =
@@ -350,7 +368,7 @@ impl SessionFolder {
             if nth.is_some_and(|nth| file.activity_bound() < nth) {
                 break; // this file and every one after it were last active before the n-th
             }
-            let entry = Self::read_file(file);
+            let entry = self.read_file(file);
             if let Some(summary) = entry.summary.as_ref().filter(|s| keep(s)) {
                 if nth.is_none_or(|nth| summary.last_activity.as_millis() >= nth) {
                     top.push(summary.clone());
@@ -375,8 +393,8 @@ impl SessionFolder {
     /// only in that second reading (so where one named after the id holds
     /// it, such a copy is not taken even if active later, which
     /// [`sessions`](Self::sessions) would list instead). A session found
-    /// before is taken from the file it was found in while that file has
-    /// not changed (a look at one file).
+    /// before is taken from the file it was found in while that file still
+    /// holds it (a look at one file; what Pi appended since is read).
     pub fn find(&self, id: &str) -> Result<Option<SessionSummary>, Error> {
         if let Some(found) = self.find_again(id) {
             return Ok(Some(found));
@@ -394,16 +412,27 @@ impl SessionFolder {
         Ok(found)
     }
 
-    /// The session with this id from the file it was found in last, when
-    /// that file has not changed: a look at one file (the history asks it of
-    /// every open conversation at each page).
+    /// The session with this id from the file it was found in last, while
+    /// that file holds it: a look at one file (the history asks it of every
+    /// open conversation at each page), and a reading of what was appended
+    /// when it changed.
     fn find_again(&self, id: &str) -> Option<SessionSummary> {
         let path = self.found.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned()?;
         let meta = std::fs::metadata(&path).ok()?;
-        let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        let cached =
-            cache.get(&path).filter(|c| c.len == meta.len() && c.modified == meta.modified().ok())?;
-        cached.summary.clone().filter(|s| s.id == id)
+        let modified = meta.modified().ok();
+        {
+            let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(cached) = cache.get(&path).filter(|c| c.len == meta.len() && c.modified == modified) {
+                return cached.summary.clone().filter(|s| s.id == id);
+            }
+        }
+        // Pi wrote to it since: read what it appended (through the file's
+        // entry index), not the folder.
+        let summary = self.entries.summary(&path, modified).ok().flatten();
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        cache.insert(path, Cached { len: meta.len(), modified, summary: summary.clone() });
+        self.dirty.store(true, std::sync::atomic::Ordering::SeqCst);
+        summary.filter(|s| s.id == id)
     }
 
     /// The session with this id from what an earlier listing (or the
@@ -463,7 +492,7 @@ impl SessionFolder {
             let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
             let fresh = cache.get(&path).is_some_and(|c| c.len == meta.len() && c.modified == modified);
             if !fresh {
-                let summary = Session::read(&path).ok().and_then(|s| SessionSummary::of(&path, &s, modified));
+                let summary = self.entries.summary(&path, modified).ok().flatten();
                 cache.insert(path.clone(), Cached { len: meta.len(), modified, summary });
                 self.dirty.store(true, std::sync::atomic::Ordering::SeqCst);
             }
@@ -502,6 +531,14 @@ impl ConversationStore for SessionFolder {
         let info =
             SessionSummary::of(&summary.path, &session, None).map_or_else(|| summary.info(), |s| s.info());
         Ok(Some(Conversation::new(ConversationInfo { items: items.len() as u64, ..info }, items)))
+    }
+
+    /// Reads only the entries the page shows (and the results of its tool
+    /// calls), through the file's entry index.
+    fn conversation_page(&self, id: &str, range: Range<usize>) -> Result<Option<Conversation>, Error> {
+        let Some(found) = self.find(id)? else { return Ok(None) };
+        let (now, items) = self.entries.page(&found.path, range)?;
+        Ok(Some(Conversation::new(now.info(), items)))
     }
 }
 

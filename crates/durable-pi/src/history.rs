@@ -269,18 +269,17 @@ impl<S: ConversationStore> PiHistory<S> {
         after: Option<&Cursor>,
         limit: usize,
     ) -> Result<Option<ItemsPage>, Error> {
-        let Some(conversation) = self.store.conversation(id)? else { return Ok(None) };
         let start = match after {
             None => 0,
             Some(cursor) => parse_items_cursor(cursor)?,
         };
-        let total = conversation.items.len();
-        let start = start.min(total);
-        let end = start.saturating_add(limit.max(1)).min(total);
+        let range = start..start.saturating_add(limit.max(1));
+        let Some(page) = self.store.conversation_page(id, range)? else { return Ok(None) };
+        let total = usize::try_from(page.info.items).unwrap_or(usize::MAX);
+        let end = start.min(total) + page.items.len();
         let next = (end < total).then(|| items_cursor(end));
-        let row = self.row(&conversation.info);
-        let items = conversation.items.into_iter().skip(start).take(end - start).collect();
-        Ok(Some(ItemsPage { row, items, next, dropped: false }))
+        let row = self.row(&page.info);
+        Ok(Some(ItemsPage { row, items: page.items, next, dropped: false }))
     }
 }
 

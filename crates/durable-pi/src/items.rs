@@ -35,7 +35,7 @@ use std::collections::HashMap;
 use durable_types::{Id, Item, ItemBody, NoticeTone, ToolStatus, call_summary};
 use sha2::{Digest, Sha256};
 
-use crate::session::{Block, EntryKind, Message, Session, StopReason};
+use crate::session::{Block, Entry, EntryKind, Message, Session, StopReason};
 
 /// The notice of an assistant message that was stopped.
 pub const STOPPED: &str = "Stopped.";
@@ -131,50 +131,101 @@ fn map_branch(session: &Session) -> Vec<Mapped> {
     let mut calls: HashMap<&str, usize> = HashMap::new();
     for index in session.branch_indices() {
         let entry = &entries[index];
-        let push = |out: &mut Vec<Mapped>, n: usize, body: ItemBody| {
-            let item = Item { id: item_id(&entry.id, n), ts: entry.time(), body };
-            if let Ok((item, _)) = item.sanitized() {
-                out.push(Mapped { item, changed_at: index });
+        match effect(entry) {
+            Effect::Items(parts) => {
+                for part in parts {
+                    if let Some(call) = part.call_id {
+                        calls.insert(call, out.len());
+                    }
+                    if let Some(item) = entry_item(entry, part.n, part.body) {
+                        out.push(Mapped { item, changed_at: index });
+                    }
+                }
             }
-        };
-        match &entry.kind {
-            EntryKind::Message { message, .. } => match message {
-                Message::User { content } => {
-                    push(&mut out, 0, ItemBody::User { text: Block::text_of(content), request_id: None })
+            Effect::Result(result) => match calls.get(result.call_id).and_then(|&k| out.get_mut(k)) {
+                Some(mapped) => {
+                    with_result(&mut mapped.item, result.status, result.output);
+                    mapped.changed_at = index;
                 }
-                Message::Assistant { content, stop_reason, error_message } => {
-                    for part in assistant_items(content, stop_reason, error_message.as_deref()) {
-                        if let Some(call) = part.call_id {
-                            calls.insert(call, out.len());
-                        }
-                        push(&mut out, part.n, part.body);
+                None => {
+                    if let Some(item) = entry_item(entry, 0, result.own_item()) {
+                        out.push(Mapped { item, changed_at: index });
                     }
                 }
-                Message::ToolResult { tool_call_id, tool_name, content, is_error } => {
-                    let (status, output) = tool_result(content, *is_error);
-                    match calls.get(tool_call_id.as_str()).and_then(|&k| out.get_mut(k)) {
-                        Some(mapped) => update_tool(mapped, status, output, index),
-                        None => push(&mut out, 0, tool(tool_name, format!("{tool_name}()"), status, output)),
-                    }
-                }
-                Message::Custom { content, display: true, .. } => {
-                    push(&mut out, 0, notice(Block::text_of(content), NoticeTone::Info))
-                }
-                _ => {}
             },
-            EntryKind::Compaction { summary, .. } => {
-                push(&mut out, 0, notice(format!("{COMPACTION_PREFIX}{summary}"), NoticeTone::Info))
-            }
-            EntryKind::BranchSummary { summary, .. } => {
-                push(&mut out, 0, notice(format!("{BRANCH_SUMMARY_PREFIX}{summary}"), NoticeTone::Info))
-            }
-            EntryKind::CustomMessage { content, display: true, .. } => {
-                push(&mut out, 0, notice(Block::text_of(content), NoticeTone::Info))
-            }
-            _ => {}
         }
     }
     out
+}
+
+/// What one entry does to the items of the branch it is on.
+pub(crate) enum Effect<'a> {
+    /// It gives these items, in order (none for a hidden entry).
+    Items(Vec<Part<'a>>),
+    /// A tool result: it updates the item of its call, the latest one on the
+    /// branch before it with that call id; without one it is an item of its
+    /// own ([`ToolResultOf::own_item`]), which no later result updates.
+    Result(ToolResultOf<'a>),
+}
+
+/// A tool result, as it changes its call's item.
+pub(crate) struct ToolResultOf<'a> {
+    pub(crate) call_id: &'a str,
+    tool_name: &'a str,
+    status: ToolStatus,
+    output: Option<String>,
+}
+
+impl ToolResultOf<'_> {
+    /// The item of a result whose call is not on the branch.
+    pub(crate) fn own_item(self) -> ItemBody {
+        tool(self.tool_name, format!("{}()", self.tool_name), self.status, self.output)
+    }
+
+    /// Writes the result into its call's item.
+    pub(crate) fn apply(self, item: &mut Item) {
+        with_result(item, self.status, self.output);
+    }
+}
+
+/// What `entry` does to the items of its branch. Every item it gives passes
+/// the item rules ([`entry_item`] never drops one of these bodies: no badge,
+/// language or link), so an entry's item count is its parts' count.
+pub(crate) fn effect(entry: &Entry) -> Effect<'_> {
+    let one = |body| Effect::Items(vec![Part { n: 0, body, call_id: None }]);
+    match &entry.kind {
+        EntryKind::Message { message, .. } => match message {
+            Message::User { content } => {
+                one(ItemBody::User { text: Block::text_of(content), request_id: None })
+            }
+            Message::Assistant { content, stop_reason, error_message } => {
+                Effect::Items(assistant_items(content, stop_reason, error_message.as_deref()))
+            }
+            Message::ToolResult { tool_call_id, tool_name, content, is_error } => {
+                let (status, output) = tool_result(content, *is_error);
+                Effect::Result(ToolResultOf { call_id: tool_call_id, tool_name, status, output })
+            }
+            Message::Custom { content, display: true, .. } => {
+                one(notice(Block::text_of(content), NoticeTone::Info))
+            }
+            _ => Effect::Items(Vec::new()),
+        },
+        EntryKind::Compaction { summary, .. } => {
+            one(notice(format!("{COMPACTION_PREFIX}{summary}"), NoticeTone::Info))
+        }
+        EntryKind::BranchSummary { summary, .. } => {
+            one(notice(format!("{BRANCH_SUMMARY_PREFIX}{summary}"), NoticeTone::Info))
+        }
+        EntryKind::CustomMessage { content, display: true, .. } => {
+            one(notice(Block::text_of(content), NoticeTone::Info))
+        }
+        _ => Effect::Items(Vec::new()),
+    }
+}
+
+/// The `n`th item of `entry`, by the item rules.
+pub(crate) fn entry_item(entry: &Entry, n: usize, body: ItemBody) -> Option<Item> {
+    Item { id: item_id(&entry.id, n), ts: entry.time(), body }.sanitized().ok().map(|(item, _)| item)
 }
 
 /// One item an assistant message gives.
@@ -240,15 +291,14 @@ pub(crate) fn notice(text: String, tone: NoticeTone) -> ItemBody {
 }
 
 /// A tool item with its result, cut by the item rules.
-fn update_tool(mapped: &mut Mapped, new_status: ToolStatus, new_output: Option<String>, index: usize) {
-    if let ItemBody::Tool { status, output, .. } = &mut mapped.item.body {
+fn with_result(item: &mut Item, new_status: ToolStatus, new_output: Option<String>) {
+    if let ItemBody::Tool { status, output, .. } = &mut item.body {
         *status = new_status;
         *output = new_output;
     }
-    if let Ok((item, _)) = mapped.item.clone().sanitized() {
-        mapped.item = item;
+    if let Ok((clean, _)) = item.clone().sanitized() {
+        *item = clean;
     }
-    mapped.changed_at = index;
 }
 
 #[cfg(test)]

@@ -49,6 +49,7 @@
 #![deny(missing_docs)]
 
 pub mod durable;
+mod entry_index;
 pub mod folder;
 pub mod follow;
 pub mod history;

@@ -392,47 +392,26 @@ impl Session {
         if self.not_a_session {
             return Line::NotASession;
         }
-        if line.iter().all(u8::is_ascii_whitespace) {
-            return Line::Blank;
-        }
-        let Ok(Value::Object(obj)) = crate::json::parse(line) else {
-            self.malformed += 1;
-            return Line::Malformed;
-        };
-        let is_header = obj.get("type").and_then(Value::as_str) == Some("session");
-        match (&self.header, is_header) {
-            (None, true) => match parse_header(&obj) {
-                Some(h) => {
-                    self.header = Some(h);
-                    Line::Header
-                }
-                None => {
-                    self.not_a_session = true;
-                    Line::NotASession
-                }
-            },
-            (None, false) => {
-                self.not_a_session = true;
-                Line::NotASession
-            }
-            (Some(_), true) => {
+        let previous = self.entries.last().map(|e| e.id.as_str());
+        match parse_line(line, self.header.as_ref(), self.entries.len(), previous) {
+            Parsed::Blank => Line::Blank,
+            Parsed::Malformed => {
                 self.malformed += 1;
                 Line::Malformed
             }
-            (Some(h), false) => {
-                let legacy = h.version < 2;
-                match parse_entry(&obj, legacy, self.entries.len(), self.entries.last()) {
-                    Some(entry) => {
-                        let index = self.entries.len();
-                        self.by_id.insert(entry.id.clone(), index);
-                        self.entries.push(entry);
-                        Line::Entry(index)
-                    }
-                    None => {
-                        self.malformed += 1;
-                        Line::Malformed
-                    }
-                }
+            Parsed::NotASession => {
+                self.not_a_session = true;
+                Line::NotASession
+            }
+            Parsed::Header(h) => {
+                self.header = Some(h);
+                Line::Header
+            }
+            Parsed::Entry(entry) => {
+                let index = self.entries.len();
+                self.by_id.insert(entry.id.clone(), index);
+                self.entries.push(entry);
+                Line::Entry(index)
             }
         }
     }
@@ -583,6 +562,48 @@ impl Session {
     }
 }
 
+/// What one line of a session file is, read after the lines before it.
+pub(crate) enum Parsed {
+    /// White space only.
+    Blank,
+    /// Skipped: not a JSON object, an entry without id, a second header.
+    Malformed,
+    /// The first object is not a header: the file is not a session.
+    NotASession,
+    /// The header.
+    Header(Header),
+    /// An entry.
+    Entry(Entry),
+}
+
+/// Reads one line (without its newline) of a file whose earlier lines gave
+/// `header` and `ordinal` entries, the last one `previous_id` (a legacy
+/// file's entries without ids take their ids and parents from these). The
+/// one reading of a line, for [`Session`] and for the entry index, so both
+/// see the same entries.
+pub(crate) fn parse_line(
+    line: &[u8],
+    header: Option<&Header>,
+    ordinal: usize,
+    previous_id: Option<&str>,
+) -> Parsed {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Parsed::Blank;
+    }
+    let Ok(Value::Object(obj)) = crate::json::parse(line) else {
+        return Parsed::Malformed;
+    };
+    let is_header = obj.get("type").and_then(Value::as_str) == Some("session");
+    match (header, is_header) {
+        (None, true) => parse_header(&obj).map_or(Parsed::NotASession, Parsed::Header),
+        (None, false) => Parsed::NotASession,
+        (Some(_), true) => Parsed::Malformed,
+        (Some(h), false) => {
+            parse_entry(&obj, h.version < 2, ordinal, previous_id).map_or(Parsed::Malformed, Parsed::Entry)
+        }
+    }
+}
+
 fn str_of(obj: &Map<String, Value>, key: &str) -> Option<String> {
     obj.get(key).and_then(Value::as_str).map(str::to_owned)
 }
@@ -675,11 +696,11 @@ fn parse_entry(
     obj: &Map<String, Value>,
     legacy: bool,
     ordinal: usize,
-    previous: Option<&Entry>,
+    previous_id: Option<&str>,
 ) -> Option<Entry> {
     let (id, parent_id) = match str_of(obj, "id") {
         Some(id) => (id, str_of(obj, "parentId")),
-        None if legacy => (format!("line-{ordinal}"), previous.map(|p| p.id.clone())),
+        None if legacy => (format!("line-{ordinal}"), previous_id.map(str::to_owned)),
         None => return None,
     };
     let type_name = obj.get("type").and_then(Value::as_str).unwrap_or("");

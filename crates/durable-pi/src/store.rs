@@ -5,6 +5,8 @@
 //! and entry) would implement it beside it, and the history
 //! ([`PiHistory`](crate::PiHistory)) serves either.
 
+use std::ops::Range;
+
 use durable_types::{Item, Timestamp};
 
 use crate::Error;
@@ -147,6 +149,18 @@ pub trait ConversationStore: Send + Sync + 'static {
     fn info(&self, id: &str) -> Result<Option<ConversationInfo>, Error> {
         Ok(self.conversation(id)?.map(|c| c.info))
     }
+    /// A page of one conversation: the items at `range` of its pane (cut
+    /// to its end), with what a list shows of it (its `items` counting them
+    /// all); `None` for an unknown id. The history reads its item pages
+    /// with it. By default, [`conversation`](Self::conversation)'s items,
+    /// cut; a store that can read a part of a conversation reads only that
+    /// part (a Pi sessions folder reads the entries the page shows).
+    fn conversation_page(&self, id: &str, range: Range<usize>) -> Result<Option<Conversation>, Error> {
+        Ok(self.conversation(id)?.map(|c| {
+            let info = ConversationInfo { items: c.items.len() as u64, ..c.info };
+            Conversation::new(info, c.items.into_iter().skip(range.start).take(range.len()).collect())
+        }))
+    }
 }
 
 /// A shared store is a store: an agent keeps one [`SessionFolder`](crate::SessionFolder)
@@ -160,5 +174,8 @@ impl<T: ConversationStore> ConversationStore for std::sync::Arc<T> {
     }
     fn info(&self, id: &str) -> Result<Option<ConversationInfo>, Error> {
         T::info(self, id)
+    }
+    fn conversation_page(&self, id: &str, range: Range<usize>) -> Result<Option<Conversation>, Error> {
+        T::conversation_page(self, id, range)
     }
 }

@@ -385,3 +385,80 @@ fn a_line_with_half_an_emoji_is_read_and_the_branch_goes_on_through_it() {
     assert_eq!(ids, ["pi-u1-0", "pi-a1-0", "pi-u2-0"]);
     assert!(matches!(&view.items[1].body, ItemBody::Reply { text, .. } if text == "half an emoji \u{fffd}"));
 }
+
+/// Every page of `id`'s items, `limit` at a time, following the cursors.
+fn every_item(history: &PiHistory, id: &str, limit: usize) -> (Vec<Item>, u64) {
+    let (mut items, mut after, mut total) = (Vec::new(), None, 0);
+    loop {
+        let page = history.items_page(id, after.as_ref(), limit).unwrap().unwrap();
+        total = total.max(page.row.items);
+        items.extend(page.items);
+        match page.next {
+            Some(next) => after = Some(next),
+            None => return (items, total),
+        }
+    }
+}
+
+fn copy_of_fixtures(name: &str) -> (PathBuf, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("durable-pi-fixture-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let sessions = dir.join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    for entry in std::fs::read_dir(fixtures()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "jsonl") {
+            std::fs::copy(&path, sessions.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    (dir.clone(), sessions)
+}
+
+#[test]
+fn pi_history_item_pages_are_the_whole_conversations_with_an_index_or_without() {
+    let (dir, sessions) = copy_of_fixtures("pages");
+    let index = dir.join("sessions-index.json");
+    for folder in [SessionFolder::new(&sessions), SessionFolder::with_index(&sessions, &index)] {
+        let history = PiHistory::new(folder);
+        let ids: Vec<String> = history.store().sessions().unwrap().into_iter().map(|s| s.id).collect();
+        assert_eq!(ids.len(), 8);
+        for id in &ids {
+            let whole = history.store().conversation(id).unwrap().unwrap();
+            for limit in [1, 3, 50] {
+                let (items, total) = every_item(&history, id, limit);
+                assert_eq!(items, whole.items, "{id}, {limit} a page");
+                assert_eq!(total, whole.items.len() as u64);
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn pi_history_item_pages_follow_what_pi_appends() {
+    let (dir, sessions) = copy_of_fixtures("appends");
+    let history = PiHistory::new(SessionFolder::with_index(&sessions, dir.join("sessions-index.json")));
+    let path = sessions.join("tools.jsonl");
+    let id = read("tools.jsonl").header().unwrap().id.clone();
+    let (before, _) = every_item(&history, &id, 4);
+    assert_eq!(before.len(), 10);
+    // Pi appends a turn; the history's next page has it (the row and the items).
+    let leaf = Session::read(&path).unwrap().leaf().unwrap().id.clone();
+    let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    writeln!(
+        file,
+        r#"{{"type":"message","id":"later1","parentId":"{leaf}","message":{{"role":"user","content":"one more","timestamp":1796200000000}}}}"#
+    )
+    .unwrap();
+    writeln!(
+        file,
+        r#"{{"type":"message","id":"later2","parentId":"later1","message":{{"role":"assistant","content":[{{"type":"text","text":"sure"}}],"stopReason":"stop","timestamp":1796200000001}}}}"#
+    )
+    .unwrap();
+    let page = history.items_page(&id, None, 50).unwrap().unwrap();
+    assert_eq!(page.row.items, 12);
+    assert_eq!(page.items[..10], before[..]);
+    assert_eq!(lines(&page.items[10..]), ["user: one more", "reply: sure"]);
+    assert_eq!(page.items, history.store().conversation(&id).unwrap().unwrap().items);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,14 +1,17 @@
 //! The `pi` group: `examples/pi.rs --no-pi` (a release build) over a
 //! sessions folder of 100, 1,000 and 10,000 sessions, each a copy under a
 //! new id of a session the real Pi wrote (`crates/durable-pi/tests/fixtures/
-//! plain.jsonl`), their activity spread over twelve months, one of them
-//! 2,000 message pairs long. For each size: the start to the first
+//! plain.jsonl`), their activity spread over twelve months, the oldest one
+//! long. For each size: the start to the first
 //! `GET /v1/state` answered and the first history page after it, with no
 //! index yet (cold) and again on the same data (warm: the sessions index in
-//! the data folder); on the warm start a later page and the first page of
-//! the long conversation; the agent's resident memory after the cold
-//! start; each with its ratio to the 100-session figure of the same run.
-//! Each file's modification time is its last entry's, as Pi leaves it.
+//! the data folder); on the warm start a later page, pages of 200 items of
+//! the long conversation (200, 2,000 and 10,000 message pairs long at the
+//! three sizes: the first page read in the run, the same page again, the
+//! last page), and the agent's resident memory after the cold start and
+//! after reading every history page and every page of the long
+//! conversation; each with its ratio to the 100-session figure of the same
+//! run. Each file's modification time is its last entry's, as Pi leaves it.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -20,9 +23,10 @@ use serde_json::Value;
 use crate::load::{self, Call, Target};
 use crate::project_root;
 
-const SIZES: [usize; 3] = [100, 1_000, 10_000];
-/// The long conversation's message pairs.
-const LONG_PAIRS: usize = 2_000;
+/// Sessions, and the long conversation's message pairs.
+const SIZES: [(usize, usize); 3] = [(100, 200), (1_000, 2_000), (10_000, 10_000)];
+/// Items in a page of the long conversation (the wire's most).
+const LONG_LIMIT: usize = 200;
 /// Twelve months, in milliseconds.
 const SPREAD_MS: u64 = 365 * 24 * 3600 * 1000;
 /// 2026-12-01T00:00:00Z.
@@ -35,8 +39,15 @@ struct Figures {
     warm_ms: f64,
     first_page_ms: f64,
     later_page_ms: f64,
+    /// The long conversation's first page, first read in the run.
+    long_first_ms: f64,
+    /// The same page again (median).
     long_ms: f64,
+    /// Its last page (median).
+    long_last_ms: f64,
     rss_mib: f64,
+    /// After reading every history page and every page of the long conversation.
+    rss_read_mib: f64,
 }
 
 pub(crate) async fn run(dir: &Path) -> Result<(), String> {
@@ -44,49 +55,60 @@ pub(crate) async fn run(dir: &Path) -> Result<(), String> {
     let template =
         std::fs::read_to_string(project_root().join("crates/durable-pi/tests/fixtures/plain.jsonl"))
             .map_err(|e| format!("the Pi session fixture: {e}"))?;
+    let mut all = Vec::new();
+    for (n, pairs) in SIZES {
+        let sessions = dir.join(format!("pi-sessions-{n}"));
+        let long_id = generate(&sessions, &template, n, pairs)?;
+        let data = dir.join(format!("pi-data-{n}"));
+        all.push((n, pairs, measure(&exe, &sessions, &data, &long_id, n).await?));
+        let _ = std::fs::remove_dir_all(&sessions);
+        let _ = std::fs::remove_dir_all(&data);
+    }
+    let base = &all[0].2;
+    let ratio = |v: f64, b: f64| if b > 0.0 { format!("({:.1}x)", v / b) } else { String::new() };
     println!();
     println!("pi: examples/pi.rs --no-pi over Pi sessions (copies of one the real Pi wrote), --open 20");
     println!(
-        "{:>8} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>9}",
-        "sessions",
-        "cold→state",
-        "cold 1st pg",
-        "warm→state",
-        "warm 1st pg",
-        "later page",
-        "long conv.",
-        "RSS MiB"
+        "{:>8} {:>12} {:>12} {:>12} {:>12} {:>12} {:>9}",
+        "sessions", "cold→state", "cold 1st pg", "warm→state", "warm 1st pg", "later page", "RSS MiB"
     );
-    let mut base: Option<Figures> = None;
-    for n in SIZES {
-        let sessions = dir.join(format!("pi-sessions-{n}"));
-        let long_id = generate(&sessions, &template, n)?;
-        let data = dir.join(format!("pi-data-{n}"));
-        let f = measure(&exe, &sessions, &data, &long_id, n).await?;
-        let ratio = |v: f64, b: f64| if b > 0.0 { format!("({:.1}x)", v / b) } else { String::new() };
-        let b = base.as_ref().unwrap_or(&f);
+    for (n, _, f) in &all {
         println!(
-            "{n:>8} {:>7.1} ms {:>5} {:>7.1} ms {:>5} {:>7.1} ms {:>5} {:>7.2} ms {:>5} {:>7.2} ms {:>5} {:>7.2} ms {:>5} {:>5.1} {:>5}",
+            "{n:>8} {:>7.1} ms {:>5} {:>7.1} ms {:>5} {:>7.1} ms {:>5} {:>7.2} ms {:>5} {:>7.2} ms {:>5} {:>5.1} {:>5}",
             f.cold_ms,
-            ratio(f.cold_ms, b.cold_ms),
+            ratio(f.cold_ms, base.cold_ms),
             f.cold_page_ms,
-            ratio(f.cold_page_ms, b.cold_page_ms),
+            ratio(f.cold_page_ms, base.cold_page_ms),
             f.warm_ms,
-            ratio(f.warm_ms, b.warm_ms),
+            ratio(f.warm_ms, base.warm_ms),
             f.first_page_ms,
-            ratio(f.first_page_ms, b.first_page_ms),
+            ratio(f.first_page_ms, base.first_page_ms),
             f.later_page_ms,
-            ratio(f.later_page_ms, b.later_page_ms),
-            f.long_ms,
-            ratio(f.long_ms, b.long_ms),
+            ratio(f.later_page_ms, base.later_page_ms),
             f.rss_mib,
-            ratio(f.rss_mib, b.rss_mib),
+            ratio(f.rss_mib, base.rss_mib),
         );
-        if base.is_none() {
-            base = Some(f);
-        }
-        let _ = std::fs::remove_dir_all(&sessions);
-        let _ = std::fs::remove_dir_all(&data);
+    }
+    println!();
+    println!(
+        "pi: the long conversation, pages of {LONG_LIMIT} items (warm start); memory after reading it all"
+    );
+    println!(
+        "{:>8} {:>6} {:>12} {:>12} {:>12} {:>14}",
+        "sessions", "pairs", "1st read", "page again", "last page", "RSS read MiB"
+    );
+    for (n, pairs, f) in &all {
+        println!(
+            "{n:>8} {pairs:>6} {:>7.2} ms {:>5} {:>7.2} ms {:>5} {:>7.2} ms {:>5} {:>8.1} {:>5}",
+            f.long_first_ms,
+            ratio(f.long_first_ms, base.long_first_ms),
+            f.long_ms,
+            ratio(f.long_ms, base.long_ms),
+            f.long_last_ms,
+            ratio(f.long_last_ms, base.long_last_ms),
+            f.rss_read_mib,
+            ratio(f.rss_read_mib, base.rss_read_mib),
+        );
     }
     Ok(())
 }
@@ -123,8 +145,9 @@ fn iso(ms: u64) -> String {
     format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{milli:03}Z")
 }
 
-/// Writes `n` sessions into `dir` (the last one long); returns the long one's id.
-fn generate(dir: &Path, template: &str, n: usize) -> Result<String, String> {
+/// Writes `n` sessions into `dir` (the last one `pairs` message pairs
+/// long); returns the long one's id.
+fn generate(dir: &Path, template: &str, n: usize, pairs: usize) -> Result<String, String> {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     let lines: Vec<Value> =
@@ -153,7 +176,7 @@ fn generate(dir: &Path, template: &str, n: usize) -> Result<String, String> {
             // The template's last two messages (a user's, the answer), again and again.
             let (user, answer) = (&lines[lines.len() - 2], &lines[lines.len() - 1]);
             let mut parent = answer["id"].as_str().unwrap_or("").to_owned();
-            for p in 0..LONG_PAIRS {
+            for p in 0..pairs {
                 for (j, msg) in [user, answer].into_iter().enumerate() {
                     let mut v = msg.clone();
                     let entry = format!("l{p:05}{j}");
@@ -169,7 +192,7 @@ fn generate(dir: &Path, template: &str, n: usize) -> Result<String, String> {
         std::fs::write(&path, out).map_err(|e| e.to_string())?;
         // Pi appends each entry as it is made: the file's time is its last
         // entry's (a second after it here).
-        let last = at + 100 + if k == n - 1 { 2 * LONG_PAIRS as u64 } else { lines.len() as u64 };
+        let last = at + 100 + if k == n - 1 { 2 * pairs as u64 } else { lines.len() as u64 };
         std::fs::File::options()
             .write(true)
             .open(&path)
@@ -262,8 +285,45 @@ async fn measure(
     let next = page["next"].as_str().ok_or_else(|| format!("{n} sessions: no second history page"))?;
     let later = format!("/v1/history?limit=50&after={next}");
     let later_page_ms = median(&agent.target, &later).await?;
-    let long_ms = median(&agent.target, &format!("/v1/history/{long_id}?limit=50")).await?;
-    Ok(Figures { cold_ms, cold_page_ms, warm_ms, first_page_ms, later_page_ms, long_ms, rss_mib })
+    let long = format!("/v1/history/{long_id}?limit={LONG_LIMIT}");
+    let (long_first_ms, page) = get(&agent.target, &long).await?;
+    let total = page["row"]["items"].as_u64().ok_or_else(|| format!("{n} sessions: no item count"))?;
+    let long_ms = median(&agent.target, &long).await?;
+    let last = format!("{long}&after=i{}", total.saturating_sub(LONG_LIMIT as u64));
+    let long_last_ms = median(&agent.target, &last).await?;
+    // Every history page, then every page of the long conversation.
+    read_all(&agent.target, "/v1/history?limit=50", "rows").await?;
+    read_all(&agent.target, &long, "items").await?;
+    let rss_read_mib = load::rss_kib(agent.child.id())? as f64 / 1024.0;
+    Ok(Figures {
+        cold_ms,
+        cold_page_ms,
+        warm_ms,
+        first_page_ms,
+        later_page_ms,
+        long_first_ms,
+        long_ms,
+        long_last_ms,
+        rss_mib,
+        rss_read_mib,
+    })
+}
+
+/// Follows `path`'s pages to the end; the number of `key` read.
+async fn read_all(target: &Target, path: &str, key: &str) -> Result<usize, String> {
+    let (mut read, mut after) = (0, None::<String>);
+    loop {
+        let page_path = match &after {
+            None => path.to_owned(),
+            Some(cursor) => format!("{path}&after={cursor}"),
+        };
+        let (_, page) = get(target, &page_path).await?;
+        read += page[key].as_array().map_or(0, Vec::len);
+        match page["next"].as_str() {
+            Some(next) => after = Some(next.to_owned()),
+            None => return Ok(read),
+        }
+    }
 }
 
 #[cfg(test)]
