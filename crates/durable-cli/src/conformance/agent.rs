@@ -13,11 +13,16 @@ use tokio::process::{Child, Command};
 
 use super::check::CaseResult;
 use super::client::Client;
-use crate::link::{Target, Token};
+use crate::link::{AnswerLimit, Target, Token};
 use crate::pin::fingerprint_in;
 
 /// How long an agent may take from its start to its first answer.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The longest line of the agent's output kept (the rest of it is
+/// dropped): an agent that prints without a newline must not take the
+/// run's memory.
+const LINE_MAX: usize = 64 * 1024;
 
 /// What a child wrote, kept for checks and for failure messages.
 #[derive(Clone, Default, Debug)]
@@ -62,6 +67,8 @@ pub(crate) struct AgentSpec {
     pub(crate) pin: Option<[u8; 32]>,
     /// HTTPS: trust the first leaf seen when no fingerprint is known.
     pub(crate) insecure: bool,
+    /// The most read of one answer (`--max-answer-mib`).
+    pub(crate) answer_limit: AnswerLimit,
 }
 
 impl std::fmt::Debug for AgentSpec {
@@ -93,11 +100,44 @@ where
     S: AsyncRead + Unpin + Send + 'static,
 {
     tokio::spawn(async move {
-        let mut reader = BufReader::new(stream).lines();
-        while let Ok(Some(line)) = reader.next_line().await {
-            into.push(&line);
+        let mut reader = BufReader::new(stream);
+        let mut line = Vec::new();
+        while let Ok(true) = next_line(&mut reader, &mut line, LINE_MAX).await {
+            into.push(&String::from_utf8_lossy(&line));
         }
     });
+}
+
+/// Reads the next line (without its newline) into `line`, keeping at most
+/// `max` bytes of it and dropping the rest; `false` at the end of the
+/// output. Bytes that are not UTF-8 do not stop the reading (the pipe is
+/// drained to its end, or the agent would block writing to it).
+async fn next_line<S>(reader: &mut BufReader<S>, line: &mut Vec<u8>, max: usize) -> std::io::Result<bool>
+where
+    S: AsyncRead + Unpin,
+{
+    line.clear();
+    let mut read_any = false;
+    loop {
+        let buf = reader.fill_buf().await?;
+        if buf.is_empty() {
+            return Ok(read_any);
+        }
+        read_any = true;
+        let (taken, ended) = match buf.iter().position(|b| *b == b'\n') {
+            Some(at) => (at, true),
+            None => (buf.len(), false),
+        };
+        let room = max.saturating_sub(line.len());
+        line.extend_from_slice(&buf[..taken.min(room)]);
+        reader.consume(if ended { taken + 1 } else { taken });
+        if ended {
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            return Ok(true);
+        }
+    }
 }
 
 /// The agent's output for a message, the token (should the agent print
@@ -133,6 +173,8 @@ impl Agent {
         let secret = spec.token.as_ref().map(|t| t.secret().to_owned());
         let started = Instant::now();
         let mut agent = Agent { spec, child, stdout, stderr, client: Client::socket(Default::default()) };
+        // Why the last try failed, for the message if none succeeds.
+        let mut last_failure = String::new();
         loop {
             if let Ok(Some(status)) = agent.child.try_wait() {
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -158,24 +200,28 @@ impl Agent {
                     ""
                 };
                 return Err(format!(
-                    "the agent did not answer GET /hello within {} s{pin}; stderr: {}",
+                    "the agent did not answer GET /hello within {} s{pin}{}; stderr: {}",
                     START_TIMEOUT.as_secs(),
+                    redact(&last_failure, secret.as_deref()),
                     redact(&agent.stderr.tail(4), secret.as_deref())
                 ));
             }
             // A pin the user gave wins over a fingerprint read from the output.
             let pin = agent.spec.pin.or(printed);
             if !https || pin.is_some() || agent.spec.insecure {
-                let client = Client::at(agent.spec.target.clone(), agent.spec.token.clone(), pin);
-                if let Ok(r) = client.get("/hello").await {
-                    if r.status == 200 {
+                let spec = &agent.spec;
+                let client = Client::at(spec.target.clone(), spec.token.clone(), pin, spec.answer_limit);
+                match client.get("/hello").await {
+                    Ok(r) if r.status == 200 => {
                         agent.client = client;
                         return Ok(agent);
                     }
-                    if r.status == 401 {
+                    Ok(r) if r.status == 401 => {
                         agent.kill().await;
                         return Err("the agent refused the token (401): is COLLIE_TOKEN the agent's?".into());
                     }
+                    Ok(r) => last_failure = format!(" (last: {} {})", r.status, r.body_text()),
+                    Err(e) => last_failure = format!(" (last: {e})"),
                 }
             } else if agent.stdout.text().contains("listening") && started.elapsed() > Duration::from_secs(5)
             {
@@ -229,6 +275,26 @@ mod tests {
         assert_eq!(redact("nothing", None), "nothing");
     }
 
+    /// A line without end is cut at the limit, the rest of it dropped; what
+    /// is not UTF-8 and `\r\n` endings do not stop the reading.
+    #[tokio::test]
+    async fn the_agents_output_is_read_in_lines_of_at_most_line_max() {
+        let mut output = b"first\r\n".to_vec();
+        output.extend(std::iter::repeat_n(b'x', 3 * super::LINE_MAX + 5));
+        output.extend_from_slice(b"\nnot utf-8 \xff\nlast without newline");
+        let mut reader = tokio::io::BufReader::with_capacity(1000, &output[..]);
+        let mut line = Vec::new();
+        let mut lines = Vec::new();
+        while super::next_line(&mut reader, &mut line, super::LINE_MAX).await.unwrap() {
+            lines.push(String::from_utf8_lossy(&line).into_owned());
+        }
+        assert_eq!(lines.len(), 4, "{:?}", lines.iter().map(|l| l.len()).collect::<Vec<_>>());
+        assert_eq!(lines[0], "first");
+        assert_eq!(lines[1], "x".repeat(super::LINE_MAX));
+        assert_eq!(lines[2], "not utf-8 \u{fffd}");
+        assert_eq!(lines[3], "last without newline");
+    }
+
     #[test]
     fn the_specs_debug_names_the_environment_without_its_values() {
         let spec = super::AgentSpec {
@@ -238,6 +304,7 @@ mod tests {
             token: Some(crate::link::Token::new("s3cret-s3cret".into())),
             pin: None,
             insecure: false,
+            answer_limit: crate::link::AnswerLimit::default(),
         };
         let shown = format!("{spec:?}");
         assert!(shown.contains("COLLIE_TOKEN") && !shown.contains("s3cret"), "{shown}");

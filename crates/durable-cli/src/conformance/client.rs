@@ -4,6 +4,11 @@
 //! one connection per request, and keeps the raw exchanges a conformance
 //! run needs (another `Authorization`, several requests on one connection,
 //! an answer read while the body is still being sent).
+//!
+//! Every read of what the agent sends is bounded: a body by the link's
+//! answer limit (`--max-answer-mib`, 64 MiB by default; an announced
+//! `Content-Length` past it is refused before a byte is read), a head by
+//! [`HEAD_MAX`]; past them the case fails with an error naming the limit.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -11,7 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
+use hyper::body::Body;
 use hyper::header::HeaderMap;
 use hyper::{Method, Request};
 use hyper_util::rt::TokioIo;
@@ -19,11 +25,15 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::check::CaseResult;
-use crate::link::{Io, Link, Target, Token, Url};
+use crate::link::{AnswerLimit, Io, Link, Target, Token, Url};
 
 /// How long one request may take before the case fails (the slowest legitimate
 /// answer is a `busy` after 5 s, or a write accepted after a 6 s knob delay).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The longest answer head the raw readers take (hyper's own reader stops
+/// near 400 KiB): a head without end is an error, not a buffer that grows.
+pub const HEAD_MAX: usize = 64 * 1024;
 
 /// Which `Authorization` header a request carries (HTTPS only; the socket needs none).
 #[derive(Clone, Debug)]
@@ -67,7 +77,7 @@ pub fn fingerprint_in(line: &str) -> Option<[u8; 32]> {
 impl Client {
     /// A client for the agent's private socket.
     pub fn socket(path: PathBuf) -> Client {
-        Client::at(Target::Socket(path), None, None)
+        Client::at(Target::Socket(path), None, None, AnswerLimit::default())
     }
 
     /// A client for an agent served over HTTPS at `addr` with `token`: the
@@ -75,15 +85,26 @@ impl Client {
     /// is trusted (loopback only: the caller's rule).
     pub fn https(addr: SocketAddr, pin: Option<[u8; 32]>, token: Option<String>) -> Client {
         let url = Url { https: true, host: addr.ip().to_string(), port: addr.port(), explicit_port: true };
-        Client::at(Target::Url(url), token.map(Token::new), pin)
+        Client::at(Target::Url(url), token.map(Token::new), pin, AnswerLimit::default())
     }
 
-    pub(crate) fn at(target: Target, token: Option<Token>, pin: Option<[u8; 32]>) -> Client {
+    /// A client reading answers up to `limit`.
+    pub(crate) fn at(
+        target: Target,
+        token: Option<Token>,
+        pin: Option<[u8; 32]>,
+        limit: AnswerLimit,
+    ) -> Client {
         let token = match &target {
             Target::Url(_) => token,
             Target::Socket(_) => None,
         };
-        Client { link: Arc::new(Link::new(target, token.clone(), pin)), token }
+        Client { link: Arc::new(Link::new(target, token.clone(), pin).with_answer_limit(limit)), token }
+    }
+
+    /// The most this client reads of one answer.
+    pub(crate) fn answer_limit(&self) -> AnswerLimit {
+        self.link.answer_limit()
     }
 
     /// Whether requests go over TCP (HTTPS or loopback HTTP) rather than the socket.
@@ -148,7 +169,8 @@ impl Client {
         let request = builder
             .body(Full::new(body.unwrap_or_default()))
             .map_err(|_| format!("{what}: cannot be written"))?;
-        let exchange = async { exchange(self.connect().await?, request).await };
+        let limit = self.answer_limit();
+        let exchange = async { exchange(self.connect().await?, request, limit).await };
         let (status, headers, body) = tokio::time::timeout(REQUEST_TIMEOUT, exchange)
             .await
             .map_err(|_| format!("{what}: no answer in {} s", REQUEST_TIMEOUT.as_secs()))?
@@ -170,7 +192,8 @@ impl Client {
                 b.body(Full::new(Bytes::new())).map_err(|_| format!("GET {} cannot be written", short(path)))
             })
             .collect::<CaseResult<_>>()?;
-        let run = async { exchange_many(self.connect().await?, requests).await };
+        let limit = self.answer_limit();
+        let run = async { exchange_many(self.connect().await?, requests, limit).await };
         let answers = tokio::time::timeout(REQUEST_TIMEOUT, run)
             .await
             .map_err(|_| format!("no answers in {} s on one connection", REQUEST_TIMEOUT.as_secs()))??;
@@ -198,7 +221,8 @@ impl Client {
             head.push_str(&format!("authorization: {value}\r\n"));
         }
         head.push_str("\r\n");
-        let exchange = async { raw_exchange(self.connect().await?, head, body).await };
+        let limit = self.answer_limit();
+        let exchange = async { raw_exchange(self.connect().await?, head, body, limit).await };
         let (status, headers, body) = tokio::time::timeout(REQUEST_TIMEOUT, exchange)
             .await
             .map_err(|_| format!("{what}: no answer in {} s", REQUEST_TIMEOUT.as_secs()))?
@@ -219,6 +243,9 @@ impl Client {
         }
         one.push_str("\r\n");
         let what = "GET /hello twice on one connection".to_owned();
+        // Two answers and their heads, at most.
+        let limit = self.answer_limit();
+        let most = limit.bytes().saturating_add(2 * HEAD_MAX);
         let run = async {
             let mut io = self.connect().await?;
             io.write_all(format!("{one}{one}").as_bytes()).await.map_err(|e| format!("writing: {e}"))?;
@@ -229,8 +256,8 @@ impl Client {
                     Ok(0) | Err(_) => break,
                     Ok(n) => got.extend_from_slice(&buf[..n]),
                 }
-                if got.len() > 1 << 20 {
-                    return Err("more than 1 MiB of answers".to_owned());
+                if got.len() > most {
+                    return Err(limit.passed("the answers"));
                 }
             }
             let (status, headers, start, length) =
@@ -249,7 +276,12 @@ impl Client {
     }
 }
 
-async fn raw_exchange<S>(stream: S, head: String, body: Bytes) -> CaseResult<(u16, HeaderMap, Bytes)>
+async fn raw_exchange<S>(
+    stream: S,
+    head: String,
+    body: Bytes,
+    limit: AnswerLimit,
+) -> CaseResult<(u16, HeaderMap, Bytes)>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -268,14 +300,16 @@ where
         let mut buf = [0u8; 8192];
         loop {
             if let Some((status, headers, start, length)) = parse_head(&got)? {
-                // A length the agent made up never overflows, nor grows the buffer past 1 MiB.
-                let end = start
-                    .checked_add(length)
-                    .filter(|end| *end <= start + (1 << 20))
-                    .ok_or_else(|| format!("content-length {length} is more than this client reads"))?;
+                // A length the agent made up never overflows, nor grows the buffer past the limit.
+                if length > limit.bytes() {
+                    return Err(limit.passed(&format!("content-length {length}")));
+                }
+                let end = start + length;
                 if got.len() >= end {
                     return Ok((status, headers, Bytes::copy_from_slice(&got[start..end])));
                 }
+            } else if got.len() > HEAD_MAX {
+                return Err(format!("no end of the answer's head in {HEAD_MAX} bytes"));
             }
             match reader.read(&mut buf).await {
                 Ok(0) => return Err(format!("the connection closed after {} bytes of answer", got.len())),
@@ -319,11 +353,15 @@ fn parse_head(got: &[u8]) -> CaseResult<Option<(u16, HeaderMap, usize, usize)>> 
     Ok(Some((status, headers, end + 4, length)))
 }
 
-async fn exchange<S>(stream: S, request: Request<Full<Bytes>>) -> CaseResult<(u16, HeaderMap, Bytes)>
+async fn exchange<S>(
+    stream: S,
+    request: Request<Full<Bytes>>,
+    limit: AnswerLimit,
+) -> CaseResult<(u16, HeaderMap, Bytes)>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let mut answers = exchange_many(stream, vec![request]).await?;
+    let mut answers = exchange_many(stream, vec![request], limit).await?;
     Ok(answers.pop().expect("one request, one answer"))
 }
 
@@ -331,6 +369,7 @@ where
 async fn exchange_many<S>(
     stream: S,
     requests: Vec<Request<Full<Bytes>>>,
+    limit: AnswerLimit,
 ) -> CaseResult<Vec<(u16, HeaderMap, Bytes)>>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -346,7 +385,11 @@ where
         sender.ready().await.map_err(|e| format!("the connection closed before request {}: {e}", n + 1))?;
         let response = sender.send_request(request).await.map_err(|e| format!("request {}: {e}", n + 1))?;
         let (parts, body) = response.into_parts();
-        let body = body.collect().await.map_err(|e| format!("reading the body: {e}"))?.to_bytes();
+        // An announced length past the limit is refused before a byte is read.
+        if body.size_hint().lower() > limit.bytes() as u64 {
+            return Err(limit.passed(&format!("content-length {}", body.size_hint().lower())));
+        }
+        let body = limit.read(body, "reading the body").await?;
         answers.push((parts.status.as_u16(), parts.headers, body));
     }
     Ok(answers)
@@ -419,5 +462,110 @@ impl Resp {
                 self.body_text()
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    /// An agent on a socket of this test that answers every request with
+    /// `head`, then `piece` again and again until the reader goes (or
+    /// `pieces` were sent).
+    fn endless_agent(dir: &Path, head: &'static str, piece: Vec<u8>, pieces: usize) -> PathBuf {
+        let _ = std::fs::remove_dir_all(dir);
+        std::fs::create_dir_all(dir).unwrap();
+        let path = dir.join("a.sock");
+        let listener = tokio::net::UnixListener::bind(&path).unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let piece = piece.clone();
+                tokio::spawn(async move {
+                    let mut got = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => got.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    if stream.write_all(head.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    for _ in 0..pieces {
+                        if stream.write_all(&piece).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        path
+    }
+
+    fn client(path: PathBuf, mib: u64) -> Client {
+        Client::at(Target::Socket(path), None, None, AnswerLimit::from_mib(mib))
+    }
+
+    fn chunk(size: usize) -> Vec<u8> {
+        [format!("{size:x}\r\n").into_bytes(), vec![b' '; size], b"\r\n".to_vec()].concat()
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        std::env::temp_dir().join(format!("durable-cf-client-{name}-{}", std::process::id()))
+    }
+
+    /// The limit and the option that raises it are named.
+    fn names_the_limit(why: &str, mib: u64) {
+        assert!(why.contains(&format!("larger than {mib} MiB")) && why.contains("--max-answer-mib"), "{why}");
+    }
+
+    #[tokio::test]
+    async fn an_endless_chunked_answer_is_read_up_to_the_limit() {
+        let dir = scratch("chunked");
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+        // 64 MiB at most, 32 times the limit.
+        let path = endless_agent(&dir, head, chunk(64 * 1024), 1024);
+        let why = client(path.clone(), 2).get("/hello").await.unwrap_err();
+        names_the_limit(&why, 2);
+        assert!(why.starts_with("GET /hello: "), "{why}");
+        let many = client(path, 2).get_on_one_connection(&["/hello", "/v1/state"]).await.unwrap_err();
+        names_the_limit(&many, 2);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn an_announced_gigabyte_is_refused_before_it_is_read() {
+        let dir = scratch("announced");
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 1073741824\r\n\r\n";
+        // It announces a gigabyte and sends nothing: only the announcement can end the read.
+        let path = endless_agent(&dir, head, Vec::new(), 0);
+        let started = std::time::Instant::now();
+        let why = client(path.clone(), 64).get("/hello").await.unwrap_err();
+        names_the_limit(&why, 64);
+        assert!(why.contains("content-length 1073741824"), "{why}");
+        assert!(started.elapsed() < REQUEST_TIMEOUT, "it waited for the body");
+        let raw = client(path, 64).post_early_answer("/hello", Bytes::from_static(b"{}")).await.unwrap_err();
+        names_the_limit(&raw, 64);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn the_raw_readers_stop_at_the_limit_and_at_a_head_without_end() {
+        let dir = scratch("raw");
+        let head = "HTTP/1.1 200 OK\r\nconnection: keep-alive\r\n\r\n";
+        let path = endless_agent(&dir, head, vec![b'x'; 64 * 1024], 1024);
+        let why = client(path, 1).closes_after_first(Auth::Missing).await.unwrap_err();
+        names_the_limit(&why, 1);
+        let dir = scratch("head");
+        let path = endless_agent(&dir, "HTTP/1.1 200 OK\r\nx: ", vec![b'x'; 64 * 1024], 1024);
+        let why = client(path, 1).post_early_answer("/hello", Bytes::from_static(b"{}")).await.unwrap_err();
+        assert!(why.contains(&format!("no end of the answer's head in {HEAD_MAX} bytes")), "{why}");
+        let _ = std::fs::remove_dir_all(scratch("raw"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -19,6 +19,7 @@ pub mod baseline;
 mod cases;
 pub mod check;
 pub mod client;
+mod terminal;
 mod wire;
 
 use std::fmt;
@@ -31,7 +32,7 @@ pub use baseline::Baseline;
 pub use cases::Kind;
 use check::CaseResult;
 
-use crate::link::{AgentArgs, Target, Token, Url};
+use crate::link::{AgentArgs, AnswerLimit, Target, Token, Url};
 
 /// `durable conformance`'s command line.
 #[derive(Debug, clap::Args)]
@@ -49,6 +50,16 @@ pub struct Args {
     /// starts it, and kills it with SIGKILL and starts it again for what
     /// needs a restart (a new epoch; receipts kept across a crash). The agent
     /// inherits this environment, COLLIE_TOKEN included (it serves with it).
+    ///
+    /// Over HTTPS, an agent with a self-signed certificate makes a new one
+    /// at every start, which no --fingerprint can pin across a restart: leave
+    /// --fingerprint out, and after each start the run pins the fingerprint
+    /// the agent prints on its stdout or stderr (the SDK's own line, or any
+    /// line holding the SHA-256 as 64 hex digits or 32 pairs joined by `:`;
+    /// the last one printed). An agent that prints none: --insecure (loopback
+    /// only) trusts the certificate each start shows. --fingerprint is for a
+    /// certificate that stays the same across restarts: it wins over what
+    /// the agent prints.
     #[arg(long, value_name = "COMMAND")]
     agent_cmd: Option<String>,
     /// The agent keeps its receipts across a restart (a persistent receipt
@@ -90,6 +101,9 @@ pub struct Generic {
     pub receipts_persist: bool,
     /// Only the cases whose name holds this.
     pub filter: Option<String>,
+    /// The most read of one answer, in MiB (`--max-answer-mib`); `None`
+    /// for the default, 64 MiB.
+    pub max_answer_mib: Option<u64>,
 }
 
 impl fmt::Debug for Generic {
@@ -103,6 +117,7 @@ impl fmt::Debug for Generic {
             .field("agent_cmd", &self.agent_cmd)
             .field("receipts_persist", &self.receipts_persist)
             .field("filter", &self.filter)
+            .field("max_answer_mib", &self.max_answer_mib)
             .finish_non_exhaustive()
     }
 }
@@ -115,6 +130,11 @@ struct Place {
 }
 
 impl Generic {
+    /// The most read of one answer.
+    fn answer_limit(&self) -> AnswerLimit {
+        self.max_answer_mib.map(AnswerLimit::from_mib).unwrap_or_default()
+    }
+
     /// The usage rules: a place, a URL that keeps §1.2's rule, a pin or
     /// `--insecure` (loopback only) over HTTPS.
     fn place(&self) -> Result<Place, String> {
@@ -128,7 +148,9 @@ impl Generic {
                 }
                 if url.https && self.pin.is_none() && !self.insecure && self.agent_cmd.is_none() {
                     return Err(
-                        "over HTTPS, give the certificate's --fingerprint (or --insecure on loopback)".into(),
+                        "over HTTPS, give the certificate's --fingerprint (or --insecure on loopback, or \
+                         --agent-cmd, which pins the fingerprint the agent prints)"
+                            .into(),
                     );
                 }
                 if self.token.is_none() {
@@ -156,6 +178,8 @@ fn from_args(args: Args) -> Result<(Generic, Baseline), String> {
         }
     };
     let env_token = |name: &str| std::env::var(name).ok().filter(|t| !t.is_empty());
+    // The limit as the command line gave it, in whole MiB.
+    let max_answer_mib = u64::try_from(args.agent.answer_limit().bytes() >> 20).ok();
     let generic = Generic {
         socket,
         url,
@@ -168,6 +192,7 @@ fn from_args(args: Args) -> Result<(Generic, Baseline), String> {
         agent_env: Vec::new(),
         receipts_persist: args.receipts_persist,
         filter: args.filter,
+        max_answer_mib,
     };
     generic.place()?;
     Ok((generic, baseline))
@@ -200,7 +225,7 @@ pub(crate) fn main(args: Args) -> ExitCode {
             if tally.failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE }
         }
         Err(why) => {
-            eprintln!("durable conformance: {}", why.replace('\n', " "));
+            eprintln!("durable conformance: {}", terminal::line(&why, terminal::REASON_MAX));
             ExitCode::FAILURE
         }
     }
@@ -251,6 +276,7 @@ impl Tally {
     /// Fails (and prints) every baseline entry that names none of `names`.
     pub fn fail_stale(&mut self, baseline: &Baseline, names: &[String]) {
         for name in stale_entries(baseline, names) {
+            let name = terminal::line(name, terminal::REASON_MAX);
             println!("FAIL {name}: listed as an expected failure but matches no case");
             self.failed += 1;
         }
@@ -272,23 +298,26 @@ pub fn stale_entries<'a>(baseline: &'a Baseline, names: &[String]) -> Vec<&'a St
 }
 
 /// Prints the case's line and says how it went against the baseline.
+/// What the agent wrote in a reason reaches the terminal escaped and cut
+/// (`terminal::line`).
 pub fn report(name: &str, result: CaseResult, baseline: &Baseline) -> Outcome {
-    let one_line = |s: &str| s.replace(['\n', '\r'], " ");
+    let one_line = |s: &str| terminal::line(s, terminal::REASON_MAX);
+    let shown = one_line(name);
     match (result, baseline.reason(name)) {
         (Ok(()), None) => {
-            println!("PASS {name}");
+            println!("PASS {shown}");
             Outcome::Pass
         }
         (Ok(()), Some(_)) => {
-            println!("FAIL {name}: listed as an expected failure but passed");
+            println!("FAIL {shown}: listed as an expected failure but passed");
             Outcome::Fail
         }
         (Err(why), None) => {
-            println!("FAIL {name}: {}", one_line(&why));
+            println!("FAIL {shown}: {}", one_line(&why));
             Outcome::Fail
         }
         (Err(why), Some(reason)) => {
-            println!("XFAIL {name}: {reason} (this run: {})", one_line(&why));
+            println!("XFAIL {shown}: {} (this run: {})", one_line(reason), one_line(&why));
             Outcome::ExpectedFail
         }
     }
@@ -313,6 +342,7 @@ pub async fn run_generic(g: &Generic, baseline: &Baseline) -> Result<Tally, Stri
                 token: token.clone(),
                 pin: g.pin,
                 insecure: g.insecure,
+                answer_limit: g.answer_limit(),
             };
             Some(agent::Agent::start(spec).await.map_err(|e| format!("--agent-cmd: {e}"))?)
         }
@@ -320,10 +350,12 @@ pub async fn run_generic(g: &Generic, baseline: &Baseline) -> Result<Tally, Stri
     };
     let client = match &agent {
         Some(agent) => agent.client.clone(),
-        None => client::Client::at(place.target.clone(), token, g.pin),
+        None => client::Client::at(place.target.clone(), token, g.pin, g.answer_limit()),
     };
-    let hello =
-        client.get("/hello").await.map_err(|e| format!("cannot reach the agent at {}: {e}", place.target))?;
+    let hello = client
+        .get("/hello")
+        .await
+        .map_err(|e| format!("no hello from the agent at {}: {e}", place.target))?;
     if hello.status == 401 {
         return Err(format!("{} refused the token (401): is COLLIE_TOKEN the agent's?", place.target));
     }
@@ -377,13 +409,15 @@ pub async fn run_generic(g: &Generic, baseline: &Baseline) -> Result<Tally, Stri
         not_run[why].1.push(case.rule);
     }
     let on: Vec<&str> = wire::CAP_NAMES.iter().copied().filter(|c| cx.cap(c)).collect();
+    // The agent's own words, escaped and cut: a hello may hold escape sequences.
+    let said = |v: &serde_json::Value| terminal::line(v.as_str().unwrap_or("?"), terminal::VALUE_MAX);
     println!(
         "conformance: {} generic cases against {} ({} {}, host {}; caps on: {}; {} panes)",
         selected.len(),
-        place.target,
-        cx.hello["sdk"]["name"].as_str().unwrap_or("?"),
-        cx.hello["sdk"]["version"].as_str().unwrap_or("?"),
-        cx.hello["host"].as_str().unwrap_or("?"),
+        terminal::line(&place.target.to_string(), terminal::REASON_MAX),
+        said(&cx.hello["sdk"]["name"]),
+        said(&cx.hello["sdk"]["version"]),
+        said(&cx.hello["host"]),
         if on.is_empty() { "none".to_owned() } else { on.join(",") },
         cx.panes().len(),
     );
@@ -433,6 +467,9 @@ mod tests {
         let (g, _) =
             args(&["--socket", "/tmp/a", "--agent-cmd", "my-agent --x", "--receipts-persist"]).unwrap();
         assert_eq!(g.agent_cmd.as_deref(), Some("my-agent --x"));
+        assert_eq!(g.answer_limit(), AnswerLimit::default(), "64 MiB unless told");
+        let (g, _) = args(&["--socket", "/tmp/a", "--max-answer-mib", "3"]).unwrap();
+        assert_eq!((g.max_answer_mib, g.answer_limit()), (Some(3), AnswerLimit::from_mib(3)));
     }
 
     #[test]
@@ -469,32 +506,68 @@ mod tests {
         assert_eq!(tally.failed, 1);
     }
 
+    /// What a fake agent answers to `METHOD path` with this body: a status
+    /// and a JSON body, or `None` for the default (`200 {"ok": true}`).
+    type Route = Arc<dyn Fn(&str, &str, &str) -> Option<(u16, String)> + Send + Sync>;
+
     /// A fake agent on a socket: its hello and state answer `hello` and
     /// `state`, every other request gets `{"ok": true}`.
     async fn fake_agent(dir: &std::path::Path, hello: &'static str, state: &'static str) -> PathBuf {
+        fake_agent_routed(dir, hello, state, Arc::new(|_: &str, _: &str, _: &str| None)).await
+    }
+
+    /// [`fake_agent`], with `route` answering first.
+    async fn fake_agent_routed(
+        dir: &std::path::Path,
+        hello: &'static str,
+        state: &'static str,
+        route: Route,
+    ) -> PathBuf {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let path = dir.join("fake.sock");
         let listener = tokio::net::UnixListener::bind(&path).unwrap();
         tokio::spawn(async move {
             while let Ok((mut stream, _)) = listener.accept().await {
+                let route = route.clone();
                 tokio::spawn(async move {
                     let mut got = Vec::new();
                     let mut buf = [0u8; 65536];
-                    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    let head_end = loop {
+                        if let Some(at) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break at + 4;
+                        }
+                        match stream.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => got.extend_from_slice(&buf[..n]),
+                        }
+                    };
+                    let head = String::from_utf8_lossy(&got[..head_end]).to_ascii_lowercase();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    while got.len() < head_end + length {
                         match stream.read(&mut buf).await {
                             Ok(0) | Err(_) => return,
                             Ok(n) => got.extend_from_slice(&buf[..n]),
                         }
                     }
-                    let head = String::from_utf8_lossy(&got).to_string();
-                    let path = head.split_whitespace().nth(1).unwrap_or("").to_owned();
-                    let body = match path.split('?').next() {
-                        Some("/hello") => hello,
-                        Some("/v1/state") => state,
-                        _ => "{\"ok\": true}",
+                    let head = String::from_utf8_lossy(&got[..head_end]).to_string();
+                    let mut words = head.split_whitespace();
+                    let method = words.next().unwrap_or("").to_owned();
+                    let path = words.next().unwrap_or("").to_owned();
+                    let body = String::from_utf8_lossy(&got[head_end..]).to_string();
+                    let (status, body) = match route(&method, &path, &body) {
+                        Some(answer) => answer,
+                        None => match path.split('?').next() {
+                            Some("/hello") => (200, hello.to_owned()),
+                            Some("/v1/state") => (200, state.to_owned()),
+                            _ => (200, "{\"ok\": true}".to_owned()),
+                        },
                     };
                     let answer = format!(
-                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
                         body.len()
                     );
                     let _ = stream.write_all(answer.as_bytes()).await;
@@ -542,6 +615,93 @@ mod tests {
         assert!(tally.failed >= 10, "{tally:?}");
         assert!(tally.passed >= 1, "its hello itself is fine: {tally:?}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// An agent with one pane, `p`, and only rename on, whose rename hook
+    /// answers a rename of `p` with `answer`; the rename case alone is run.
+    async fn rename_case_against(name: &str, answer: (u16, &'static str)) -> Tally {
+        let dir = scratch(name);
+        let hello = r#"{"ok": true, "wire": {"min": 1, "max": 1}, "sdk": {"name": "fake", "version": "0"},
+            "host": "fake", "runtime": "fake", "ready": true, "epoch": "0123456789abcdef", "callerCheck": "on",
+            "caps": {"asks": false, "starters": false, "send": false, "steer": false, "abort": false,
+                     "rename": true, "close": false, "actions": false, "history": false, "reopen": false,
+                     "terminal": false}}"#;
+        let state = r#"{"ok": true, "epoch": "0123456789abcdef", "seq": 3, "ready": true, "full": true,
+            "workspaces": [{"id": "w", "title": "W", "tabs": [{"id": "w:t", "title": "T", "panes": ["p"]}]}],
+            "panes": [{"id": "p", "tab": "w:t", "title": "P", "state": "idle", "turnId": null, "lastSeq": 0,
+                       "openAsks": [], "actions": []}],
+            "removed": [], "closed": [], "starters": [], "asks": []}"#;
+        // The rules that come before the hook (§8): an unknown target is
+        // 404, a target of another kind 400; the hook answers the rest.
+        let route: Route = Arc::new(move |method: &str, path: &str, body: &str| {
+            if method != "POST" || path != "/v1/rename" {
+                return None;
+            }
+            let body: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+            let refusal = |status: u16, code: &str| {
+                Some((status, format!(r#"{{"ok": false, "code": "{code}", "message": "Refused here."}}"#)))
+            };
+            if !["workspace", "tab", "pane"].contains(&body["target"].as_str().unwrap_or("")) {
+                return refusal(400, "bad-request");
+            }
+            if body["id"] != "p" {
+                return refusal(404, "not-found");
+            }
+            Some((answer.0, answer.1.to_owned()))
+        });
+        let socket = fake_agent_routed(&dir, hello, state, route).await;
+        let g = Generic {
+            socket: Some(socket),
+            writes: true,
+            filter: Some("rename_pane_renamed".into()),
+            ..Generic::default()
+        };
+        let tally = run_generic(&g, &Baseline::default()).await.unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        tally
+    }
+
+    /// A hook may refuse a rename (a read-only conversation, §8): `409
+    /// refused` with a reason passes the rename case.
+    #[tokio::test]
+    async fn a_rename_refused_with_a_reason_passes() {
+        let refused = r#"{"ok": false, "code": "refused", "reason": "read-only",
+                          "message": "This conversation is read-only."}"#;
+        let tally = rename_case_against("rename-refused", (409, refused)).await;
+        assert_eq!((tally.passed, tally.failed), (1, 0), "{tally:?}");
+    }
+
+    /// Any other answer fails it: a `500`, or a refusal without a reason.
+    #[tokio::test]
+    async fn a_rename_answered_500_or_refused_without_a_reason_fails() {
+        let broken = r#"{"ok": false, "code": "internal", "message": "It broke."}"#;
+        let tally = rename_case_against("rename-500", (500, broken)).await;
+        assert_eq!((tally.passed, tally.failed), (0, 1), "{tally:?}");
+        let no_reason = r#"{"ok": false, "code": "refused", "message": "No."}"#;
+        let tally = rename_case_against("rename-no-reason", (409, no_reason)).await;
+        assert_eq!((tally.passed, tally.failed), (0, 1), "{tally:?}");
+    }
+
+    /// `--agent-cmd` over HTTPS cannot pin one fingerprint across restarts
+    /// of an agent whose certificate is new at each start: `--help` says
+    /// what to do instead.
+    #[test]
+    fn the_help_says_how_agent_cmd_pins_a_certificate_new_at_each_start() {
+        use clap::CommandFactory;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            conformance: Args,
+        }
+        let help = Cli::command().render_long_help().to_string();
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        for says in [
+            "which no --fingerprint can pin across a restart: leave --fingerprint out",
+            "after each start the run pins the fingerprint the agent prints on its stdout or stderr",
+            "--insecure (loopback only) trusts the certificate each start shows",
+        ] {
+            assert!(help.contains(says), "--help does not say {says:?}:\n{help}");
+        }
     }
 
     #[test]
