@@ -1,13 +1,16 @@
-//! `cargo xtask install-pi`: node 22, the real Pi and `pi-acp` (Pi behind
-//! the Agent Client Protocol), from the npm registry, into `<repo>/.tools/`
-//! (ignored by git), for `durable-pi`'s and `durable-acp`'s live tests and
-//! durable-pi's fixture script. Idempotent: when the pinned versions are
-//! there it only prints the paths.
+//! `cargo xtask install-pi`: node 22, the real Pi, `pi-acp` (Pi behind
+//! the Agent Client Protocol) and Claude Code's ACP adapter
+//! (`claude-agent-acp`, with the Claude Code it ships), from the npm
+//! registry, into `<repo>/.tools/` (ignored by git), for `durable-pi`'s,
+//! `durable-acp`'s and `durable-agent`'s live tests and durable-pi's
+//! fixture script. Idempotent: when the pinned versions are there it only
+//! prints the paths.
 //!
 //! Layout: `.tools/node_modules/` (npm's), plus in `.tools/bin/`: `node` (a
 //! link to the node binary), `pi` (a script running Pi's CLI with it),
-//! `pi-acp` (pi-acp with it) and `pi-faux` (Pi with a scripted model, for
-//! pi-acp's `PI_ACP_PI_COMMAND`; see [`FAUX_SCRIPT`]).
+//! `pi-acp` (pi-acp with it), `pi-faux` (Pi with a scripted model, for
+//! pi-acp's `PI_ACP_PI_COMMAND`; see [`FAUX_SCRIPT`]) and
+//! `claude-agent-acp` (Claude Code behind ACP, with it).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -26,6 +29,12 @@ const PI_ACP_PACKAGE: &str = "pi-acp";
 const PI_ACP_VERSION: &str = "0.0.34";
 /// pi-acp's entry inside its package.
 const PI_ACP_MAIN: &str = "dist/index.js";
+/// Claude Code behind ACP, as `durable-agent`'s Claude test drives it
+/// (offline, against a scripted Messages API; ~400 MB with its binary).
+const CLAUDE_ACP_PACKAGE: &str = "@agentclientprotocol/claude-agent-acp";
+const CLAUDE_ACP_VERSION: &str = "0.101.0";
+/// claude-agent-acp's entry inside its package.
+const CLAUDE_ACP_MAIN: &str = "dist/index.js";
 /// The scripted model's extension that `pi-faux` loads unless
 /// `PI_FAUX_EXTENSION` names another, relative to the repository.
 const FAUX_EXTENSION: &str = "examples/tests/acp/faux.ts";
@@ -71,7 +80,8 @@ fn install(tools: &Path) -> Result<(), String> {
     let node_bin = tools.join("node_modules").join(node_pkg).join("bin/node");
     let pi_dir = tools.join("node_modules").join(PI_PACKAGE);
     let acp_dir = tools.join("node_modules").join(PI_ACP_PACKAGE);
-    if installed(&node_bin, &pi_dir, &acp_dir) {
+    let claude_dir = tools.join("node_modules").join(CLAUDE_ACP_PACKAGE);
+    if installed(&node_bin, &pi_dir, &acp_dir) && claude_installed(&claude_dir) {
         println!("install-pi: already installed");
     } else {
         fs::create_dir_all(tools).map_err(|e| format!("cannot create {}: {e}", tools.display()))?;
@@ -84,7 +94,11 @@ fn install(tools: &Path) -> Result<(), String> {
         let node_spec = format!("{node_pkg}@{NODE_MAJOR}");
         let pi_spec = format!("{PI_PACKAGE}@{PI_VERSION}");
         let acp_spec = format!("{PI_ACP_PACKAGE}@{PI_ACP_VERSION}");
-        println!("install-pi: npm install {node_spec} {pi_spec} {acp_spec} into {}", tools.display());
+        let claude_spec = format!("{CLAUDE_ACP_PACKAGE}@{CLAUDE_ACP_VERSION}");
+        println!(
+            "install-pi: npm install {node_spec} {pi_spec} {acp_spec} {claude_spec} into {}",
+            tools.display()
+        );
         let status = Command::new("npm")
             .args([
                 "install",
@@ -94,27 +108,36 @@ fn install(tools: &Path) -> Result<(), String> {
                 "--save-exact",
                 "--loglevel=error",
             ])
-            .args([&node_spec, &pi_spec, &acp_spec])
+            .args([&node_spec, &pi_spec, &acp_spec, &claude_spec])
             .current_dir(tools)
             .status()
             .map_err(|e| format!("cannot run npm (is it installed?): {e}"))?;
         if !status.success() {
             return Err(format!("npm install failed ({status})"));
         }
-        if !installed(&node_bin, &pi_dir, &acp_dir) {
+        if !installed(&node_bin, &pi_dir, &acp_dir) || !claude_installed(&claude_dir) {
             return Err(format!(
-                "npm finished but {}, {PI_PACKAGE}@{PI_VERSION} or {PI_ACP_PACKAGE}@{PI_ACP_VERSION} is not usable",
+                "npm finished but {}, {PI_PACKAGE}@{PI_VERSION}, {PI_ACP_PACKAGE}@{PI_ACP_VERSION} or \
+                 {CLAUDE_ACP_PACKAGE}@{CLAUDE_ACP_VERSION} is not usable",
                 node_bin.display()
             ));
         }
     }
     let (node_link, pi_script) = write_bin(tools, &node_bin, &pi_dir)?;
     let (acp_script, faux_script) = write_acp_bin(tools, &node_bin, &pi_dir, &acp_dir)?;
+    let claude_script = tools.join("bin/claude-agent-acp");
+    let script = format!(
+        "#!/bin/sh\nexec \"{}\" \"{}\" \"$@\"\n",
+        node_bin.display(),
+        claude_dir.join(CLAUDE_ACP_MAIN).display()
+    );
+    write_script(&claude_script, &script)?;
     println!("node    {}", node_link.display());
     println!("pi      {}", pi_script.display());
     println!("cli     {}", pi_dir.join(PI_CLI).display());
     println!("pi-acp  {}", acp_script.display());
     println!("pi-faux {}", faux_script.display());
+    println!("claude-agent-acp {}", claude_script.display());
     Ok(())
 }
 
@@ -131,6 +154,11 @@ fn installed(node_bin: &Path, pi_dir: &Path, acp_dir: &Path) -> bool {
     let acp_ok =
         package_version(acp_dir).is_some_and(|v| v == PI_ACP_VERSION) && acp_dir.join(PI_ACP_MAIN).is_file();
     node_ok && pi_ok && acp_ok
+}
+
+/// Whether claude-agent-acp is the pinned version.
+fn claude_installed(dir: &Path) -> bool {
+    package_version(dir).is_some_and(|v| v == CLAUDE_ACP_VERSION) && dir.join(CLAUDE_ACP_MAIN).is_file()
 }
 
 /// The `version` of the npm package in `dir`.
