@@ -1143,9 +1143,12 @@
       body.appendChild(box);
       const pendingId = armed(a);
       if (pendingId) {
-        const tool = a.tool && typeof a.tool.name === 'string' ? a.tool.name : 'this tool';
+        // The option's own words say what it lets through (an agent's
+        // "always" may switch a mode, not just allow one tool): no guess.
+        const option = optionsOf(a).find((o) => o.id === pendingId);
+        const label = option ? str(option.label) : '';
         body.appendChild(
-          el('div', { class: 'note attention', 'data-test': 'confirm-always', text: 'Allow always lets every later call of ' + tool + ' through without asking. Tap it again to confirm.' }),
+          el('div', { class: 'note attention', 'data-test': 'confirm-always', text: '\u201c' + label + '\u201d holds beyond this question. Tap it again to confirm.' }),
         );
       }
     } else if (kind === 'multi') {

@@ -72,7 +72,7 @@ fn lines_show_the_layout_and_answer_every_ask_kind() {
     p.expect("push: escalate needs a yes");
     p.expect("allow-always \"Allow always\" (always: asks you to confirm)");
     p.send("answer 1 allow-always");
-    p.expect("\"Allow always\" lets every later call of escalate through without asking: confirm to send it");
+    p.expect("\"Allow always\" holds beyond this question: confirm to send it");
     write(&mut p, "confirm", "answered (decided by phone)");
     p.expect(r#"Answer: {"optionIds":["allow-always"]}"#);
     p.send("confirm");

@@ -407,7 +407,7 @@ async fn web_answers_every_kind_of_card() {
     b.click(&format!("{approve} [data-option=allow-always]")).await;
     b.wait_text(
         &format!("{approve} [data-test=confirm-always]"),
-        "Allow always lets every later call of escalate through without asking",
+        "\u{201c}Allow always\u{201d} holds beyond this question. Tap it again to confirm.",
     )
     .await;
     b.wait_text(&format!("{approve} [data-option=allow-always]"), "Confirm: Allow always").await;

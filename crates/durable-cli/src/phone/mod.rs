@@ -777,10 +777,11 @@ impl Session {
     /// allow-always pick first asks for its confirmation.
     pub(crate) async fn answer(&mut self, ask: &Ask, answer: answer::Answer, confirmed: bool) -> Vec<String> {
         if let (Some(label), false) = (&answer.always, confirmed) {
-            let tool = ask.tool.as_ref().map_or("this tool".to_owned(), |(name, _)| draw::clean(name));
             self.pending_always = Some((ask.id.clone(), answer.body));
+            // The option's own words say what it lets through (an agent's
+            // "always" may switch a mode, not just allow one tool): no guess.
             return vec![format!(
-                "ask {}: {} lets every later call of {tool} through without asking: confirm to send it",
+                "ask {}: {} holds beyond this question: confirm to send it",
                 ask.short(),
                 draw::quoted(label)
             )];

@@ -172,9 +172,10 @@ fn card_rows(ask: &Ask, draft: Option<&Draft>, now: i128, n: usize, of: usize) -
     }
     if let Some(d) = draft {
         if d.confirming {
-            let tool = ask.tool.as_ref().map_or("this tool".to_owned(), |(name, _)| clean(name));
+            // The option's own words, not a guess about what it lets through.
+            let label = d.answer(ask).ok().and_then(|a| a.always).map_or_else(String::new, |l| clean(&l));
             rows.push(Row::strong(format!(
-                " Allow always lets every later call of {tool} through without asking. Enter again to confirm, Esc to go back."
+                " \"{label}\" holds beyond this question. Enter again to confirm, Esc to go back."
             )));
         } else {
             let keys = match &ask.kind {
