@@ -29,6 +29,7 @@ mod doctor;
 mod link;
 mod phone;
 mod pin;
+mod text;
 mod web;
 
 /// `durable`: Collie's side of a durable agent.

@@ -90,6 +90,10 @@ impl AnswerLimit {
         B: hyper::body::Body,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
+        // A `Content-Length` past the limit: refused before a byte is read.
+        if body.size_hint().lower() > self.bytes() as u64 {
+            return Err(LinkError::TooLarge(self.passed(what)));
+        }
         match Limited::new(body, self.bytes()).collect().await {
             Ok(collected) => Ok(collected.to_bytes()),
             Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {

@@ -12,22 +12,14 @@
 
 use std::fmt::Write;
 
+use crate::text::invisible;
+
 /// The longest reason a report line prints, in characters: an agent's id
 /// or body of megabytes in a message is cut, saying how much.
 pub(crate) const REASON_MAX: usize = 2_000;
 
 /// The longest agent value (a name, a version, a host) the header prints.
 pub(crate) const VALUE_MAX: usize = 80;
-
-/// Characters that draw nothing or reorder text: the bidi controls (U+061C,
-/// U+200E–U+200F, U+202A–U+202E, U+2066–U+2069) and the zero-width and
-/// invisible ones (the phone's set).
-fn invisible(c: char) -> bool {
-    matches!(c,
-        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}'
-        | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206F}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}'
-        | '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}' | '\u{E0000}'..='\u{E007F}')
-}
 
 /// `text` as one line for a terminal: every control character (C0 with tab
 /// and newline, DEL, C1) and every invisible or bidi character written as

@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use super::model::{Ask, FieldType, Kind, Pane, short_id};
+use crate::text::invisible;
 
 /// Collie's words where the agent no longer keeps a chat's oldest messages
 /// (docs/wire.md §6 and §10: `dropped`).
@@ -19,14 +20,6 @@ pub(crate) fn incompatible(agent: (u64, u64), phone: (u64, u64)) -> String {
         "durable-hello: incompatible: the durable agent speaks {}..{}, this Collie speaks {}..{}",
         agent.0, agent.1, phone.0, phone.1
     )
-}
-
-/// Characters that draw nothing or reorder text (the agent's own set, §6.1).
-fn invisible(c: char) -> bool {
-    matches!(c,
-        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}'
-        | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206F}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}'
-        | '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}' | '\u{E0000}'..='\u{E007F}')
 }
 
 /// One line of text from the network, safe to print.

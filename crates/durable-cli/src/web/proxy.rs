@@ -151,13 +151,7 @@ impl Agent {
                         // answer `durable` reads.
                         let (limit, what) =
                             (self.link.answer_limit(), format!("{method} {}", path_of(target)));
-                        let body = limit.read(incoming, &what).await.map_err(|message| {
-                            if message == limit.passed(&what) {
-                                LinkError::TooLarge(message)
-                            } else {
-                                LinkError::Http(message)
-                            }
-                        })?;
+                        let body = limit.read_body(incoming, &what).await?;
                         self.put_back(sender);
                         return Ok(Answer { status: parts.status, headers: parts.headers, body });
                     }
