@@ -25,6 +25,12 @@ use crate::{AcpOptions, Error};
 /// waits for the agent to ask again, before it is closed.
 const KEPT_GRACE: Duration = Duration::from_secs(1);
 
+/// Cards open at once per conversation, at most: a permission request past
+/// them is refused back to the agent (`cancelled`), and the pane says so.
+/// Real agents ask one call at a time; a flood of requests would otherwise
+/// hold memory and make every stop close thousands.
+pub const CARDS_OPEN_MAX: usize = 64;
+
 /// What conversations share: the options, the records, the pool of processes.
 pub(crate) struct Shared {
     pub options: AcpOptions,
@@ -90,6 +96,12 @@ pub(crate) struct Conversation {
     meta: Mutex<Meta>,
     /// The open cards, by the agent's tool call id.
     cards: Mutex<HashMap<String, AbortController>>,
+    /// Requests past [`CARDS_OPEN_MAX`] are being refused: the pane was
+    /// told once, and is told again only after the cards went below it.
+    refusing_cards: AtomicBool,
+    /// A starter's first text, not yet sent (the task that sends it has
+    /// not begun): a close meanwhile says it was not sent.
+    first_text: Mutex<Option<String>>,
     /// Cards kept from the last run, by their tool call id (ours), while
     /// the agent may ask again (see `take_up`).
     kept: Mutex<HashMap<String, KeptAsk>>,
@@ -116,7 +128,6 @@ impl Conversation {
         session_id: String,
         record: Option<Record>,
     ) -> Result<Arc<Conversation>, Error> {
-        let plan = Id::new("acp-plan").map_err(|e| Error::Pane { why: e.to_string() })?;
         let (log, meta) = match record {
             Some(r) => {
                 for item in &r.items {
@@ -143,10 +154,12 @@ impl Conversation {
             session_id,
             live: tokio::sync::Mutex::new(None),
             running: AtomicBool::new(false),
-            mapper: Mutex::new(Mapper::new(every, plan)),
+            mapper: Mutex::new(Mapper::new(every)),
             log: Mutex::new(log),
             meta: Mutex::new(meta),
             cards: Mutex::new(HashMap::new()),
+            refusing_cards: AtomicBool::new(false),
+            first_text: Mutex::new(None),
             kept: Mutex::new(HashMap::new()),
             asked_again: AtomicBool::new(false),
             busy: AtomicBool::new(false),
@@ -207,11 +220,40 @@ impl Conversation {
     }
 
     /// The phone closed the pane: the agent is stopped (the session stays
-    /// with the agent), the record says closed.
+    /// with the agent), the record says closed. A first text not yet sent,
+    /// or a turn under way, leaves a notice (the pane, still open while
+    /// the close hook runs, keeps it, and so does the record).
     pub(crate) async fn close(&self) {
         self.meta.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+        let (unsent, busy) = {
+            let mut first = self.first_text.lock().unwrap_or_else(|e| e.into_inner());
+            (first.take(), self.busy.load(Ordering::SeqCst))
+        };
+        if let Some(text) = unsent {
+            self.notice(
+                format!(
+                    "Closed before the first message reached the agent; it was not sent: “{}”",
+                    quote(&text)
+                ),
+                NoticeTone::Warn,
+            );
+        } else if busy {
+            self.notice(
+                "Closed during a turn: the agent was stopped before it finished its answer.".into(),
+                NoticeTone::Warn,
+            );
+        }
         self.stop_process().await;
         self.save();
+    }
+
+    fn is_closed(&self) -> bool {
+        self.meta.lock().unwrap_or_else(|e| e.into_inner()).closed
+    }
+
+    /// The starter's first text, to be sent by a task of its own ([`prompt`](Self::prompt)).
+    pub(crate) fn set_first_text(&self, text: String) {
+        *self.first_text.lock().unwrap_or_else(|e| e.into_inner()) = Some(text);
     }
 
     /// Reopened: the record no longer says closed.
@@ -283,12 +325,46 @@ impl Conversation {
         }
     }
 
+    /// Closes the open cards: nobody answered them, so each call's item
+    /// says it was stopped before an answer (written here, before the
+    /// record is saved), and the agent hears `cancelled`. Linear in the
+    /// cards open.
     fn close_cards(&self) {
         let cards: Vec<_> = self.cards.lock().unwrap_or_else(|e| e.into_inner()).drain().collect();
+        if !cards.is_empty() {
+            let items: Vec<Item> = {
+                let mut mapper = self.mapper.lock().unwrap_or_else(|e| e.into_inner());
+                cards.iter().flat_map(|(call, _)| mapper.unanswered(call)).collect()
+            };
+            self.write(items);
+        }
         for (_, card) in cards {
             card.abort();
         }
+        self.refusing_cards.store(false, Ordering::SeqCst);
         self.close_kept();
+    }
+
+    /// Makes room for one more card: `None` past [`CARDS_OPEN_MAX`] (the
+    /// pane is told once per burst), else the card's abort controller, counted open.
+    fn open_card(&self, acp_call: &str, title: &str) -> Option<AbortController> {
+        let mut cards = self.cards.lock().unwrap_or_else(|e| e.into_inner());
+        if cards.len() >= CARDS_OPEN_MAX && !cards.contains_key(acp_call) {
+            drop(cards);
+            if !self.refusing_cards.swap(true, Ordering::SeqCst) {
+                self.notice(
+                    format!(
+                        "The agent asked for more than {CARDS_OPEN_MAX} cards open at once: its requests past them are refused (it hears “cancelled”), the first: “{}”.",
+                        quote(title)
+                    ),
+                    NoticeTone::Warn,
+                );
+            }
+            return None;
+        }
+        let card = AbortController::new();
+        cards.insert(acp_call.to_owned(), card.clone());
+        Some(card)
     }
 
     /// Closes the cards kept from the last run that the agent did not ask
@@ -338,6 +414,10 @@ impl Conversation {
             return Ok(live.process.clone());
         }
         *slot = None;
+        if self.is_closed() {
+            // Closed meanwhile (a starter's first turn): no agent starts for it.
+            return Err(Error::Pane { why: "the conversation was closed".into() });
+        }
         self.running.store(false, Ordering::SeqCst);
         let options = &self.shared.options;
         self.shared.pool.make_room(options.max_agents, self, turn).await?;
@@ -390,10 +470,29 @@ impl Conversation {
     /// Sends `text` as a turn of the program's own (a starter's first
     /// text): the pane shows it as a `user` item.
     pub(crate) async fn prompt(self: Arc<Self>, text: String) -> Result<(), Error> {
+        {
+            // Taken and busy at once: a close from here on sees a turn,
+            // not an unsent text (it reads both under the same lock).
+            let mut first = self.first_text.lock().unwrap_or_else(|e| e.into_inner());
+            if self.is_closed() {
+                // Closed before this task began: the close tells of the
+                // text (it is left for it, or it took it already).
+                return Ok(());
+            }
+            first.take();
+            self.busy.store(true, Ordering::SeqCst);
+        }
         let turn_id = new_prefix("prompt");
         let pane_error = |e: durable_types::RuleError| Error::Pane { why: e.to_string() };
-        let turn = self.pane.start_turn(&turn_id).map_err(pane_error)?;
-        let user = Id::new(format!("user-{turn_id}")).map_err(pane_error)?;
+        let started = self.pane.start_turn(&turn_id).map_err(pane_error);
+        let user = Id::new(format!("user-{turn_id}")).map_err(pane_error);
+        let (turn, user) = match (started, user) {
+            (Ok(turn), Ok(user)) => (turn, user),
+            (Err(e), _) | (_, Err(e)) => {
+                self.busy.store(false, Ordering::SeqCst);
+                return Err(e);
+            }
+        };
         self.write(vec![Item::new(user, ItemBody::User { text: text.clone(), request_id: None })]);
         self.run_turn(turn, text).await;
         Ok(())
@@ -414,7 +513,9 @@ impl Conversation {
         let process = match self.process(Some(&turn)).await {
             Ok(p) => p,
             Err(e) => {
-                self.notice(format!("{e}. The next message tries again."), NoticeTone::Error);
+                if !self.is_closed() {
+                    self.notice(format!("{e}. The next message tries again."), NoticeTone::Error);
+                }
                 return self.end_turn(turn);
             }
         };
@@ -476,6 +577,7 @@ impl Conversation {
         request: RequestPermissionRequest,
         responder: Responder<RequestPermissionResponse>,
         kept: Option<KeptAsk>,
+        card: AbortController,
     ) {
         let acp_call = request.tool_call.tool_call_id.0.to_string();
         let view = self.mapper.lock().unwrap_or_else(|e| e.into_inner()).call_view(&request.tool_call);
@@ -502,13 +604,22 @@ impl Conversation {
             options.push(option);
         }
         let cancelled = || RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled);
-        if options.is_empty() {
-            let _ = responder.respond(cancelled());
-            return;
-        }
         let title = request.tool_call.fields.title.clone().filter(|t| !t.trim().is_empty());
         let title = title.unwrap_or_else(|| format!("Allow {}?", view.tool.call));
-        let mut spec = AskSpec::choice(call_id_for(&acp_call), title, options).tool(view.tool.clone());
+        if options.is_empty() {
+            self.forget_card(&acp_call);
+            let _ = responder.respond(cancelled());
+            self.notice(
+                format!(
+                    "The agent asked with only “allow always” options, which are off here: refused (it hears “cancelled”): “{}”",
+                    quote(&title)
+                ),
+                NoticeTone::Warn,
+            );
+            return;
+        }
+        let mut spec =
+            AskSpec::choice(call_id_for(&acp_call), title.clone(), options).tool(view.tool.clone());
         if let Some(item) = &view.item {
             spec = spec.item_id(item.as_str());
         }
@@ -526,19 +637,28 @@ impl Conversation {
                 drop(kept.claim());
             }
         }
-        let card = AbortController::new();
-        self.cards.lock().unwrap_or_else(|e| e.into_inner()).insert(acp_call.clone(), card.clone());
         self.touch();
+        let mut raised = true;
         let chosen = match self.pane.ask_with(spec, Some(card.signal())) {
             Ok(handle) => handle.decided().await.ok().and_then(|d| d.answer.option_id().map(str::to_owned)),
             Err(e) => {
+                // The phone cannot show it (23 options where a card holds
+                // 8, …): the pane says so, not only a log line.
+                raised = false;
                 self.pane
                     .core()
                     .warn(&format!("durable-acp: the card of tool call {acp_call} was not raised: {e}"));
+                self.notice(
+                    format!(
+                        "The agent asked something the phone cannot show as a card ({e}): refused (it hears “cancelled”): “{}”",
+                        quote(&title)
+                    ),
+                    NoticeTone::Warn,
+                );
                 None
             }
         };
-        self.cards.lock().unwrap_or_else(|e| e.into_inner()).remove(&acp_call);
+        self.forget_card(&acp_call);
         self.touch();
         let picked = chosen.and_then(|id| ours.iter().find(|(ours, _)| *ours == id).map(|(_, o)| *o));
         let refused = match picked {
@@ -550,12 +670,27 @@ impl Conversation {
             }
             None => {
                 let _ = responder.respond(cancelled());
-                true
+                // Closed with no answer (a stop, a close, the agent's end):
+                // nobody refused the call, and it did not run.
+                if raised {
+                    let items = self.mapper.lock().unwrap_or_else(|e| e.into_inner()).unanswered(&acp_call);
+                    self.write(items);
+                }
+                false
             }
         };
         if refused {
             let items = self.mapper.lock().unwrap_or_else(|e| e.into_inner()).deny(&acp_call);
             self.write(items);
+        }
+    }
+
+    /// A card is no longer open; below the limit, the next burst past it is told again.
+    fn forget_card(&self, acp_call: &str) {
+        let mut cards = self.cards.lock().unwrap_or_else(|e| e.into_inner());
+        cards.remove(acp_call);
+        if cards.len() < CARDS_OPEN_MAX {
+            self.refusing_cards.store(false, Ordering::SeqCst);
         }
     }
 }
@@ -611,7 +746,21 @@ async fn pump(
                 if kept.is_some() {
                     c.asked_again.store(true, Ordering::SeqCst);
                 }
-                tokio::spawn(c.clone().card(request, responder, kept));
+                // Counted open here, in the order asked: a burst cannot
+                // pass the limit before its cards' tasks run.
+                let title = request.tool_call.fields.title.clone().unwrap_or_default();
+                match c.open_card(&request.tool_call.tool_call_id.0, &title) {
+                    Some(card) => {
+                        tokio::spawn(c.clone().card(request, responder, kept, card));
+                    }
+                    None => {
+                        let _ = responder
+                            .respond(RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled));
+                        if let Some(kept) = kept {
+                            kept.close();
+                        }
+                    }
+                }
             }
             Some(AgentEvent::Barrier(done)) => {
                 let _ = done.send(());
@@ -673,4 +822,14 @@ fn base36(mut n: u64) -> String {
     }
     out.reverse();
     String::from_utf8(out).unwrap_or_default()
+}
+
+/// Text quoted in a notice: its first line, at most 200 characters.
+fn quote(text: &str) -> String {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let mut out: String = line.chars().take(200).collect();
+    if out.len() < line.len() || text.trim().lines().count() > 1 {
+        out.push('…');
+    }
+    out
 }

@@ -128,6 +128,7 @@ impl AcpConversations {
         conversation.adopt(process, events).await?;
         if let Some(text) = first_text.filter(|t| !t.trim().is_empty()) {
             let c = conversation.clone();
+            c.set_first_text(text.clone());
             tokio::spawn(async move {
                 if let Err(e) = c.prompt(text).await {
                     tracing::warn!(error = %e, "acp: the first prompt was not sent");

@@ -165,9 +165,7 @@ impl AcpHistory {
         }
         let options = &self.shared.options;
         let (process, mut events) = AgentProcess::start(options).await?;
-        let plan =
-            durable_types::Id::new("acp-plan").map_err(|e| crate::Error::Pane { why: e.to_string() })?;
-        let mut mapper = Mapper::new(Duration::ZERO, plan);
+        let mut mapper = Mapper::new(Duration::ZERO);
         mapper.begin(&new_prefix("load"), true);
         let collect = {
             let process = process.clone();

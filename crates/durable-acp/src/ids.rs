@@ -10,15 +10,17 @@
 use durable_types::Id;
 use sha2::{Digest, Sha256};
 
-/// The pane id of an ACP session: the session id when it is a valid id,
-/// else `acp-` and the first 40 hex digits of its SHA-256.
+/// The pane id of an ACP session: the session id when it is a valid id
+/// other than `.` and `..` (which a URL's normalization breaks), else
+/// `acp-` and the first 40 hex digits of its SHA-256.
 pub fn pane_id_for(session_id: &str) -> String {
     mapped("acp-", session_id)
 }
 
 /// The tool call id a card is raised under (its ask id is
 /// `ask_id_for(pane, this)`): the agent's `toolCallId` when it is a valid
-/// id, else `call-` and the first 40 hex digits of its SHA-256.
+/// id other than `.` and `..`, else `call-` and the first 40 hex digits of
+/// its SHA-256.
 pub fn call_id_for(tool_call_id: &str) -> String {
     mapped("call-", tool_call_id)
 }
@@ -30,7 +32,9 @@ pub(crate) fn option_id_for(option_id: &str, n: usize) -> String {
 }
 
 fn mapped(prefix: &str, id: &str) -> String {
-    if Id::new(id).is_ok() {
+    // `.` and `..` pass the ID rule, but a browser's URL normalization
+    // turns `/v1/panes/../events` into another path: mapped like a `/`.
+    if Id::new(id).is_ok() && id != "." && id != ".." {
         return id.to_owned();
     }
     let digest = Sha256::digest(id.as_bytes());
@@ -54,6 +58,12 @@ mod tests {
         let long = "a".repeat(129);
         assert!(Id::new(pane_id_for(&long)).is_ok());
         assert!(Id::new(pane_id_for("")).is_ok());
+        for dots in [".", ".."] {
+            let mapped = pane_id_for(dots);
+            assert!(mapped.starts_with("acp-") && Id::new(&mapped).is_ok(), "{dots} → {mapped}");
+            assert!(call_id_for(dots).starts_with("call-"));
+        }
+        assert_eq!(pane_id_for("..."), "...", "only `.` and `..` are paths' own names");
         assert_eq!(call_id_for("call_1"), "call_1");
         assert!(call_id_for("pi ui/1").starts_with("call-"));
         assert_eq!(option_id_for("choice-0", 0), "choice-0");

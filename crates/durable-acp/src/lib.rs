@@ -42,20 +42,30 @@
 //! | stop | `session/cancel`; an open card closes and the agent hears `cancelled` |
 //! | the starter `new-conversation` | a new agent, `session/new`, its text the first prompt |
 //! | rename | the pane's title, kept in the data folder (ACP has no rename); the agent's own titles (`session_info_update`) show until the phone renames |
-//! | close | the agent stops; the session stays (never `session/delete`) |
+//! | close | the agent stops; the session stays (never `session/delete`); a turn under way, or a starter's first text not yet sent, leaves a notice |
 //! | reopen | the pane again; the agent starts on it with `session/load` at the next send |
 //!
 //! ACP has no steer: give the core `Caps::all().without(Cap::Steer)`.
 //!
 //! # The stream as items
 //! Message chunks are a `reply`, thought chunks `thinking` (both `partial`
-//! at most every 250 ms, final before the pane goes idle); each tool call
-//! is one `tool` item (`running`, `ok`, `error`, or `denied` when the user
-//! refused it), its call on one line from its title (or its kind and raw
-//! input), its output from its text content or its terminal output
+//! at most every 250 ms, final before the pane goes idle); a chunk of
+//! another `messageId` (or none after one) begins another item, and one
+//! marked `_meta.claudeCode.kind: "informational"` is a `notice` of its
+//! own. Text past an item's limit (a reply's 256 KiB) is dropped, and a
+//! `notice` says so. Each tool call is one `tool` item (`running`, `ok`,
+//! `error`, or `denied` when the user refused it; `error` with the output
+//! "Stopped before an answer: the call did not run." when its card closed
+//! unanswered), its call on one line from its title (or its kind and raw
+//! input), its output from `rawOutput` (Claude Code's `Bash` describes the
+//! call in its content), else its text content — a whole-fenced block
+//! unwrapped, as the output is plain text — else its terminal output
 //! (pi-acp's `_meta.terminal_output`); a diff is a `code` item in `diff`;
-//! a `plan` is one `markdown` item rewritten in place; a replay's user
-//! messages are `user` items. Usage and command updates show nothing.
+//! a `plan` is one `markdown` item per turn, rewritten in place within it;
+//! a replay's user messages are `user` items, except the agent's
+//! interruption markers (`[Request interrupted by user…]`, a `notice`
+//! "Stopped."), and a call the marker cut reads `error`, "Interrupted: the
+//! call did not run.". Usage and command updates show nothing.
 //!
 //! # Permission requests as cards
 //! A `session/request_permission` is a `choice` card with id
@@ -97,6 +107,13 @@
 //!
 //! and `PI_ACP_PI_COMMAND=/path/to/pi-gated npx pi-acp` as the agent.
 //!
+//! At most [`CARDS_OPEN_MAX`] (64) cards are open per conversation: a
+//! request past them is answered `cancelled` at once, and the pane gets one
+//! notice per burst; a stop or a close is linear in the cards open. A
+//! request the phone cannot show as a card (more than 8 options, only
+//! `allow_always` options over HTTPS, …) is answered `cancelled` and
+//! leaves a notice naming why.
+//!
 //! # Bad input from the agent
 //! The agent's output is read by a bounded reader before the protocol
 //! crate sees it: a line over 16 MiB is dropped as it streams, a line
@@ -108,7 +125,9 @@
 //! `init_timeout` (default 30 s) is killed, and the pane says so. An agent
 //! that exits or crashes leaves a notice with its exit status and last
 //! line on standard error; the pane goes idle, and the next send starts it
-//! again on the same session.
+//! again on the same session. An agent that closes its output and lives on
+//! can no longer be heard: after a second it is killed and counts as
+//! exited (the same notice, "it closed its output and was stopped").
 //!
 //! # Cards by default
 //! A session the bridge starts (`session/new`) or loads (`session/load`)
@@ -125,7 +144,8 @@
 //!
 //! # Ids and records
 //! A pane's id is its ACP session id, or, for one that breaks the ID rule
-//! (a `/`, over 128 bytes), `acp-` and 40 hex digits of its SHA-256
+//! (a `/`, over 128 bytes) or is `.` or `..` (which a browser's URL
+//! normalization turns into another path), `acp-` and 40 hex digits of its SHA-256
 //! ([`pane_id_for`]). Each conversation's record — title, start, whether
 //! closed, its items (the last [`ITEMS_KEPT`]) — is kept in the data
 //! folder as `conversations/<pane id>.json`; a restart on the same folder
@@ -149,6 +169,7 @@ mod process;
 mod reaper;
 mod store;
 
+pub use conversation::CARDS_OPEN_MAX;
 pub use conversations::{AcpConversations, AcpHooks, NEW_CONVERSATION};
 pub use error::Error;
 pub use history::AcpHistory;

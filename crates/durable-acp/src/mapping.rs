@@ -4,12 +4,13 @@
 //!
 //! | update | item |
 //! |---|---|
-//! | `agent_message_chunk` | `reply`, `partial` while it grows (at most every `every`), final when something else begins or the turn ends |
+//! | `agent_message_chunk` | `reply`, `partial` while it grows (at most every `every`), final when something else begins, its `messageId` changes, or the turn ends; cut at the item's limit with a `notice` saying so |
+//! | an `agent_message_chunk` marked `_meta.claudeCode.kind: "informational"` | a `notice` of its own |
 //! | `agent_thought_chunk` | `thinking`, the same way |
-//! | `user_message_chunk` | `user`, in a replay only (in a live turn the send wrote it) |
-//! | `tool_call`, `tool_call_update` | one `tool` item per call, rewritten as it goes: `running` (pending, in progress), `ok` (completed), `error` (failed), `denied` (failed after the user refused it) |
+//! | `user_message_chunk` | `user`, in a replay only (in a live turn the send wrote it); the agent's interruption markers (`[Request interrupted by user…]`) are a `notice` "Stopped." instead |
+//! | `tool_call`, `tool_call_update` | one `tool` item per call, rewritten as it goes: `running` (pending, in progress), `ok` (completed), `error` (failed, or its card closed unanswered), `denied` (failed after the user refused it); its output from `rawOutput`, else its text content (a whole-fenced block unwrapped), else pi-acp's terminal output |
 //! | a `diff` in a call's content | a `code` item, `lang: diff`, after the call |
-//! | `plan` | one `markdown` item per conversation, rewritten in place |
+//! | `plan` | one `markdown` item per turn, rewritten in place within the turn |
 //! | `session_info_update` with a title | no item: [`Mapper::take_title`] |
 //! | `notice` | a `notice` |
 //! | usage, commands, modes, config | nothing |
@@ -17,7 +18,8 @@
 //! Item ids: `<prefix>-<n>` for the segment's `n`th text block (a turn's
 //! prefix is its turn id, a replay's `load-<k>`), `<prefix>-tool-<n>` for
 //! its `n`th tool call, `<that>-diff-<k>` for a call's diffs,
-//! `<prefix>-n<k>` for notices, and the plan's id given at construction.
+//! `<prefix>-n<k>` for notices, `<prefix>-plan-<k>` for the plan of the
+//! segment's `k`th turn (a replay holds many turns).
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -28,13 +30,13 @@ use agent_client_protocol::v1::schema::{
     ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolKind,
 };
 use durable_core::ItemCadence;
+use durable_types::item_limits;
 use durable_types::{Id, Item, ItemBody, NoticeTone, ToolInfo, ToolStatus, arguments_view, call_summary};
 use serde_json::Value;
 
-/// Text kept per block at most: a reply's limit on the wire (a thinking
-/// block's is smaller; the item rules cut it). What comes past it is
-/// dropped, so a flood of chunks does not grow memory.
-const TEXT_MAX: usize = 256 * 1024;
+/// Text kept per diff at most (a code item's limit on the wire). What comes
+/// past it is dropped, so a flood does not grow memory.
+const TEXT_MAX: usize = item_limits::CODE_TEXT;
 /// A tool's output kept at most (the wire's limit).
 const OUTPUT_MAX: usize = 64 * 1024;
 /// Text blocks and tool calls per segment at most; past them updates are
@@ -49,12 +51,39 @@ enum Kind {
     User,
 }
 
+/// What the agent writes in place of a user message when a turn was cut
+/// (Claude Code's words; a replay carries them as user messages).
+const INTERRUPTED: &str = "[Request interrupted by user";
+/// A tool item's output when its card closed with no answer.
+pub(crate) const STOPPED_UNANSWERED: &str = "Stopped before an answer: the call did not run.";
+/// A tool item's output when the agent says the user cut it.
+const INTERRUPTED_CALL: &str = "Interrupted: the call did not run.";
+
+/// Whether `text` is one of the agent's interruption markers, not words of the user's.
+fn is_interruption(text: &str) -> bool {
+    let text = text.trim();
+    text.starts_with(INTERRUPTED) && text.ends_with(']') && !text[1..].contains('[')
+}
+
+impl Kind {
+    /// The most text an item of the kind holds (the wire's limit).
+    fn limit(self) -> usize {
+        match self {
+            Kind::Reply => item_limits::REPLY_TEXT,
+            Kind::Thinking => item_limits::THINKING_TEXT,
+            Kind::User => item_limits::USER_TEXT,
+        }
+    }
+}
+
 /// The text block being streamed.
 struct Block {
     kind: Kind,
     id: Id,
     text: String,
     message_id: Option<String>,
+    /// Text past the limit was dropped.
+    cut: bool,
 }
 
 impl Block {
@@ -79,7 +108,12 @@ struct Tool {
     raw_input: Option<Value>,
     status: ToolCallStatus,
     denied: bool,
+    /// Its card closed with no answer (a stop, a close, the agent's end).
+    unanswered: bool,
     content_output: Option<String>,
+    /// `rawOutput` as text: what the call gave, where `content` may only
+    /// describe the call (Claude Code's `Bash`, codex-acp).
+    raw_output: Option<String>,
     terminal: String,
     diffs: Vec<String>,
 }
@@ -92,6 +126,7 @@ impl Tool {
     fn status(&self) -> ToolStatus {
         match self.status {
             ToolCallStatus::Completed => ToolStatus::Ok,
+            _ if self.unanswered => ToolStatus::Error,
             ToolCallStatus::Failed if self.denied => ToolStatus::Denied,
             ToolCallStatus::Failed => ToolStatus::Error,
             _ => ToolStatus::Running,
@@ -99,9 +134,16 @@ impl Tool {
     }
 
     fn output(&self) -> Option<String> {
-        let out = match &self.content_output {
-            Some(text) if !text.is_empty() => text.clone(),
-            _ => self.terminal.clone(),
+        if self.unanswered && self.status != ToolCallStatus::Completed {
+            return Some(STOPPED_UNANSWERED.into());
+        }
+        let given = [&self.raw_output, &self.content_output].into_iter().flatten().find(|t| !t.is_empty());
+        let out = match given {
+            Some(text) if self.status == ToolCallStatus::Failed && is_interruption(text) => {
+                INTERRUPTED_CALL.to_owned()
+            }
+            Some(text) => text.clone(),
+            None => self.terminal.clone(),
         };
         Some(out).filter(|o| !o.is_empty())
     }
@@ -148,8 +190,11 @@ pub(crate) struct CallView {
 
 /// One conversation's mapping (see the module docs).
 pub(crate) struct Mapper {
-    plan_id: Id,
     prefix: String,
+    /// The plan item of the turn under way, once it has one.
+    plan: Option<Id>,
+    /// Turns of the segment that had a plan (a replay holds many turns).
+    plans: usize,
     replay: bool,
     blocks: usize,
     tools_made: usize,
@@ -165,12 +210,12 @@ pub(crate) struct Mapper {
 }
 
 impl Mapper {
-    /// A conversation's mapping: partial items at most once per `every`;
-    /// the plan is the item `plan_id`.
-    pub(crate) fn new(every: Duration, plan_id: Id) -> Mapper {
+    /// A conversation's mapping: partial items at most once per `every`.
+    pub(crate) fn new(every: Duration) -> Mapper {
         Mapper {
-            plan_id,
             prefix: "acp".into(),
+            plan: None,
+            plans: 0,
             replay: false,
             blocks: 0,
             tools_made: 0,
@@ -194,6 +239,8 @@ impl Mapper {
         self.blocks = 0;
         self.tools_made = 0;
         self.notices = 0;
+        self.plan = None;
+        self.plans = 0;
         self.current = None;
         self.tools.clear();
         self.dirty = false;
@@ -241,12 +288,24 @@ impl Mapper {
         self.changed(out)
     }
 
-    /// The user refused the call (a reject option, or the card closed
-    /// unanswered): when it fails, it reads `denied`.
+    /// The user refused the call (a reject option): when it fails, it
+    /// reads `denied`.
     pub(crate) fn deny(&mut self, tool_call_id: &str) -> Vec<Item> {
         let mut out = Vec::new();
         if let Some(t) = self.tools.get_mut(tool_call_id) {
             t.denied = true;
+            push(&mut out, t.id.clone(), t.body());
+        }
+        self.changed(out)
+    }
+
+    /// The call's card closed with no answer (a stop, a close, the agent's
+    /// end): nobody refused it, and it did not run — it reads `error`,
+    /// its output [`STOPPED_UNANSWERED`].
+    pub(crate) fn unanswered(&mut self, tool_call_id: &str) -> Vec<Item> {
+        let mut out = Vec::new();
+        if let Some(t) = self.tools.get_mut(tool_call_id) {
+            t.unanswered = true;
             push(&mut out, t.id.clone(), t.body());
         }
         self.changed(out)
@@ -281,7 +340,15 @@ impl Mapper {
             SessionUpdate::UserMessageChunk(c) if self.replay => self.chunk(Kind::User, c, &mut out),
             SessionUpdate::ToolCall(call) => self.tool_call(call, &mut out),
             SessionUpdate::ToolCallUpdate(update) => self.tool_update(update, &mut out),
-            SessionUpdate::Plan(plan) => push(&mut out, self.plan_id.clone(), plan_body(plan)),
+            SessionUpdate::Plan(plan) => {
+                if self.plan.is_none() {
+                    self.plans += 1;
+                    self.plan = Id::new(format!("{}-plan-{}", self.prefix, self.plans)).ok();
+                }
+                if let Some(id) = self.plan.clone() {
+                    push(&mut out, id, plan_body(plan));
+                }
+            }
             SessionUpdate::SessionInfoUpdate(info) => match &info.title {
                 MaybeUndefined::Value(title) if !title.trim().is_empty() => self.title = Some(title.clone()),
                 _ => {}
@@ -316,35 +383,65 @@ impl Mapper {
 
     fn chunk(&mut self, kind: Kind, chunk: &ContentChunk, out: &mut Vec<Item>) {
         let text = content_text(&chunk.content);
+        if kind == Kind::Reply && is_informational(chunk) {
+            // The agent's word to the user (Claude Code's warnings), not the reply.
+            self.close_block(out);
+            let plain = text.replace("**", "");
+            let tone =
+                if plain.trim_start().starts_with("Warning") { NoticeTone::Warn } else { NoticeTone::Info };
+            if !plain.trim().is_empty() {
+                out.extend(self.notice(plain.trim().to_owned(), tone));
+            }
+            return;
+        }
+        if kind == Kind::User && is_interruption(&text) {
+            self.close_block(out);
+            out.extend(self.notice("Stopped.".into(), NoticeTone::Info));
+            return;
+        }
         let message_id = chunk.message_id.as_ref().map(|m| m.0.to_string());
-        let same = self.current.as_ref().is_some_and(|b| {
-            b.kind == kind && (message_id.is_none() || b.message_id.is_none() || b.message_id == message_id)
-        });
+        // A chunk with another message id (or none after one) is another message.
+        let same = self.current.as_ref().is_some_and(|b| b.kind == kind && b.message_id == message_id);
         if !same {
             self.close_block(out);
+            if kind == Kind::User {
+                // A user message begins a turn of the replay: its plan is its own.
+                self.plan = None;
+            }
             if self.blocks >= BLOCKS_MAX {
                 return;
             }
             let Ok(id) = Id::new(format!("{}-{}", self.prefix, self.blocks)) else { return };
             self.blocks += 1;
-            self.current = Some(Block { kind, id, text: String::new(), message_id: message_id.clone() });
+            self.current =
+                Some(Block { kind, id, text: String::new(), message_id: message_id.clone(), cut: false });
         }
         if let Some(block) = &mut self.current {
-            push_capped(&mut block.text, &text, TEXT_MAX);
-            if block.message_id.is_none() {
-                block.message_id = message_id;
-            }
+            block.cut |= !push_capped(&mut block.text, &text, kind.limit());
             // A user item has no partial form: it is written when it closes.
             self.dirty |= kind != Kind::User;
         }
     }
 
-    /// Writes the streamed block as final and closes it.
+    /// Writes the streamed block as final and closes it; a block cut at
+    /// its limit is followed by a notice that says so.
     fn close_block(&mut self, out: &mut Vec<Item>) {
-        if let Some((id, body)) = self.current.take().and_then(|b| b.body(false).map(|body| (b.id, body))) {
-            push(out, id, body);
-        }
+        let Some(block) = self.current.take() else { return };
         self.dirty = false;
+        if let Some(body) = block.body(false) {
+            push(out, block.id.clone(), body);
+        }
+        if block.cut {
+            let what = match block.kind {
+                Kind::Reply => "reply",
+                Kind::Thinking => "thinking",
+                Kind::User => "message",
+            };
+            let kib = block.kind.limit() / 1024;
+            let text =
+                format!("The {what} above was cut at {kib} KiB, its limit here: the rest was dropped.");
+            out.extend(self.notice(text, NoticeTone::Warn));
+        }
     }
 
     fn tool_call(&mut self, call: &ToolCall, out: &mut Vec<Item>) {
@@ -366,7 +463,9 @@ impl Mapper {
                     raw_input: None,
                     status: ToolCallStatus::Pending,
                     denied: false,
+                    unanswered: false,
                     content_output: None,
+                    raw_output: None,
                     terminal: String::new(),
                     diffs: Vec::new(),
                 },
@@ -377,6 +476,9 @@ impl Mapper {
         t.status = call.status;
         if call.raw_input.is_some() {
             t.raw_input = call.raw_input.clone();
+        }
+        if let Some(raw) = &call.raw_output {
+            t.raw_output = raw_output_text(raw);
         }
         apply_content(t, &call.content);
         apply_meta(t, call.meta.as_ref());
@@ -408,6 +510,9 @@ impl Mapper {
         }
         if f.raw_input.is_some() {
             t.raw_input = f.raw_input.clone();
+        }
+        if let Some(raw) = &f.raw_output {
+            t.raw_output = raw_output_text(raw);
         }
         let diffs = t.diffs.len();
         if let Some(content) = &f.content {
@@ -494,6 +599,7 @@ fn apply_content(t: &mut Tool, content: &[ToolCallContent]) {
             _ => {}
         }
     }
+    let text = unfenced(&text).to_owned();
     t.content_output = Some(text).filter(|s| !s.is_empty()).or(t.content_output.take());
     if !diffs.is_empty() && diffs.len() <= BLOCKS_MAX {
         t.diffs = diffs;
@@ -535,18 +641,84 @@ fn content_text(block: &ContentBlock) -> String {
     }
 }
 
-/// Appends `more` to `text` up to `max` bytes (cut at a character boundary).
-fn push_capped(text: &mut String, more: &str, max: usize) {
+/// Whether a message chunk is marked informational
+/// (`_meta.claudeCode.kind: "informational"`): a word to the user beside the reply.
+fn is_informational(chunk: &ContentChunk) -> bool {
+    let kind = chunk.meta.as_ref().and_then(|m| m.get("claudeCode")).and_then(|c| c.get("kind"));
+    kind.and_then(Value::as_str) == Some("informational")
+}
+
+/// A tool's output is plain text: a whole-fenced block (` ``` ` lines
+/// around it, as Claude Code wraps a refusal) is unwrapped; anything else
+/// is kept as it is.
+fn unfenced(text: &str) -> &str {
+    let trimmed = text.trim();
+    let Some(rest) = trimmed.strip_prefix("```") else { return text };
+    let Some(inner) = rest.strip_suffix("```") else { return text };
+    // The opening line (and its language tag) goes; a fence inside means
+    // more than one block.
+    let Some((_, body)) = inner.split_once('\n') else { return text };
+    if body.contains("```") {
+        return text;
+    }
+    body.trim_matches('\n')
+}
+
+/// `rawOutput` as the call's output: a string as it is; of an object, its
+/// `formatted_output`, `output`, `stdout` and `stderr`, or `content`
+/// (codex-acp, Claude Code); else the JSON itself, cut to the output's limit.
+fn raw_output_text(raw: &Value) -> Option<String> {
+    let text = match raw {
+        Value::Null => return None,
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => {
+            let texts: Vec<String> = parts
+                .iter()
+                .filter_map(|p| p.as_str().or_else(|| p.get("text").and_then(Value::as_str)))
+                .map(str::to_owned)
+                .collect();
+            if texts.is_empty() { compact(raw) } else { texts.join("\n") }
+        }
+        Value::Object(o) => {
+            let field = |k: &str| o.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+            if let Some(text) = field("formatted_output").or_else(|| field("output")) {
+                text.to_owned()
+            } else if field("stdout").is_some() || field("stderr").is_some() {
+                [field("stdout"), field("stderr")].into_iter().flatten().collect::<Vec<_>>().join("\n")
+            } else if let Some(content) = o.get("content").filter(|c| !c.is_null()) {
+                raw_output_text(content)?
+            } else {
+                compact(raw)
+            }
+        }
+        other => other.to_string(),
+    };
+    let mut out = String::new();
+    push_capped(&mut out, unfenced(&text), OUTPUT_MAX);
+    Some(out).filter(|s| !s.trim().is_empty())
+}
+
+/// A value as compact JSON, cut to a tool output's limit.
+fn compact(value: &Value) -> String {
+    let mut out = String::new();
+    push_capped(&mut out, &value.to_string(), OUTPUT_MAX);
+    out
+}
+
+/// Appends `more` to `text` up to `max` bytes (cut at a character
+/// boundary); `false` when some of it was dropped.
+fn push_capped(text: &mut String, more: &str, max: usize) -> bool {
     let room = max.saturating_sub(text.len());
     if more.len() <= room {
         text.push_str(more);
-        return;
+        return true;
     }
     let mut cut = room;
     while cut > 0 && !more.is_char_boundary(cut) {
         cut -= 1;
     }
     text.push_str(&more[..cut]);
+    false
 }
 
 fn push(out: &mut Vec<Item>, id: Id, body: ItemBody) {

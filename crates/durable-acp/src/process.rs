@@ -39,6 +39,9 @@ const EVENTS_QUEUED: usize = 256;
 /// How long a stopped agent (its input closed) has to exit, and what it
 /// started to end, before they are killed.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
+/// How long an agent whose output closed has to exit on its own before it
+/// is ended (an agent exiting closes its output a moment before it ends).
+const OUTPUT_CLOSED_GRACE: Duration = Duration::from_secs(1);
 
 /// What the agent says, in the order it said it.
 #[derive(Debug)]
@@ -185,10 +188,32 @@ impl AgentProcess {
             // The exit, watched apart from the connection (whose end waits for us).
             let (alive, events_tx, close) = (alive.clone(), events_tx.clone(), close.clone());
             tokio::spawn(async move {
-                let status = match child.wait().await {
-                    Ok(status) => status.to_string(),
-                    Err(e) => format!("its end was not seen: {e}"),
+                // An agent whose output closes can no longer be heard, even
+                // if it lives on: after a moment to exit it is ended, and
+                // counts as gone (its conversation can start it again).
+                let eof = async {
+                    // The reader dropped unfinished (the connection ended on
+                    // our side) is no end of the agent's output.
+                    if eof_rx.wait_for(|e| *e).await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
                 };
+                let output_closed = tokio::select! {
+                    status = child.wait() => Err(status),
+                    () = eof => Ok(()),
+                };
+                let status = match output_closed {
+                    Err(status) => status.map(|s| s.to_string()),
+                    Ok(()) => match tokio::time::timeout(OUTPUT_CLOSED_GRACE, child.wait()).await {
+                        Ok(status) => status.map(|s| s.to_string()),
+                        Err(_) => {
+                            kill_group(pid);
+                            let _ = child.start_kill();
+                            child.wait().await.map(|s| format!("it closed its output and was stopped, {s}"))
+                        }
+                    },
+                };
+                let status = status.unwrap_or_else(|e| format!("its end was not seen: {e}"));
                 alive.store(false, Ordering::SeqCst);
                 // What it wrote before it ended is read first (a moment at
                 // most: a process it started may hold its output open), and
@@ -384,11 +409,7 @@ impl AgentProcess {
 
     /// Kills the agent and its process group at once.
     pub(crate) fn kill(&self) {
-        #[cfg(unix)]
-        if let Some(pid) = self.pid.and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-        }
+        kill_group(self.pid);
         let close = self.close.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(close) = close {
             let _ = close.send(());
@@ -402,6 +423,17 @@ impl Drop for AgentProcess {
             self.kill();
         }
     }
+}
+
+/// Kills a process and its process group (the agent leads its own).
+fn kill_group(pid: Option<u32>) {
+    #[cfg(unix)]
+    if let Some(pid) = pid.and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+    }
+    #[cfg(not(unix))]
+    let _ = pid;
 }
 
 async fn keep_tail(mut stderr: tokio::process::ChildStderr, tail: Arc<std::sync::Mutex<String>>) {

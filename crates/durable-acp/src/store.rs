@@ -121,16 +121,22 @@ impl ItemLog {
         }
         self.at.insert(item.id.clone(), self.items.len());
         self.items.push(item);
-        if self.items.len() > ITEMS_KEPT {
+        // Cut in steps of ITEMS_KEPT, not one item at a time: the index is
+        // rebuilt once per ITEMS_KEPT items written, so a flood of new
+        // items costs each a constant, not the whole log.
+        if self.items.len() >= 2 * ITEMS_KEPT {
             let cut = self.items.len() - ITEMS_KEPT;
             self.items.drain(..cut);
             self.at = self.items.iter().enumerate().map(|(n, i)| (i.id.clone(), n)).collect();
+        }
+        if self.items.len() > ITEMS_KEPT {
             self.dropped = true;
         }
     }
 
+    /// The last [`ITEMS_KEPT`] items.
     pub(crate) fn items(&self) -> &[Item] {
-        &self.items
+        &self.items[self.items.len().saturating_sub(ITEMS_KEPT)..]
     }
 
     pub(crate) fn is_empty(&self) -> bool {

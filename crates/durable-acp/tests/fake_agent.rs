@@ -36,12 +36,28 @@ fn main() {
             run(&runtime, "an_agent_that_never_answers_initialize_times_out", silent());
             run(&runtime, "reopening_an_id_nobody_knows_answers_404_not_found", reopen_unknown());
             run(&runtime, "a_card_kept_across_a_crash_comes_back_when_the_agent_asks_again", kept_cards());
+            run(
+                &runtime,
+                "open_cards_are_bounded_and_a_stop_closes_them_with_a_notice_each_way",
+                bounded_cards(),
+            );
+            run(&runtime, "claude_code_s_items_tell_what_happened_on_a_pane_named_dot_dot", claude_items());
+            run(
+                &runtime,
+                "an_agent_whose_output_closes_is_stopped_and_the_next_send_starts_it",
+                mute_agent(),
+            );
+            run(&runtime, "a_close_during_a_starter_s_first_turn_leaves_a_notice", close_first_turn());
         }
     }
 }
 
-/// Runs one scenario and says how long it took.
+/// Runs one scenario and says how long it took (only those whose name
+/// holds `DURABLE_ACP_ONLY`, when it is set).
 fn run(runtime: &tokio::runtime::Runtime, name: &str, test: impl std::future::Future<Output = ()>) {
+    if std::env::var("DURABLE_ACP_ONLY").is_ok_and(|only| !name.contains(&only)) {
+        return;
+    }
     let started = Instant::now();
     runtime.block_on(test);
     println!("test {name} ... ok ({:.1} s)", started.elapsed().as_secs_f32());
@@ -113,8 +129,107 @@ fn fake_agent(role: &str) {
                     "agentCapabilities": {"loadSession": true}}}),
                 );
             }
+            // Claude Code's session id may be anything the ID rule allows: `..`.
+            "session/new" if role == "claude" => {
+                send(&mut out, json!({"jsonrpc": "2.0", "id": id, "result": {"sessionId": ".."}}));
+            }
             "session/new" => {
                 send(&mut out, json!({"jsonrpc": "2.0", "id": id, "result": {"sessionId": SESSION}}));
+            }
+            // Turn 1, as Claude Code through claude-agent-acp: a request of
+            // 23 options (no card holds them), a reply with message ids and
+            // an informational chunk without one, a Bash call whose content
+            // describes it and whose rawOutput is its output, a refused call
+            // (its content fenced), a reply past 256 KiB. Turn 2: a plan.
+            "session/prompt" if role == "claude" => {
+                let s = "..";
+                let text = msg["params"]["prompt"][0]["text"].as_str().unwrap_or("").to_owned();
+                if text == "plan" {
+                    send(
+                        &mut out,
+                        update(
+                            s,
+                            json!({"sessionUpdate": "plan", "entries": [
+                        {"content": "Read the code", "status": "in_progress", "priority": "medium"}]}),
+                        ),
+                    );
+                    send(&mut out, json!({"jsonrpc": "2.0", "id": id, "result": {"stopReason": "end_turn"}}));
+                    continue;
+                }
+                send(
+                    &mut out,
+                    update(
+                        s,
+                        json!({"sessionUpdate": "plan", "entries": [
+                    {"content": "Say hello", "status": "completed", "priority": "medium"}]}),
+                    ),
+                );
+                let mut many = permission(s, 300, "toolu_many");
+                many["params"]["options"] = (0..23)
+                    .map(|n| json!({"optionId": format!("o{n}"), "name": format!("Option {n}"), "kind": "allow_once"}))
+                    .collect();
+                send(&mut out, many);
+                let refused = next().unwrap_or(Value::Null);
+                let msg_chunk = |text: &str, mid: &str| {
+                    update(
+                        s,
+                        json!({"sessionUpdate": "agent_message_chunk",
+                    "messageId": mid, "content": {"type": "text", "text": text}}),
+                    )
+                };
+                send(&mut out, msg_chunk("Echo: ", "msg_1"));
+                send(
+                    &mut out,
+                    msg_chunk(
+                        &format!(
+                            "hello ({})",
+                            refused["result"]["outcome"]["outcome"].as_str().unwrap_or("?")
+                        ),
+                        "msg_1",
+                    ),
+                );
+                send(
+                    &mut out,
+                    update(
+                        s,
+                        json!({"sessionUpdate": "agent_message_chunk",
+                    "content": {"type": "text", "text": "**Warning:** We're changing auto mode"},
+                    "_meta": {"claudeCode": {"kind": "informational"}}}),
+                    ),
+                );
+                let described =
+                    |text: &str| json!([{"type": "content", "content": {"type": "text", "text": text}}]);
+                send(
+                    &mut out,
+                    update(
+                        s,
+                        json!({"sessionUpdate": "tool_call", "toolCallId": "toolu_bash",
+                    "title": "mkdir -p x", "kind": "execute", "status": "pending",
+                    "rawInput": {"command": "mkdir -p x", "description": "Make a folder"}}),
+                    ),
+                );
+                send(
+                    &mut out,
+                    update(
+                        s,
+                        json!({"sessionUpdate": "tool_call_update", "toolCallId": "toolu_bash",
+                    "status": "completed", "content": described("Make a folder"), "rawOutput": "made x\n"}),
+                    ),
+                );
+                send(
+                    &mut out,
+                    update(
+                        s,
+                        json!({"sessionUpdate": "tool_call", "toolCallId": "toolu_no",
+                    "title": "rm -rf /", "kind": "execute", "status": "failed",
+                    "content": described("```\nUser refused permission to run tool\n```")}),
+                    ),
+                );
+                let big = "z".repeat(100 * 1024);
+                for _ in 0..3 {
+                    send(&mut out, msg_chunk(&big, "msg_2"));
+                }
+                send(&mut out, json!({"jsonrpc": "2.0", "id": id, "result": {"stopReason": "end_turn"}}));
             }
             // Two calls wait on cards; no answer comes (the client crashes).
             "session/prompt" if role == "reasks" => {
@@ -145,6 +260,58 @@ fn fake_agent(role: &str) {
                 let picked = msg["result"]["outcome"]["optionId"].as_str().unwrap_or("none");
                 let mut told = std::fs::OpenOptions::new().create(true).append(true).open(&log).unwrap();
                 writeln!(told, "{id}:{picked}").unwrap();
+            }
+            // Asks for one card after another, never waiting for an
+            // answer (`DURABLE_ACP_FAKE_CARDS` of them, 200 by default),
+            // then answers the prompt once it is cancelled and every
+            // request has its answer; tells the test `<selected> <cancelled>`.
+            "session/prompt" if role == "cards" => {
+                let cards: u64 =
+                    std::env::var("DURABLE_ACP_FAKE_CARDS").ok().and_then(|n| n.parse().ok()).unwrap_or(200);
+                for k in 0..cards {
+                    let call = format!("card-{k}");
+                    send(
+                        &mut out,
+                        update(
+                            SESSION,
+                            json!({"sessionUpdate": "tool_call", "toolCallId": call, "title": format!("run {call}"),
+                                "kind": "execute", "status": "pending", "rawInput": {"command": "x".repeat(1000)}}),
+                        ),
+                    );
+                    send(&mut out, permission(SESSION, 1000 + k, &call));
+                }
+                let (mut selected, mut cancelled, mut stopped) = (0u64, 0u64, false);
+                while selected + cancelled < cards || !stopped {
+                    let Some(msg) = next() else { break };
+                    match msg["result"]["outcome"]["outcome"].as_str() {
+                        Some("selected") => selected += 1,
+                        Some("cancelled") => cancelled += 1,
+                        _ => {}
+                    }
+                    stopped |= msg["method"] == "session/cancel";
+                    std::fs::write(&log, format!("{selected} {cancelled}")).unwrap();
+                }
+                send(&mut out, json!({"jsonrpc": "2.0", "id": id, "result": {"stopReason": "cancelled"}}));
+            }
+            // The first prompt: it exits, and the shell that ran it (the
+            // agent's process, see `mute_agent`) closes the output and lives
+            // on. Started again (a file says so), it answers.
+            "session/prompt" if role == "mute" => {
+                if !log.with_extension("muted").exists() {
+                    std::fs::write(log.with_extension("muted"), "").unwrap();
+                    std::process::exit(0);
+                }
+                let text = msg["params"]["prompt"][0]["text"].as_str().unwrap_or("").to_owned();
+                send(&mut out, chunk(SESSION, &format!("Echo: {text}")));
+                send(&mut out, json!({"jsonrpc": "2.0", "id": id, "result": {"stopReason": "end_turn"}}));
+            }
+            "session/load" if role == "mute" => {
+                send(&mut out, json!({"jsonrpc": "2.0", "id": id, "result": {}}));
+            }
+            // Takes its time: the prompt is answered only when the input closes.
+            "session/prompt" if role == "slow" => {
+                while next().is_some() {}
+                return;
             }
             "session/prompt" => {
                 if role == "exits" {
@@ -280,6 +447,10 @@ async fn get(core: &Core, path: &str) -> Value {
 /// The pane's items as the phone shows them (each at its last version).
 async fn items(core: &Core, pane: &str) -> Vec<Value> {
     let page = get(core, &format!("/v1/panes/{pane}/events?after=0")).await;
+    if page["snapshot"] == true {
+        // Past the tail of events: the view, each item at its last version.
+        return page["items"].as_array().cloned().unwrap_or_default();
+    }
     let mut shown: Vec<Value> = Vec::new();
     for item in page["events"].as_array().unwrap().iter().filter(|e| e["type"] == "item").map(|e| &e["item"])
     {
@@ -520,5 +691,234 @@ async fn kept_cards() {
     eventually("the agent told the second answer", || async { (told().lines().count() == 2).then_some(()) })
         .await;
     assert_eq!(told(), "201:allow-once\n202:reject-always\n");
+    acp.shutdown().await;
+}
+
+/// CPU seconds this process has used (user and system), from `/proc`.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command's closing parenthesis; utime and stime
+    // are the 14th and 15th of the line, in clock ticks (100 a second).
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |n: usize| fields.get(n).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// A hostile agent asks for card after card without waiting: past the
+/// limit each is refused back to it (`cancelled`) and the pane says so;
+/// the phone's stop closes the open ones, each tool item saying it was
+/// stopped before an answer. `DURABLE_ACP_FAKE_CARDS=20000` measures a
+/// large flood (the stop's time is printed, not asserted).
+async fn bounded_cards() {
+    let cards: usize =
+        std::env::var("DURABLE_ACP_FAKE_CARDS").ok().and_then(|n| n.parse().ok()).unwrap_or(200);
+    let core = core();
+    let dir = scratch("cards");
+    let acp = conversations_in(&core, "cards", &dir, Duration::from_secs(30));
+    let pane = acp.start(Some("go".into())).await.unwrap();
+    let pane_id = pane.id().to_owned();
+    let open = cards.min(durable_acp::CARDS_OPEN_MAX);
+    let told = || {
+        let text = std::fs::read_to_string(dir.join("agent.log")).unwrap_or_default();
+        let mut n = text.split_whitespace().map(|n| n.parse::<usize>().unwrap_or(0));
+        (n.next().unwrap_or(0), n.next().unwrap_or(0))
+    };
+    eventually("the cards past the limit refused back", || async {
+        (told() == (0, cards - open)).then_some(())
+    })
+    .await;
+    eventually("the cards within the limit open", || async {
+        (pane.open_asks().len() == open).then_some(())
+    })
+    .await;
+    // A flood's own items push the notice out of the view's 2000: it is
+    // looked for in the default flood only.
+    let measuring = cards > 1000;
+    let shown = items(&core, &pane_id).await;
+    let notices: Vec<&Value> = shown
+        .iter()
+        .filter(|i| {
+            i["kind"] == "notice" && i["text"].as_str().is_some_and(|t| t.contains("cards open at once"))
+        })
+        .collect();
+    if !measuring {
+        assert_eq!(notices.len(), 1, "one notice for the burst: {notices:?}");
+        let text = notices[0]["text"].as_str().unwrap();
+        assert!(
+            text.contains(&format!("{}", durable_acp::CARDS_OPEN_MAX)) && text.contains("refused"),
+            "{text}"
+        );
+        assert_eq!(notices[0]["tone"], "warn");
+    }
+
+    let (cpu, wall) = (cpu_seconds(), Instant::now());
+    let stop = json!({"requestId": "stop-1"}).to_string();
+    let stopped =
+        core.handle(Request::post(&format!("/v1/panes/{pane_id}/stop"), stop, Caller::OtherProcess)).await;
+    assert_eq!(stopped.status, 200, "{}", stopped.body_json());
+    eventually("every request answered", || async { (told() == (0, cards)).then_some(()) }).await;
+    idle(&core, &pane_id).await;
+    println!(
+        "  {cards} requests, {open} cards open: the stop took {:.2} s, {:.2} s of CPU",
+        wall.elapsed().as_secs_f32(),
+        cpu_seconds() - cpu
+    );
+    assert!(pane.open_asks().is_empty());
+    if measuring {
+        acp.shutdown().await;
+        return;
+    }
+    let shown = items(&core, &pane_id).await;
+    let tool = shown
+        .iter()
+        .find(|i| i["kind"] == "tool" && i["call"] == "run card-0")
+        .expect("the first call's item");
+    assert_eq!(tool["status"], "error", "nobody answered: not denied: {tool}");
+    assert!(tool["output"].as_str().is_some_and(|o| o.contains("Stopped before an answer")), "{tool}");
+    acp.shutdown().await;
+}
+
+/// Claude Code's shapes through the bridge, as the phone reads them.
+async fn claude_items() {
+    let core = core();
+    let acp = conversations(&core, "claude", "claude", Duration::from_secs(30));
+    let pane = acp.start(Some("hello".into())).await.unwrap();
+    let pane_id = pane.id().to_owned();
+    assert_eq!(pane_id, pane_id_for(".."));
+    assert!(pane_id.starts_with("acp-"), "`..` is mapped as `/` is: {pane_id}");
+    // The events route works for the pane (a `..` in the path would not).
+    eventually("the turn's end", || async {
+        items(&core, &pane_id)
+            .await
+            .into_iter()
+            .find(|i| i["kind"] == "notice" && i["text"].as_str().is_some_and(|t| t.contains("cut at")))
+    })
+    .await;
+    idle(&core, &pane_id).await;
+    let shown = items(&core, &pane_id).await;
+    let text = |i: &Value| i["text"].as_str().unwrap_or("").to_owned();
+    let of = |kind: &str| shown.iter().filter(|i| i["kind"] == kind).cloned().collect::<Vec<_>>();
+    let notices: Vec<String> = of("notice").iter().map(text).collect();
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("cannot show as a card") && n.contains("23") && n.contains("run toolu_many")),
+        "a request the phone cannot show leaves a notice: {notices:?}"
+    );
+    let replies: Vec<String> = of("reply").iter().map(text).collect();
+    assert_eq!(replies[0], "Echo: hello (cancelled)", "the informational chunk is not glued to the reply");
+    assert!(notices.iter().any(|n| n == "Warning: We're changing auto mode"), "{notices:?}");
+    assert_eq!(replies[1].len(), 256 * 1024);
+    assert!(notices.iter().any(|n| n.contains("cut at 256 KiB")), "the cut reply says so: {notices:?}");
+    let tools = of("tool");
+    let bash = tools.iter().find(|t| t["call"] == "mkdir -p x").expect("the Bash call");
+    assert_eq!(
+        (&bash["status"], &bash["output"]),
+        (&json!("ok"), &json!("made x\n")),
+        "its rawOutput, not its description"
+    );
+    let refused = tools.iter().find(|t| t["call"] == "rm -rf /").expect("the refused call");
+    assert_eq!(refused["output"], "User refused permission to run tool", "no fences in a plain output");
+    // A plan in a later turn shows in that turn: a new item after its user item.
+    let send = json!({"requestId": "s-2", "text": "plan"}).to_string();
+    let sent =
+        core.handle(Request::post(&format!("/v1/panes/{pane_id}/send"), send, Caller::OtherProcess)).await;
+    assert_eq!(sent.status, 200, "{}", sent.body_json());
+    eventually("the second turn's plan", || async {
+        let shown = items(&core, &pane_id).await;
+        let user = shown.iter().position(|i| i["kind"] == "user" && i["text"] == "plan")?;
+        let plans: Vec<usize> =
+            shown.iter().enumerate().filter(|(_, i)| i["kind"] == "markdown").map(|(n, _)| n).collect();
+        (plans.len() == 2 && plans[1] > user).then_some(())
+    })
+    .await;
+    let shown = items(&core, &pane_id).await;
+    let first_plan = shown.iter().find(|i| i["kind"] == "markdown").unwrap();
+    assert!(
+        text(first_plan).contains("[x] Say hello"),
+        "the first turn's plan is left as it was: {first_plan}"
+    );
+    acp.shutdown().await;
+}
+
+/// The agent closes its output and stays alive (a shell around the fake
+/// agent: it runs it, then closes its output and sleeps).
+async fn mute_agent() {
+    let core = core();
+    let dir = scratch("mute");
+    let me = std::env::current_exe().unwrap();
+    let pid_file = dir.join("agent.pid");
+    let script = format!("echo $$ >> '{}'; \"$0\"; exec >&-; exec sleep 600", pid_file.display());
+    let command = AgentCommand::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg(me)
+        .env("DURABLE_ACP_FAKE", "mute")
+        .env("DURABLE_ACP_FAKE_LOG", dir.join("agent.log"));
+    let options = AcpOptions::builder(command, &dir, dir.join("data")).build().unwrap();
+    let tab = core.workspace("w", "W").unwrap().tab("t", "T").unwrap();
+    let acp = AcpConversations::new(tab, options).unwrap();
+    let pane_id = acp.start(Some("go".into())).await.unwrap().id().to_owned();
+    let notice = eventually("the notice of the closed output", || async {
+        items(&core, &pane_id).await.into_iter().find(|i| i["kind"] == "notice")
+    })
+    .await;
+    idle(&core, &pane_id).await;
+    let text = notice["text"].as_str().unwrap();
+    assert!(text.contains("closed its output") && text.contains("next message starts it again"), "{text}");
+    assert_eq!(notice["tone"], "error");
+    let first: u32 = std::fs::read_to_string(&pid_file).unwrap().lines().next().unwrap().parse().unwrap();
+    eventually("the silent agent gone", || async {
+        (!std::path::Path::new(&format!("/proc/{first}")).exists()).then_some(())
+    })
+    .await;
+    // The next send starts it again.
+    let send = json!({"requestId": "s-1", "text": "again"}).to_string();
+    let sent =
+        core.handle(Request::post(&format!("/v1/panes/{pane_id}/send"), send, Caller::OtherProcess)).await;
+    assert_eq!(sent.status, 200, "{}", sent.body_json());
+    eventually("the answer of the agent started again", || async {
+        items(&core, &pane_id).await.into_iter().find(|i| i["kind"] == "reply" && i["text"] == "Echo: again")
+    })
+    .await;
+    acp.shutdown().await;
+}
+
+/// The phone closes a new conversation while its starter's text is the
+/// agent's first turn: the pane, reopened, says the turn was cut.
+async fn close_first_turn() {
+    let core = core_with(None);
+    let acp = conversations(&core, "slow", "close-first", Duration::from_secs(30));
+    core.starter(durable_acp::NEW_CONVERSATION, "New conversation").unwrap();
+    core.set_hooks(acp.hooks());
+    core.ready();
+    let body = json!({"requestId": "st-1", "text": "first words"}).to_string();
+    let started =
+        core.handle(Request::post("/v1/starters/new-conversation", body, Caller::OtherProcess)).await;
+    let json = started.body_json();
+    assert_eq!(started.status, 200, "{json}");
+    let pane_id = json["pane"].as_str().unwrap().to_owned();
+    eventually("the first turn under way", || async {
+        let state = get(&core, "/v1/state").await;
+        let panes = state["panes"].as_array().cloned().unwrap_or_default();
+        panes.iter().any(|p| p["id"] == pane_id.as_str() && p["state"] == "working").then_some(())
+    })
+    .await;
+    let close = json!({"requestId": "c-1", "target": "pane", "id": pane_id}).to_string();
+    let closed = core.handle(Request::post("/v1/close", close, Caller::OtherProcess)).await;
+    assert_eq!(closed.status, 200, "{}", closed.body_json());
+    let reopen = json!({"requestId": "r-1", "id": pane_id}).to_string();
+    let reopened = core.handle(Request::post("/v1/reopen", reopen, Caller::OtherProcess)).await;
+    assert_eq!(reopened.status, 200, "{}", reopened.body_json());
+    let shown = items(&core, &pane_id).await;
+    assert!(shown.iter().any(|i| i["kind"] == "user" && i["text"] == "first words"), "{shown:?}");
+    let notice = shown.iter().find(|i| i["kind"] == "notice").expect("a notice of the cut turn");
+    assert!(notice["text"].as_str().unwrap().starts_with("Closed during a turn"), "{notice}");
+    // The record says it too (what the history shows once this process is gone).
+    let record =
+        std::fs::read_to_string(acp.options().data_dir().join(format!("conversations/{pane_id}.json")))
+            .unwrap();
+    assert!(record.contains("Closed during a turn"), "{record}");
     acp.shutdown().await;
 }

@@ -9,7 +9,7 @@ fn update(v: Value) -> SessionUpdate {
 }
 
 fn mapper() -> Mapper {
-    let mut m = Mapper::new(Duration::from_millis(250), Id::new("acp-plan").unwrap());
+    let mut m = Mapper::new(Duration::from_millis(250));
     m.begin("t1", false);
     m
 }
@@ -161,7 +161,7 @@ fn a_write_s_diff_is_a_code_item_in_diff_and_a_read_s_text_is_its_output() {
 }
 
 #[test]
-fn a_plan_is_one_item_rewritten_in_place_and_a_title_is_taken_not_shown() {
+fn a_plan_is_one_item_per_turn_rewritten_in_place_and_a_title_is_taken_not_shown() {
     let t0 = Instant::now();
     let mut m = mapper();
     let plan = |s: &str| {
@@ -171,7 +171,7 @@ fn a_plan_is_one_item_rewritten_in_place_and_a_title_is_taken_not_shown() {
     };
     let a = m.on_update(&plan("pending"), t0);
     let b = m.on_update(&plan("in_progress"), t0);
-    assert_eq!((ids(&a), ids(&b)), (vec!["acp-plan"], vec!["acp-plan"]));
+    assert_eq!((ids(&a), ids(&b)), (vec!["t1-plan-1"], vec!["t1-plan-1"]));
     match &b[0].body {
         ItemBody::Markdown { text, .. } => {
             assert!(text.contains("- [x] Read the code\n- [ ] ▶ Fix the bug"), "{text}")
@@ -179,7 +179,23 @@ fn a_plan_is_one_item_rewritten_in_place_and_a_title_is_taken_not_shown() {
         other => panic!("{other:?}"),
     }
     m.begin("t2", false);
-    assert_eq!(ids(&m.on_update(&plan("completed"), t0)), ["acp-plan"], "the same item in the next turn");
+    assert_eq!(
+        ids(&m.on_update(&plan("completed"), t0)),
+        ["t2-plan-1"],
+        "a later turn's plan shows in that turn"
+    );
+    // A replay: each turn's plan is its own item.
+    m.begin("load-1", true);
+    let mut replay = Vec::new();
+    replay.extend(m.on_update(&chunk("user_message_chunk", "one"), t0));
+    replay.extend(m.on_update(&plan("pending"), t0));
+    replay.extend(m.on_update(&plan("completed"), t0));
+    replay.extend(m.on_update(&chunk("agent_message_chunk", "Done."), t0));
+    replay.extend(m.on_update(&chunk("user_message_chunk", "two"), t0));
+    replay.extend(m.on_update(&plan("pending"), t0));
+    let plans: Vec<&str> =
+        replay.iter().filter(|i| i.body.kind() == "markdown").map(|i| i.id.as_str()).collect();
+    assert_eq!(plans, ["load-1-plan-1", "load-1-plan-1", "load-1-plan-2"]);
     let info = update(
         json!({"sessionUpdate": "session_info_update", "title": "Fix the parser", "updatedAt": "2026-12-03T10:00:00Z"}),
     );
@@ -264,4 +280,157 @@ fn a_call_view_merges_the_request_with_the_call_seen_even_one_seen_later() {
         .unwrap();
     let view = m.call_view(&dialog);
     assert_eq!((view.item, view.tool.call.as_str()), (None, "Allow bash: rm x?"));
+}
+
+/// Claude Code's reply chunks carry a `messageId`; its informational
+/// message has none and a mark of its own: a notice, never glued to the reply.
+#[test]
+fn an_informational_chunk_is_a_notice_and_another_message_id_another_item() {
+    let t0 = Instant::now();
+    let mut m = mapper();
+    let with_id = |text: &str, id: &str| {
+        update(json!({"sessionUpdate": "agent_message_chunk", "messageId": id,
+            "content": {"type": "text", "text": text}}))
+    };
+    let mut out = Vec::new();
+    out.extend(m.on_update(&with_id("Echo: ", "m1"), t0));
+    out.extend(m.on_update(&with_id("hello", "m1"), t0));
+    out.extend(m.on_update(
+        &update(json!({"sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": "**Warning:** We're changing auto mode"},
+        "_meta": {"claudeCode": {"kind": "informational"}}})),
+        t0,
+    ));
+    out.extend(m.on_update(&with_id("Next.", "m2"), t0));
+    out.extend(m.on_update(&chunk("agent_message_chunk", "no id"), t0));
+    out.extend(m.finish(false));
+    let last: Vec<(String, ItemBody)> = {
+        let mut seen: Vec<(String, ItemBody)> = Vec::new();
+        for i in &out {
+            match seen.iter_mut().find(|(id, _)| id == i.id.as_str()) {
+                Some(s) => s.1 = i.body.clone(),
+                None => seen.push((i.id.to_string(), i.body.clone())),
+            }
+        }
+        seen
+    };
+    let shown: Vec<(&str, &str)> = last
+        .iter()
+        .map(|(id, b)| {
+            let text = match b {
+                ItemBody::Reply { text, .. } | ItemBody::Notice { text, .. } => text.as_str(),
+                _ => "",
+            };
+            (id.as_str(), text)
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("t1-0", "Echo: hello"),
+            ("t1-n1", "Warning: We're changing auto mode"),
+            ("t1-1", "Next."),
+            ("t1-2", "no id")
+        ]
+    );
+    assert!(matches!(last[1].1, ItemBody::Notice { tone: Some(NoticeTone::Warn), .. }));
+}
+
+#[test]
+fn a_reply_cut_at_its_limit_says_so_in_a_notice() {
+    let t0 = Instant::now();
+    let mut m = mapper();
+    let piece = "y".repeat(100 * 1024);
+    for _ in 0..3 {
+        m.on_update(&chunk("agent_message_chunk", &piece), t0);
+    }
+    let end = m.finish(false);
+    assert_eq!(ids(&end), ["t1-0", "t1-n1"]);
+    match (&end[0].body, &end[1].body) {
+        (ItemBody::Reply { text, .. }, ItemBody::Notice { text: notice, tone, .. }) => {
+            assert_eq!(text.len(), item_limits::REPLY_TEXT);
+            assert!(notice.contains("cut at 256 KiB"), "{notice}");
+            assert_eq!(*tone, Some(NoticeTone::Warn));
+        }
+        other => panic!("{other:?}"),
+    }
+    m.begin("t2", false);
+    m.on_update(&chunk("agent_message_chunk", "short"), t0);
+    assert_eq!(ids(&m.finish(false)), ["t2-0"], "no notice for a reply that fits");
+}
+
+/// Claude Code's `Bash`: `content` describes the call, `rawOutput` is what
+/// it printed; a refusal comes fenced; codex-acp's `rawOutput` is an object.
+#[test]
+fn a_tool_item_shows_raw_output_and_a_fenced_refusal_as_its_sentence() {
+    let t0 = Instant::now();
+    let mut m = mapper();
+    let call = |id: &str| {
+        update(
+            json!({"sessionUpdate": "tool_call", "toolCallId": id, "title": "mkdir -p x", "kind": "execute",
+            "status": "pending", "rawInput": {"command": "mkdir -p x", "description": "Make a folder"}}),
+        )
+    };
+    m.on_update(&call("b"), t0);
+    let done = m.on_update(
+        &update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "b", "status": "completed",
+        "content": [{"type": "content", "content": {"type": "text", "text": "Make a folder"}}],
+        "rawOutput": "created x\n"})),
+        t0,
+    );
+    assert_eq!(tool_of(&done[0]).2.as_deref(), Some("created x\n"));
+    m.on_update(&call("r"), t0);
+    let refused = m.on_update(&update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "r", "status": "failed",
+        "content": [{"type": "content", "content": {"type": "text", "text": "```\nUser refused permission to run tool\n```"}}]})), t0);
+    assert_eq!(tool_of(&refused[0]).2.as_deref(), Some("User refused permission to run tool"));
+    m.on_update(&call("c"), t0);
+    let codex = m.on_update(
+        &update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "c", "status": "completed",
+        "rawOutput": {"stdout": "two\n", "stderr": "", "exit_code": 0, "formatted_output": "two\n"}})),
+        t0,
+    );
+    assert_eq!(tool_of(&codex[0]).2.as_deref(), Some("two\n"));
+    // A fence in the middle of text is the agent's Markdown: kept.
+    assert_eq!(unfenced("see:\n```\nx\n```"), "see:\n```\nx\n```");
+    assert_eq!(unfenced("```sh\nls\n```"), "ls");
+}
+
+/// After a crash Claude Code's replay holds its interruption markers: the
+/// cut call did not run, and the marker is not the user's message.
+#[test]
+fn a_replay_s_interruption_markers_are_not_user_messages_and_a_cut_call_did_not_run() {
+    let t0 = Instant::now();
+    let mut m = mapper();
+    m.begin("load-1", true);
+    let mut out = Vec::new();
+    out.extend(m.on_update(&chunk("user_message_chunk", "make a folder"), t0));
+    out.extend(m.on_update(&update(json!({"sessionUpdate": "tool_call", "toolCallId": "b", "title": "mkdir x",
+        "kind": "execute", "status": "failed",
+        "content": [{"type": "content", "content": {"type": "text", "text": "[Request interrupted by user for tool use]"}}]})), t0));
+    out.extend(m.on_update(&chunk("user_message_chunk", "[Request interrupted by user for tool use]"), t0));
+    out.extend(m.on_update(&chunk("user_message_chunk", "[Request interrupted by user]"), t0));
+    out.extend(m.finish(false));
+    let users: Vec<&Item> = out.iter().filter(|i| i.body.kind() == "user").collect();
+    assert_eq!(users.len(), 1, "{out:?}");
+    let tool = out.iter().rfind(|i| i.body.kind() == "tool").unwrap();
+    assert_eq!(tool_of(tool), (ToolStatus::Error, "mkdir x".into(), Some(INTERRUPTED_CALL.into())));
+    let notices: Vec<&Item> = out.iter().filter(|i| i.body.kind() == "notice").collect();
+    assert_eq!(notices.len(), 2);
+    assert!(!is_interruption("[Request interrupted by user] and then [more]"));
+}
+
+#[test]
+fn a_card_closed_unanswered_leaves_its_call_an_error_not_denied() {
+    let t0 = Instant::now();
+    let mut m = mapper();
+    m.on_update(&update(json!({"sessionUpdate": "tool_call", "toolCallId": "a", "title": "rm x", "kind": "execute", "status": "pending"})), t0);
+    let closed = m.unanswered("a");
+    assert_eq!(tool_of(&closed[0]), (ToolStatus::Error, "rm x".into(), Some(STOPPED_UNANSWERED.into())));
+    let failed = m.on_update(
+        &update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "a", "status": "failed",
+        "content": [{"type": "content", "content": {"type": "text", "text": "Tool use aborted"}}]})),
+        t0,
+    );
+    assert!(failed.is_empty() || tool_of(&failed[0]).0 == ToolStatus::Error, "{failed:?}");
+    assert!(m.finish(true).iter().all(|i| tool_of(i).0 == ToolStatus::Error));
 }
