@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agent::{as_user, curl_as, durable_agent, unprivileged};
+use agent::{as_user, curl_as, durable, durable_agent, unprivileged};
 use serde_json::{Value, json};
 
 fn repo() -> &'static Path {
@@ -250,4 +250,29 @@ fn claude_code_asks_before_it_runs_a_command_and_allow_and_deny_reach_it() {
     assert!(!made.exists(), "a denied command ran");
     // Nothing of the user's (or of Claude's own settings) was written to make it ask.
     assert!(!claude.dir.join("claude/settings.json").exists(), "the bridge wrote Claude's settings");
+}
+
+#[test]
+fn claude_code_through_the_bridge_passes_conformance_with_writes() {
+    let claude = Claude::start("conformance");
+    // A conversation first: a fresh bridge shows no pane, and the sends'
+    // cases need one.
+    let (status, r) =
+        claude.post("/v1/starters/new-conversation", json!({"requestId": "s-1", "text": "hello"}));
+    assert_eq!(status, 200, "{r}");
+    let pane = r["pane"].as_str().expect("the new pane").to_owned();
+    eventually("the first turn's end", &claude, || claude.idle(&pane).then_some(()));
+    let out = as_user(claude.user, durable())
+        .args(["conformance", "--writes", "--socket", &claude.socket])
+        .env_remove("COLLIE_TOKEN")
+        .env_remove("COLLIE_DURABLE_SOCKET")
+        .output()
+        .expect("durable conformance runs");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let last = String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default().to_owned();
+    assert!(
+        out.status.success() && last.ends_with(" passed, 0 failed") && !last.starts_with("0 passed"),
+        "durable conformance --writes against Claude Code ({:?}):\n{text}",
+        out.status.code()
+    );
 }

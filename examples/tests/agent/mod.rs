@@ -21,28 +21,35 @@ pub fn example(name: &str) -> PathBuf {
 }
 
 /// `target/<profile>/durable-agent` (`crates/durable-agent`), built once
-/// per test process with the workspace's features (cargo knows when
-/// nothing changed), so a test never runs an old one.
+/// per test process (cargo knows when nothing changed), so a test never
+/// runs an old one.
 pub fn durable_agent() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let mut dir = std::env::current_exe().expect("test exe");
-            dir.pop(); // the test binary
-            dir.pop(); // deps
-            let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace");
-            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            // --workspace --all-features: the features `cargo test` built
-            // the dependencies with, so they are not built again.
-            let status = std::process::Command::new(cargo)
-                .args(["build", "--workspace", "--all-features", "--bin", "durable-agent"])
-                .current_dir(workspace)
-                .status()
-                .expect("running cargo build");
-            assert!(status.success(), "cargo build --bin durable-agent failed");
-            dir.join("durable-agent")
-        })
-        .clone()
+    BUILT.get_or_init(|| workspace_bin("durable-agent")).clone()
+}
+
+/// `target/<profile>/durable` (`crates/durable-cli`), built once per test process.
+pub fn durable() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| workspace_bin("durable")).clone()
+}
+
+/// The binary `name` of a workspace crate, built with the workspace's
+/// features: those `cargo test` built the dependencies with, so they are
+/// not built again.
+fn workspace_bin(name: &str) -> PathBuf {
+    let mut dir = std::env::current_exe().expect("test exe");
+    dir.pop(); // the test binary
+    dir.pop(); // deps
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = std::process::Command::new(cargo)
+        .args(["build", "--workspace", "--all-features", "--bin", name])
+        .current_dir(workspace)
+        .status()
+        .expect("running cargo build");
+    assert!(status.success(), "cargo build --bin {name} failed");
+    dir.join(name)
 }
 
 /// `curl` over the socket: the status and the JSON body.
