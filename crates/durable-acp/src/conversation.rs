@@ -9,10 +9,12 @@ use std::time::{Duration, Instant};
 use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema::{
     PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SelectedPermissionOutcome, StopReason,
+    SelectedPermissionOutcome, SessionUpdate, StopReason,
 };
-use durable_core::{AbortController, ChatHandler, KeptAsk, Pane, Turn};
-use durable_types::{AskKind, AskOption, AskSpec, Id, Item, ItemBody, NoticeTone, OptionStyle};
+use durable_core::{
+    AbortController, ActionHandler, ActionRequest, ChatHandler, HandlerResult, KeptAsk, Pane, Refusal, Turn,
+};
+use durable_types::{AskKind, AskOption, AskSpec, Id, Item, ItemBody, NoticeTone, OptionStyle, ToolInfo};
 use tokio::sync::mpsc;
 
 use crate::ids::{call_id_for, option_id_for};
@@ -111,6 +113,10 @@ pub(crate) struct Conversation {
     last_used: Mutex<Instant>,
     /// The pane shows the conversation already: a replay is not written again.
     muted: AtomicBool,
+    /// The session mode the phone chose with a mode button: set again
+    /// after the agent loads the session (a load would start it in the
+    /// agent's own, or the bridge's cards-by-default, mode).
+    phone_mode: Mutex<Option<String>>,
 }
 
 struct Meta {
@@ -165,8 +171,11 @@ impl Conversation {
             busy: AtomicBool::new(false),
             last_used: Mutex::new(Instant::now()),
             muted: AtomicBool::new(false),
+            phone_mode: Mutex::new(None),
         });
         pane.on_send(Chat(Arc::downgrade(&conversation))).map_err(|e| Error::Pane { why: e.to_string() })?;
+        pane.on_action(ModeButtons(Arc::downgrade(&conversation)))
+            .map_err(|e| Error::Pane { why: e.to_string() })?;
         Ok(conversation)
     }
 
@@ -441,9 +450,115 @@ impl Conversation {
             process.stop().await;
             return Err(e);
         }
+        // The phone's mode, again: the load started the session in another.
+        let phone_mode = self.phone_mode.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let current = process.modes().map(|s| s.current_mode_id.0.to_string());
+        if let Some(mode) = phone_mode.filter(|m| current.as_deref().is_some_and(|c| c != m)) {
+            if let Err(e) = process.set_mode(&self.session_id, &mode).await {
+                self.notice(
+                    format!("The mode chosen on the phone could not be set again: {e}"),
+                    NoticeTone::Warn,
+                );
+            }
+        }
+        self.show_modes(&process);
         self.running.store(true, Ordering::SeqCst);
         *slot = Some(Live { process: process.clone() });
         Ok(process)
+    }
+
+    /// The session's modes as pane buttons, the current one marked (none
+    /// when the agent offers no modes).
+    fn show_modes(&self, process: &AgentProcess) {
+        let Some(state) = process.modes() else { return };
+        for (id, label) in crate::modes::buttons(&state, self.pane.core().allow_always()) {
+            if let Err(e) = self.pane.action(&id, &label, None) {
+                tracing::warn!(error = %e, "acp: a mode button was not shown");
+            }
+        }
+    }
+
+    /// The phone pressed a mode button: the session switches to `mode`. A
+    /// mode in which the agent never asks is allow-always by another name:
+    /// it takes a card whose option needs the phone's second tap, and is
+    /// never offered where allow-always is off (over HTTPS).
+    async fn press_mode(self: Arc<Self>, mode: String) -> HandlerResult {
+        let process = self.process(None).await.map_err(|e| Refusal::new(e.to_string()))?;
+        let Some(state) = process.modes() else {
+            return Err(Refusal::new("the agent offers no session modes"));
+        };
+        if !state.available_modes.iter().any(|m| *m.id.0 == *mode) {
+            return Err(Refusal::new(format!("the agent offers no mode {mode:?}")));
+        }
+        if *state.current_mode_id.0 == *mode {
+            return Ok(());
+        }
+        let name = crate::modes::name_of(&state, &mode).to_owned();
+        if !crate::modes::NEVER_ASKS.contains(&mode.as_str()) {
+            self.switch_mode(&process, &mode, &name).await;
+            return Ok(());
+        }
+        if !self.pane.core().allow_always() {
+            return Err(Refusal::new(format!(
+                "the {name} mode runs tools without asking, which is allow-always by another name: not offered here (HTTPS)"
+            )));
+        }
+        let options = [
+            AskOption::new("keep", "Keep asking").style(OptionStyle::Primary),
+            AskOption::new("switch", format!("Switch to {name}: act without asking"))
+                .style(OptionStyle::Danger)
+                .always(),
+        ];
+        let call = format!("mode-{}", new_prefix("switch"));
+        let spec = AskSpec::choice(
+            call,
+            format!("Switch to the {name} mode? The agent will no longer ask before it acts."),
+            options,
+        )
+        .tool(ToolInfo::from_call("session/set_mode", &serde_json::json!({"mode": mode})));
+        let card = self.pane.ask(spec).map_err(|e| Refusal::new(e.to_string()))?;
+        tokio::spawn(async move {
+            if let Ok(answer) = card.await {
+                if answer.option_id() == Some("switch") {
+                    self.switch_mode(&process, &mode, &name).await;
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// Sets the mode the phone chose, and says so.
+    async fn switch_mode(&self, process: &AgentProcess, mode: &str, name: &str) {
+        match process.set_mode(&self.session_id, mode).await {
+            Ok(()) => {
+                *self.phone_mode.lock().unwrap_or_else(|e| e.into_inner()) = Some(mode.to_owned());
+                self.show_modes(process);
+                self.notice(format!("Mode: {name}."), NoticeTone::Info);
+            }
+            Err(e) => self.notice(format!("The {name} mode could not be set: {e}"), NoticeTone::Error),
+        }
+    }
+
+    /// The agent says its session's mode changed (`current_mode_update`):
+    /// the buttons follow, and a change it made on its own (an "always"
+    /// option that switches the mode) is said in the chat.
+    fn agent_mode(&self, process: &AgentProcess, mode: &str) {
+        let on_its_own = process.agent_set_mode(mode);
+        self.show_modes(process);
+        if on_its_own {
+            let name = process
+                .modes()
+                .map_or_else(|| mode.to_owned(), |s| crate::modes::name_of(&s, mode).to_owned());
+            let (text, tone) = if crate::modes::NEVER_ASKS.contains(&mode) {
+                (
+                    format!("The agent switched to the {name} mode: it no longer asks before it acts."),
+                    NoticeTone::Warn,
+                )
+            } else {
+                (format!("The agent switched to the {name} mode."), NoticeTone::Info)
+            };
+            self.notice(text, tone);
+        }
     }
 
     /// Puts a process that just made this conversation's session
@@ -456,6 +571,7 @@ impl Conversation {
         let mut slot = self.live.lock().await;
         self.shared.pool.make_room(self.shared.options.max_agents, self, None).await?;
         tokio::spawn(pump(Arc::downgrade(self), process.clone(), events));
+        self.show_modes(&process);
         self.running.store(true, Ordering::SeqCst);
         *slot = Some(Live { process });
         Ok(())
@@ -720,6 +836,10 @@ async fn pump(
                     tracing::warn!("acp: an update for a session this agent does not run here; dropped");
                     continue;
                 }
+                if let SessionUpdate::CurrentModeUpdate(update) = &n.update {
+                    c.agent_mode(&process, &update.current_mode_id.0);
+                    continue;
+                }
                 let (items, title) = {
                     let mut mapper = c.mapper.lock().unwrap_or_else(|e| e.into_inner());
                     (mapper.on_update(&n.update, Instant::now()), mapper.take_title())
@@ -787,6 +907,19 @@ async fn pump(
                 }
                 return;
             }
+        }
+    }
+}
+
+/// The pane's mode buttons (`mode-<id>`; a weak handle, as [`Chat`]).
+struct ModeButtons(Weak<Conversation>);
+
+impl ActionHandler for ModeButtons {
+    async fn action(&self, req: ActionRequest) -> HandlerResult {
+        let Some(c) = self.0.upgrade() else { return Err(Refusal::new("the conversation is closed")) };
+        match crate::modes::mode_of_button(req.action.as_str()) {
+            Some(mode) => c.press_mode(mode.to_owned()).await,
+            None => Err(Refusal::not_supported()),
         }
     }
 }

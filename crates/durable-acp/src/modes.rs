@@ -53,6 +53,49 @@ pub(crate) fn mode_to_select(
     }
 }
 
+/// The prefix of the pane buttons that change the session's mode.
+const BUTTON_PREFIX: &str = "mode-";
+
+/// The pane buttons of the session's modes: `(action id, label)`, the
+/// current one marked; a mode that never asks only where allow-always is
+/// on (it is allow-always by another name: never over HTTPS), and a mode
+/// whose id cannot be an action id left out.
+pub(crate) fn buttons(state: &SessionModeState, allow_always: bool) -> Vec<(String, String)> {
+    state
+        .available_modes
+        .iter()
+        .filter(|m| allow_always || !NEVER_ASKS.contains(&&*m.id.0))
+        .filter_map(|m| {
+            let id = format!("{BUTTON_PREFIX}{}", m.id.0);
+            durable_types::check_id(&id).ok()?;
+            let name = if m.name.trim().is_empty() { &*m.id.0 } else { m.name.trim() };
+            let name: String = name.chars().take(40).collect();
+            let label = if m.id == state.current_mode_id {
+                format!("Mode: {name} (now)")
+            } else {
+                format!("Mode: {name}")
+            };
+            Some((id, label))
+        })
+        .collect()
+}
+
+/// The mode a pane button asks for (`mode-<id>`).
+pub(crate) fn mode_of_button(action: &str) -> Option<&str> {
+    action.strip_prefix(BUTTON_PREFIX).filter(|m| !m.is_empty())
+}
+
+/// A mode's name, as its agent gives it (its id when it gives none).
+pub(crate) fn name_of<'a>(state: &'a SessionModeState, mode: &'a str) -> &'a str {
+    state
+        .available_modes
+        .iter()
+        .find(|m| &*m.id.0 == mode)
+        .map(|m| m.name.trim())
+        .filter(|n| !n.is_empty())
+        .unwrap_or(mode)
+}
+
 #[cfg(test)]
 mod tests {
     use agent_client_protocol::v1::schema::SessionMode;
@@ -95,5 +138,31 @@ mod tests {
         assert_eq!(mode_to_select(&state("auto", &["default", "auto"]), &auto), Ok(None));
         let err = mode_to_select(&claude, &ModeChoice::Chosen("yolo".into())).unwrap_err();
         assert!(err.contains("\"yolo\"") && err.contains("default, acceptEdits, plan, auto"), "{err}");
+    }
+
+    #[test]
+    fn the_buttons_mark_the_current_mode_and_offer_a_mode_that_never_asks_only_with_allow_always() {
+        let claude = state("default", &["default", "acceptEdits", "plan", "auto"]);
+        let ids = |b: Vec<(String, String)>| {
+            b.into_iter().map(|(id, label)| format!("{id}={label}")).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            ids(buttons(&claude, true)),
+            [
+                "mode-default=Mode: default (now)",
+                "mode-acceptEdits=Mode: acceptEdits",
+                "mode-plan=Mode: plan",
+                "mode-auto=Mode: auto"
+            ]
+        );
+        assert!(
+            !ids(buttons(&claude, false)).iter().any(|b| b.starts_with("mode-auto")),
+            "no auto over HTTPS"
+        );
+        assert_eq!(mode_of_button("mode-acceptEdits"), Some("acceptEdits"));
+        assert_eq!((mode_of_button("mode-"), mode_of_button("refund")), (None, None));
+        // An id the ID rule refuses is no button.
+        assert!(buttons(&state("a b", &["a b"]), true).is_empty());
+        assert_eq!(name_of(&claude, "auto"), "auto");
     }
 }

@@ -79,6 +79,12 @@ pub(crate) struct AgentProcess {
     pub(crate) ending: AtomicBool,
     /// The mode its sessions run in (cards by default, `modes`).
     mode: ModeChoice,
+    /// Its session's modes as last known: what `session/new` or
+    /// `session/load` offered, with the current one kept up to date.
+    modes: std::sync::Mutex<Option<SessionModeState>>,
+    /// The mode asked for with `session/set_mode`, until the agent says it
+    /// took it (its `current_mode_update` may come before the answer).
+    mode_asked: std::sync::Mutex<Option<String>>,
     #[cfg(target_os = "linux")]
     reaper: std::sync::Mutex<Option<crate::reaper::Watcher>>,
     #[cfg(target_os = "linux")]
@@ -247,6 +253,8 @@ impl AgentProcess {
             abilities: Abilities::default(),
             ending: AtomicBool::new(false),
             mode: options.mode.clone(),
+            modes: std::sync::Mutex::new(None),
+            mode_asked: std::sync::Mutex::new(None),
             #[cfg(target_os = "linux")]
             reaper: std::sync::Mutex::new(reaper),
             #[cfg(target_os = "linux")]
@@ -322,6 +330,7 @@ impl AgentProcess {
     /// Cards by default: switches the session to the mode it runs in
     /// (`modes`), or fails when it cannot.
     async fn select_mode(&self, session_id: &str, modes: Option<&SessionModeState>) -> Result<(), Error> {
+        *self.modes.lock().unwrap_or_else(|e| e.into_inner()) = modes.cloned();
         let Some(state) = modes else {
             return match &self.mode {
                 ModeChoice::Chosen(mode) => {
@@ -335,14 +344,46 @@ impl AgentProcess {
             Ok(None) => return Ok(()),
             Err(why) => return Err(Error::agent(why)),
         };
-        let request = SetSessionModeRequest::new(session_id.to_owned(), mode.clone());
+        self.set_mode(session_id, &mode).await
+    }
+
+    /// `session/set_mode`; the mode kept as the current one once the agent took it.
+    pub(crate) async fn set_mode(&self, session_id: &str, mode: &str) -> Result<(), Error> {
+        *self.mode_asked.lock().unwrap_or_else(|e| e.into_inner()) = Some(mode.to_owned());
+        let request = SetSessionModeRequest::new(session_id.to_owned(), mode.to_owned());
         match self.cx.send_request(request).block_task().await {
             Ok(_) => {
-                tracing::info!(session = session_id, mode = %mode, from = %state.current_mode_id, "acp: session mode set");
+                tracing::info!(session = session_id, mode = %mode, "acp: session mode set");
+                self.mode_changed(mode);
                 Ok(())
             }
             Err(e) => Err(Error::agent(format!("session/set_mode {mode:?} failed: {}", self.why(e).await))),
         }
+    }
+
+    /// The session's modes as last known (`None`: the agent offers none).
+    pub(crate) fn modes(&self) -> Option<SessionModeState> {
+        self.modes.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The session's current mode is now `mode` (set here, or by the agent).
+    pub(crate) fn mode_changed(&self, mode: &str) {
+        if let Some(state) = self.modes.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            state.current_mode_id = mode.to_owned().into();
+        }
+    }
+
+    /// The agent says its session's mode is now `mode`
+    /// (`current_mode_update`): kept, and whether the agent changed it on
+    /// its own (not as asked here, and not the mode it had).
+    pub(crate) fn agent_set_mode(&self, mode: &str) -> bool {
+        let asked = {
+            let mut asked = self.mode_asked.lock().unwrap_or_else(|e| e.into_inner());
+            if asked.as_deref() == Some(mode) { asked.take() } else { None }
+        };
+        let before = self.modes().map(|s| s.current_mode_id.0.to_string());
+        self.mode_changed(mode);
+        asked.is_none() && before.is_some_and(|b| b != mode)
     }
 
     /// `session/load`: the agent replays the session as updates before it answers.

@@ -151,3 +151,157 @@ fn the_users_mode_wins_and_one_the_agent_does_not_offer_is_refused_with_those_it
     assert_eq!(status, 409, "{r}");
     assert!(message.contains("\"yolo\"") && message.contains("default, acceptEdits, plan, auto"), "{r}");
 }
+
+/// The pane's buttons, as `id=label`.
+fn buttons(agent: &Agent, pane: &str) -> Vec<String> {
+    let state = agent.state();
+    let pane = state["panes"].as_array().into_iter().flatten().find(|p| p["id"] == pane).cloned();
+    pane.map(|p| p["actions"].clone())
+        .and_then(|a| a.as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .map(|a| format!("{}={}", a["id"].as_str().unwrap_or(""), a["label"].as_str().unwrap_or("")))
+        .collect()
+}
+
+fn notices(agent: &Agent, pane: &str) -> Vec<String> {
+    agent
+        .items(pane)
+        .into_iter()
+        .filter(|i| i["kind"] == "notice")
+        .filter_map(|i| i["text"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn the_phone_sees_the_sessions_mode_and_changes_it_and_hears_when_the_agent_does() {
+    let agent = Agent::start("buttons", &[]);
+    let (status, r) =
+        agent.post("/v1/starters/new-conversation", json!({"requestId": "s-1", "text": "hello"}));
+    assert_eq!(status, 200, "{r}");
+    let pane = r["pane"].as_str().unwrap().to_owned();
+    reply_of(&agent, &pane);
+    // Its modes as buttons, the one it runs in marked.
+    assert_eq!(
+        buttons(&agent, &pane),
+        [
+            "mode-default=Mode: default (now)",
+            "mode-acceptEdits=Mode: acceptEdits",
+            "mode-plan=Mode: plan",
+            "mode-auto=Mode: auto"
+        ]
+    );
+    // A mode that asks: one tap.
+    let (status, r) =
+        agent.post(&format!("/v1/panes/{pane}/actions/mode-acceptEdits"), json!({"requestId": "b-1"}));
+    assert_eq!(status, 200, "{r}");
+    assert!(agent.log().contains("set_mode acceptEdits"), "{}", agent.log());
+    eventually("the button marked", || {
+        buttons(&agent, &pane).contains(&"mode-acceptEdits=Mode: acceptEdits (now)".to_owned()).then_some(())
+    });
+    assert!(
+        notices(&agent, &pane).contains(&"Mode: acceptEdits.".to_owned()),
+        "{:?}",
+        notices(&agent, &pane)
+    );
+
+    // A mode that never asks: a card whose option takes the second tap.
+    let (status, r) = agent.post(&format!("/v1/panes/{pane}/actions/mode-auto"), json!({"requestId": "b-2"}));
+    assert_eq!(status, 200, "{r}");
+    let ask =
+        eventually("the card for auto", || agent.state()["asks"].as_array().and_then(|a| a.first().cloned()));
+    assert!(!agent.log().contains("set_mode auto"), "auto before the card was answered");
+    let always = ask["options"].as_array().unwrap().iter().find(|o| o["id"] == "switch").cloned().unwrap();
+    assert_eq!(always["always"], true, "{ask}");
+    let path = format!("/v1/asks/{}", ask["id"].as_str().unwrap());
+    let answer = |id: &str, confirm: bool| json!({"requestId": id, "answer": {"optionIds": ["switch"]}, "hash": ask["hash"], "confirmAlways": confirm});
+    let (status, r) = agent.post(&path, answer("a-1", false));
+    assert_eq!((status, r["code"].as_str()), (409, Some("confirm-required")), "{r}");
+    let (status, r) = agent.post(&path, answer("a-2", true));
+    assert_eq!(status, 200, "{r}");
+    eventually("auto set", || agent.log().contains("set_mode auto").then_some(()));
+    // Now it acts without a card, as the phone chose.
+    let (status, r) =
+        agent.post(&format!("/v1/panes/{pane}/send"), json!({"requestId": "s-2", "text": "please run"}));
+    assert_eq!(status, 200, "{r}");
+    eventually("the tool's reply", || {
+        agent.items(&pane).iter().any(|i| i["kind"] == "reply" && i["text"] == "tool made").then_some(())
+    });
+    assert_eq!(agent.state()["asks"], json!([]));
+
+    // Back to asking; then the agent switches on its own: the chat says so.
+    let (status, r) =
+        agent.post(&format!("/v1/panes/{pane}/actions/mode-default"), json!({"requestId": "b-3"}));
+    assert_eq!(status, 200, "{r}");
+    let (status, r) =
+        agent.post(&format!("/v1/panes/{pane}/send"), json!({"requestId": "s-3", "text": "switch yourself"}));
+    assert_eq!(status, 200, "{r}");
+    let said = eventually("the notice of the agent's own switch", || {
+        notices(&agent, &pane).into_iter().find(|n| n.starts_with("The agent switched"))
+    });
+    assert_eq!(said, "The agent switched to the auto mode: it no longer asks before it acts.");
+    eventually("the button follows", || {
+        buttons(&agent, &pane).contains(&"mode-auto=Mode: auto (now)".to_owned()).then_some(())
+    });
+}
+
+/// Over HTTPS allow-always is off, and a mode that never asks is
+/// allow-always by another name: no button for it.
+#[test]
+fn over_https_a_mode_that_never_asks_is_not_offered() {
+    const TOKEN: &str = "cards-by-default-token-0123456789abcdef";
+    let dir = std::env::temp_dir().join(format!("durable-agent-modes-https-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("project")).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/modes_agent.py");
+    let child = Command::new(env!("CARGO_BIN_EXE_durable-agent"))
+        .args(["acp", "--listen", "127.0.0.1:0", "--self-signed", "--data"])
+        .arg(dir.join("data"))
+        .arg("--cwd")
+        .arg(dir.join("project"))
+        .args(["--", "python3"])
+        .arg(script)
+        .env("COLLIE_TOKEN", TOKEN)
+        .env_remove("COLLIE_TOKEN_NEXT")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("durable-agent runs");
+    // Reached over HTTPS below, not through a socket.
+    let mut agent = Agent { child, socket: String::new(), dir };
+    let mut first = String::new();
+    BufReader::new(agent.child.stdout.take().unwrap()).read_line(&mut first).expect("a line");
+    let base = first.trim().strip_prefix("listening ").expect("listening <url>").to_owned();
+    let curl = |args: &[&str], path: &str| -> (u16, Value) {
+        let out = Command::new("curl")
+            .args(["-sS", "-k", "--max-time", "20", "-w", "\n%{http_code}"])
+            .args(["-H", &format!("Authorization: Bearer {TOKEN}")])
+            .args(args)
+            .arg(format!("{base}{path}"))
+            .output()
+            .expect("curl runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+        (code.trim().parse().unwrap_or(0), serde_json::from_str(body).unwrap_or_default())
+    };
+    let post = |path: &str, body: Value| {
+        let body = body.to_string();
+        curl(&["-X", "POST", "-H", "Content-Type: application/json", "--data-binary", &body], path)
+    };
+    let (status, r) = post("/v1/starters/new-conversation", json!({"requestId": "s-1", "text": "hello"}));
+    assert_eq!(status, 200, "{r}");
+    let pane = r["pane"].as_str().unwrap().to_owned();
+    let ids = eventually("the mode buttons", || {
+        let state = curl(&[], "/v1/state").1;
+        let pane =
+            state["panes"].as_array().into_iter().flatten().find(|p| p["id"] == pane.as_str()).cloned()?;
+        let ids: Vec<String> =
+            pane["actions"].as_array()?.iter().filter_map(|a| a["id"].as_str().map(str::to_owned)).collect();
+        (!ids.is_empty()).then_some(ids)
+    });
+    assert_eq!(ids, ["mode-default", "mode-acceptEdits", "mode-plan"], "no auto over HTTPS");
+    // No such button: the wire's answer for an action the pane does not have.
+    let (status, r) = post(&format!("/v1/panes/{pane}/actions/mode-auto"), json!({"requestId": "b-1"}));
+    assert_eq!((status, r["code"].as_str()), (404, Some("not-found")), "{r}");
+    assert!(!agent.log().contains("set_mode auto"), "{}", agent.log());
+}

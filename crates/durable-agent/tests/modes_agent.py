@@ -5,8 +5,9 @@ first (`session/request_permission`). JSON-RPC 2.0, one object a line, on
 stdin and stdout. Every `session/set_mode` it gets is appended to the file
 named by MODES_AGENT_LOG, as `set_mode <mode>`.
 
-A prompt that holds "run" makes a tool call ("touch made"); anything else
-is echoed back as the reply.
+A prompt that holds "run" makes a tool call ("touch made"); one that holds
+"switch yourself" makes the agent switch its own mode to `auto`; anything
+else is echoed back as the reply.
 """
 
 import json
@@ -86,6 +87,15 @@ def main():
         elif method == "session/prompt":
             session = params.get("sessionId")
             text = " ".join(b.get("text", "") for b in params.get("prompt", []))
+            if "switch yourself" in text:
+                # As Claude's "allow all edits" option does: the agent
+                # changes its own mode, and says so.
+                sessions[session] = "auto"
+                update(session, {"sessionUpdate": "current_mode_update", "currentModeId": "auto"})
+                update(session, {"sessionUpdate": "agent_message_chunk", "messageId": "m-" + str(mid),
+                                 "content": {"type": "text", "text": "switched"}})
+                send({"jsonrpc": "2.0", "id": mid, "result": {"stopReason": "end_turn"}})
+                continue
             if "run" not in text:
                 update(session, {"sessionUpdate": "agent_message_chunk", "messageId": "m-" + str(mid),
                                  "content": {"type": "text", "text": "Echo: " + text}})

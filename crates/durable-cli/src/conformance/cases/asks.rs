@@ -79,7 +79,11 @@ pub(crate) async fn asks_in_the_state_are_well_formed(cx: Ctx) -> CaseResult {
 
 /// The option a careful phone picks: a decline when there is one, else the first.
 fn decline(ask: &Value) -> Value {
-    let options = ids(ask["options"].as_array().map(Vec::as_slice).unwrap_or(&[]));
+    // Never an allow-always option: a careful phone does not pick one to
+    // decline (and it would need the second tap, `confirmAlways`).
+    let once: Vec<Value> =
+        ask["options"].as_array().into_iter().flatten().filter(|o| o["always"] != true).cloned().collect();
+    let options = ids(&once);
     let pick = ["deny", "no", "decline", "reject", "cancel", "skip"]
         .iter()
         .find_map(|d| options.iter().find(|o| o.eq_ignore_ascii_case(d)))
@@ -166,6 +170,9 @@ mod tests {
         assert_eq!(decline(&ask), json!({"optionIds": ["deny"]}));
         let ask = json!({"kind": "choice", "options": [{"id": "red"}, {"id": "blue"}]});
         assert_eq!(decline(&ask), json!({"optionIds": ["red"]}));
+        // Never an allow-always option, even first.
+        let ask = json!({"kind": "choice", "options": [{"id": "switch", "always": true}, {"id": "keep"}]});
+        assert_eq!(decline(&ask), json!({"optionIds": ["keep"]}));
         let ask = json!({"kind": "form", "fields": [{"id": "n", "type": "number", "required": true, "min": 2},
                                                      {"id": "s", "type": "text"}]});
         assert_eq!(decline(&ask), json!({"values": {"n": 2}}));
