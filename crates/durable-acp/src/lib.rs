@@ -7,7 +7,8 @@
 //! agent's conversations on the phone: each ACP session is a pane, its
 //! stream a live chat, its permission requests cards, its sessions the
 //! history. [`AcpConversations`] does it all for one agent command; the
-//! repository's `examples/acp.rs` is a whole agent in a page.
+//! `durable-agent` crate's `durable-agent acp -- <agent command>` is a
+//! whole agent on it, for users.
 //!
 //! # Processes
 //! One agent process runs per live conversation (pi-acp keeps one live
@@ -44,6 +45,7 @@
 //! | rename | the pane's title, kept in the data folder (ACP has no rename); the agent's own titles (`session_info_update`) show until the phone renames |
 //! | close | the agent stops; the session stays (never `session/delete`); a turn under way, or a starter's first text not yet sent, leaves a notice |
 //! | reopen | the pane again; the agent starts on it with `session/load` at the next send |
+//! | a mode button (`mode-<id>`) | `session/set_mode`; a mode that never asks takes a card's second tap first, and has no button over HTTPS |
 //!
 //! ACP has no steer: give the core `Caps::all().without(Cap::Steer)`.
 //!
@@ -141,6 +143,17 @@
 //! user's choice: `auto` keeps the agent acting without cards). A
 //! `session/set_mode` that fails ends the start with its error: the bridge
 //! never runs a session that would act without the cards it promised.
+//!
+//! The phone sees the mode and changes it: each mode the agent offers is a
+//! pane button (`mode-<id>`, labelled `Mode: <name>`, the current one
+//! `(now)`). A press sets it and the chat says so; the phone's choice is
+//! set again when the agent loads the session. A mode that never asks is
+//! allow-always by another name: its press raises a card whose "switch"
+//! option takes the phone's second tap (`confirmAlways`), and where
+//! allow-always is off (over HTTPS) it has no button. When the agent
+//! changes its mode on its own (Claude Code's "Yes, allow all edits during
+//! this session" switches it), the chat says so, with a warning when the
+//! new mode never asks.
 //!
 //! # Ids and records
 //! A pane's id is its ACP session id, or, for one that breaks the ID rule

@@ -13,7 +13,8 @@
 //! | `plan` | one `markdown` item per turn, rewritten in place within the turn |
 //! | `session_info_update` with a title | no item: [`Mapper::take_title`] |
 //! | `notice` | a `notice` |
-//! | usage, commands, modes, config | nothing |
+//! | usage, commands, config | nothing |
+//! | `current_mode_update` | the mode buttons follow (the conversation, not this mapping: see the crate docs) |
 //!
 //! Item ids: `<prefix>-<n>` for the segment's `n`th text block (a turn's
 //! prefix is its turn id, a replay's `load-<k>`), `<prefix>-tool-<n>` for
