@@ -252,7 +252,13 @@ impl Conversation {
                 NoticeTone::Warn,
             );
         }
-        self.stop_process().await;
+        // The agent frees the session (`session/close`, where it offers it),
+        // then stops.
+        let live = self.live.lock().await.take();
+        if let Some(live) = &live {
+            live.process.close_session(&self.session_id).await;
+        }
+        self.stop_live(live).await;
         self.save();
     }
 
@@ -432,19 +438,40 @@ impl Conversation {
         self.shared.pool.make_room(options.max_agents, self, turn).await?;
         let (process, events) = AgentProcess::start(options).await?;
         tokio::spawn(pump(Arc::downgrade(self), process.clone(), events));
-        if !process.abilities.load {
+        // What the pane shows already is not written again from the replay.
+        let shown = !self.log.lock().unwrap_or_else(|e| e.into_inner()).is_empty();
+        if !process.abilities.load && !(shown && process.abilities.resume) {
             process.stop().await;
             return Err(Error::agent("the agent cannot load sessions (no loadSession in its capabilities)"));
         }
-        // What the pane shows already is not written again from the replay.
-        let shown = !self.log.lock().unwrap_or_else(|e| e.into_inner()).is_empty();
-        self.mapper.lock().unwrap_or_else(|e| e.into_inner()).begin(&new_prefix("load"), true);
-        self.muted.store(shown, Ordering::SeqCst);
-        let loaded = process.load_session(&self.session_id, &options.cwd).await;
-        process.settle().await;
-        let rest = self.mapper.lock().unwrap_or_else(|e| e.into_inner()).finish(false);
-        self.write(rest);
-        self.muted.store(false, Ordering::SeqCst);
+        // A pane that shows the conversation needs no replay: an agent that
+        // offers `session/resume` goes on without one (else, or if it fails,
+        // `session/load`).
+        let resumed = if shown && process.abilities.resume {
+            match process.resume_session(&self.session_id, &options.cwd).await {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::warn!(error = %e, "acp: session/resume failed; loading the session instead");
+                    false
+                }
+            }
+        } else {
+            false
+        };
+        let loaded = if resumed {
+            Ok(())
+        } else if !process.abilities.load {
+            Err(Error::agent("session/resume failed, and the agent cannot load sessions"))
+        } else {
+            self.mapper.lock().unwrap_or_else(|e| e.into_inner()).begin(&new_prefix("load"), true);
+            self.muted.store(shown, Ordering::SeqCst);
+            let loaded = process.load_session(&self.session_id, &options.cwd).await;
+            process.settle().await;
+            let rest = self.mapper.lock().unwrap_or_else(|e| e.into_inner()).finish(false);
+            self.write(rest);
+            self.muted.store(false, Ordering::SeqCst);
+            loaded
+        };
         if let Err(e) = loaded {
             process.ending.store(true, Ordering::SeqCst);
             process.stop().await;

@@ -43,8 +43,8 @@
 //! | stop | `session/cancel`; an open card closes and the agent hears `cancelled` |
 //! | the starter `new-conversation` | a new agent, `session/new`, its text the first prompt |
 //! | rename | the pane's title, kept in the data folder (ACP has no rename); the agent's own titles (`session_info_update`) show until the phone renames |
-//! | close | the agent stops; the session stays (never `session/delete`); a turn under way, or a starter's first text not yet sent, leaves a notice |
-//! | reopen | the pane again; the agent starts on it with `session/load` at the next send |
+//! | close | `session/close` where the agent offers it, then the agent stops; the session stays (never `session/delete`); a turn under way, or a starter's first text not yet sent, leaves a notice |
+//! | reopen | the pane again; the agent starts on it at the next send: `session/resume` where it offers it and the pane shows the conversation (no replay), else `session/load` |
 //! | a mode button (`mode-<id>`) | `session/set_mode`; a mode that never asks takes a card's second tap first, and has no button over HTTPS |
 //!
 //! ACP has no steer: give the core `Caps::all().without(Cap::Steer)`.

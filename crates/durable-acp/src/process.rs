@@ -16,10 +16,10 @@ use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ClientCapabilities, ContentBlock, Implementation, InitializeRequest,
-    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, NewSessionRequest, PromptRequest,
-    PromptResponse, RequestPermissionRequest, RequestPermissionResponse, SessionModeState,
-    SessionNotification, SetSessionModeRequest, TextContent,
+    CancelNotification, ClientCapabilities, CloseSessionRequest, ContentBlock, Implementation,
+    InitializeRequest, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, NewSessionRequest,
+    PromptRequest, PromptResponse, RequestPermissionRequest, RequestPermissionResponse, ResumeSessionRequest,
+    SessionModeState, SessionNotification, SetSessionModeRequest, TextContent,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Lines};
@@ -61,6 +61,10 @@ pub(crate) enum AgentEvent {
 pub(crate) struct Abilities {
     pub load: bool,
     pub list: bool,
+    /// `session/resume`: the session goes on without a replay.
+    pub resume: bool,
+    /// `session/close`: the agent frees what it holds for the session.
+    pub close: bool,
 }
 
 /// A running agent.
@@ -273,7 +277,13 @@ impl AgentProcess {
         match answer {
             Ok(Ok(r)) => {
                 let caps = r.agent_capabilities;
-                Ok(Abilities { load: caps.load_session, list: caps.session_capabilities.list.is_some() })
+                let sessions = &caps.session_capabilities;
+                Ok(Abilities {
+                    load: caps.load_session,
+                    list: sessions.list.is_some(),
+                    resume: sessions.resume.is_some(),
+                    close: sessions.close.is_some(),
+                })
             }
             Ok(Err(e)) => Err(Error::agent(format!("the agent failed to initialize: {}", self.why(e).await))),
             Err(_) => Err(Error::agent(format!(
@@ -391,6 +401,30 @@ impl AgentProcess {
         match self.cx.send_request(LoadSessionRequest::new(session_id.to_owned(), cwd)).block_task().await {
             Ok(r) => self.select_mode(session_id, r.modes.as_ref()).await,
             Err(e) => Err(Error::agent(format!("session/load failed: {}", self.why(e).await))),
+        }
+    }
+
+    /// `session/resume`: the session goes on, without a replay (the pane
+    /// shows it already).
+    pub(crate) async fn resume_session(&self, session_id: &str, cwd: &std::path::Path) -> Result<(), Error> {
+        match self.cx.send_request(ResumeSessionRequest::new(session_id.to_owned(), cwd)).block_task().await {
+            Ok(r) => self.select_mode(session_id, r.modes.as_ref()).await,
+            Err(e) => Err(Error::agent(format!("session/resume failed: {}", self.why(e).await))),
+        }
+    }
+
+    /// `session/close`, when the agent offers it: it frees what it holds for
+    /// the session (the session stays: it can be loaded again). Bounded: an
+    /// agent that does not answer is stopped anyway.
+    pub(crate) async fn close_session(&self, session_id: &str) {
+        if !self.abilities.close {
+            return;
+        }
+        let request = self.cx.send_request(CloseSessionRequest::new(session_id.to_owned())).block_task();
+        match tokio::time::timeout(Duration::from_secs(2), request).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "acp: session/close failed"),
+            Err(_) => tracing::warn!("acp: session/close got no answer in 2 s"),
         }
     }
 

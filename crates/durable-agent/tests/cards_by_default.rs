@@ -28,6 +28,11 @@ impl Drop for Agent {
 
 impl Agent {
     fn start(name: &str, extra: &[&str]) -> Agent {
+        Agent::start_with(name, extra, &[])
+    }
+
+    /// [`Agent::start`] with these variables in its (and the agent's) environment.
+    fn start_with(name: &str, extra: &[&str], env: &[(&str, &str)]) -> Agent {
         let dir = std::env::temp_dir().join(format!("durable-agent-modes-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("project")).unwrap();
@@ -42,6 +47,7 @@ impl Agent {
             .args(["--", "python3"])
             .arg(script)
             .env("MODES_AGENT_LOG", dir.join("agent.log"))
+            .envs(env.iter().copied())
             .env_remove("COLLIE_TOKEN")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -304,4 +310,46 @@ fn over_https_a_mode_that_never_asks_is_not_offered() {
     let (status, r) = post(&format!("/v1/panes/{pane}/actions/mode-auto"), json!({"requestId": "b-1"}));
     assert_eq!((status, r["code"].as_str()), (404, Some("not-found")), "{r}");
     assert!(!agent.log().contains("set_mode auto"), "{}", agent.log());
+}
+
+/// A close, a reopen and a send, and what the agent was asked.
+fn close_reopen_send(agent: &Agent) -> String {
+    let (status, r) =
+        agent.post("/v1/starters/new-conversation", json!({"requestId": "s-1", "text": "hello"}));
+    assert_eq!(status, 200, "{r}");
+    let pane = r["pane"].as_str().unwrap().to_owned();
+    reply_of(agent, &pane);
+    let (status, r) = agent.post("/v1/close", json!({"requestId": "c-1", "target": "pane", "id": pane}));
+    assert_eq!(status, 200, "{r}");
+    let (status, r) = agent.post("/v1/reopen", json!({"requestId": "o-1", "id": pane}));
+    assert_eq!(status, 200, "{r}");
+    let (status, r) =
+        agent.post(&format!("/v1/panes/{pane}/send"), json!({"requestId": "s-2", "text": "again"}));
+    assert_eq!(status, 200, "{r}");
+    eventually("the second reply", || {
+        agent.items(&pane).iter().any(|i| i["kind"] == "reply" && i["text"] == "Echo: again").then_some(())
+    });
+    // What the pane shows: the conversation once, no replay of it.
+    let users: Vec<String> = agent
+        .items(&pane)
+        .iter()
+        .filter(|i| i["kind"] == "user")
+        .filter_map(|i| i["text"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(users, ["hello", "again"], "{:?}", agent.items(&pane));
+    agent.log().replace(&pane, "<session>")
+}
+
+#[test]
+fn a_close_frees_the_session_and_the_next_send_resumes_it_where_the_agent_offers_both() {
+    let agent = Agent::start_with("resume", &[], &[("MODES_AGENT_RESUME", "1")]);
+    let log = close_reopen_send(&agent);
+    assert!(log.contains("session/close <session>"), "{log}");
+    assert!(log.contains("session/resume <session>") && !log.contains("session/load"), "{log}");
+    drop(agent);
+    // An agent that offers neither: no close, and a load (its replay not shown twice).
+    let agent = Agent::start("load", &[]);
+    let log = close_reopen_send(&agent);
+    assert!(!log.contains("session/close") && !log.contains("session/resume"), "{log}");
+    assert!(log.contains("session/load <session>"), "{log}");
 }

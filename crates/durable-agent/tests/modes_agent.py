@@ -3,7 +3,9 @@
 in `auto`, in which a tool call runs without asking; in `default` it asks
 first (`session/request_permission`). JSON-RPC 2.0, one object a line, on
 stdin and stdout. Every `session/set_mode` it gets is appended to the file
-named by MODES_AGENT_LOG, as `set_mode <mode>`.
+named by MODES_AGENT_LOG, as `set_mode <mode>`, and every `session/load`,
+`session/resume` and `session/close` as the method and the session id.
+With MODES_AGENT_RESUME=1 it offers `session/resume` and `session/close`.
 
 A prompt that holds "run" makes a tool call ("touch made"); one that holds
 "switch yourself" makes the agent switch its own mode to `auto`; anything
@@ -64,17 +66,28 @@ def main():
             allowed = outcome.get("outcome") == "selected" and outcome.get("optionId") == "allow"
             finish_tool(session, call, allowed, prompt_id)
         elif method == "initialize":
+            capabilities = {"loadSession": True}
+            if os.environ.get("MODES_AGENT_RESUME") == "1":
+                capabilities["sessionCapabilities"] = {"resume": {}, "close": {}}
             send({"jsonrpc": "2.0", "id": mid, "result": {
                 "protocolVersion": 1, "agentInfo": {"name": "modes-agent", "version": "1"},
-                "agentCapabilities": {"loadSession": True}, "authMethods": []}})
+                "agentCapabilities": capabilities, "authMethods": []}})
         elif method == "session/new":
             session = str(uuid.uuid4())
             sessions[session] = "auto"
             send({"jsonrpc": "2.0", "id": mid, "result": {"sessionId": session, "modes": modes("auto")}})
-        elif method == "session/load":
+        elif method in ("session/load", "session/resume"):
             session = params.get("sessionId")
+            log(f"{method} {session}")
             sessions[session] = "auto"
+            if method == "session/load":
+                # The replay: what was said, again.
+                update(session, {"sessionUpdate": "user_message_chunk",
+                                 "content": {"type": "text", "text": "replayed"}})
             send({"jsonrpc": "2.0", "id": mid, "result": {"modes": modes("auto")}})
+        elif method == "session/close":
+            log(f"session/close {params.get('sessionId')}")
+            send({"jsonrpc": "2.0", "id": mid, "result": {}})
         elif method == "session/set_mode":
             session, mode = params.get("sessionId"), params.get("modeId")
             log(f"set_mode {mode}")
