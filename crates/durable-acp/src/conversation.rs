@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 
 use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema::{
-    PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SelectedPermissionOutcome, SessionUpdate, StopReason,
+    CreateElicitationRequest, CreateElicitationResponse, ElicitationAcceptAction, ElicitationAction,
+    ElicitationMode, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, SelectedPermissionOutcome, SessionUpdate, StopReason,
 };
 use durable_core::{
     AbortController, ActionHandler, ActionRequest, ChatHandler, HandlerResult, KeptAsk, Pane, Refusal, Turn,
@@ -440,7 +441,7 @@ impl Conversation {
         tokio::spawn(pump(Arc::downgrade(self), process.clone(), events));
         // What the pane shows already is not written again from the replay.
         let shown = !self.log.lock().unwrap_or_else(|e| e.into_inner()).is_empty();
-        if !process.abilities.load && !(shown && process.abilities.resume) {
+        if !(process.abilities.load || (shown && process.abilities.resume)) {
             process.stop().await;
             return Err(Error::agent("the agent cannot load sessions (no loadSession in its capabilities)"));
         }
@@ -481,11 +482,12 @@ impl Conversation {
         let phone_mode = self.phone_mode.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let current = process.modes().map(|s| s.current_mode_id.0.to_string());
         if let Some(mode) = phone_mode.filter(|m| current.as_deref().is_some_and(|c| c != m)) {
-            if let Err(e) = process.set_mode(&self.session_id, &mode).await {
-                self.notice(
+            match process.set_mode(&self.session_id, &mode).await {
+                Ok(()) => {}
+                Err(e) => self.notice(
                     format!("The mode chosen on the phone could not be set again: {e}"),
                     NoticeTone::Warn,
-                );
+                ),
             }
         }
         self.show_modes(&process);
@@ -545,13 +547,71 @@ impl Conversation {
         .tool(ToolInfo::from_call("session/set_mode", &serde_json::json!({"mode": mode})));
         let card = self.pane.ask(spec).map_err(|e| Refusal::new(e.to_string()))?;
         tokio::spawn(async move {
-            if let Ok(answer) = card.await {
-                if answer.option_id() == Some("switch") {
-                    self.switch_mode(&process, &mode, &name).await;
-                }
+            let switch = matches!(card.await, Ok(answer) if answer.option_id() == Some("switch"));
+            if switch {
+                self.switch_mode(&process, &mode, &name).await;
             }
         });
         Ok(())
+    }
+
+    /// The agent asks for a form or for a page to be opened
+    /// (`elicitation/create`): a card, and its answer back — `accept` with
+    /// the form's values (or that the page was done), `decline`, or
+    /// `cancel` when the card closed unanswered (a stop, a close). What no
+    /// card can show is declined, and the pane says why.
+    async fn elicit(
+        self: Arc<Self>,
+        request: CreateElicitationRequest,
+        responder: Responder<CreateElicitationResponse>,
+    ) {
+        let respond = |action: ElicitationAction| {
+            let _ = responder.respond(CreateElicitationResponse::new(action));
+        };
+        let call = new_prefix("elicit");
+        let shown = match &request.mode {
+            ElicitationMode::Form(form) => {
+                let schema = serde_json::to_value(&form.requested_schema).unwrap_or_default();
+                crate::elicitation::form_card(&call, &request.message, &schema)
+                    .map(|(spec, backs)| (spec, Some(backs)))
+                    .map_err(|why| format!("a form no card can show ({why})"))
+            }
+            ElicitationMode::Url(page) => crate::elicitation::url_card(&call, &request.message, &page.url)
+                .map(|spec| (spec, None))
+                .map_err(|why| format!("a page no card can show ({why})")),
+            _ => Err("a kind of input this bridge does not show".to_owned()),
+        };
+        let card = shown.and_then(|(spec, backs)| {
+            self.pane
+                .ask(spec)
+                .map(|card| (card, backs))
+                .map_err(|e| format!("a card that could not be raised ({e})"))
+        });
+        let (card, backs) = match card {
+            Ok(card) => card,
+            Err(why) => {
+                self.notice(format!("The agent asked for {why}: it hears “decline”."), NoticeTone::Warn);
+                return respond(ElicitationAction::Decline);
+            }
+        };
+        self.touch();
+        let action = match (card.await, backs) {
+            (Ok(answer), Some(backs)) => {
+                let content = crate::elicitation::content_of(&answer, &backs);
+                match serde_json::from_value(serde_json::Value::Object(content)) {
+                    Ok(content) => {
+                        ElicitationAction::Accept(ElicitationAcceptAction::new().content(Some(content)))
+                    }
+                    Err(_) => ElicitationAction::Decline,
+                }
+            }
+            (Ok(answer), None) if answer.option_id() == Some("done") => {
+                ElicitationAction::Accept(ElicitationAcceptAction::new())
+            }
+            (Ok(_), None) => ElicitationAction::Decline,
+            (Err(_), _) => ElicitationAction::Cancel,
+        };
+        respond(action);
     }
 
     /// Sets the mode the phone chose, and says so.
@@ -908,6 +968,9 @@ async fn pump(
                         }
                     }
                 }
+            }
+            Some(AgentEvent::Elicitation(request, responder)) => {
+                tokio::spawn(c.clone().elicit(request, responder));
             }
             Some(AgentEvent::Barrier(done)) => {
                 let _ = done.send(());

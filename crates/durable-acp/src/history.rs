@@ -180,11 +180,9 @@ impl AcpHistory {
                                 items.extend(mapper.on_update(&n.update, Instant::now()));
                             }
                         }
-                        AgentEvent::Permission(_, responder) => {
-                            let cancelled = agent_client_protocol::v1::schema::RequestPermissionResponse::new(
-                                agent_client_protocol::v1::schema::RequestPermissionOutcome::Cancelled,
-                            );
-                            let _ = responder.respond(cancelled);
+                        // Reading a closed conversation asks nobody anything.
+                        request @ (AgentEvent::Permission(..) | AgentEvent::Elicitation(..)) => {
+                            request.refuse()
                         }
                         AgentEvent::Barrier(done) => {
                             items.extend(mapper.finish(false));
@@ -225,12 +223,7 @@ fn drain(
                 AgentEvent::Barrier(done) => {
                     let _ = done.send(());
                 }
-                AgentEvent::Permission(_, responder) => {
-                    let cancelled = agent_client_protocol::v1::schema::RequestPermissionResponse::new(
-                        agent_client_protocol::v1::schema::RequestPermissionOutcome::Cancelled,
-                    );
-                    let _ = responder.respond(cancelled);
-                }
+                request @ (AgentEvent::Permission(..) | AgentEvent::Elicitation(..)) => request.refuse(),
                 AgentEvent::Exited(_) => return,
             }
         }

@@ -155,6 +155,18 @@
 //! this session" switches it), the chat says so, with a warning when the
 //! new mode never asks.
 //!
+//! # Forms and pages to open (elicitation)
+//! The client advertises ACP elicitation (form and URL). An
+//! `elicitation/create` in form mode is a `form` card: string properties
+//! are `text` fields (or `select` ones with `enum` / `oneOf`), `integer`
+//! and `number` ones `number`, `boolean` ones `bool`, required as the
+//! schema says; a property no field kind takes (a multi-select) declines
+//! the whole form, and the pane says why. The answer goes back `accept`
+//! with each value typed as its property asked. In URL mode the card shows
+//! the page's host in its title and the whole address in its reason, and
+//! opens nothing: "I opened it and did it" answers `accept`, "Decline"
+//! `decline`. A card closed unanswered (a stop, a close) answers `cancel`.
+//!
 //! # Ids and records
 //! A pane's id is its ACP session id, or, for one that breaks the ID rule
 //! (a `/`, over 128 bytes) or is `.` or `..` (which a browser's URL
@@ -170,6 +182,7 @@
 
 mod conversation;
 mod conversations;
+mod elicitation;
 mod error;
 mod history;
 mod ids;

@@ -16,10 +16,12 @@ use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ClientCapabilities, CloseSessionRequest, ContentBlock, Implementation,
-    InitializeRequest, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, NewSessionRequest,
-    PromptRequest, PromptResponse, RequestPermissionRequest, RequestPermissionResponse, ResumeSessionRequest,
-    SessionModeState, SessionNotification, SetSessionModeRequest, TextContent,
+    CancelNotification, ClientCapabilities, CloseSessionRequest, ContentBlock, CreateElicitationRequest,
+    CreateElicitationResponse, ElicitationAction, ElicitationCapabilities, ElicitationFormCapabilities,
+    ElicitationUrlCapabilities, Implementation, InitializeRequest, ListSessionsRequest, ListSessionsResponse,
+    LoadSessionRequest, NewSessionRequest, PromptRequest, PromptResponse, RequestPermissionRequest,
+    RequestPermissionResponse, ResumeSessionRequest, SessionModeState, SessionNotification,
+    SetSessionModeRequest, TextContent,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Lines};
@@ -50,10 +52,30 @@ pub(crate) enum AgentEvent {
     Update(SessionNotification),
     /// A `session/request_permission`, with its responder.
     Permission(RequestPermissionRequest, Responder<RequestPermissionResponse>),
+    /// An `elicitation/create` (a form to fill, or a page to open), with its responder.
+    Elicitation(CreateElicitationRequest, Responder<CreateElicitationResponse>),
     /// Everything the agent said before the barrier was sent has been read.
     Barrier(oneshot::Sender<()>),
     /// The agent exited: how, and its last line on standard error.
     Exited(String),
+}
+
+impl AgentEvent {
+    /// Answers a request that nobody will show (a permission `cancelled`,
+    /// an elicitation `cancel`); any other event is dropped.
+    pub(crate) fn refuse(self) {
+        match self {
+            AgentEvent::Permission(_, responder) => {
+                let _ = responder.respond(RequestPermissionResponse::new(
+                    agent_client_protocol::v1::schema::RequestPermissionOutcome::Cancelled,
+                ));
+            }
+            AgentEvent::Elicitation(_, responder) => {
+                let _ = responder.respond(CreateElicitationResponse::new(ElicitationAction::Cancel));
+            }
+            AgentEvent::Update(_) | AgentEvent::Barrier(_) | AgentEvent::Exited(_) => {}
+        }
+    }
 }
 
 /// What `initialize` said the agent can do.
@@ -157,7 +179,8 @@ impl AgentProcess {
         .filter_map(futures::future::ready);
         let incoming = agent_lines(stdout, gate.clone()).chain(eof);
         let transport = Lines::new(Box::pin(sink), Box::pin(incoming));
-        let (on_update, on_permission) = (events_tx.clone(), events_tx.clone());
+        let (on_update, on_permission, on_elicitation) =
+            (events_tx.clone(), events_tx.clone(), events_tx.clone());
         let connection = Client
             .v1()
             .name("durable-acp")
@@ -178,6 +201,17 @@ impl AgentProcess {
                             agent_client_protocol::v1::schema::RequestPermissionOutcome::Cancelled,
                         );
                         let _ = responder.respond(cancelled);
+                    }
+                    Ok(())
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |r: CreateElicitationRequest, responder, _cx| {
+                    if let Err(mpsc::error::SendError(AgentEvent::Elicitation(_, responder))) =
+                        on_elicitation.send(AgentEvent::Elicitation(r, responder)).await
+                    {
+                        let _ = responder.respond(CreateElicitationResponse::new(ElicitationAction::Cancel));
                     }
                     Ok(())
                 },
@@ -271,7 +305,15 @@ impl AgentProcess {
 
     async fn initialize(&self, timeout: Duration) -> Result<Abilities, Error> {
         let request = InitializeRequest::new(ProtocolVersion::V1)
-            .client_capabilities(ClientCapabilities::default())
+            // Forms and pages to open are cards (`elicitation`); files and
+            // terminals are the agent's own business.
+            .client_capabilities(
+                ClientCapabilities::default().elicitation(
+                    ElicitationCapabilities::new()
+                        .form(ElicitationFormCapabilities::new())
+                        .url(ElicitationUrlCapabilities::new()),
+                ),
+            )
             .client_info(Implementation::new("durable-acp", env!("CARGO_PKG_VERSION")));
         let answer = tokio::time::timeout(timeout, self.cx.send_request(request).block_task()).await;
         match answer {

@@ -353,3 +353,92 @@ fn a_close_frees_the_session_and_the_next_send_resumes_it_where_the_agent_offers
     assert!(!log.contains("session/close") && !log.contains("session/resume"), "{log}");
     assert!(log.contains("session/load <session>"), "{log}");
 }
+
+/// The reply of a turn sent on `pane` (the last reply once it is idle).
+fn turn(agent: &Agent, pane: &str, request_id: &str, text: &str) {
+    let (status, r) =
+        agent.post(&format!("/v1/panes/{pane}/send"), json!({"requestId": request_id, "text": text}));
+    assert_eq!(status, 200, "{r}");
+}
+
+fn last_reply(agent: &Agent, pane: &str, starts: &str) -> String {
+    eventually(&format!("a reply starting {starts:?}"), || {
+        agent
+            .items(pane)
+            .iter()
+            .rev()
+            .filter(|i| i["kind"] == "reply")
+            .filter_map(|i| i["text"].as_str())
+            .find(|t| t.starts_with(starts))
+            .map(str::to_owned)
+    })
+}
+
+/// ACP elicitation: a form the agent asks for is a form card, and its
+/// answer goes back typed; a page to open is a card that shows the host
+/// and opens nothing; a form no card can show is declined with a notice.
+#[test]
+fn the_agents_forms_and_pages_to_open_are_cards() {
+    let agent = Agent::start("elicit", &[]);
+    let (status, r) =
+        agent.post("/v1/starters/new-conversation", json!({"requestId": "s-1", "text": "hello"}));
+    assert_eq!(status, 200, "{r}");
+    let pane = r["pane"].as_str().unwrap().to_owned();
+    reply_of(&agent, &pane);
+
+    turn(&agent, &pane, "s-2", "fill a form");
+    let form =
+        eventually("the form card", || agent.state()["asks"].as_array().and_then(|a| a.first().cloned()));
+    assert_eq!(
+        (form["kind"].as_str(), form["title"].as_str()),
+        (Some("form"), Some("Order details")),
+        "{form}"
+    );
+    let fields: Vec<(String, String)> = form["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["id"].as_str().unwrap().to_owned(), f["type"].as_str().unwrap().to_owned()))
+        .collect();
+    let kinds: Vec<(&str, &str)> = fields.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    // By name: the protocol crate keeps the schema's properties sorted.
+    assert_eq!(
+        kinds,
+        [("count", "number"), ("gift", "bool"), ("name", "text"), ("size", "select")],
+        "{form}"
+    );
+    let answer = json!({"requestId": "a-1", "hash": form["hash"],
+        "answer": {"values": {"name": "Ana", "count": 2, "size": "m", "gift": true}}});
+    let (status, r) = agent.post(&format!("/v1/asks/{}", form["id"].as_str().unwrap()), answer);
+    assert_eq!(status, 200, "{r}");
+    let got = last_reply(&agent, &pane, "got ");
+    let got: Value = serde_json::from_str(got.trim_start_matches("got ")).unwrap();
+    assert_eq!(
+        got,
+        json!({"action": "accept", "content": {"count": 2, "gift": true, "name": "Ana", "size": "m"}})
+    );
+
+    turn(&agent, &pane, "s-3", "open a page");
+    let page =
+        eventually("the page card", || agent.state()["asks"].as_array().and_then(|a| a.first().cloned()));
+    assert_eq!(page["title"], "The agent asks you to open a page on login.example.com", "{page}");
+    assert!(
+        page["reason"].as_str().unwrap_or_default().contains("https://login.example.com/auth?state=x"),
+        "{page}"
+    );
+    let answer = json!({"requestId": "a-2", "hash": page["hash"], "answer": {"optionIds": ["decline"]}});
+    let (status, r) = agent.post(&format!("/v1/asks/{}", page["id"].as_str().unwrap()), answer);
+    assert_eq!(status, 200, "{r}");
+    let got = last_reply(&agent, &pane, "got {\"action\": \"decline\"");
+    assert_eq!(got, "got {\"action\": \"decline\"}");
+
+    turn(&agent, &pane, "s-4", "fill tags");
+    eventually("the third answer", || {
+        let replies = agent.items(&pane).iter().filter(|i| i["kind"] == "reply").count();
+        (replies == 4).then_some(())
+    });
+    assert_eq!(last_reply(&agent, &pane, "got "), "got {\"action\": \"decline\"}", "{:?}", agent.items(&pane));
+    let said = notices(&agent, &pane);
+    assert!(said.iter().any(|n| n.contains("a form no card can show") && n.contains("\"tags\"")), "{said:?}");
+    assert_eq!(agent.state()["asks"], json!([]));
+}

@@ -8,8 +8,9 @@ named by MODES_AGENT_LOG, as `set_mode <mode>`, and every `session/load`,
 With MODES_AGENT_RESUME=1 it offers `session/resume` and `session/close`.
 
 A prompt that holds "run" makes a tool call ("touch made"); one that holds
-"switch yourself" makes the agent switch its own mode to `auto`; anything
-else is echoed back as the reply.
+"switch yourself" makes the agent switch its own mode to `auto`; "fill a
+form", "open a page" and "fill tags" ask the client (`elicitation/create`)
+and say its answer back ("got {…}"); anything else is echoed back.
 """
 
 import json
@@ -21,6 +22,20 @@ MODES = ["default", "acceptEdits", "plan", "auto"]
 sessions = {}
 next_id = [1000]
 waiting = {}
+elicitations = {}
+# What a prompt asks the client for (`elicitation/create`), by a phrase in it.
+ELICITATIONS = {
+    "fill a form": {"mode": "form", "message": "Order details", "requestedSchema": {
+        "type": "object", "required": ["name"], "properties": {
+            "name": {"type": "string", "title": "Your name"},
+            "count": {"type": "integer"},
+            "size": {"type": "string", "enum": ["s", "m"]},
+            "gift": {"type": "boolean"}}}},
+    "open a page": {"mode": "url", "elicitationId": "e-1", "message": "Sign in to continue",
+                    "url": "https://login.example.com/auth?state=x"},
+    "fill tags": {"mode": "form", "message": "Tags", "requestedSchema": {
+        "type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string", "enum": ["red", "blue"]}}}}},
+}
 
 
 def send(obj):
@@ -60,7 +75,13 @@ def main():
         except ValueError:
             continue
         method, mid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
-        if method is None and mid in waiting:
+        if method is None and mid in elicitations:
+            # The client's answer to a form or a page: said back as the reply.
+            session, prompt_id = elicitations.pop(mid)
+            update(session, {"sessionUpdate": "agent_message_chunk", "messageId": "m-e" + str(mid),
+                             "content": {"type": "text", "text": "got " + json.dumps(msg.get("result"), sort_keys=True)}})
+            send({"jsonrpc": "2.0", "id": prompt_id, "result": {"stopReason": "end_turn"}})
+        elif method is None and mid in waiting:
             session, call, prompt_id = waiting.pop(mid)
             outcome = (msg.get("result") or {}).get("outcome") or {}
             allowed = outcome.get("outcome") == "selected" and outcome.get("optionId") == "allow"
@@ -100,6 +121,13 @@ def main():
         elif method == "session/prompt":
             session = params.get("sessionId")
             text = " ".join(b.get("text", "") for b in params.get("prompt", []))
+            asked = next((k for k in ELICITATIONS if k in text), None)
+            if asked:
+                next_id[0] += 1
+                elicitations[next_id[0]] = (session, mid)
+                params = dict(ELICITATIONS[asked], sessionId=session)
+                send({"jsonrpc": "2.0", "id": next_id[0], "method": "elicitation/create", "params": params})
+                continue
             if "switch yourself" in text:
                 # As Claude's "allow all edits" option does: the agent
                 # changes its own mode, and says so.
