@@ -1,7 +1,8 @@
 //! `cargo xtask install-pi`: node 22, the real Pi, `pi-acp` (Pi behind
-//! the Agent Client Protocol) and Claude Code's ACP adapter
-//! (`claude-agent-acp`, with the Claude Code it ships), from the npm
-//! registry, into `<repo>/.tools/` (ignored by git), for `durable-pi`'s,
+//! the Agent Client Protocol), and the coding agents people use behind ACP
+//! — Claude Code's adapter (`claude-agent-acp`, with the Claude Code it
+//! ships), Codex's (`codex-acp`, a native binary) and Gemini CLI — from the
+//! npm registry, into `<repo>/.tools/` (ignored by git), for `durable-pi`'s,
 //! `durable-acp`'s and `durable-agent`'s live tests and durable-pi's
 //! fixture script. Idempotent: when the pinned versions are there it only
 //! prints the paths.
@@ -35,6 +36,15 @@ const CLAUDE_ACP_PACKAGE: &str = "@agentclientprotocol/claude-agent-acp";
 const CLAUDE_ACP_VERSION: &str = "0.101.0";
 /// claude-agent-acp's entry inside its package.
 const CLAUDE_ACP_MAIN: &str = "dist/index.js";
+/// Codex behind ACP (its binary comes in a package of its own per machine,
+/// `@zed-industries/codex-acp-linux-<arch>`, ~223 MB).
+const CODEX_ACP_PACKAGE: &str = "@zed-industries/codex-acp";
+const CODEX_ACP_VERSION: &str = "0.16.0";
+/// Gemini CLI (`gemini --acp`), ~96 MB.
+const GEMINI_PACKAGE: &str = "@google/gemini-cli";
+const GEMINI_VERSION: &str = "0.61.0";
+/// Gemini CLI's entry inside its package.
+const GEMINI_MAIN: &str = "bundle/gemini.js";
 /// The scripted model's extension that `pi-faux` loads unless
 /// `PI_FAUX_EXTENSION` names another, relative to the repository.
 const FAUX_EXTENSION: &str = "examples/tests/acp/faux.ts";
@@ -81,7 +91,17 @@ fn install(tools: &Path) -> Result<(), String> {
     let pi_dir = tools.join("node_modules").join(PI_PACKAGE);
     let acp_dir = tools.join("node_modules").join(PI_ACP_PACKAGE);
     let claude_dir = tools.join("node_modules").join(CLAUDE_ACP_PACKAGE);
-    if installed(&node_bin, &pi_dir, &acp_dir) && claude_installed(&claude_dir) {
+    let codex_dir = tools.join("node_modules").join(CODEX_ACP_PACKAGE);
+    let codex_bin = tools.join("node_modules").join(codex_binary_package()?).join("bin/codex-acp");
+    let gemini_dir = tools.join("node_modules").join(GEMINI_PACKAGE);
+    let agents_installed = || {
+        claude_installed(&claude_dir)
+            && package_version(&codex_dir).is_some_and(|v| v == CODEX_ACP_VERSION)
+            && codex_bin.is_file()
+            && package_version(&gemini_dir).is_some_and(|v| v == GEMINI_VERSION)
+            && gemini_dir.join(GEMINI_MAIN).is_file()
+    };
+    if installed(&node_bin, &pi_dir, &acp_dir) && agents_installed() {
         println!("install-pi: already installed");
     } else {
         fs::create_dir_all(tools).map_err(|e| format!("cannot create {}: {e}", tools.display()))?;
@@ -95,8 +115,10 @@ fn install(tools: &Path) -> Result<(), String> {
         let pi_spec = format!("{PI_PACKAGE}@{PI_VERSION}");
         let acp_spec = format!("{PI_ACP_PACKAGE}@{PI_ACP_VERSION}");
         let claude_spec = format!("{CLAUDE_ACP_PACKAGE}@{CLAUDE_ACP_VERSION}");
+        let codex_spec = format!("{CODEX_ACP_PACKAGE}@{CODEX_ACP_VERSION}");
+        let gemini_spec = format!("{GEMINI_PACKAGE}@{GEMINI_VERSION}");
         println!(
-            "install-pi: npm install {node_spec} {pi_spec} {acp_spec} {claude_spec} into {}",
+            "install-pi: npm install {node_spec} {pi_spec} {acp_spec} {claude_spec} {codex_spec} {gemini_spec} into {}",
             tools.display()
         );
         let status = Command::new("npm")
@@ -108,17 +130,18 @@ fn install(tools: &Path) -> Result<(), String> {
                 "--save-exact",
                 "--loglevel=error",
             ])
-            .args([&node_spec, &pi_spec, &acp_spec, &claude_spec])
+            .args([&node_spec, &pi_spec, &acp_spec, &claude_spec, &codex_spec, &gemini_spec])
             .current_dir(tools)
             .status()
             .map_err(|e| format!("cannot run npm (is it installed?): {e}"))?;
         if !status.success() {
             return Err(format!("npm install failed ({status})"));
         }
-        if !installed(&node_bin, &pi_dir, &acp_dir) || !claude_installed(&claude_dir) {
+        if !installed(&node_bin, &pi_dir, &acp_dir) || !agents_installed() {
             return Err(format!(
-                "npm finished but {}, {PI_PACKAGE}@{PI_VERSION}, {PI_ACP_PACKAGE}@{PI_ACP_VERSION} or \
-                 {CLAUDE_ACP_PACKAGE}@{CLAUDE_ACP_VERSION} is not usable",
+                "npm finished but {}, {PI_PACKAGE}@{PI_VERSION}, {PI_ACP_PACKAGE}@{PI_ACP_VERSION}, \
+                 {CLAUDE_ACP_PACKAGE}@{CLAUDE_ACP_VERSION}, {CODEX_ACP_PACKAGE}@{CODEX_ACP_VERSION} or \
+                 {GEMINI_PACKAGE}@{GEMINI_VERSION} is not usable",
                 node_bin.display()
             ));
         }
@@ -132,12 +155,27 @@ fn install(tools: &Path) -> Result<(), String> {
         claude_dir.join(CLAUDE_ACP_MAIN).display()
     );
     write_script(&claude_script, &script)?;
+    // codex-acp itself, not the package's JS launcher: a SIGTERM must reach it.
+    let codex_link = tools.join("bin/codex-acp");
+    let _ = fs::remove_file(&codex_link);
+    let target =
+        codex_bin.strip_prefix(tools).map(|rel| Path::new("..").join(rel)).unwrap_or(codex_bin.to_path_buf());
+    link(&target, &codex_link)?;
+    let gemini_script = tools.join("bin/gemini");
+    let script = format!(
+        "#!/bin/sh\nexec \"{}\" \"{}\" \"$@\"\n",
+        node_bin.display(),
+        gemini_dir.join(GEMINI_MAIN).display()
+    );
+    write_script(&gemini_script, &script)?;
     println!("node    {}", node_link.display());
     println!("pi      {}", pi_script.display());
     println!("cli     {}", pi_dir.join(PI_CLI).display());
     println!("pi-acp  {}", acp_script.display());
     println!("pi-faux {}", faux_script.display());
     println!("claude-agent-acp {}", claude_script.display());
+    println!("codex-acp {}", codex_link.display());
+    println!("gemini  {}", gemini_script.display());
     Ok(())
 }
 
@@ -154,6 +192,15 @@ fn installed(node_bin: &Path, pi_dir: &Path, acp_dir: &Path) -> bool {
     let acp_ok =
         package_version(acp_dir).is_some_and(|v| v == PI_ACP_VERSION) && acp_dir.join(PI_ACP_MAIN).is_file();
     node_ok && pi_ok && acp_ok
+}
+
+/// The npm package that holds codex-acp's binary for this machine.
+fn codex_binary_package() -> Result<&'static str, String> {
+    match std::env::consts::ARCH {
+        "x86_64" => Ok("@zed-industries/codex-acp-linux-x64"),
+        "aarch64" => Ok("@zed-industries/codex-acp-linux-arm64"),
+        arch => Err(format!("no codex-acp package known for {arch} (x86_64 or aarch64 only)")),
+    }
 }
 
 /// Whether claude-agent-acp is the pinned version.
