@@ -743,7 +743,10 @@ impl Conversation {
         };
         process.settle().await;
         let failed = answer.is_err() || stop_by.is_some();
-        let rest = self.mapper.lock().unwrap_or_else(|e| e.into_inner()).finish(failed);
+        let (left_running, rest) = {
+            let mut mapper = self.mapper.lock().unwrap_or_else(|e| e.into_inner());
+            (stop_by.is_some() && mapper.any_running(), mapper.finish(failed))
+        };
         self.write(rest);
         match answer {
             Ok(r) => match r.stop_reason {
@@ -764,6 +767,18 @@ impl Conversation {
             }
         }
         self.close_cards();
+        if left_running {
+            // The agent ended the turn but not its call (Codex leaves a
+            // cancelled command running): it is stopped, and with it what
+            // its tools started; the next message starts it again.
+            self.notice(
+                "A call was still running when the turn stopped: the agent was stopped to end it. \
+                 The next message starts it again."
+                    .into(),
+                NoticeTone::Info,
+            );
+            self.stop_process().await;
+        }
         self.end_turn(turn);
     }
 

@@ -271,6 +271,12 @@ impl Mapper {
     /// The end of a segment: the streamed block as it stands, final; a
     /// call still running reads `error` when `failed_running` (the turn was
     /// stopped or the agent exited), else stays as it is.
+    /// Whether a call of the segment still runs (its agent never said it
+    /// ended).
+    pub(crate) fn any_running(&self) -> bool {
+        self.tools.values().any(|t| t.status() == ToolStatus::Running)
+    }
+
     pub(crate) fn finish(&mut self, failed_running: bool) -> Vec<Item> {
         let mut out = Vec::new();
         self.close_block(&mut out);

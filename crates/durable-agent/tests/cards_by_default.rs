@@ -437,8 +437,48 @@ fn the_agents_forms_and_pages_to_open_are_cards() {
         let replies = agent.items(&pane).iter().filter(|i| i["kind"] == "reply").count();
         (replies == 4).then_some(())
     });
-    assert_eq!(last_reply(&agent, &pane, "got "), "got {\"action\": \"decline\"}", "{:?}", agent.items(&pane));
+    assert_eq!(
+        last_reply(&agent, &pane, "got "),
+        "got {\"action\": \"decline\"}",
+        "{:?}",
+        agent.items(&pane)
+    );
     let said = notices(&agent, &pane);
     assert!(said.iter().any(|n| n.contains("a form no card can show") && n.contains("\"tags\"")), "{said:?}");
     assert_eq!(agent.state()["asks"], json!([]));
+}
+
+/// An agent that ends a stopped turn but leaves its command running (as
+/// Codex does) is stopped, and what it started with it: the command does
+/// not finish; the next message starts the agent again.
+#[test]
+fn a_command_left_running_by_a_stopped_turn_does_not_outlive_the_stop() {
+    let agent = Agent::start("stop-long", &[]);
+    let (status, r) =
+        agent.post("/v1/starters/new-conversation", json!({"requestId": "s-1", "text": "hello"}));
+    assert_eq!(status, 200, "{r}");
+    let pane = r["pane"].as_str().unwrap().to_owned();
+    reply_of(&agent, &pane);
+    turn(&agent, &pane, "s-2", "please run long");
+    eventually("the running call", || {
+        agent.items(&pane).iter().any(|i| i["kind"] == "tool" && i["status"] == "running").then_some(())
+    });
+    let (status, r) = agent.post(&format!("/v1/panes/{pane}/stop"), json!({"requestId": "x-1"}));
+    assert_eq!(status, 200, "{r}");
+    eventually("the turn's end", || {
+        let state = agent.state();
+        state["panes"]
+            .as_array()?
+            .iter()
+            .any(|p| p["id"] == pane.as_str() && p["state"] == "idle")
+            .then_some(())
+    });
+    // Past the command's 3 s: it was ended with its agent.
+    std::thread::sleep(Duration::from_secs(4));
+    let late = agent.dir.join("project/late");
+    assert!(!late.exists(), "the command outlived the stop");
+    let said = notices(&agent, &pane).into_iter().find(|n| n.starts_with("A call was still running"));
+    assert!(said.is_some_and(|s| s.contains("the agent was stopped")), "{:?}", notices(&agent, &pane));
+    turn(&agent, &pane, "s-3", "again");
+    assert_eq!(last_reply(&agent, &pane, "Echo: again"), "Echo: again");
 }

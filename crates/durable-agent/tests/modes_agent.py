@@ -8,13 +8,16 @@ named by MODES_AGENT_LOG, as `set_mode <mode>`, and every `session/load`,
 With MODES_AGENT_RESUME=1 it offers `session/resume` and `session/close`.
 
 A prompt that holds "run" makes a tool call ("touch made"); one that holds
-"switch yourself" makes the agent switch its own mode to `auto`; "fill a
+"switch yourself" makes the agent switch its own mode to `auto`; "run
+long" starts `sleep 3; touch late` and, cancelled, ends the turn but not
+the command (as Codex does); "fill a
 form", "open a page" and "fill tags" ask the client (`elicitation/create`)
 and say its answer back ("got {…}"); anything else is echoed back.
 """
 
 import json
 import os
+import subprocess
 import sys
 import uuid
 
@@ -23,6 +26,8 @@ sessions = {}
 next_id = [1000]
 waiting = {}
 elicitations = {}
+# The prompt of a turn whose command runs, by session (see "run long").
+long_running = {}
 # What a prompt asks the client for (`elicitation/create`), by a phrase in it.
 ELICITATIONS = {
     "fill a form": {"mode": "form", "message": "Order details", "requestedSchema": {
@@ -128,6 +133,13 @@ def main():
                 params = dict(ELICITATIONS[asked], sessionId=session)
                 send({"jsonrpc": "2.0", "id": next_id[0], "method": "elicitation/create", "params": params})
                 continue
+            if "run long" in text:
+                call = f"call-{mid}"
+                update(session, {"sessionUpdate": "tool_call", "toolCallId": call, "title": "sleep 3; touch late",
+                                 "kind": "execute", "status": "in_progress"})
+                subprocess.Popen(["sh", "-c", "sleep 3; touch late"])
+                long_running[session] = mid
+                continue
             if "switch yourself" in text:
                 # As Claude's "allow all edits" option does: the agent
                 # changes its own mode, and says so.
@@ -157,7 +169,10 @@ def main():
                 "options": [{"optionId": "allow", "name": "Yes", "kind": "allow_once"},
                             {"optionId": "reject", "name": "No", "kind": "reject_once"}]}})
         elif method == "session/cancel":
-            pass
+            # As Codex does: the turn ends, the command it started runs on.
+            session = params.get("sessionId")
+            if session in long_running:
+                send({"jsonrpc": "2.0", "id": long_running.pop(session), "result": {"stopReason": "cancelled"}})
         elif mid is not None:
             send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "method not found"}})
 
