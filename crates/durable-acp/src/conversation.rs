@@ -212,7 +212,7 @@ impl Conversation {
     }
 
     pub(crate) fn save(&self) {
-        if let Err(e) = self.shared.store.put(&self.record()) {
+        if let Err(e) = self.shared.store.put_with(|| self.record()) {
             self.pane
                 .core()
                 .warn(&format!("durable-acp: the record of {} was not written: {e}", self.pane.id()));

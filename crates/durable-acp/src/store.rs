@@ -45,6 +45,10 @@ pub(crate) struct Record {
 #[derive(Debug, Clone)]
 pub(crate) struct Store {
     dir: PathBuf,
+    /// One write at a time (shared by clones): two saves of one record at once (a close while
+    /// a turn ends) would share the temporary file, and the later snapshot
+    /// could be overwritten by the earlier.
+    writing: std::sync::Arc<std::sync::Mutex<()>>,
 }
 
 impl Store {
@@ -52,7 +56,7 @@ impl Store {
     pub(crate) fn open(data_dir: &Path) -> Result<Store, Error> {
         let dir = data_dir.join("conversations");
         private_folder(&dir)?;
-        Ok(Store { dir })
+        Ok(Store { dir, writing: std::sync::Arc::new(std::sync::Mutex::new(())) })
     }
 
     fn path(&self, pane_id: &str) -> PathBuf {
@@ -86,8 +90,20 @@ impl Store {
         serde_json::from_slice(&bytes).ok()
     }
 
+    /// Writes the record `snapshot` takes, whole, taken and written while no
+    /// other write runs: the last snapshot taken is the one on disk.
+    pub(crate) fn put_with(&self, snapshot: impl FnOnce() -> Record) -> Result<(), Error> {
+        let _one = self.writing.lock().unwrap_or_else(|e| e.into_inner());
+        self.write(&snapshot())
+    }
+
     /// Writes a record whole.
     pub(crate) fn put(&self, record: &Record) -> Result<(), Error> {
+        let _one = self.writing.lock().unwrap_or_else(|e| e.into_inner());
+        self.write(record)
+    }
+
+    fn write(&self, record: &Record) -> Result<(), Error> {
         let path = self.path(&record.pane_id);
         let tmp = self.dir.join(format!(".{}.tmp", record.pane_id));
         let bytes =
@@ -169,6 +185,38 @@ mod tests {
 
     fn reply(id: &str, text: &str) -> Item {
         Item::new(Id::new(id).unwrap(), ItemBody::Reply { text: text.into(), partial: false })
+    }
+
+    #[test]
+    fn saves_of_one_record_at_once_all_succeed_and_the_last_snapshot_stays() {
+        let dir = std::env::temp_dir().join(format!("durable-acp-store-race-{}", std::process::id()));
+        let store = Store::open(&dir).unwrap();
+        let record = |n: u64| Record {
+            session_id: "s".into(),
+            pane_id: "p".into(),
+            title: format!("T{n}"),
+            renamed: false,
+            started_at: 1,
+            updated_at: n,
+            closed: false,
+            dropped: false,
+            items: Vec::new(),
+        };
+        let next = std::sync::atomic::AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..100 {
+                        store
+                            .put_with(|| record(next.fetch_add(1, std::sync::atomic::Ordering::SeqCst)))
+                            .expect("a save at the same time as others");
+                    }
+                });
+            }
+        });
+        // The snapshot taken last is the one kept.
+        assert_eq!(store.get("p").map(|r| r.updated_at), Some(399));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
