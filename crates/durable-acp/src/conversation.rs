@@ -545,14 +545,36 @@ impl Conversation {
             options,
         )
         .tool(ToolInfo::from_call("session/set_mode", &serde_json::json!({"mode": mode})));
-        let card = self.pane.ask(spec).map_err(|e| Refusal::new(e.to_string()))?;
+        let call = spec.tool_call_id.clone();
+        let abort =
+            self.open_card(&call, &spec.title).ok_or_else(|| Refusal::new("too many cards are open"))?;
+        let card = match self.pane.ask_with(spec, Some(abort.signal())) {
+            Ok(card) => card,
+            Err(e) => {
+                self.forget_card(&call);
+                return Err(Refusal::new(e.to_string()));
+            }
+        };
+        drop(process);
         tokio::spawn(async move {
             let switch = matches!(card.await, Ok(answer) if answer.option_id() == Some("switch"));
+            self.forget_card(&call);
             if switch {
-                self.switch_mode(&process, &mode, &name).await;
+                // The agent as it is now (it may have been stopped meanwhile).
+                match self.process(None).await {
+                    Ok(process) => self.switch_mode(&process, &mode, &name).await,
+                    Err(e) => {
+                        self.notice(format!("The {name} mode could not be set: {e}"), NoticeTone::Error)
+                    }
+                }
             }
         });
         Ok(())
+    }
+
+    /// Whether a card of the agent's call `acp_call` is open.
+    fn has_card(&self, acp_call: &str) -> bool {
+        self.cards.lock().unwrap_or_else(|e| e.into_inner()).contains_key(acp_call)
     }
 
     /// The agent asks for a form or for a page to be opened
@@ -581,21 +603,33 @@ impl Conversation {
                 .map_err(|why| format!("a page no card can show ({why})")),
             _ => Err("a kind of input this bridge does not show".to_owned()),
         };
-        let card = shown.and_then(|(spec, backs)| {
-            self.pane
-                .ask(spec)
-                .map(|card| (card, backs))
-                .map_err(|e| format!("a card that could not be raised ({e})"))
-        });
-        let (card, backs) = match card {
-            Ok(card) => card,
+        let (spec, backs) = match shown {
+            Ok(shown) => shown,
             Err(why) => {
                 self.notice(format!("The agent asked for {why}: it hears “decline”."), NoticeTone::Warn);
                 return respond(ElicitationAction::Decline);
             }
         };
+        // Counted and closed as a permission card is: bounded, ended by a
+        // stop or a close (the agent then hears `cancel`), busy while open.
+        let Some(abort) = self.open_card(&call, &spec.title) else {
+            return respond(ElicitationAction::Cancel);
+        };
+        let card = match self.pane.ask_with(spec, Some(abort.signal())) {
+            Ok(card) => card,
+            Err(e) => {
+                self.forget_card(&call);
+                self.notice(
+                    format!("The agent asked for a card that could not be raised ({e}): it hears “decline”."),
+                    NoticeTone::Warn,
+                );
+                return respond(ElicitationAction::Decline);
+            }
+        };
         self.touch();
-        let action = match (card.await, backs) {
+        let answered = card.await;
+        self.forget_card(&call);
+        let action = match (answered, backs) {
             (Ok(answer), Some(backs)) => {
                 let content = crate::elicitation::content_of(&answer, &backs);
                 match serde_json::from_value(serde_json::Value::Object(content)) {
@@ -971,6 +1005,12 @@ async fn pump(
                 // Counted open here, in the order asked: a burst cannot
                 // pass the limit before its cards' tasks run.
                 let title = request.tool_call.fields.title.clone().unwrap_or_default();
+                if c.has_card(&request.tool_call.tool_call_id.0) {
+                    // The same call asked twice while its card is open: the
+                    // card stays (and is the one a stop closes).
+                    request_again(&c, &title, responder);
+                    continue;
+                }
                 match c.open_card(&request.tool_call.tool_call_id.0, &title) {
                     Some(card) => {
                         tokio::spawn(c.clone().card(request, responder, kept, card));
@@ -1038,6 +1078,19 @@ impl ChatHandler for Chat {
         let text = turn.text().to_owned();
         c.run_turn(turn, text).await;
     }
+}
+
+/// A permission request for a call whose card is open already: refused
+/// (`cancelled`), and the pane says so.
+fn request_again(c: &Conversation, title: &str, responder: Responder<RequestPermissionResponse>) {
+    let _ = responder.respond(RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled));
+    c.notice(
+        format!(
+            "The agent asked again about a call whose card is open: refused (it hears “cancelled”): “{}”",
+            quote(title)
+        ),
+        NoticeTone::Warn,
+    );
 }
 
 /// A prefix of item ids not used before in this pane, even across runs:

@@ -56,10 +56,19 @@ pub(crate) fn form_card(
         .filter_map(Value::as_str)
         .collect();
     let mut fields = Vec::new();
-    let mut backs = Vec::new();
+    let mut backs: Vec<FieldBack> = Vec::new();
     for (n, (property, spec)) in properties.iter().enumerate() {
-        let id =
-            if durable_types::check_id(property).is_ok() { property.clone() } else { format!("field-{n}") };
+        // A property name the ID rule refuses gets an id of its own, one no
+        // other field has.
+        let mut id = property.clone();
+        let mut k = n;
+        while durable_types::check_id(&id).is_err()
+            || backs.iter().any(|b| b.id == id)
+            || (id != *property && properties.contains_key(&id))
+        {
+            id = format!("field-{k}");
+            k += 1;
+        }
         let label =
             spec.get("title").and_then(Value::as_str).filter(|t| !t.trim().is_empty()).unwrap_or(property);
         let (field_type, kind, options) = match spec.get("type").and_then(Value::as_str) {
@@ -157,8 +166,14 @@ pub(crate) fn url_card(call: &str, message: &str, url: &str) -> Result<AskSpec, 
     .reason(reason))
 }
 
-/// The host of an `https://` or `http://` address (no user, no port).
+/// The host of an `https://` or `http://` address (no user, no port);
+/// `None` for an address a browser could read another way: one with a
+/// backslash (a browser takes it for `/`, so `https://evil\@good/` opens
+/// `evil`), white space or a control character.
 fn host_of(url: &str) -> Option<String> {
+    if url.chars().any(|c| c == '\\' || c.is_whitespace() || c.is_control()) {
+        return None;
+    }
     let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://"))?;
     let authority = rest.split(['/', '?', '#']).next()?;
     let host = authority.rsplit('@').next()?;
@@ -219,6 +234,19 @@ mod tests {
     }
 
     #[test]
+    fn a_property_name_the_id_rule_refuses_gets_an_id_no_other_field_has() {
+        let schema = json!({"properties": {"a b": {"type": "string"}, "field-0": {"type": "string"}}});
+        let (spec, backs) = form_card("e", "m", &schema).unwrap();
+        let durable_types::AskKind::Form { fields } = &spec.kind else { panic!("{spec:?}") };
+        let ids: Vec<&str> = fields.iter().map(|f| f.id.as_str()).collect();
+        assert_eq!(ids, ["field-1", "field-0"]);
+        let answer = Answer::Values {
+            values: serde_json::from_value(json!({"field-1": "spaced", "field-0": "plain"})).unwrap(),
+        };
+        assert_eq!(Value::Object(content_of(&answer, &backs)), json!({"a b": "spaced", "field-0": "plain"}));
+    }
+
+    #[test]
     fn a_field_no_card_takes_refuses_the_form_naming_it() {
         let multi = json!({"properties": {"tags": {"type": "array", "items": {"type": "string"}}}});
         let err = form_card("e", "m", &multi).unwrap_err();
@@ -236,7 +264,14 @@ mod tests {
                 && reason.contains("https://User@Login.Example.com:8443/a?b"),
             "{reason}"
         );
-        for bad in ["javascript:alert(1)", "file:///etc/passwd", "https:///x", "https://a b/"] {
+        for bad in [
+            "javascript:alert(1)",
+            "file:///etc/passwd",
+            "https:///x",
+            "https://a b/",
+            "https://evil.example\\@login.example.com/",
+            "https://login.example.com\n.evil/",
+        ] {
             assert!(url_card("e", "m", bad).is_err(), "{bad}");
         }
     }

@@ -147,7 +147,8 @@
 //! The phone sees the mode and changes it: each mode the agent offers is a
 //! pane button (`mode-<id>`, labelled `Mode: <name>`, the current one
 //! `(now)`). A press sets it and the chat says so; the phone's choice is
-//! set again when the agent loads the session. A mode that never asks is
+//! set again when the agent loads the session (it lasts while this program
+//! runs: a restart starts from the rule above). A mode that never asks is
 //! allow-always by another name: its press raises a card whose "switch"
 //! option takes the phone's second tap (`confirmAlways`), and where
 //! allow-always is off (over HTTPS) it has no button. When the agent

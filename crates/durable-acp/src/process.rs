@@ -372,7 +372,7 @@ impl AgentProcess {
         match self.cx.send_request(NewSessionRequest::new(cwd)).block_task().await {
             Ok(r) => {
                 let session_id = r.session_id.0.to_string();
-                self.select_mode(&session_id, r.modes.as_ref()).await?;
+                self.select_mode(&session_id, r.modes.as_ref(), true).await?;
                 Ok(session_id)
             }
             Err(e) => Err(Error::agent(format!("session/new failed: {}", self.why(e).await))),
@@ -380,15 +380,24 @@ impl AgentProcess {
     }
 
     /// Cards by default: switches the session to the mode it runs in
-    /// (`modes`), or fails when it cannot.
-    async fn select_mode(&self, session_id: &str, modes: Option<&SessionModeState>) -> Result<(), Error> {
-        *self.modes.lock().unwrap_or_else(|e| e.into_inner()) = modes.cloned();
+    /// (`modes`), or fails when it cannot. A mode the user named that the
+    /// agent offers no modes for fails a new session only: a load or a
+    /// resume may leave `modes` out (the session keeps the mode it had).
+    async fn select_mode(
+        &self,
+        session_id: &str,
+        modes: Option<&SessionModeState>,
+        new: bool,
+    ) -> Result<(), Error> {
+        if modes.is_some() || new {
+            *self.modes.lock().unwrap_or_else(|e| e.into_inner()) = modes.cloned();
+        }
         let Some(state) = modes else {
             return match &self.mode {
-                ModeChoice::Chosen(mode) => {
+                ModeChoice::Chosen(mode) if new => {
                     Err(Error::agent(format!("the agent offers no session modes, so not {mode:?}")))
                 }
-                ModeChoice::AsksFirst => Ok(()),
+                ModeChoice::Chosen(_) | ModeChoice::AsksFirst => Ok(()),
             };
         };
         let mode = match mode_to_select(state, &self.mode) {
@@ -403,7 +412,11 @@ impl AgentProcess {
     pub(crate) async fn set_mode(&self, session_id: &str, mode: &str) -> Result<(), Error> {
         *self.mode_asked.lock().unwrap_or_else(|e| e.into_inner()) = Some(mode.to_owned());
         let request = SetSessionModeRequest::new(session_id.to_owned(), mode.to_owned());
-        match self.cx.send_request(request).block_task().await {
+        let answer = self.cx.send_request(request).block_task().await;
+        // Answered: a `current_mode_update` the agent sends from now on is
+        // its own doing.
+        self.mode_asked.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match answer {
             Ok(_) => {
                 tracing::info!(session = session_id, mode = %mode, "acp: session mode set");
                 self.mode_changed(mode);
@@ -441,7 +454,7 @@ impl AgentProcess {
     /// `session/load`: the agent replays the session as updates before it answers.
     pub(crate) async fn load_session(&self, session_id: &str, cwd: &std::path::Path) -> Result<(), Error> {
         match self.cx.send_request(LoadSessionRequest::new(session_id.to_owned(), cwd)).block_task().await {
-            Ok(r) => self.select_mode(session_id, r.modes.as_ref()).await,
+            Ok(r) => self.select_mode(session_id, r.modes.as_ref(), false).await,
             Err(e) => Err(Error::agent(format!("session/load failed: {}", self.why(e).await))),
         }
     }
@@ -450,7 +463,7 @@ impl AgentProcess {
     /// shows it already).
     pub(crate) async fn resume_session(&self, session_id: &str, cwd: &std::path::Path) -> Result<(), Error> {
         match self.cx.send_request(ResumeSessionRequest::new(session_id.to_owned(), cwd)).block_task().await {
-            Ok(r) => self.select_mode(session_id, r.modes.as_ref()).await,
+            Ok(r) => self.select_mode(session_id, r.modes.as_ref(), false).await,
             Err(e) => Err(Error::agent(format!("session/resume failed: {}", self.why(e).await))),
         }
     }

@@ -34,8 +34,7 @@ pub(crate) async fn shutdown_signal() -> std::io::Result<()> {
 #[cfg(unix)]
 pub(crate) fn report_file_size_limit() -> std::io::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
-    // SIGXFSZ is 25 on Linux and on macOS.
-    let mut xfsz = signal(SignalKind::from_raw(25))?;
+    let mut xfsz = signal(SignalKind::from_raw(nix::sys::signal::Signal::SIGXFSZ as i32))?;
     tokio::spawn(async move {
         while xfsz.recv().await.is_some() {
             tracing::error!(

@@ -446,6 +446,15 @@ fn the_agents_forms_and_pages_to_open_are_cards() {
     let said = notices(&agent, &pane);
     assert!(said.iter().any(|n| n.contains("a form no card can show") && n.contains("\"tags\"")), "{said:?}");
     assert_eq!(agent.state()["asks"], json!([]));
+
+    // A stop closes a form card as it does a permission card: the agent hears `cancel`.
+    turn(&agent, &pane, "s-5", "fill a form");
+    eventually("the second form", || agent.state()["asks"].as_array().and_then(|a| a.first().cloned()));
+    let (status, r) = agent.post(&format!("/v1/panes/{pane}/stop"), json!({"requestId": "x-1"}));
+    assert_eq!(status, 200, "{r}");
+    let got = last_reply(&agent, &pane, "got {\"action\": \"cancel\"");
+    assert_eq!(got, "got {\"action\": \"cancel\"}");
+    eventually("no card left", || (agent.state()["asks"] == json!([])).then_some(()));
 }
 
 /// An agent that ends a stopped turn but leaves its command running (as
@@ -481,4 +490,54 @@ fn a_command_left_running_by_a_stopped_turn_does_not_outlive_the_stop() {
     assert!(said.is_some_and(|s| s.contains("the agent was stopped")), "{:?}", notices(&agent, &pane));
     turn(&agent, &pane, "s-3", "again");
     assert_eq!(last_reply(&agent, &pane, "Echo: again"), "Echo: again");
+}
+
+/// The mode the phone chose is set again when the agent, stopped while
+/// idle, loads the session at the next message (the load starts it in the
+/// agent's own mode).
+#[test]
+fn the_phones_mode_is_set_again_after_the_agent_loads_the_session() {
+    let agent = Agent::start("mode-again", &["--idle-stop-secs", "1"]);
+    let (status, r) =
+        agent.post("/v1/starters/new-conversation", json!({"requestId": "s-1", "text": "hello"}));
+    assert_eq!(status, 200, "{r}");
+    let pane = r["pane"].as_str().unwrap().to_owned();
+    reply_of(&agent, &pane);
+    let (status, r) =
+        agent.post(&format!("/v1/panes/{pane}/actions/mode-acceptEdits"), json!({"requestId": "b-1"}));
+    assert_eq!(status, 200, "{r}");
+    // Stopped while idle; the next message loads the session.
+    std::thread::sleep(Duration::from_secs(3));
+    turn(&agent, &pane, "s-2", "again");
+    assert_eq!(last_reply(&agent, &pane, "Echo: again"), "Echo: again");
+    let log = agent.log();
+    let after_load = log.split("session/load").nth(1).unwrap_or_else(|| panic!("no load: {log}"));
+    assert!(after_load.contains("set_mode acceptEdits"), "{log}");
+    eventually("the button marked", || {
+        buttons(&agent, &pane).contains(&"mode-acceptEdits=Mode: acceptEdits (now)".to_owned()).then_some(())
+    });
+}
+
+/// The same call asked about twice while its card is open: one card, the
+/// second request refused with a notice, and a stop still closes the card.
+#[test]
+fn a_call_asked_about_twice_keeps_one_card_that_a_stop_closes() {
+    let agent = Agent::start("twice", &[]);
+    let (status, r) =
+        agent.post("/v1/starters/new-conversation", json!({"requestId": "s-1", "text": "hello"}));
+    assert_eq!(status, 200, "{r}");
+    let pane = r["pane"].as_str().unwrap().to_owned();
+    reply_of(&agent, &pane);
+    turn(&agent, &pane, "s-2", "please ask twice");
+    eventually("the refusal of the second request", || {
+        agent.log().contains("twice {\"outcome\": \"cancelled\"}").then_some(())
+    });
+    assert_eq!(agent.state()["asks"].as_array().map(Vec::len), Some(1), "{}", agent.state());
+    assert!(notices(&agent, &pane).iter().any(|n| n.contains("asked again about a call whose card is open")));
+    let (status, r) = agent.post(&format!("/v1/panes/{pane}/stop"), json!({"requestId": "x-1"}));
+    assert_eq!(status, 200, "{r}");
+    eventually("the card closed by the stop", || {
+        (agent.log().matches("twice {\"outcome\": \"cancelled\"}").count() == 2).then_some(())
+    });
+    eventually("no card left", || (agent.state()["asks"] == json!([])).then_some(()));
 }

@@ -28,6 +28,8 @@ waiting = {}
 elicitations = {}
 # The prompt of a turn whose command runs, by session (see "run long").
 long_running = {}
+# The permission requests of "ask twice", by request id.
+twice = {}
 # What a prompt asks the client for (`elicitation/create`), by a phrase in it.
 ELICITATIONS = {
     "fill a form": {"mode": "form", "message": "Order details", "requestedSchema": {
@@ -80,7 +82,10 @@ def main():
         except ValueError:
             continue
         method, mid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
-        if method is None and mid in elicitations:
+        if method is None and mid in twice:
+            twice.pop(mid)
+            log("twice " + json.dumps((msg.get("result") or {}).get("outcome"), sort_keys=True))
+        elif method is None and mid in elicitations:
             # The client's answer to a form or a page: said back as the reply.
             session, prompt_id = elicitations.pop(mid)
             update(session, {"sessionUpdate": "agent_message_chunk", "messageId": "m-e" + str(mid),
@@ -132,6 +137,19 @@ def main():
                 elicitations[next_id[0]] = (session, mid)
                 params = dict(ELICITATIONS[asked], sessionId=session)
                 send({"jsonrpc": "2.0", "id": next_id[0], "method": "elicitation/create", "params": params})
+                continue
+            if "ask twice" in text:
+                # The same call asked about twice: each answer is logged.
+                for _ in range(2):
+                    next_id[0] += 1
+                    twice[next_id[0]] = mid
+                    send({"jsonrpc": "2.0", "id": next_id[0], "method": "session/request_permission", "params": {
+                        "sessionId": session,
+                        "toolCall": {"toolCallId": "call-twice", "title": "touch twice", "kind": "execute",
+                                     "status": "pending"},
+                        "options": [{"optionId": "allow", "name": "Yes", "kind": "allow_once"},
+                                    {"optionId": "reject", "name": "No", "kind": "reject_once"}]}})
+                long_running[session] = mid
                 continue
             if "run long" in text:
                 call = f"call-{mid}"

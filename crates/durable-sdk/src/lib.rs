@@ -206,7 +206,9 @@
 //! # #[cfg(unix)]
 //! # async fn f() -> std::io::Result<()> {
 //! use tokio::signal::unix::{SignalKind, signal};
-//! let mut xfsz = signal(SignalKind::from_raw(25))?; // SIGXFSZ on Linux and macOS
+//! // SIGXFSZ: 25 on Linux (x86, ARM) and macOS; `libc::SIGXFSZ` or nix's
+//! // `Signal::SIGXFSZ` give it on every system.
+//! let mut xfsz = signal(SignalKind::from_raw(25))?;
 //! tokio::spawn(async move {
 //!     while xfsz.recv().await.is_some() {
 //!         eprintln!("a write passed the file-size limit (ulimit -f)");
