@@ -7,7 +7,7 @@
 //! agent's conversations on the phone: each ACP session is a pane, its
 //! stream a live chat, its permission requests cards, its sessions the
 //! history. [`AcpConversations`] does it all for one agent command; the
-//! `durable-agent` crate's `durable-agent acp -- <agent command>` is a
+//! `durable-agents` crate's `durable-agent acp -- <agent command>` is a
 //! whole agent on it, for users.
 //!
 //! # Processes

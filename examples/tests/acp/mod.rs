@@ -1,4 +1,4 @@
-//! `durable-agent acp` (`crates/durable-agent`) driven the way Collie would (curl over the
+//! `durable-agent acp` (`crates/durable-agents`) driven the way Collie would (curl over the
 //! socket), with the real pi-acp 0.0.34 driving the real Pi 1.6.0 offline:
 //! the scripted model and tool gate of `faux.ts` (this folder), Pi started
 //! through pi-acp's `PI_ACP_PI_COMMAND` by `.tools/bin/pi-faux`.

@@ -20,7 +20,7 @@ pub fn example(name: &str) -> PathBuf {
     dir.join("examples").join(name)
 }
 
-/// `target/<profile>/durable-agent` (`crates/durable-agent`), built once
+/// `target/<profile>/durable-agent` (`crates/durable-agents`), built once
 /// per test process (cargo knows when nothing changed), so a test never
 /// runs an old one.
 pub fn durable_agent() -> PathBuf {

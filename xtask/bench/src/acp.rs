@@ -88,11 +88,11 @@ pub(crate) async fn run(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// `cargo build --release -p durable-agent`: the binary.
+/// `cargo build --release -p durable-agents`: the binary.
 fn build_example() -> Result<PathBuf, String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
-        .args(["build", "--release", "--quiet", "-p", "durable-agent", "--bin", "durable-agent"])
+        .args(["build", "--release", "--quiet", "-p", "durable-agents", "--bin", "durable-agent"])
         .current_dir(project_root())
         .status()
         .map_err(|e| format!("cargo build of durable-agent: {e}"))?;
