@@ -24,6 +24,10 @@ use crate::items::{item_count, pane_view};
 use crate::session::Session;
 use crate::store::{Conversation, ConversationInfo, ConversationStore};
 
+mod first_rows;
+
+use first_rows::StartListing;
+
 /// What a listing shows of one session file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -96,6 +100,7 @@ use crate::index::Entry as Cached;
 const MODIFIED_SLACK_MS: u64 = 60_000;
 
 /// A session file as the folder's listing shows it.
+#[derive(Debug, Clone)]
 struct Listed {
     path: PathBuf,
     len: u64,
@@ -119,6 +124,14 @@ impl Listed {
             u64::try_from(d.as_millis()).unwrap_or(u64::MAX).saturating_add(MODIFIED_SLACK_MS)
         })
     }
+}
+
+/// Whether Pi named the file at `path` after session `id`
+/// (`<time>_<id>.jsonl`, or `<id>.jsonl`).
+fn named_after(path: &Path, id: &str) -> bool {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else { return false };
+    let Some(stem) = name.strip_suffix(".jsonl") else { return false };
+    !id.is_empty() && (stem == id || stem.strip_suffix(id).is_some_and(|time| time.ends_with('_')))
 }
 
 /// Newest first: latest activity, then id, then file, descending.
@@ -156,11 +169,21 @@ pub struct SessionFolder {
     dirty: std::sync::atomic::AtomicBool,
     /// The index was read (at the first listing of every session).
     index_read: std::sync::OnceLock<()>,
-    /// The file each session id was found in last ([`find`](Self::find)).
-    found: Mutex<HashMap<String, PathBuf>>,
+    /// The file each session id was found in last ([`find`](Self::find)),
+    /// and what it held at its size and time then: a lookup of a session
+    /// found before does not wait for a listing that holds `cache`.
+    found: Mutex<HashMap<String, (PathBuf, Cached)>>,
     /// Where each entry of the sessions read last is (and, with an index,
     /// of the long ones), so that a page reads only its entries.
     entries: EntryIndexes,
+    /// The folder as [`newest`](Self::newest) found it at start, until the
+    /// first listing of every session is done: the history's first page
+    /// is told from it ([`ConversationStore::newest_conversations`]).
+    start: Mutex<Option<std::sync::Arc<StartListing>>>,
+    /// A listing of every session was made in this run.
+    listed: std::sync::atomic::AtomicBool,
+    /// The newest rows file was written in this run.
+    newest_rows_written: std::sync::atomic::AtomicBool,
 }
 
 impl SessionFolder {
@@ -174,6 +197,9 @@ impl SessionFolder {
             index_read: std::sync::OnceLock::new(),
             found: Mutex::new(HashMap::new()),
             entries: EntryIndexes::new(None),
+            start: Mutex::new(None),
+            listed: std::sync::atomic::AtomicBool::new(false),
+            newest_rows_written: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -193,6 +219,11 @@ impl SessionFolder {
     /// entry index of each long session (where each entry's line is and
     /// what it shows), so that a page of a long conversation reads the
     /// entries it shows, in this run or a later one, not the whole file.
+    /// And beside it, with the extension `newest.json`, the rows a listing
+    /// found newest (at most 256, whatever the number of sessions), so
+    /// that the history's first page after a start is answered from them
+    /// and the files changed since, without waiting for that first listing
+    /// ([`ConversationStore::newest_conversations`]).
     pub fn with_index(dir: impl Into<PathBuf>, index_file: impl Into<PathBuf>) -> Self {
         let index_file = index_file.into();
         let entries = EntryIndexes::new(Some(index_file.with_extension("entries")));
@@ -220,16 +251,54 @@ impl SessionFolder {
         });
     }
 
-    /// Writes the index when the summaries changed.
-    fn save_index(&self, cache: &HashMap<PathBuf, Cached>) {
-        let Some(file) = &self.index else { return };
+    /// Writes the index when the summaries changed; whether it did.
+    fn save_index(&self, cache: &HashMap<PathBuf, Cached>) -> bool {
+        let Some(file) = &self.index else { return false };
         // Not read yet: what this run holds is a part, not the index.
         if self.index_read.get().is_none() || !self.dirty.swap(false, std::sync::atomic::Ordering::SeqCst) {
-            return;
+            return false;
         }
         if let Err(e) = crate::index::save(file, &self.dir, cache) {
             self.dirty.store(true, std::sync::atomic::Ordering::SeqCst);
             tracing::warn!(file = %file.display(), error = %e, "pi: the sessions index could not be written");
+            return false;
+        }
+        true
+    }
+
+    /// Where the newest rows are kept, with an index.
+    fn newest_rows_file(&self) -> Option<PathBuf> {
+        self.index.as_ref().map(|file| file.with_extension("newest.json"))
+    }
+
+    /// Writes the newest rows of a listing begun at `listed_at` (every
+    /// session file, sorted newest first, copies of one id each in its
+    /// place): at the first listing of a run, and whenever the index is
+    /// written, so that what they say of the files not changed since
+    /// `listed_at` stays true.
+    fn save_newest_rows(
+        &self,
+        listed_at: SystemTime,
+        sorted: &[(SessionSummary, &Listed)],
+        index_written: bool,
+    ) {
+        let Some(file) = self.newest_rows_file() else { return };
+        if !index_written && self.newest_rows_written.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        let rows: Vec<(&Path, Cached)> = sorted
+            .iter()
+            .take(first_rows::NEWEST_ROWS)
+            .map(|(s, f)| {
+                (f.path.as_path(), Cached { len: f.len, modified: f.modified, summary: Some(s.clone()) })
+            })
+            .collect();
+        let all = sorted.len() <= first_rows::NEWEST_ROWS;
+        match crate::index::save_newest(&file, &self.dir, listed_at, all, &rows) {
+            Ok(()) => self.newest_rows_written.store(true, std::sync::atomic::Ordering::SeqCst),
+            Err(e) => {
+                tracing::warn!(file = %file.display(), error = %e, "pi: the newest rows could not be written")
+            }
         }
     }
 
@@ -282,13 +351,16 @@ impl SessionFolder {
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         cache.extend(read);
         self.dirty.store(true, std::sync::atomic::Ordering::SeqCst);
-        self.save_index(&cache);
+        let _written = self.save_index(&cache);
     }
 
     /// Every session, newest first (latest activity, then id, descending),
     /// one per session id.
     pub fn sessions(&self) -> Result<Vec<SessionSummary>, Error> {
         self.read_index();
+        // Before any file is looked at: a file modified after this may
+        // differ from what the listing read of it.
+        let listed_at = SystemTime::now();
         let files = self.files()?;
         let stale: Vec<&Listed> = {
             let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
@@ -296,12 +368,12 @@ impl SessionFolder {
         };
         let read: Vec<(PathBuf, Cached)> =
             stale.into_iter().map(|f| (f.path.clone(), self.read_file(f))).collect();
+        let present: HashSet<&Path> = files.iter().map(|f| f.path.as_path()).collect();
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         if !read.is_empty() {
             cache.extend(read);
             self.dirty.store(true, std::sync::atomic::Ordering::SeqCst);
         }
-        let present: HashSet<&Path> = files.iter().map(|f| f.path.as_path()).collect();
         let gone: Vec<PathBuf> = cache.keys().filter(|p| !present.contains(p.as_path())).cloned().collect();
         for path in &gone {
             cache.remove(path);
@@ -310,11 +382,20 @@ impl SessionFolder {
         if !gone.is_empty() {
             self.dirty.store(true, std::sync::atomic::Ordering::SeqCst);
         }
-        let mut out: Vec<SessionSummary> =
-            files.iter().filter_map(|f| cache.get(&f.path).and_then(|c| c.summary.clone())).collect();
-        self.save_index(&cache);
+        // Each session with its file (as listed).
+        let mut listed: Vec<(SessionSummary, &Listed)> = files
+            .iter()
+            .filter_map(|f| cache.get(&f.path).and_then(|c| c.summary.clone()).map(|s| (s, f)))
+            .collect();
+        let index_written = self.save_index(&cache);
+        // Sorted without the lock: a page's lookups do not wait for it.
         drop(cache);
-        out.sort_by(newest_first);
+        listed.sort_by(|a, b| newest_first(&a.0, &b.0));
+        self.save_newest_rows(listed_at, &listed, index_written);
+        // Every file known now: what the start found is no longer needed.
+        self.listed.store(true, std::sync::atomic::Ordering::SeqCst);
+        *self.start.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        let mut out: Vec<SessionSummary> = listed.into_iter().map(|(s, _)| s).collect();
         let mut seen = HashSet::new();
         out.retain(|s| seen.insert(s.id.clone()));
         Ok(out)
@@ -342,14 +423,24 @@ impl SessionFolder {
         if n == 0 {
             return Ok(Vec::new());
         }
-        let files = self.files()?;
+        let mut files = self.files()?;
+        // Newest modification first: the files read below in this order,
+        // and the history's first page after it ([`StartListing`]).
+        files.sort_by_key(|f| std::cmp::Reverse(f.activity_bound()));
         let mut top = Vec::new();
         let mut unread = Vec::new();
+        let mut fresh = HashMap::new();
+        let first_listing = !self.listed.load(std::sync::atomic::Ordering::SeqCst);
         {
             let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
             for file in &files {
                 match cache.get(&file.path) {
-                    Some(c) if file.matches(c) => top.extend(c.summary.iter().filter(|s| keep(s)).cloned()),
+                    Some(c) if file.matches(c) => {
+                        top.extend(c.summary.iter().filter(|s| keep(s)).cloned());
+                        if first_listing {
+                            fresh.insert(file.path.clone(), c.clone());
+                        }
+                    }
                     _ => unread.push(file),
                 }
             }
@@ -361,7 +452,6 @@ impl SessionFolder {
             top.truncate(n);
         };
         first_n(&mut top);
-        unread.sort_by_key(|f| std::cmp::Reverse(f.activity_bound()));
         let mut read = Vec::new();
         for file in unread {
             let nth = (top.len() == n).then(|| top[n - 1].last_activity.as_millis());
@@ -377,8 +467,31 @@ impl SessionFolder {
             }
             read.push((file.path.clone(), entry));
         }
+        if first_listing {
+            fresh.extend(read.iter().cloned());
+            let start = StartListing::new(files, fresh);
+            *self.start.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::sync::Arc::new(start));
+        }
         self.remember(read);
+        self.found_in(&top);
         Ok(top)
+    }
+
+    /// Keeps where each of `sessions` was found, for [`find`](Self::find),
+    /// when its file is named after its id: the one active last of those so
+    /// named (a file not read by [`newest`](Self::newest) was last active
+    /// before it), as `find` would take. An agent opens the sessions
+    /// `newest` gave, and the history looks up the open ones at each page:
+    /// each is then a look at one file, not a search of every summary.
+    fn found_in(&self, sessions: &[SessionSummary]) {
+        let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        let mut found = self.found.lock().unwrap_or_else(|e| e.into_inner());
+        for summary in sessions {
+            let Some(cached) = cache.get(&summary.path) else { continue };
+            if named_after(&summary.path, &summary.id) && !found.contains_key(&summary.id) {
+                found.insert(summary.id.clone(), (summary.path.clone(), cached.clone()));
+            }
+        }
     }
 
     /// The session with this id, if the folder holds it.
@@ -407,7 +520,11 @@ impl SessionFolder {
             },
         };
         if let Some(found) = &found {
-            self.found.lock().unwrap_or_else(|e| e.into_inner()).insert(id.to_owned(), found.path.clone());
+            let cached = self.cache.lock().unwrap_or_else(|e| e.into_inner()).get(&found.path).cloned();
+            if let Some(cached) = cached {
+                let mut known = self.found.lock().unwrap_or_else(|e| e.into_inner());
+                known.insert(id.to_owned(), (found.path.clone(), cached));
+            }
         }
         Ok(found)
     }
@@ -417,20 +534,21 @@ impl SessionFolder {
     /// open conversation at each page), and a reading of what was appended
     /// when it changed.
     fn find_again(&self, id: &str) -> Option<SessionSummary> {
-        let path = self.found.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned()?;
+        let (path, known) = self.found.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned()?;
         let meta = std::fs::metadata(&path).ok()?;
         let modified = meta.modified().ok();
-        {
-            let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(cached) = cache.get(&path).filter(|c| c.len == meta.len() && c.modified == modified) {
-                return cached.summary.clone().filter(|s| s.id == id);
-            }
+        if known.len == meta.len() && known.modified == modified {
+            return known.summary.filter(|s| s.id == id);
         }
         // Pi wrote to it since: read what it appended (through the file's
         // entry index), not the folder.
         let summary = self.entries.summary(&path, modified).ok().flatten();
-        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        cache.insert(path, Cached { len: meta.len(), modified, summary: summary.clone() });
+        let read = Cached { len: meta.len(), modified, summary: summary.clone() };
+        self.found
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id.to_owned(), (path.clone(), read.clone()));
+        self.cache.lock().unwrap_or_else(|e| e.into_inner()).insert(path, read);
         self.dirty.store(true, std::sync::atomic::Ordering::SeqCst);
         summary.filter(|s| s.id == id)
     }
@@ -531,6 +649,22 @@ impl ConversationStore for SessionFolder {
         let info =
             SessionSummary::of(&summary.path, &session, None).map_or_else(|| summary.info(), |s| s.info());
         Ok(Some(Conversation::new(ConversationInfo { items: items.len() as u64, ..info }, items)))
+    }
+
+    /// Before the first listing of every session, after
+    /// [`newest`](SessionFolder::newest) (an agent's start): from the files
+    /// it read, the newest rows the last listing kept beside the index
+    /// ([`with_index`](SessionFolder::with_index)), each checked against
+    /// its file's size and modification time now (read again when either
+    /// changed), and the files modified since those rows were written,
+    /// read newest modification first as `newest` reads them. `None` once
+    /// listed, before a `newest`, or when more than 256 files would have
+    /// to be read. As `newest`, it takes a file's modification time to be
+    /// at or after its last activity, and after the listing that wrote the
+    /// rows when written since: a file copied in with an older time kept
+    /// may be missing from these, and is listed in its place.
+    fn newest_conversations(&self, n: usize) -> Result<Option<Vec<ConversationInfo>>, Error> {
+        Ok(self.first_rows(n).map(|rows| rows.iter().map(SessionSummary::info).collect()))
     }
 
     /// Reads only the entries the page shows (and the results of its tool
@@ -705,6 +839,33 @@ mod tests {
         assert_eq!(got, ["s2", "s9", "s8"]);
         assert_eq!(got, want(&SessionFolder::new(&same), 3, ""));
         assert!(folder.newest(0, |_| true).unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_sessions_newest_gave_are_found_again_by_a_look_at_their_file() {
+        let dir = temp("newest-found");
+        for n in 0..5u64 {
+            let file = format!("2026-01-01T05-00-00-000Z_s{n}.jsonl");
+            write(&dir, &file, &format!("s{n}"), 1_000_000 + n * 100_000);
+            touch(&dir.join(&file), 1_000_000 + n * 100_000 + 1_000);
+        }
+        write(&dir, "copy.jsonl", "c", 9_000_000); // not named after its id
+        touch(&dir.join("copy.jsonl"), 9_001_000);
+        let folder = SessionFolder::new(&dir);
+        let got: Vec<String> = folder.newest(3, |_| true).unwrap().into_iter().map(|s| s.id).collect();
+        assert_eq!(got, ["c", "s4", "s3"]);
+        let mut found: Vec<String> = folder.found.lock().unwrap().keys().cloned().collect();
+        found.sort();
+        assert_eq!(found, ["s3", "s4"], "c's file is not named after it: find looks for it as ever");
+        // A look at the file: what Pi appended since is read, not the folder.
+        write(&dir, "2026-01-01T05-00-00-000Z_s3.jsonl", "s3", 7_000_000);
+        assert_eq!(folder.find("s3").unwrap().map(|s| s.last_activity.as_millis()), Some(7_000_000));
+        assert!(named_after(Path::new("/x/2026_s1.jsonl"), "s1") && named_after(Path::new("s1.jsonl"), "s1"));
+        assert!(
+            !named_after(Path::new("/x/2026_s11.jsonl"), "1")
+                && !named_after(Path::new("/x/as1.jsonl"), "s1")
+        );
+        assert!(!named_after(Path::new("/x/_.jsonl"), ""));
     }
 
     #[test]

@@ -19,7 +19,11 @@
 //!   they are now ([`ConversationStore::info`]) and put in their place: a
 //!   page costs a lookup at any number of conversations, and shows the
 //!   conversation just had. The first listing is begun at start
-//!   ([`PiHistory::warm`]); a page asked before it is done waits for it.
+//!   ([`PiHistory::warm`]); a page asked before it is done is served from
+//!   the conversations the store tells newest at once
+//!   ([`ConversationStore::newest_conversations`]: a Pi sessions folder
+//!   tells them from the rows its last listing found newest), and waits
+//!   for the listing only when it goes past them.
 //!
 //! The provider is thin: [`PiHistory::rows_page`] and
 //! [`PiHistory::items_page`] do the work, synchronously (they read files).
@@ -96,8 +100,8 @@ impl<S: ConversationStore> PiHistory<S> {
     /// older than `after` (default [`RELIST_AFTER`], 2 s) the next page is
     /// still served from it while the store is listed again on a thread of
     /// its own. So a page costs a lookup in the listing at any number of
-    /// conversations (only the very first page waits for a listing: see
-    /// [`warm`](Self::warm)). The conversations open as panes are looked up
+    /// conversations (only a page asked before the first listing is done
+    /// may wait for it: see [`warm`](Self::warm)). The conversations open as panes are looked up
     /// at each page as they are now; one not open that changed meanwhile
     /// shows from the page after that listing. `Duration::ZERO` lists the
     /// store at every page, before answering.
@@ -120,8 +124,11 @@ impl<S: ConversationStore> PiHistory<S> {
     }
 
     /// Lists the store on a thread of its own now, so that the first page
-    /// asked finds a listing (an agent calls it at start); a page asked
-    /// before it is done waits for it rather than listing the store again.
+    /// asked finds a listing (an agent calls it at start). A page asked
+    /// before it is done is served from the conversations the store tells
+    /// newest at once ([`ConversationStore::newest_conversations`]) when
+    /// it lies within them, else waits for that listing rather than
+    /// listing the store again.
     pub fn warm(&self) {
         self.relist_in_background();
     }
@@ -215,26 +222,81 @@ impl<S: ConversationStore> PiHistory<S> {
 
     /// Rows after `after` (from the newest when `None`), at most `limit`:
     /// the listing's, with the conversations open as panes as they are now
-    /// in their place.
+    /// in their place. Before the first listing is done, a page within the
+    /// conversations the store tells newest at once
+    /// ([`ConversationStore::newest_conversations`]) is served from them
+    /// (the same rows and cursors the listing gives); another waits for it.
     pub fn rows_page(&self, after: Option<&Cursor>, limit: usize) -> Result<RowsPage, Error> {
-        let all = self.listed()?;
+        let after = after.map(parse_row_cursor).transpose()?;
         let open = self.open_now()?;
+        let want = limit.max(1);
+        // Enough to fill the page past the open ones, and one more to say
+        // whether there are more.
+        if let Some((first, every)) = self.newest_before_listing(want + open.len() + 1) {
+            if let Some(page) = self.page_of(&first, every, &open, after.as_ref(), want) {
+                return Ok(page);
+            }
+        }
+        let all = self.listed()?;
+        // A whole listing answers every page.
+        Ok(self
+            .page_of(&all, true, &open, after.as_ref(), want)
+            .unwrap_or(RowsPage { rows: Vec::new(), next: None }))
+    }
+
+    /// Before the first listing is done, the first `n` rows the store tells
+    /// at once (the listing begun, if it is not under way), sorted as a
+    /// listing's, and whether they are every row.
+    fn newest_before_listing(&self, n: usize) -> Option<(Vec<ConversationInfo>, bool)> {
+        if self.relist_after.is_zero() || self.listing.lock().unwrap_or_else(|e| e.into_inner()).is_some() {
+            return None;
+        }
+        let first = match self.store.newest_conversations(n) {
+            Ok(first) => first?,
+            Err(e) => {
+                // The listing will say it if it is lasting.
+                tracing::debug!(error = %e, "pi: the newest conversations could not be told; the page waits for the listing");
+                return None;
+            }
+        };
+        // The pages after this one are served from the listing.
+        self.relist_in_background();
+        let every = first.len() < n;
+        let mut first: Vec<ConversationInfo> =
+            first.into_iter().filter(|c| check_id(&c.id).is_ok()).collect();
+        first.sort_by(|a, b| sort_key(b).cmp(&sort_key(a)));
+        Some((first, every))
+    }
+
+    /// The page after `after` of the rows `all` (sorted; the first of the
+    /// listing's, or `every` one of them) and `open` (sorted, as they are
+    /// now): `None` when it goes past the end of `all` and that is not
+    /// every row.
+    fn page_of(
+        &self,
+        all: &[ConversationInfo],
+        every: bool,
+        open: &[ConversationInfo],
+        after: Option<&(u64, String)>,
+        want: usize,
+    ) -> Option<RowsPage> {
         let open_ids: HashSet<&str> = open.iter().map(|c| c.id.as_str()).collect();
         let (mut i, mut j) = match after {
             None => (0, 0),
-            Some(cursor) => {
-                let (ms, id) = parse_row_cursor(cursor)?;
+            Some((ms, id)) => {
                 // The first row that sorts after the cursor's (both are sorted).
-                let after = |c: &ConversationInfo| sort_key(c) >= (ms, id.as_str());
+                let after = |c: &ConversationInfo| sort_key(c) >= (*ms, id.as_str());
                 (all.partition_point(after), open.partition_point(after))
             }
         };
-        let want = limit.max(1);
         let mut page: Vec<&ConversationInfo> = Vec::with_capacity(want.min(all.len() + open.len()));
         let mut more = false;
         loop {
             while all.get(i).is_some_and(|c| open_ids.contains(c.id.as_str())) {
                 i += 1; // shown as it is now, from `open`
+            }
+            if i == all.len() && !every {
+                return None; // the next row may be one of the listing's not told
             }
             let next = match (all.get(i), open.get(j)) {
                 (None, None) => break,
@@ -258,7 +320,7 @@ impl<S: ConversationStore> PiHistory<S> {
             page.push(next);
         }
         let next = if more { page.last().map(|last| row_cursor(last)) } else { None };
-        Ok(RowsPage { rows: page.iter().map(|c| self.row(c)).collect(), next })
+        Some(RowsPage { rows: page.iter().map(|c| self.row(c)).collect(), next })
     }
 
     /// One conversation's items after `after`, at most `limit`; `None` for

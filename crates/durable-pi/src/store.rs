@@ -149,6 +149,18 @@ pub trait ConversationStore: Send + Sync + 'static {
     fn info(&self, id: &str) -> Result<Option<ConversationInfo>, Error> {
         Ok(self.conversation(id)?.map(|c| c.info))
     }
+    /// The first `n` conversations of [`conversations`](Self::conversations)
+    /// newest first (latest activity, then id, descending; one per id),
+    /// or every one when there are fewer than `n`, when the store can tell
+    /// them without listing every conversation; `None` when it cannot now.
+    /// The history asks it for a page asked before its first listing is
+    /// done, and waits for that listing only when the page goes past these.
+    /// By default `None`; a Pi sessions folder tells them at start from
+    /// the rows its last listing found newest and the files changed since.
+    fn newest_conversations(&self, n: usize) -> Result<Option<Vec<ConversationInfo>>, Error> {
+        let _ = n;
+        Ok(None)
+    }
     /// A page of one conversation: the items at `range` of its pane (cut
     /// to its end), with what a list shows of it (its `items` counting them
     /// all); `None` for an unknown id. The history reads its item pages
@@ -174,6 +186,9 @@ impl<T: ConversationStore> ConversationStore for std::sync::Arc<T> {
     }
     fn info(&self, id: &str) -> Result<Option<ConversationInfo>, Error> {
         T::info(self, id)
+    }
+    fn newest_conversations(&self, n: usize) -> Result<Option<Vec<ConversationInfo>>, Error> {
+        T::newest_conversations(self, n)
     }
     fn conversation_page(&self, id: &str, range: Range<usize>) -> Result<Option<Conversation>, Error> {
         T::conversation_page(self, id, range)

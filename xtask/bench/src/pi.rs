@@ -5,7 +5,8 @@
 //! long. For each size: the start to the first
 //! `GET /v1/state` answered and the first history page after it, with no
 //! index yet (cold) and again on the same data (warm: the sessions index in
-//! the data folder); on the warm start a later page, pages of 200 items of
+//! the data folder; five starts, the median), the warm first page checked
+//! to be the one the history's listing gives; on the warm start a later page, pages of 200 items of
 //! the long conversation (200, 2,000 and 10,000 message pairs long at the
 //! three sizes: the first page read in the run, the same page again, the
 //! last page), and the agent's resident memory after the cold start and
@@ -246,6 +247,15 @@ async fn get(target: &Target, path: &str) -> Result<(f64, Value), String> {
     Ok((ms, serde_json::from_slice(&body).map_err(|e| e.to_string())?))
 }
 
+/// Warm starts, each measured once (the first page after a start is asked once per start).
+const WARM_STARTS: usize = 5;
+
+/// The median of `times`.
+fn middle(mut times: Vec<f64>) -> f64 {
+    times.sort_by(f64::total_cmp);
+    times.get(times.len() / 2).copied().unwrap_or(0.0)
+}
+
 /// The median of five runs of `GET path`, in ms.
 async fn median(target: &Target, path: &str) -> Result<f64, String> {
     let mut times = Vec::new();
@@ -277,12 +287,22 @@ async fn measure(
     tokio::time::sleep(Duration::from_millis(600)).await;
     let rss_mib = load::rss_kib(agent.child.id())? as f64 / 1024.0;
     drop(agent);
-    // Warm: the index in the data folder.
-    let agent = start(exe, sessions, data)?;
-    get(&agent.target, "/v1/state").await?;
-    let warm_ms = agent.started.elapsed().as_secs_f64() * 1000.0;
-    let (first_page_ms, page) = get(&agent.target, "/v1/history?limit=50").await?;
-    let next = page["next"].as_str().ok_or_else(|| format!("{n} sessions: no second history page"))?;
+    // Warm: the index in the data folder. The first page after a start is
+    // asked once per start: five starts, the median of each figure.
+    let (mut warm, mut firsts) = (Vec::new(), Vec::new());
+    let mut last = None;
+    for _ in 0..WARM_STARTS {
+        drop(last.take()); // its socket is the next one's
+        let agent = start(exe, sessions, data)?;
+        get(&agent.target, "/v1/state").await?;
+        warm.push(agent.started.elapsed().as_secs_f64() * 1000.0);
+        let (ms, page) = get(&agent.target, "/v1/history?limit=50").await?;
+        firsts.push(ms);
+        last = Some((agent, page));
+    }
+    let (agent, first_page) = last.ok_or("no warm start")?;
+    let (warm_ms, first_page_ms) = (middle(warm), middle(firsts));
+    let next = first_page["next"].as_str().ok_or_else(|| format!("{n} sessions: no second history page"))?;
     let later = format!("/v1/history?limit=50&after={next}");
     let later_page_ms = median(&agent.target, &later).await?;
     let long = format!("/v1/history/{long_id}?limit={LONG_LIMIT}");
@@ -294,6 +314,20 @@ async fn measure(
     // Every history page, then every page of the long conversation.
     read_all(&agent.target, "/v1/history?limit=50", "rows").await?;
     read_all(&agent.target, &long, "items").await?;
+    // The first page, told before the listing, is the listing's.
+    let (_, listed) = get(&agent.target, "/v1/history?limit=50").await?;
+    if listed["rows"] != first_page["rows"] || listed["next"] != first_page["next"] {
+        let rows = |p: &Value| p["rows"].as_array().cloned().unwrap_or_default();
+        let (told, listed_rows) = (rows(&first_page), rows(&listed));
+        let at = told.iter().zip(&listed_rows).position(|(a, b)| a != b);
+        return Err(format!(
+            "{n} sessions: the first page after the start is not the listing's: {} rows and {}, first different {at:?}: {} and {}",
+            told.len(),
+            listed_rows.len(),
+            at.map_or(String::new(), |i| told[i].to_string()),
+            at.map_or(String::new(), |i| listed_rows[i].to_string()),
+        ));
+    }
     let rss_read_mib = load::rss_kib(agent.child.id())? as f64 / 1024.0;
     Ok(Figures {
         cold_ms,
