@@ -346,7 +346,9 @@ pub struct ApprovalOptions {
 }
 
 impl ApprovalOptions {
-    /// Approval on `pane` for the tool call `tool_call_id`.
+    /// Approval on `pane` for the tool call `tool_call_id` (the ID rule: 128
+    /// bytes at most; in a button's handler the press's request id is one
+    /// already, where `call-` and a long request id would not fit).
     pub fn new(pane: &Pane, tool_call_id: impl Into<String>) -> Self {
         ApprovalOptions {
             pane: pane.clone(),
