@@ -4,7 +4,9 @@
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 
 use super::Ctx;
-use crate::conformance::check::{CaseResult, ensure};
+use crate::conformance::check::CaseResult;
+#[cfg(unix)]
+use crate::conformance::check::ensure;
 
 #[cfg(not(unix))]
 pub(crate) async fn socket_and_its_folder_are_private(cx: Ctx) -> CaseResult {
