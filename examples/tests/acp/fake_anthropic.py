@@ -14,18 +14,12 @@ command line. It prints `port <n>` once it listens.
 
 import json
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-LOG = sys.argv[1] if len(sys.argv) > 1 else None
-LOCK = threading.Lock()
+# The shared part sits beside this file; no bytecode is written in the repository.
+sys.dont_write_bytecode = True
+from scripted_model import LOCK, log, serve  # noqa: E402
+
 CALLS = [0]
-
-
-def log(line):
-    if LOG:
-        with LOCK, open(LOG, "a", encoding="utf-8") as f:
-            f.write(line + "\n")
 
 
 def texts(content):
@@ -108,59 +102,20 @@ def script(body):
     return answer([{"type": "text", "text": "Echo: " + said}], "end_turn")
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def do_POST(self):
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length)
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            body = {}
-        if not self.path.startswith("/v1/messages") or "count_tokens" in self.path:
-            log(f"{self.path} (answered 404)")
-            self.send_response(404)
-            self.send_header("content-length", "0")
-            self.end_headers()
-            return
-        messages = body.get("messages") or [{}]
-        log(f"{self.path} stream={body.get('stream')} last={json.dumps(messages[-1])[:300]}")
-        data = script(body)
-        if body.get("stream"):
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-        else:
-            # A whole message, for a caller that does not stream.
-            text = "Echo"
-            out = json.dumps({"id": "msg_fake", "type": "message", "role": "assistant",
-                              "model": "claude-sonnet-4-5", "content": [{"type": "text", "text": text}],
-                              "stop_reason": "end_turn", "stop_sequence": None,
-                              "usage": {"input_tokens": 10, "output_tokens": 1}}).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(out)))
-            self.end_headers()
-            self.wfile.write(out)
-
-    def do_GET(self):
-        log(f"GET {self.path} (answered 404)")
-        self.send_response(404)
-        self.send_header("content-length", "0")
-        self.end_headers()
-
-
-def main():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    print(f"port {server.server_address[1]}", flush=True)
-    server.serve_forever()
+def answer_request(path, body):
+    if not path.startswith("/v1/messages") or "count_tokens" in path:
+        log(f"{path} (answered 404)")
+        return 404, "application/json", b"{}"
+    messages = body.get("messages") or [{}]
+    log(f"{path} stream={body.get('stream')} last={json.dumps(messages[-1])[:300]}")
+    if body.get("stream"):
+        return 200, "text/event-stream", script(body)
+    # A whole message, for a caller that does not stream.
+    out = {"id": "msg_fake", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+           "content": [{"type": "text", "text": "Echo"}], "stop_reason": "end_turn", "stop_sequence": None,
+           "usage": {"input_tokens": 10, "output_tokens": 1}}
+    return 200, "application/json", json.dumps(out).encode()
 
 
 if __name__ == "__main__":
-    main()
+    serve(answer_request)

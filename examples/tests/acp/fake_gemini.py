@@ -18,19 +18,12 @@ model or the user speaks next) gets a JSON text that says the user does;
 
 import json
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-LOG = sys.argv[1] if len(sys.argv) > 1 else None
-LOCK = threading.Lock()
+# The shared part sits beside this file; no bytecode is written in the repository.
+sys.dont_write_bytecode = True
+from scripted_model import log, serve  # noqa: E402
 
 USAGE = {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}
-
-
-def log(line):
-    if LOG:
-        with LOCK, open(LOG, "a", encoding="utf-8") as f:
-            f.write(line + "\n")
 
 
 def chunk(parts, last):
@@ -73,50 +66,20 @@ def script(body):
     return answer([{"text": "Echo: " + said}])
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def reply(self, status, content_type, data):
-        self.send_response(status)
-        self.send_header("content-type", content_type)
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_POST(self):
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length)
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            body = {}
-        contents = body.get("contents") or [{}]
-        log(f"{self.path} last={json.dumps(contents[-1])[:300]}")
-        if ":streamGenerateContent" in self.path:
-            self.reply(200, "text/event-stream", script(body))
-        elif ":generateContent" in self.path:
-            text = json.dumps({"reasoning": "The model has answered.", "next_speaker": "user"})
-            out = {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
-                                   "finishReason": "STOP", "index": 0}], "usageMetadata": USAGE}
-            self.reply(200, "application/json", json.dumps(out).encode())
-        elif ":countTokens" in self.path:
-            self.reply(200, "application/json", b'{"totalTokens": 10}')
-        else:
-            self.reply(404, "application/json", b"{}")
-
-    def do_GET(self):
-        log(f"GET {self.path} (answered 404)")
-        self.reply(404, "application/json", b"{}")
-
-
-def main():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    print(f"port {server.server_address[1]}", flush=True)
-    server.serve_forever()
+def answer_request(path, body):
+    contents = body.get("contents") or [{}]
+    log(f"{path} last={json.dumps(contents[-1])[:300]}")
+    if ":streamGenerateContent" in path:
+        return 200, "text/event-stream", script(body)
+    if ":generateContent" in path:
+        text = json.dumps({"reasoning": "The model has answered.", "next_speaker": "user"})
+        out = {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
+                               "finishReason": "STOP", "index": 0}], "usageMetadata": USAGE}
+        return 200, "application/json", json.dumps(out).encode()
+    if ":countTokens" in path:
+        return 200, "application/json", b'{"totalTokens": 10}'
+    return 404, "application/json", b"{}"
 
 
 if __name__ == "__main__":
-    main()
+    serve(answer_request)

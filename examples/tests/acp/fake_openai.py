@@ -15,18 +15,12 @@ path and last input item to the log named on the command line. It prints
 
 import json
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-LOG = sys.argv[1] if len(sys.argv) > 1 else None
-LOCK = threading.Lock()
+# The shared part sits beside this file; no bytecode is written in the repository.
+sys.dont_write_bytecode = True
+from scripted_model import LOCK, log, serve  # noqa: E402
+
 CALLS = [0]
-
-
-def log(line):
-    if LOG:
-        with LOCK, open(LOG, "a", encoding="utf-8") as f:
-            f.write(line + "\n")
 
 
 def next_number():
@@ -100,46 +94,14 @@ def script(body):
     return message("Echo: " + said)
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def do_POST(self):
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length)
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            body = {}
-        if not self.path.startswith("/v1/responses"):
-            log(f"{self.path} (answered 404)")
-            self.send_response(404)
-            self.send_header("content-length", "0")
-            self.end_headers()
-            return
-        items = body.get("input") or [{}]
-        log(f"{self.path} stream={body.get('stream')} last={json.dumps(last_turn(items))[:300]}")
-        data = script(body)
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self):
-        log(f"GET {self.path} (answered 404)")
-        self.send_response(404)
-        self.send_header("content-length", "0")
-        self.end_headers()
-
-
-def main():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    print(f"port {server.server_address[1]}", flush=True)
-    server.serve_forever()
+def answer_request(path, body):
+    if not path.startswith("/v1/responses"):
+        log(f"{path} (answered 404)")
+        return 404, "application/json", b"{}"
+    items = body.get("input") or [{}]
+    log(f"{path} stream={body.get('stream')} last={json.dumps(last_turn(items))[:300]}")
+    return 200, "text/event-stream", script(body)
 
 
 if __name__ == "__main__":
-    main()
+    serve(answer_request)
