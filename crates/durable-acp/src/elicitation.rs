@@ -137,8 +137,7 @@ pub(crate) fn content_of(answer: &Answer, backs: &[FieldBack]) -> Map<String, Va
                     None => continue,
                 }
             }
-            (Back::Number | Back::Text | Back::Bool, v) => v.clone(),
-            (Back::Integer, v) => v.clone(),
+            (_, v) => v.clone(),
         };
         content.insert(back.property.clone(), value);
     }

@@ -76,12 +76,8 @@ impl AnswerLimit {
         B: hyper::body::Body,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        self.read_body(body, what).await.map_err(|e| match e {
-            LinkError::TooLarge(m)
-            | LinkError::Http(m)
-            | LinkError::Tls(m)
-            | LinkError::Connect { message: m, .. } => m,
-        })
+        // A link error's text is its message.
+        self.read_body(body, what).await.map_err(|e| e.to_string())
     }
 
     /// [`AnswerLimit::read`], with the kind of failure kept.

@@ -699,8 +699,8 @@ mod tests {
     }
 
     /// Replaces a file's bytes with as many of garbage, keeping its time:
-    /// only a listing that reads it again sees the change.
-    fn garble_keeping_size_and_time(path: &Path) {
+    /// only what reads it again sees the change.
+    pub(super) fn garble_keeping_size_and_time(path: &Path) {
         let meta = std::fs::metadata(path).unwrap();
         std::fs::write(path, vec![b'#'; meta.len() as usize]).unwrap();
         std::fs::File::options()

@@ -510,25 +510,49 @@ mod tests {
     /// and a JSON body, or `None` for the default (`200 {"ok": true}`).
     type Route = Arc<dyn Fn(&str, &str, &str) -> Option<(u16, String)> + Send + Sync>;
 
+    /// A hello as the SDK writes it, with these caps on and every other off.
+    fn hello_with(on: &[&str]) -> String {
+        let caps: serde_json::Map<String, serde_json::Value> = durable_types::CAP_NAMES
+            .iter()
+            .map(|c| ((*c).to_owned(), serde_json::Value::Bool(on.contains(c))))
+            .collect();
+        serde_json::json!({"ok": true, "wire": {"min": 1, "max": 1}, "sdk": {"name": "fake", "version": "0"},
+            "host": "fake", "runtime": "fake", "ready": true, "epoch": "0123456789abcdef", "callerCheck": "on",
+            "caps": caps})
+        .to_string()
+    }
+
+    /// A state with one idle pane, `p`.
+    const ONE_PANE_STATE: &str = r#"{"ok": true, "epoch": "0123456789abcdef", "seq": 3, "ready": true, "full": true,
+        "workspaces": [{"id": "w", "title": "W", "tabs": [{"id": "w:t", "title": "T", "panes": ["p"]}]}],
+        "panes": [{"id": "p", "tab": "w:t", "title": "P", "state": "idle", "turnId": null, "lastSeq": 0,
+                   "openAsks": [], "actions": []}],
+        "removed": [], "closed": [], "starters": [], "asks": []}"#;
+
     /// A fake agent on a socket: its hello and state answer `hello` and
     /// `state`, every other request gets `{"ok": true}`.
-    async fn fake_agent(dir: &std::path::Path, hello: &'static str, state: &'static str) -> PathBuf {
+    async fn fake_agent(
+        dir: &std::path::Path,
+        hello: impl Into<Arc<str>>,
+        state: impl Into<Arc<str>>,
+    ) -> PathBuf {
         fake_agent_routed(dir, hello, state, Arc::new(|_: &str, _: &str, _: &str| None)).await
     }
 
     /// [`fake_agent`], with `route` answering first.
     async fn fake_agent_routed(
         dir: &std::path::Path,
-        hello: &'static str,
-        state: &'static str,
+        hello: impl Into<Arc<str>>,
+        state: impl Into<Arc<str>>,
         route: Route,
     ) -> PathBuf {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (hello, state): (Arc<str>, Arc<str>) = (hello.into(), state.into());
         let path = dir.join("fake.sock");
         let listener = tokio::net::UnixListener::bind(&path).unwrap();
         tokio::spawn(async move {
             while let Ok((mut stream, _)) = listener.accept().await {
-                let route = route.clone();
+                let (route, hello, state) = (route.clone(), hello.clone(), state.clone());
                 tokio::spawn(async move {
                     let mut got = Vec::new();
                     let mut buf = [0u8; 65536];
@@ -561,8 +585,8 @@ mod tests {
                     let (status, body) = match route(&method, &path, &body) {
                         Some(answer) => answer,
                         None => match path.split('?').next() {
-                            Some("/hello") => (200, hello.to_owned()),
-                            Some("/v1/state") => (200, state.to_owned()),
+                            Some("/hello") => (200, hello.to_string()),
+                            Some("/v1/state") => (200, state.to_string()),
                             _ => (200, "{\"ok\": true}".to_owned()),
                         },
                     };
@@ -599,17 +623,7 @@ mod tests {
     #[tokio::test]
     async fn an_agent_that_says_yes_to_everything_fails_case_by_case() {
         let dir = scratch("yes");
-        let hello = r#"{"ok": true, "wire": {"min": 1, "max": 1}, "sdk": {"name": "fake", "version": "0"},
-            "host": "fake", "runtime": "fake", "ready": true, "epoch": "0123456789abcdef", "callerCheck": "on",
-            "caps": {"asks": true, "starters": false, "send": true, "steer": false, "abort": false,
-                     "rename": false, "close": false, "actions": false, "history": false, "reopen": false,
-                     "terminal": false}}"#;
-        let state = r#"{"ok": true, "epoch": "0123456789abcdef", "seq": 3, "ready": true, "full": true,
-            "workspaces": [{"id": "w", "title": "W", "tabs": [{"id": "w:t", "title": "T", "panes": ["p"]}]}],
-            "panes": [{"id": "p", "tab": "w:t", "title": "P", "state": "idle", "turnId": null, "lastSeq": 0,
-                       "openAsks": [], "actions": []}],
-            "removed": [], "closed": [], "starters": [], "asks": []}"#;
-        let socket = fake_agent(&dir, hello, state).await;
+        let socket = fake_agent(&dir, hello_with(&["asks", "send"]), ONE_PANE_STATE).await;
         let g = Generic { socket: Some(socket), ..Generic::default() };
         let tally = run_generic(&g, &Baseline::default()).await.unwrap();
         assert!(tally.failed >= 10, "{tally:?}");
@@ -621,16 +635,6 @@ mod tests {
     /// answers a rename of `p` with `answer`; the rename case alone is run.
     async fn rename_case_against(name: &str, answer: (u16, &'static str)) -> Tally {
         let dir = scratch(name);
-        let hello = r#"{"ok": true, "wire": {"min": 1, "max": 1}, "sdk": {"name": "fake", "version": "0"},
-            "host": "fake", "runtime": "fake", "ready": true, "epoch": "0123456789abcdef", "callerCheck": "on",
-            "caps": {"asks": false, "starters": false, "send": false, "steer": false, "abort": false,
-                     "rename": true, "close": false, "actions": false, "history": false, "reopen": false,
-                     "terminal": false}}"#;
-        let state = r#"{"ok": true, "epoch": "0123456789abcdef", "seq": 3, "ready": true, "full": true,
-            "workspaces": [{"id": "w", "title": "W", "tabs": [{"id": "w:t", "title": "T", "panes": ["p"]}]}],
-            "panes": [{"id": "p", "tab": "w:t", "title": "P", "state": "idle", "turnId": null, "lastSeq": 0,
-                       "openAsks": [], "actions": []}],
-            "removed": [], "closed": [], "starters": [], "asks": []}"#;
         // The rules that come before the hook (§8): an unknown target is
         // 404, a target of another kind 400; the hook answers the rest.
         let route: Route = Arc::new(move |method: &str, path: &str, body: &str| {
@@ -649,7 +653,7 @@ mod tests {
             }
             Some((answer.0, answer.1.to_owned()))
         });
-        let socket = fake_agent_routed(&dir, hello, state, route).await;
+        let socket = fake_agent_routed(&dir, hello_with(&["rename"]), ONE_PANE_STATE, route).await;
         let g = Generic {
             socket: Some(socket),
             writes: true,

@@ -189,6 +189,7 @@ impl SessionFolder {
 
 #[cfg(test)]
 mod tests {
+    use crate::folder::tests::garble_keeping_size_and_time;
     use std::path::Path;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Condvar};
@@ -240,19 +241,6 @@ mod tests {
         use std::io::Write;
         let mut f = std::fs::File::options().append(true).open(path).unwrap();
         writeln!(f, "{line}").unwrap();
-    }
-
-    /// Replaces a file's bytes with as many of garbage, keeping its time:
-    /// only what reads it sees the change.
-    fn garble_keeping_size_and_time(path: &Path) {
-        let meta = std::fs::metadata(path).unwrap();
-        std::fs::write(path, vec![b'#'; meta.len() as usize]).unwrap();
-        std::fs::File::options()
-            .write(true)
-            .open(path)
-            .unwrap()
-            .set_modified(meta.modified().unwrap())
-            .unwrap();
     }
 
     /// `count` sessions a day apart (s0 the oldest), listed once with an
