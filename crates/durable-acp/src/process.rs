@@ -413,13 +413,17 @@ impl AgentProcess {
         *self.mode_asked.lock().unwrap_or_else(|e| e.into_inner()) = Some(mode.to_owned());
         let request = SetSessionModeRequest::new(session_id.to_owned(), mode.to_owned());
         let answer = self.cx.send_request(request).block_task().await;
-        // Answered: a `current_mode_update` the agent sends from now on is
-        // its own doing.
+        // The mode is current before the asked one is forgotten: the
+        // agent's `current_mode_update` for it, read meanwhile by the pump,
+        // then finds it asked or current, never news. From then on an
+        // update is the agent's own doing.
+        if answer.is_ok() {
+            self.mode_changed(mode);
+        }
         self.mode_asked.lock().unwrap_or_else(|e| e.into_inner()).take();
         match answer {
             Ok(_) => {
                 tracing::info!(session = session_id, mode = %mode, "acp: session mode set");
-                self.mode_changed(mode);
                 Ok(())
             }
             Err(e) => Err(Error::agent(format!("session/set_mode {mode:?} failed: {}", self.why(e).await))),
