@@ -110,6 +110,17 @@ fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
     }
 }
 
+/// A new conversation (the starter, text "hello"), once its first reply
+/// came: its pane.
+fn conversation(agent: &Agent) -> String {
+    let (status, r) =
+        agent.post("/v1/starters/new-conversation", json!({"requestId": "s-1", "text": "hello"}));
+    assert_eq!(status, 200, "{r}");
+    let pane = r["pane"].as_str().expect("the new pane").to_owned();
+    reply_of(agent, &pane);
+    pane
+}
+
 fn reply_of(agent: &Agent, pane: &str) -> String {
     eventually("the reply", || {
         agent
@@ -182,11 +193,7 @@ fn notices(agent: &Agent, pane: &str) -> Vec<String> {
 #[test]
 fn the_phone_sees_the_sessions_mode_and_changes_it_and_hears_when_the_agent_does() {
     let agent = Agent::start("buttons", &[]);
-    let (status, r) =
-        agent.post("/v1/starters/new-conversation", json!({"requestId": "s-1", "text": "hello"}));
-    assert_eq!(status, 200, "{r}");
-    let pane = r["pane"].as_str().unwrap().to_owned();
-    reply_of(&agent, &pane);
+    let pane = conversation(&agent);
     // Its modes as buttons, the one it runs in marked.
     assert_eq!(
         buttons(&agent, &pane),
@@ -314,11 +321,7 @@ fn over_https_a_mode_that_never_asks_is_not_offered() {
 
 /// A close, a reopen and a send, and what the agent was asked.
 fn close_reopen_send(agent: &Agent) -> String {
-    let (status, r) =
-        agent.post("/v1/starters/new-conversation", json!({"requestId": "s-1", "text": "hello"}));
-    assert_eq!(status, 200, "{r}");
-    let pane = r["pane"].as_str().unwrap().to_owned();
-    reply_of(agent, &pane);
+    let pane = conversation(agent);
     let (status, r) = agent.post("/v1/close", json!({"requestId": "c-1", "target": "pane", "id": pane}));
     assert_eq!(status, 200, "{r}");
     let (status, r) = agent.post("/v1/reopen", json!({"requestId": "o-1", "id": pane}));
@@ -380,11 +383,7 @@ fn last_reply(agent: &Agent, pane: &str, starts: &str) -> String {
 #[test]
 fn the_agents_forms_and_pages_to_open_are_cards() {
     let agent = Agent::start("elicit", &[]);
-    let (status, r) =
-        agent.post("/v1/starters/new-conversation", json!({"requestId": "s-1", "text": "hello"}));
-    assert_eq!(status, 200, "{r}");
-    let pane = r["pane"].as_str().unwrap().to_owned();
-    reply_of(&agent, &pane);
+    let pane = conversation(&agent);
 
     turn(&agent, &pane, "s-2", "fill a form");
     let form =
@@ -463,11 +462,7 @@ fn the_agents_forms_and_pages_to_open_are_cards() {
 #[test]
 fn a_command_left_running_by_a_stopped_turn_does_not_outlive_the_stop() {
     let agent = Agent::start("stop-long", &[]);
-    let (status, r) =
-        agent.post("/v1/starters/new-conversation", json!({"requestId": "s-1", "text": "hello"}));
-    assert_eq!(status, 200, "{r}");
-    let pane = r["pane"].as_str().unwrap().to_owned();
-    reply_of(&agent, &pane);
+    let pane = conversation(&agent);
     turn(&agent, &pane, "s-2", "please run long");
     eventually("the running call", || {
         agent.items(&pane).iter().any(|i| i["kind"] == "tool" && i["status"] == "running").then_some(())
@@ -498,11 +493,7 @@ fn a_command_left_running_by_a_stopped_turn_does_not_outlive_the_stop() {
 #[test]
 fn the_phones_mode_is_set_again_after_the_agent_loads_the_session() {
     let agent = Agent::start("mode-again", &["--idle-stop-secs", "1"]);
-    let (status, r) =
-        agent.post("/v1/starters/new-conversation", json!({"requestId": "s-1", "text": "hello"}));
-    assert_eq!(status, 200, "{r}");
-    let pane = r["pane"].as_str().unwrap().to_owned();
-    reply_of(&agent, &pane);
+    let pane = conversation(&agent);
     let (status, r) =
         agent.post(&format!("/v1/panes/{pane}/actions/mode-acceptEdits"), json!({"requestId": "b-1"}));
     assert_eq!(status, 200, "{r}");
@@ -523,11 +514,7 @@ fn the_phones_mode_is_set_again_after_the_agent_loads_the_session() {
 #[test]
 fn a_call_asked_about_twice_keeps_one_card_that_a_stop_closes() {
     let agent = Agent::start("twice", &[]);
-    let (status, r) =
-        agent.post("/v1/starters/new-conversation", json!({"requestId": "s-1", "text": "hello"}));
-    assert_eq!(status, 200, "{r}");
-    let pane = r["pane"].as_str().unwrap().to_owned();
-    reply_of(&agent, &pane);
+    let pane = conversation(&agent);
     turn(&agent, &pane, "s-2", "please ask twice");
     eventually("the refusal of the second request", || {
         agent.log().contains("twice {\"outcome\": \"cancelled\"}").then_some(())
