@@ -426,7 +426,7 @@ fn a_pi_that_fails_or_dies_leaves_a_notice_and_an_idle_pane() {
         .into_iter()
         .filter(|pid| {
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            !String::from_utf8_lossy(&cmdline).contains("durable-pi-watcher")
+            !String::from_utf8_lossy(&cmdline).contains("durable-agent-watcher")
         })
         .collect();
     assert_eq!(pis.len(), 1, "one Pi runs for the one conversation: {pis:?}");

@@ -171,7 +171,7 @@ fn processes_naming(needle: &str) -> Vec<u32> {
     out
 }
 
-/// The processes that carry a Pi run's mark (`DURABLE_PI_RUN`) of the
+/// The processes that carry a Pi run's mark (`DURABLE_AGENT_RUN`) of the
 /// agent `agent_pid` in their environment.
 fn processes_of_agent(agent_pid: u32) -> Vec<u32> {
     let needle = format!("-{agent_pid}-");
@@ -180,7 +180,7 @@ fn processes_of_agent(agent_pid: u32) -> Vec<u32> {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
         let Ok(environ) = std::fs::read(entry.path().join("environ")) else { continue };
         let marked = environ.split(|&b| b == 0).any(|var| {
-            var.strip_prefix(b"DURABLE_PI_RUN=")
+            var.strip_prefix(b"DURABLE_AGENT_RUN=")
                 .is_some_and(|mark| String::from_utf8_lossy(mark).contains(&needle))
         });
         if marked {
@@ -197,7 +197,7 @@ fn has_token(pid: u32) -> bool {
 }
 
 fn watchers_of(agent_pid: u32) -> Vec<u32> {
-    processes_naming("durable-pi-watcher")
+    processes_naming("durable-agent-watcher")
         .into_iter()
         .filter(|pid| {
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();

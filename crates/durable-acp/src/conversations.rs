@@ -55,10 +55,12 @@ impl std::fmt::Debug for AcpConversations {
 
 impl AcpConversations {
     /// Conversations in `tab`, run as `options` say. Makes the data folder
-    /// (0700) and starts the task that stops idle agents (on the current
-    /// tokio runtime).
+    /// (0700), stops what the agents of a program that died on this folder
+    /// left running (Linux; a live program's are spared), and starts the
+    /// task that stops idle agents (on the current tokio runtime).
     pub fn new(tab: Tab, options: AcpOptions) -> Result<Arc<AcpConversations>, Error> {
         private_folder(&options.data_dir)?;
+        durable_process::stop_leftovers(&durable_process::folder_tag(&options.data_dir));
         let store = Store::open(&options.data_dir)?;
         let idle = options.idle_stop;
         let shared = Arc::new(Shared { options, store, pool: Pool::new() });

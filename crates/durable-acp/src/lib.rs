@@ -192,8 +192,6 @@ mod mapping;
 mod modes;
 mod options;
 mod process;
-#[cfg(target_os = "linux")]
-mod reaper;
 mod store;
 
 pub use conversation::CARDS_OPEN_MAX;

@@ -1,6 +1,6 @@
 //! The agent's output as lines for the protocol crate's line transport,
-//! read by a bounded reader of our own: a line longer than [`LINE_MAX`] is
-//! dropped as it streams (never held whole), and a line that is not UTF-8,
+//! read by durable-process's bounded reader: a line longer than
+//! [`LINE_MAX`] is dropped as it streams (never held whole), and a line that is not UTF-8,
 //! not JSON, or a `session/update` that is not one, is dropped with a warn
 //! event — none ends the connection.
 //!
@@ -12,17 +12,15 @@
 use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::SessionNotification;
+use durable_process::LineReader;
 use futures::Stream;
 use serde_json::Value;
-use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::io::AsyncRead;
 use tokio::sync::Semaphore;
 
 /// The longest line kept: 16 MiB (a message with an image or a large file
 /// read fits; a 100 MiB line is dropped).
 pub(crate) const LINE_MAX: usize = 16 * 1024 * 1024;
-
-/// How much one read of the agent's output takes at most.
-const CHUNK: usize = 64 * 1024;
 
 /// `session/update` lines handed on and not yet shown, at most.
 pub(crate) const UPDATES_IN_FLIGHT: usize = 1024;
@@ -31,82 +29,6 @@ pub(crate) const UPDATES_IN_FLIGHT: usize = 1024;
 /// the conversation gives it back once it has shown the update.
 pub(crate) fn update_gate() -> Arc<Semaphore> {
     Arc::new(Semaphore::new(UPDATES_IN_FLIGHT))
-}
-
-/// Splits a byte stream into lines of at most `max` bytes.
-pub(crate) struct LineReader<R> {
-    reader: R,
-    buf: Vec<u8>,
-    /// Where each read lands before it is looked at (one allocation for
-    /// the reader's life, not one per line).
-    chunk: Box<[u8]>,
-    /// How far `buf` was searched for a newline.
-    scanned: usize,
-    /// Inside a line past the bound: bytes are dropped up to its end.
-    skipping: bool,
-    eof: bool,
-    max: usize,
-}
-
-impl<R: AsyncRead + Unpin> LineReader<R> {
-    pub(crate) fn new(reader: R, max: usize) -> Self {
-        LineReader {
-            reader,
-            buf: Vec::new(),
-            chunk: vec![0u8; CHUNK].into_boxed_slice(),
-            scanned: 0,
-            skipping: false,
-            eof: false,
-            max,
-        }
-    }
-
-    /// The next line without its newline; `None` at the end.
-    pub(crate) async fn next_line(&mut self) -> std::io::Result<Option<Vec<u8>>> {
-        loop {
-            if let Some(at) = self.buf[self.scanned..].iter().position(|&b| b == b'\n') {
-                let end = self.scanned + at;
-                self.scanned = 0;
-                if end > self.max {
-                    // Past the bound, though it came in one read.
-                    tracing::warn!(max = self.max, "acp: a line of the agent's output is too long; dropped");
-                    self.buf.drain(..=end);
-                    continue;
-                }
-                let mut line: Vec<u8> = self.buf.drain(..=end).collect();
-                line.pop();
-                return Ok(Some(line));
-            }
-            self.scanned = self.buf.len();
-            if self.buf.len() > self.max {
-                tracing::warn!(max = self.max, "acp: a line of the agent's output is too long; dropped");
-                self.buf.clear();
-                self.scanned = 0;
-                self.skipping = true;
-            }
-            if self.eof {
-                let rest = std::mem::take(&mut self.buf);
-                self.scanned = 0;
-                return Ok(if rest.is_empty() || self.skipping { None } else { Some(rest) });
-            }
-            let n = self.reader.read(&mut self.chunk).await?;
-            if n == 0 {
-                self.eof = true;
-                continue;
-            }
-            let mut got = &self.chunk[..n];
-            if self.skipping {
-                match got.iter().position(|&b| b == b'\n') {
-                    Some(at) => {
-                        self.skipping = false;
-                        got = &got[at + 1..];
-                    }
-                    None => continue,
-                }
-            }
-            self.buf.extend_from_slice(got);
-        }
-    }
 }
 
 /// What to do with one line of the agent's output.
@@ -174,7 +96,7 @@ where
                 Verdict::Pass => {}
             }
             // Checked UTF-8 by `judge`.
-            let text = String::from_utf8(line).unwrap_or_default();
+            let text = String::from_utf8(line.to_vec()).unwrap_or_default();
             return Some((Ok(text), (reader, gate)));
         }
     })
@@ -184,24 +106,6 @@ where
 mod tests {
     use super::*;
     use futures::StreamExt;
-
-    #[tokio::test]
-    async fn a_line_past_the_bound_is_dropped_while_streaming_and_the_next_one_is_read() {
-        let mut input = Vec::new();
-        input.extend_from_slice(b"{\"a\":1}\n");
-        input.extend(std::iter::repeat_n(b'x', 1000));
-        input.extend_from_slice(b"\n{\"b\":2}\n{\"c\":3}");
-        let mut reader = LineReader::new(&input[..], 100);
-        assert_eq!(reader.next_line().await.unwrap().as_deref(), Some(&b"{\"a\":1}"[..]));
-        assert_eq!(reader.next_line().await.unwrap().as_deref(), Some(&b"{\"b\":2}"[..]));
-        assert!(reader.buf.capacity() < CHUNK + 1000, "never grown to the long line");
-        assert_eq!(
-            reader.next_line().await.unwrap().as_deref(),
-            Some(&b"{\"c\":3}"[..]),
-            "the last, unended"
-        );
-        assert_eq!(reader.next_line().await.unwrap(), None);
-    }
 
     #[tokio::test]
     async fn bad_lines_are_dropped_and_updates_take_a_permit_each() {

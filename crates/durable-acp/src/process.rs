@@ -25,16 +25,15 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Lines};
+use durable_process::{AgentChild, RunMark, Watcher, describe_exit, kill_process_group};
 use futures::StreamExt;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 
 use crate::lines::{agent_lines, update_gate};
 use crate::modes::{ModeChoice, mode_to_select};
 use crate::{AcpOptions, Error};
 
-/// How much of the agent's standard error is kept, for the notice of an exit.
-const STDERR_KEPT: usize = 4096;
 /// Events handed on and not yet read by the pump, at most (the protocol
 /// crate's dispatch waits meanwhile).
 const EVENTS_QUEUED: usize = 256;
@@ -111,10 +110,10 @@ pub(crate) struct AgentProcess {
     /// The mode asked for with `session/set_mode`, until the agent says it
     /// took it (its `current_mode_update` may come before the answer).
     mode_asked: std::sync::Mutex<Option<String>>,
-    #[cfg(target_os = "linux")]
-    reaper: std::sync::Mutex<Option<crate::reaper::Watcher>>,
-    #[cfg(target_os = "linux")]
-    mark: String,
+    /// The watcher of its run: dropped once it stopped, it stops what the
+    /// agent's tools left running (`durable_process::reaper`).
+    watcher: std::sync::Mutex<Option<Watcher>>,
+    mark: RunMark,
 }
 
 impl std::fmt::Debug for AgentProcess {
@@ -133,31 +132,15 @@ impl AgentProcess {
     pub(crate) async fn start(
         options: &AcpOptions,
     ) -> Result<(Arc<AgentProcess>, mpsc::Receiver<AgentEvent>), Error> {
-        let mut command = options.command.command(&options.cwd);
-        command
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true);
-        #[cfg(unix)]
-        command.process_group(0);
-        #[cfg(target_os = "linux")]
-        let (mark, reaper) = {
-            let mark = crate::reaper::run_mark();
-            command.env(crate::reaper::RUN_ENV, &mark);
-            // Started first: no instant of the run goes unwatched.
-            let reaper = crate::reaper::Watcher::spawn(&mark);
-            (mark, reaper)
-        };
         let program = options.command.program().to_string_lossy().into_owned();
-        let mut child = command.spawn().map_err(|source| Error::Spawn { program, source })?;
+        // In a group of its own: a stop ends it with what it started there.
+        let AgentChild { mut child, stdin, stdout, stderr: tail, mark, watcher, .. } =
+            AgentChild::builder(options.command.command(&options.cwd))
+                .run_tag(durable_process::folder_tag(&options.data_dir))
+                .own_process_group()
+                .spawn()
+                .map_err(|source| Error::Spawn { program, source })?;
         let pid = child.id();
-        let stdin = child.stdin.take().ok_or_else(|| Error::agent("the agent's input is not piped"))?;
-        let stdout = child.stdout.take().ok_or_else(|| Error::agent("the agent's output is not piped"))?;
-        let tail = Arc::new(std::sync::Mutex::new(String::new()));
-        if let Some(stderr) = child.stderr.take() {
-            tokio::spawn(keep_tail(stderr, tail.clone()));
-        }
         let gate = update_gate();
         let (events_tx, events_rx) = mpsc::channel(EVENTS_QUEUED);
         let (cx_tx, cx_rx) = oneshot::channel::<ConnectionTo<Agent>>();
@@ -247,13 +230,17 @@ impl AgentProcess {
                     () = eof => Ok(()),
                 };
                 let status = match output_closed {
-                    Err(status) => status.map(|s| s.to_string()),
+                    Err(status) => status.map(|s| describe_exit(&s)),
                     Ok(()) => match tokio::time::timeout(OUTPUT_CLOSED_GRACE, child.wait()).await {
-                        Ok(status) => status.map(|s| s.to_string()),
+                        Ok(status) => status.map(|s| describe_exit(&s)),
                         Err(_) => {
-                            kill_group(pid);
+                            if let Some(pid) = pid {
+                                kill_process_group(pid);
+                            }
                             let _ = child.start_kill();
-                            child.wait().await.map(|s| format!("it closed its output and was stopped, {s}"))
+                            child.wait().await.map(|s| {
+                                format!("it closed its output and was stopped, {}", describe_exit(&s))
+                            })
                         }
                     },
                 };
@@ -264,8 +251,7 @@ impl AgentProcess {
                 // the standard error reader catches the last lines.
                 let _ = tokio::time::timeout(Duration::from_secs(1), eof_rx.wait_for(|e| *e)).await;
                 tokio::time::sleep(Duration::from_millis(50)).await;
-                let last = last_line(&tail.lock().unwrap_or_else(|e| e.into_inner()));
-                let how = match last {
+                let how = match tail.last_line() {
                     Some(last) => format!("{status}; last words: {last}"),
                     None => status,
                 };
@@ -293,9 +279,7 @@ impl AgentProcess {
             mode: options.mode.clone(),
             modes: std::sync::Mutex::new(None),
             mode_asked: std::sync::Mutex::new(None),
-            #[cfg(target_os = "linux")]
-            reaper: std::sync::Mutex::new(reaper),
-            #[cfg(target_os = "linux")]
+            watcher: std::sync::Mutex::new(watcher),
             mark,
         };
         // On an error the process is dropped here, which kills it.
@@ -527,23 +511,20 @@ impl AgentProcess {
             self.kill();
             let _ = self.exit_status(EXIT_GRACE).await;
         }
-        #[cfg(target_os = "linux")]
-        {
-            // What it started gets the rest of the grace to end on its own
-            // (Pi saves the session after pi-acp exits)…
-            while started.elapsed() < EXIT_GRACE && crate::reaper::any_marked(&self.mark) {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            // …then the watcher stops what is left.
-            drop(self.reaper.lock().unwrap_or_else(|e| e.into_inner()).take());
+        // What it started gets the rest of the grace to end on its own (Pi
+        // saves the session after pi-acp exits)…
+        while started.elapsed() < EXIT_GRACE && self.mark.any_alive() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        #[cfg(not(target_os = "linux"))]
-        let _ = started;
+        // …then the watcher stops what is left.
+        drop(self.watcher.lock().unwrap_or_else(|e| e.into_inner()).take());
     }
 
     /// Kills the agent and its process group at once.
     pub(crate) fn kill(&self) {
-        kill_group(self.pid);
+        if let Some(pid) = self.pid {
+            kill_process_group(pid);
+        }
         let close = self.close.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(close) = close {
             let _ = close.send(());
@@ -557,45 +538,4 @@ impl Drop for AgentProcess {
             self.kill();
         }
     }
-}
-
-/// Kills a process and its process group (the agent leads its own).
-fn kill_group(pid: Option<u32>) {
-    #[cfg(unix)]
-    if let Some(pid) = pid.and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
-        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-    }
-    #[cfg(not(unix))]
-    let _ = pid;
-}
-
-async fn keep_tail(mut stderr: tokio::process::ChildStderr, tail: Arc<std::sync::Mutex<String>>) {
-    let mut buf = [0u8; 4096];
-    while let Ok(n) = stderr.read(&mut buf).await {
-        if n == 0 {
-            break;
-        }
-        let mut t = tail.lock().unwrap_or_else(|e| e.into_inner());
-        t.push_str(&String::from_utf8_lossy(&buf[..n]));
-        if t.len() > STDERR_KEPT {
-            let cut = t.len() - STDERR_KEPT;
-            let cut = (cut..t.len()).find(|&i| t.is_char_boundary(i)).unwrap_or(t.len());
-            t.drain(..cut);
-        }
-    }
-}
-
-fn last_line(text: &str) -> Option<String> {
-    let line = text.lines().rev().map(str::trim).find(|l| !l.is_empty())?;
-    let mut line = line.to_owned();
-    if line.len() > 300 {
-        let mut cut = 300;
-        while !line.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        line.truncate(cut);
-        line.push('…');
-    }
-    Some(line)
 }

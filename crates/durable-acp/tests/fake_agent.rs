@@ -564,7 +564,7 @@ async fn exits() {
     .await;
     idle(&core, &pane_id).await;
     let text = notice["text"].as_str().unwrap();
-    assert!(text.contains("exit status: 3") && text.contains("fake agent: boom"), "{text}");
+    assert!(text.contains("exit code 3") && text.contains("fake agent: boom"), "{text}");
     assert_eq!(notice["tone"], "error");
     let shown = items(&core, &pane_id).await;
     let reply = shown.iter().find(|i| i["kind"] == "reply").expect("the text so far");

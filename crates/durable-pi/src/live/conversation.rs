@@ -81,7 +81,7 @@ impl PiConversation {
             });
         }
         // What the Pis of a dead agent on this folder left running goes first.
-        stop_leftovers_once(&super::reaper::folder_tag(&options.session_dir));
+        stop_leftovers_once(&durable_process::folder_tag(&options.session_dir));
         if let Some(session) = SessionFolder::new(&options.session_dir).read(session_id)? {
             let view = pane_view(&session);
             if let Some(title) = &view.title {
@@ -249,11 +249,9 @@ impl Inner {
             command.env("DURABLE_PI_GATE_UNANSWERED", &options.gate.unanswered_reason);
         }
         // Everything this Pi starts carries its run's mark; its watcher stops
-        // them when Pi ends or the agent dies (see `reaper`).
-        let tag = super::reaper::folder_tag(&options.session_dir);
-        let mark = super::reaper::run_mark(&tag, unique());
-        command.env(super::reaper::RUN_ENV, &mark);
-        PiProcess::spawn(command, || super::reaper::Watcher::spawn(&mark)).map_err(|source| Error::Spawn {
+        // them when Pi ends or the agent dies (`durable_process::reaper`).
+        let tag = durable_process::folder_tag(&options.session_dir);
+        PiProcess::spawn(command, &tag).map_err(|source| Error::Spawn {
             program: options.command.program().to_string_lossy().into_owned(),
             source,
         })
@@ -513,7 +511,7 @@ fn stop_leftovers_once(tag: &str) {
     let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
     if !done.iter().any(|t| t == tag) {
         done.push(tag.to_owned());
-        super::reaper::stop_leftovers(tag);
+        durable_process::stop_leftovers(tag);
     }
 }
 

@@ -22,7 +22,7 @@
 //! when its input closes (the agent ended or died), but not when it is
 //! killed with the agent (`SIGKILL` to the group, the OOM killer), nor what
 //! a call moved out of that group. So each Pi is started with a mark in its
-//! environment (`DURABLE_PI_RUN`), which all it starts inherits, and beside
+//! environment (`DURABLE_AGENT_RUN`), which all it starts inherits, and beside
 //! it a small watcher (`sh`, in a process group of its own) holding a pipe
 //! from the agent. When Pi ends or the agent dies — by `SIGTERM`,
 //! `SIGKILL`, or killed with its Pi — the pipe closes and the watcher stops
@@ -67,7 +67,6 @@
 
 mod conversation;
 mod options;
-mod reaper;
 mod resume;
 mod rpc;
 mod stream;

@@ -2,22 +2,17 @@
 //! matched by id, everything else handed on as events, and the exit noticed.
 
 use std::collections::HashMap;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use durable_process::{AgentChild, LineReader, describe_exit};
 use serde_json::{Value, json};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::{mpsc, oneshot};
-use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, Decoder};
 
 use crate::Error;
-
-/// How much of Pi's standard error is kept, for the notice of a crash.
-const STDERR_KEPT: usize = 2048;
 
 /// What Pi says that is not the response to a command.
 #[derive(Debug)]
@@ -49,48 +44,33 @@ impl std::fmt::Debug for PiProcess {
 }
 
 impl PiProcess {
-    /// Starts Pi and its reader tasks (on the current tokio runtime).
-    /// `watcher`, if any, lives until Pi's output closes: then it stops
-    /// what Pi's tools left running (see `reaper`). It starts first, so no
-    /// instant of the run goes unwatched.
+    /// Starts Pi and its reader tasks (on the current tokio runtime),
+    /// with its run's mark under `run_tag` and the run's watcher, which
+    /// lives until Pi's output closes: then it stops what Pi's tools left
+    /// running (`durable_process::reaper`).
     pub(crate) fn spawn(
-        mut command: tokio::process::Command,
-        watcher: impl FnOnce() -> Option<super::reaper::Watcher>,
+        command: tokio::process::Command,
+        run_tag: &str,
     ) -> Result<PiProcess, std::io::Error> {
-        command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
-        let watcher = watcher();
-        let mut child = command.spawn()?;
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("Pi's output is not piped"))?;
-        let stderr = child.stderr.take();
+        let AgentChild { child, stdin, stdout, stderr: tail, watcher, .. } =
+            AgentChild::builder(command).run_tag(run_tag).spawn()?;
         let (tx, rx) = mpsc::unbounded_channel();
         let pending: Pending = Arc::default();
         let alive = Arc::new(AtomicBool::new(true));
         let child = Arc::new(Mutex::new(Some(child)));
-        let tail = Arc::new(Mutex::new(String::new()));
-        if let Some(mut stderr) = stderr {
-            let tail = tail.clone();
-            tokio::spawn(async move {
-                let mut buf = [0u8; 1024];
-                while let Ok(n) = stderr.read(&mut buf).await {
-                    if n == 0 {
-                        break;
-                    }
-                    let mut t = tail.lock().unwrap_or_else(|e| e.into_inner());
-                    t.push_str(&String::from_utf8_lossy(&buf[..n]));
-                    if t.len() > STDERR_KEPT {
-                        let cut = t.len() - STDERR_KEPT;
-                        let cut = (cut..t.len()).find(|&i| t.is_char_boundary(i)).unwrap_or(t.len());
-                        t.drain(..cut);
-                    }
-                }
-            });
-        }
         {
             let (pending, alive, child) = (pending.clone(), alive.clone(), child.clone());
             tokio::spawn(async move {
-                let mut lines = RpcLines::new(stdout);
-                while let Some(line) = lines.next().await {
+                let mut lines = LineReader::new(stdout, crate::follow::MAX_LINE);
+                loop {
+                    let line = match lines.next_line().await {
+                        Ok(Some(line)) => line,
+                        Ok(None) => break,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "pi: reading Pi's output failed");
+                            break;
+                        }
+                    };
                     if line.iter().all(u8::is_ascii_whitespace) {
                         continue;
                     }
@@ -115,8 +95,7 @@ impl PiProcess {
                 let status = wait_briefly(&child).await;
                 // Give the standard error reader a moment to catch the last lines.
                 tokio::time::sleep(Duration::from_millis(50)).await;
-                let last = last_line(&tail.lock().unwrap_or_else(|e| e.into_inner()));
-                let how = match (status, last) {
+                let how = match (status, tail.last_line()) {
                     (Some(status), Some(last)) => format!("{status}: {last}"),
                     (Some(status), None) => status,
                     (None, Some(last)) => format!("its output closed: {last}"),
@@ -128,7 +107,7 @@ impl PiProcess {
             });
         }
         Ok(PiProcess {
-            stdin: tokio::sync::Mutex::new(stdin),
+            stdin: tokio::sync::Mutex::new(Some(stdin)),
             pending,
             next_id: AtomicU64::new(1),
             alive,
@@ -216,132 +195,9 @@ async fn wait_briefly(child: &Mutex<Option<Child>>) -> Option<String> {
             }
         };
         if let Some(status) = status {
-            return Some(match status.code() {
-                Some(code) => format!("exit code {code}"),
-                None => describe_signal(&status),
-            });
+            return Some(describe_exit(&status));
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     None
-}
-
-#[cfg(unix)]
-fn describe_signal(status: &std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    status.signal().map_or_else(|| status.to_string(), |s| format!("killed by signal {s}"))
-}
-
-#[cfg(not(unix))]
-fn describe_signal(status: &std::process::ExitStatus) -> String {
-    status.to_string()
-}
-
-fn last_line(text: &str) -> Option<String> {
-    text.lines().map(str::trim).rfind(|l| !l.is_empty()).map(|l| l.chars().take(300).collect())
-}
-
-/// Pi's standard output as lines of at most [`MAX_LINE`](crate::follow::MAX_LINE)
-/// bytes. A longer line is dropped as it comes (memory stays bounded by the
-/// limit), with a warn event, and reading goes on at the next line; so
-/// does a line that is not UTF-8 or not JSON (the caller's to skip). Only
-/// the end of the output, or an error reading it, ends the lines.
-pub(crate) struct RpcLines<R> {
-    reader: R,
-    codec: AnyDelimiterCodec,
-    buf: BytesMut,
-    eof: bool,
-}
-
-impl<R: AsyncRead + Unpin> RpcLines<R> {
-    pub(crate) fn new(reader: R) -> Self {
-        RpcLines::with_max(reader, crate::follow::MAX_LINE)
-    }
-
-    pub(crate) fn with_max(reader: R, max: usize) -> Self {
-        let codec = AnyDelimiterCodec::new_with_max_length(b"\n".to_vec(), Vec::new(), max);
-        RpcLines { reader, codec, buf: BytesMut::with_capacity(8 * 1024), eof: false }
-    }
-
-    /// The next line, without its `\n` (and a `\r` before it); `None` at the end.
-    pub(crate) async fn next(&mut self) -> Option<Bytes> {
-        loop {
-            let decoded = if self.eof {
-                self.codec.decode_eof(&mut self.buf)
-            } else {
-                self.codec.decode(&mut self.buf)
-            };
-            match decoded {
-                Ok(Some(line)) => return Some(strip_cr(line)),
-                Ok(None) if self.eof => return None,
-                Ok(None) => match self.reader.read_buf(&mut self.buf).await {
-                    Ok(0) => self.eof = true,
-                    Ok(_) => {}
-                    Err(e) => {
-                        tracing::warn!(error = %e, "pi: reading Pi's output failed");
-                        return None;
-                    }
-                },
-                Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => {
-                    // The codec drops the rest of that line itself.
-                    tracing::warn!("pi: a line of Pi's output is over its limit; dropped");
-                }
-                Err(AnyDelimiterCodecError::Io(e)) => {
-                    tracing::warn!(error = %e, "pi: reading Pi's output failed");
-                    return None;
-                }
-            }
-        }
-    }
-}
-
-fn strip_cr(line: Bytes) -> Bytes {
-    match line.last() {
-        Some(b'\r') => line.slice(..line.len() - 1),
-        _ => line,
-    }
-}
-
-#[cfg(test)]
-mod lines_tests {
-    use super::*;
-
-    async fn all(input: &[u8], max: usize) -> Vec<Vec<u8>> {
-        let mut lines = RpcLines::with_max(input, max);
-        let mut out = Vec::new();
-        while let Some(l) = lines.next().await {
-            out.push(l.to_vec());
-        }
-        out
-    }
-
-    #[tokio::test]
-    async fn lines_over_the_bound_and_not_utf8_are_passed_over_and_reading_goes_on() {
-        let mut input = b"{\"a\":1}\r\n".to_vec();
-        input.extend(std::iter::repeat_n(b'x', 100));
-        input.extend(b"\n\xff\xfe not utf-8\n{\"b\":2}\n{\"c\":3}");
-        let got = all(&input, 64).await;
-        let want: Vec<Vec<u8>> = vec![
-            b"{\"a\":1}".to_vec(),
-            b"\xff\xfe not utf-8".to_vec(),
-            b"{\"b\":2}".to_vec(),
-            b"{\"c\":3}".to_vec(),
-        ];
-        assert_eq!(
-            got, want,
-            "the 100-byte line is dropped; the rest, the last without its newline, come through"
-        );
-    }
-
-    #[tokio::test]
-    async fn a_line_far_over_the_bound_keeps_the_buffer_bounded() {
-        // 8 MiB with no newline, then a short line: the buffer never holds the long one.
-        let mut input = vec![b'y'; 8 * 1024 * 1024];
-        input.extend(b"\n{\"ok\":true}\n");
-        let mut lines = RpcLines::with_max(&input[..], 1024);
-        let line = lines.next().await.expect("the line after the long one");
-        assert_eq!(&line[..], b"{\"ok\":true}");
-        assert!(lines.buf.capacity() < 1024 * 1024, "buffer grew to {}", lines.buf.capacity());
-        assert!(lines.next().await.is_none());
-    }
 }

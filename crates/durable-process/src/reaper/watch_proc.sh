@@ -1,15 +1,15 @@
-# The watcher of one Pi run, on Linux (`/proc`); run as
-# `sh -c <this> durable-pi-watcher <mark>`. It waits for its input to close
-# (the agent ended this Pi, or the agent died, however), then stops what
-# ran under that Pi: every process whose environment holds
-# `DURABLE_PI_RUN=<mark>`, every process whose parent is one of those
+# The watcher of one agent run, on Linux (`/proc`); run as
+# `sh -c <this> durable-agent-watcher <mark>`. It waits for its input to close
+# (the program ended this agent process, or the program died, however),
+# then stops what ran under that process: every process whose environment holds
+# `DURABLE_AGENT_RUN=<mark>`, every process whose parent is one of those
 # (transitively), and every member of a session led by one of those (a
 # call that cleared its environment still runs in its call's session).
 # Each is stopped (SIGSTOP) as it is found, so none can fork or leave its
 # session while the rest are looked for; once a scan finds nothing new,
 # all are killed (SIGKILL).
 read -r _ || :
-mark="DURABLE_PI_RUN=$1"
+mark="DURABLE_AGENT_RUN=$1"
 me=$$
 # GNU grep and BusyBox read NUL-separated variables in one pass (-z); else
 # (or with `per-process` as the second argument, for the tests) one

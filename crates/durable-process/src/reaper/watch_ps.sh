@@ -1,15 +1,15 @@
-# The watcher of one Pi run where there is no `/proc` (macOS); run as
-# `sh -c <this> durable-pi-watcher <mark> <ps options>`, the options those
+# The watcher of one agent run where there is no `/proc` (macOS); run as
+# `sh -c <this> durable-agent-watcher <mark> <ps options>`, the options those
 # that make `ps` list every process with its environment after its command
-# (`-axwwE` on macOS). It waits for its input to close (the agent ended
-# this Pi, or the agent died, however), then stops every process whose
-# environment holds `DURABLE_PI_RUN=<mark>` (as a word of `ps`'s line) and
+# (`-axwwE` on macOS). It waits for its input to close (the program ended
+# this agent process, or the program died), then stops every process whose
+# environment holds `DURABLE_AGENT_RUN=<mark>` (as a word of `ps`'s line) and
 # every process whose parent is one of those (transitively): each is
 # stopped (SIGSTOP) as it is found, and once a scan finds nothing new, all
 # are killed (SIGKILL). `ps` shows no session there: a call that cleared
 # its environment and left its parent is not found.
 read -r _ || :
-mark="DURABLE_PI_RUN=$1"
+mark="DURABLE_AGENT_RUN=$1"
 env_options=$2
 me=$$
 held=" "

@@ -1,4 +1,4 @@
-//! What the Pi runs of dead agents left, found in `/proc` and stopped at
+//! What the runs of dead programs left, found in `/proc` and stopped at
 //! a start (Linux).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -6,7 +6,7 @@ use std::os::fd::OwnedFd;
 
 use rustix::process::{Pid, PidfdFlags, Signal, kill_process, pidfd_open, pidfd_send_signal};
 
-use super::{RUN_ENV, agent_alive, start_time};
+use super::{RUN_ENV, program_alive, start_time};
 
 /// One process as `/proc` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,15 +72,16 @@ pub(super) fn under(procs: &[Proc], is_root: impl Fn(&Proc) -> bool) -> BTreeSet
     }
 }
 
-/// Stops what the Pi runs of agents no longer alive left on this folder:
-/// every process whose environment holds a mark of `tag` naming an agent
-/// that is gone, and what runs under it. Each is stopped (`SIGSTOP`) as it
-/// is found, until a scan finds nothing new, then all are killed. Returns
-/// how many were killed.
-pub(crate) fn stop_leftovers(tag: &str) -> usize {
+/// Stops what the agent runs of programs no longer alive left under
+/// `tag`: every process whose environment holds a mark of `tag` naming a
+/// program that is gone, and what runs under it. Each is stopped
+/// (`SIGSTOP`) as it is found, until a scan finds nothing new, then all are
+/// killed. Returns how many were killed. A live program's runs, and
+/// processes of other tags, are left alone.
+pub fn stop_leftovers(tag: &str) -> usize {
     let prefix = format!("{tag}-");
     let is_root = |p: &Proc| {
-        p.mark.as_deref().and_then(|m| m.strip_prefix(&prefix)).is_some_and(|rest| !agent_alive(rest))
+        p.mark.as_deref().and_then(|m| m.strip_prefix(&prefix)).is_some_and(|rest| !program_alive(rest))
     };
     let mut held: BTreeMap<u32, Held> = BTreeMap::new();
     // Bounded: a round adds at least one process, and each is held once.
@@ -103,7 +104,7 @@ pub(crate) fn stop_leftovers(tag: &str) -> usize {
     }
     let stopped = held.into_values().filter(Held::kill).count();
     if stopped > 0 {
-        tracing::info!(stopped, "pi: stopped what a dead agent's Pi left running");
+        tracing::info!(stopped, "stopped what the runs of a dead program left running");
     }
     stopped
 }

@@ -92,7 +92,7 @@ mod proc_tests {
         let tag = format!("test{}", std::process::id());
         // A pid no process has (above the kernel's pid limit).
         let (mut dead, dead_sleep) = detached_call(&format!("{tag}-4999999-1-1"));
-        let mut live = sleeper(&run_mark(&tag, 1));
+        let mut live = sleeper(RunMark::numbered(&tag, 1).as_str());
         let mut other = sleeper("otherfolder-4999999-1-1");
         let mut unmarked = Command::new("sleep").arg("300").spawn().unwrap();
         assert_eq!(stop_leftovers(&tag), 2, "the call and the sleep under it");
@@ -111,11 +111,11 @@ mod proc_tests {
 
     #[test]
     fn a_mark_names_this_agent_and_its_start() {
-        let mark = run_mark("abc", 3);
-        let rest = mark.strip_prefix("abc-").unwrap();
-        assert!(agent_alive(rest), "{mark}");
-        assert!(!agent_alive("4999999-1-3"));
-        assert!(!agent_alive("garbage"));
+        let mark = RunMark::numbered("abc", 3);
+        let rest = mark.as_str().strip_prefix("abc-").unwrap();
+        assert!(program_alive(rest), "{mark}");
+        assert!(!program_alive("4999999-1-3"));
+        assert!(!program_alive("garbage"));
     }
 }
 
@@ -123,9 +123,9 @@ mod proc_tests {
 /// session of its own) and what runs under it are stopped, and nothing else.
 async fn the_watcher_stops_the_run(script: &str, args: &[&str], n: u64) {
     // A mark of this test's own (the tests run at once).
-    let mark = run_mark(&format!("watch{}", std::process::id()), n);
+    let mark = RunMark::numbered(&format!("watch{}", std::process::id()), n);
     let watcher = Watcher::spawn_script(script, &mark, args).expect("sh starts");
-    let (mut call, sleep) = detached_call(&mark);
+    let (mut call, sleep) = detached_call(mark.as_str());
     let mut unmarked = Command::new("sleep").arg("300").spawn().unwrap();
     let mut other_run = sleeper(&format!("{mark}0"));
     assert!(call.try_wait().unwrap().is_none());
@@ -156,4 +156,22 @@ async fn the_watcher_without_grep_z_stops_the_run_too() {
 #[tokio::test]
 async fn the_watcher_without_proc_stops_the_marked_processes_and_their_children() {
     the_watcher_stops_the_run(include_str!("watch_ps.sh"), &["axwwe"], 3).await;
+}
+
+/// `any_alive` sees a marked process in a session of its own, and no
+/// longer once the watcher's pipe closed.
+#[tokio::test]
+async fn a_marked_process_is_seen_alive_until_the_watcher_stops_it() {
+    let mark = RunMark::numbered(&format!("alive{}", std::process::id()), 1);
+    let mut sleeper =
+        Command::new("setsid").args(["sleep", "60"]).env(RUN_ENV, mark.as_str()).spawn().unwrap();
+    let watcher = Watcher::spawn(&mark).expect("sh");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !mark.any_alive() {
+        assert!(Instant::now() < deadline, "the marked process never showed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(watcher);
+    assert!(gone(&mut sleeper), "killed once the pipe closed");
+    assert!(!mark.any_alive());
 }
