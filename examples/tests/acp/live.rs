@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::agent::{as_user, curl_as, durable, durable_agent, unprivileged};
+use crate::agent::{alive, as_user, curl_as, descendants, durable, durable_agent, unprivileged};
 
 /// The repository's root (`.tools`, the scripts in `examples/tests/acp`).
 pub(crate) fn repo() -> &'static Path {
@@ -71,7 +71,7 @@ pub(crate) struct LiveAgent {
     pub(crate) socket: String,
     pub(crate) user: Option<u32>,
     pub(crate) dir: PathBuf,
-    _model: ScriptedModel,
+    model: ScriptedModel,
 }
 
 impl Drop for LiveAgent {
@@ -118,30 +118,23 @@ impl LiveAgent {
         }
         let model = ScriptedModel::start(setup.model, &dir.join("api.log"));
         let socket = dir.join("sock/app.sock").to_str().unwrap().to_owned();
-        let mut command = as_user(user, durable_agent());
-        command
-            .args(["acp", "--socket", &socket, "--data"])
-            .arg(dir.join("data"))
-            .arg("--cwd")
-            .arg(dir.join("project"))
-            .arg("--")
-            // Nothing of the user's is read or written: a private home, the
-            // system's PATH (an agent may put its own in front), no token.
-            .env("HOME", dir.join("home"))
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env_remove("COLLIE_TOKEN")
-            .env_remove("COLLIE_TOKEN_NEXT")
-            .current_dir(dir.join("project"))
-            // A group of its own: the test ends whatever of it is left.
-            .process_group(0)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        agent(&mut command, &dir, model.port);
-        let mut child = command.spawn().expect("durable-agent was built for this test");
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).expect("a line");
-        assert_eq!(first.trim(), format!("listening {socket}"));
-        LiveAgent { child, socket, user, dir, _model: model }
+        let child = spawn(&dir, user, &socket, model.port, agent);
+        LiveAgent { child, socket, user, dir, model }
+    }
+
+    /// Ends durable-agent with `SIGKILL`, as a crash would (nothing of it
+    /// runs on the way out), waits until what it started is gone, and
+    /// starts it again at once on the same folder, data and socket;
+    /// `agent` as for [`start`](Self::start).
+    #[allow(dead_code)] // only acp_gemini restarts its agent
+    pub(crate) fn crash_and_start_again(&mut self, agent: impl FnOnce(&mut Command, &Path, u16)) {
+        let started = descendants(self.child.id());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.eventually("the agents gone with durable-agent", || {
+            started.iter().all(|&pid| !alive(pid)).then_some(())
+        });
+        self.child = spawn(&self.dir, self.user, &self.socket, self.model.port, agent);
     }
 
     pub(crate) fn get(&self, path: &str) -> Value {
@@ -244,6 +237,42 @@ impl LiveAgent {
             out.status.code()
         );
     }
+}
+
+/// durable-agent as `user` on the private folder `dir`, serving `socket`,
+/// the agent's command and environment put on by `agent` (given `dir` and
+/// the scripted model's `port`); returns once it listens.
+fn spawn(
+    dir: &Path,
+    user: Option<u32>,
+    socket: &str,
+    port: u16,
+    agent: impl FnOnce(&mut Command, &Path, u16),
+) -> Child {
+    let mut command = as_user(user, durable_agent());
+    command
+        .args(["acp", "--socket", socket, "--data"])
+        .arg(dir.join("data"))
+        .arg("--cwd")
+        .arg(dir.join("project"))
+        .arg("--")
+        // Nothing of the user's is read or written: a private home, the
+        // system's PATH (an agent may put its own in front), no token.
+        .env("HOME", dir.join("home"))
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env_remove("COLLIE_TOKEN")
+        .env_remove("COLLIE_TOKEN_NEXT")
+        .current_dir(dir.join("project"))
+        // A group of its own: the test ends whatever of it is left.
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    agent(&mut command, dir, port);
+    let mut child = command.spawn().expect("durable-agent was built for this test");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).expect("a line");
+    assert_eq!(first.trim(), format!("listening {socket}"));
+    child
 }
 
 /// Whether `items` hold a reply with `text` in it.

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 #[path = "../agent/mod.rs"]
 mod agent;
 #[allow(unused_imports)] // each test binary uses what it needs
-pub use agent::{as_user, curl_as, durable_agent, unprivileged};
+pub use agent::{alive, as_user, curl_as, descendants, durable_agent, unprivileged};
 
 /// The text of the scripted model's "long" reply.
 pub fn long_text() -> String {
@@ -296,36 +296,6 @@ impl Drop for Acp {
 pub fn cmdline(pid: u32) -> String {
     let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     String::from_utf8_lossy(&raw).replace('\0', " ")
-}
-
-/// Whether `pid` runs (a zombie counts as gone).
-pub fn alive(pid: u32) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
-    matches!(state, Some(s) if s != "Z" && s != "X")
-}
-
-/// The processes under `root`, children before grandchildren (from `/proc`).
-pub fn descendants(root: u32) -> Vec<u32> {
-    let mut parents: Vec<(u32, u32)> = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
-        // `pid (comm) state ppid …`: the name may hold spaces, so read after its `)`.
-        let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse().ok());
-        if let Some(ppid) = ppid {
-            parents.push((pid, ppid));
-        }
-    }
-    let mut out = vec![root];
-    let mut i = 0;
-    while i < out.len() {
-        let parent = out[i];
-        out.extend(parents.iter().filter(|(_, pp)| *pp == parent).map(|(pid, _)| *pid));
-        i += 1;
-    }
-    out.remove(0);
-    out
 }
 
 /// The `NAME=value` pairs of `/proc/<pid>/environ`.
