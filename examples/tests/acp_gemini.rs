@@ -154,9 +154,6 @@ fn now_secs() -> u64 {
 }
 
 #[test]
-#[ignore = "fails until durable-acp knows the agent is Gemini CLI (initialize's agentInfo; issue #44): \
-            a load in the session's first minute empties Gemini's session for good, and the replay \
-            Gemini streams after answering session/load is glued to the next reply"]
 fn gemini_that_cannot_load_its_session_in_the_minute_it_began_leaves_the_pane_readable_and_loads_it_the_next()
 {
     let mut gemini = start("same-minute-load");

@@ -282,6 +282,8 @@ fn the_call_is_gone_after(end: End, user: Option<u32>, name: &str, command: &str
     let again = DurableAgent::start(&dir, user);
     again.serving();
     let leftover = marked_by(pid);
+    // The watcher ends a moment after what it stopped (a last scan).
+    let _ = eventually("the old run's watcher to end", || watchers_of(pid).is_empty().then_some(()));
     let watchers = watchers_of(pid);
     assert!(
         leftover.is_empty() && watchers.is_empty() && processes_naming(needle).is_empty(),

@@ -28,13 +28,14 @@ const CRATES: [&str; 7] = [
 ];
 
 /// Crates an author does not depend on.
-const FORBIDDEN: [&str; 7] = [
+const FORBIDDEN: [&str; 8] = [
     "durable_core::",
     "durable_types::",
     "durable_socket::",
     "durable_tls::",
     "durable_http::",
     "durable_pi::",
+    "durable_process::",
     "serde_json::",
 ];
 

@@ -459,15 +459,27 @@ impl Conversation {
         } else {
             false
         };
+        let gemini = process.agent_name.as_deref() == Some(crate::process::GEMINI_CLI);
+        let started_at = self.meta.lock().unwrap_or_else(|e| e.into_inner()).started_at;
         let loaded = if resumed {
             Ok(())
         } else if !process.abilities.load {
             Err(Error::agent("session/resume failed, and the agent cannot load sessions"))
+        } else if gemini && started_at / 60_000 == now_ms() / 60_000 {
+            // Loaded in the minute it began, the session would be lost (`GEMINI_CLI`).
+            Err(Error::agent(format!(
+                "Gemini CLI cannot load a conversation in the minute it began without losing it; \
+                 it can from {} UTC",
+                minute_after(started_at)
+            )))
         } else {
             self.mapper.lock().unwrap_or_else(|e| e.into_inner()).begin(&new_prefix("load"), true);
             self.muted.store(shown, Ordering::SeqCst);
             let loaded = process.load_session(&self.session_id, &options.cwd).await;
             process.settle().await;
+            if gemini && loaded.is_ok() {
+                replay_waited_out(&process).await;
+            }
             let rest = self.mapper.lock().unwrap_or_else(|e| e.into_inner()).finish(false);
             self.write(rest);
             self.muted.store(false, Ordering::SeqCst);
@@ -968,6 +980,7 @@ async fn pump(
             None => return,
             Some(AgentEvent::Update(n)) => {
                 process.gate.add_permits(1);
+                process.updates_read.fetch_add(1, Ordering::SeqCst);
                 if n.session_id.0.as_ref() != c.session_id {
                     tracing::warn!("acp: an update for a session this agent does not run here; dropped");
                     continue;
@@ -1123,4 +1136,24 @@ fn quote(text: &str) -> String {
         out.push('…');
     }
     out
+}
+
+/// Waits until an agent that replays after answering its load (Gemini CLI,
+/// `GEMINI_CLI`) has gone quiet: no update read for 300 ms, 5 s at most.
+async fn replay_waited_out(process: &AgentProcess) {
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let before = process.updates_read.load(Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        process.settle().await;
+        if process.updates_read.load(Ordering::SeqCst) == before || tokio::time::Instant::now() >= give_up {
+            return;
+        }
+    }
+}
+
+/// `HH:MM` (UTC) of the minute after the one `at_ms` falls in.
+fn minute_after(at_ms: u64) -> String {
+    let minute = (at_ms / 60_000 + 1) % (24 * 60);
+    format!("{:02}:{:02}", minute / 60, minute % 60)
 }

@@ -29,12 +29,16 @@
 //! Pi's session files (its `session/load` and `session/list` work from
 //! those), so no lock is taken around it.
 //!
-//! On Linux what an agent's tools start never outlives it: each agent runs
-//! with a mark in its environment, inherited by all it starts, and a small
-//! watcher stops every marked process once the agent is stopped or this
+//! What an agent's tools start never outlives it (Linux and macOS): each
+//! agent runs with a mark in its environment, inherited by all it starts,
+//! and a small watcher stops every marked process, what runs under it and
+//! the members of sessions it leads once the agent is stopped or this
 //! program dies (even by `SIGKILL`) — Pi's `bash` calls, which run in
-//! sessions of their own, included. A process that clears its environment
-//! and leaves the agent's process group escapes it.
+//! sessions of their own, included — with `SIGTERM` first and `SIGKILL` a
+//! second later. A start on the same data folder stops what the agents of a
+//! program that died with its watchers left. A process that clears its
+//! environment, double-forks and leaves its call's session escapes it
+//! (durable-process's `reaper` module says how and why).
 //!
 //! # The phone's actions
 //! | the phone | the agent |

@@ -96,7 +96,7 @@ where
                 Verdict::Pass => {}
             }
             // Checked UTF-8 by `judge`.
-            let text = String::from_utf8(line.to_vec()).unwrap_or_default();
+            let text = String::from_utf8(Vec::from(line)).unwrap_or_default();
             return Some((Ok(text), (reader, gate)));
         }
     })

@@ -77,6 +77,14 @@ impl AgentEvent {
     }
 }
 
+/// Gemini CLI's name in `initialize` (`agentInfo.name`). Two quirks of its
+/// 0.61 `session/load` are met by name: in the minute a session began, a
+/// load overwrites the session's own file with an empty record (the
+/// session is lost for good), so no load is tried then; and it streams its
+/// replay after it answers the load (ACP says before), so the replay is
+/// waited out before the next prompt.
+pub(crate) const GEMINI_CLI: &str = "gemini-cli";
+
 /// What `initialize` said the agent can do.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Abilities {
@@ -100,6 +108,12 @@ pub(crate) struct AgentProcess {
     /// back per update read.
     pub(crate) gate: Arc<Semaphore>,
     pub(crate) abilities: Abilities,
+    /// The agent's name, as `initialize` gave it (`agentInfo.name`): what
+    /// tells an agent with a quirk of its own (`GEMINI_CLI`).
+    pub(crate) agent_name: Option<String>,
+    /// `session/update`s the pump has read (a replay that goes on after
+    /// its load's answer is waited out by this count).
+    pub(crate) updates_read: std::sync::atomic::AtomicU64,
     /// We are ending it (idle, closed, shutdown): its exit is no news.
     pub(crate) ending: AtomicBool,
     /// The mode its sessions run in (cards by default, `modes`).
@@ -275,6 +289,8 @@ impl AgentProcess {
             events: events_tx,
             gate,
             abilities: Abilities::default(),
+            agent_name: None,
+            updates_read: std::sync::atomic::AtomicU64::new(0),
             ending: AtomicBool::new(false),
             mode: options.mode.clone(),
             modes: std::sync::Mutex::new(None),
@@ -283,11 +299,11 @@ impl AgentProcess {
             mark,
         };
         // On an error the process is dropped here, which kills it.
-        process.abilities = process.initialize(options.init_timeout).await?;
+        (process.abilities, process.agent_name) = process.initialize(options.init_timeout).await?;
         Ok((Arc::new(process), events_rx))
     }
 
-    async fn initialize(&self, timeout: Duration) -> Result<Abilities, Error> {
+    async fn initialize(&self, timeout: Duration) -> Result<(Abilities, Option<String>), Error> {
         let request = InitializeRequest::new(ProtocolVersion::V1)
             // Forms and pages to open are cards (`elicitation`); files and
             // terminals are the agent's own business.
@@ -304,12 +320,13 @@ impl AgentProcess {
             Ok(Ok(r)) => {
                 let caps = r.agent_capabilities;
                 let sessions = &caps.session_capabilities;
-                Ok(Abilities {
+                let abilities = Abilities {
                     load: caps.load_session,
                     list: sessions.list.is_some(),
                     resume: sessions.resume.is_some(),
                     close: sessions.close.is_some(),
-                })
+                };
+                Ok((abilities, r.agent_info.map(|info| info.name)))
             }
             Ok(Err(e)) => Err(Error::agent(format!("the agent failed to initialize: {}", self.why(e).await))),
             Err(_) => Err(Error::agent(format!(
@@ -323,7 +340,8 @@ impl AgentProcess {
     async fn why(&self, e: agent_client_protocol::Error) -> String {
         match self.exit_status(Duration::from_millis(500)).await {
             Some(how) => format!("the agent exited ({how})"),
-            None => e.to_string(),
+            // One line: an agent's error data may be pretty-printed JSON.
+            None => e.to_string().split_whitespace().collect::<Vec<_>>().join(" "),
         }
     }
 
@@ -513,7 +531,8 @@ impl AgentProcess {
         }
         // What it started gets the rest of the grace to end on its own (Pi
         // saves the session after pi-acp exits)…
-        while started.elapsed() < EXIT_GRACE && self.mark.any_alive() {
+        // (Where that cannot be told, the whole grace.)
+        while started.elapsed() < EXIT_GRACE && self.mark.any_alive() != Some(false) {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         // …then the watcher stops what is left.

@@ -74,9 +74,16 @@ impl AgentChildBuilder {
     /// Starts the watcher, then the agent with the mark in its
     /// environment and its three pipes, and the reader of its standard
     /// error (needs a tokio runtime). The error is the spawn's.
+    ///
+    /// The agent does not inherit the phone's tokens (`COLLIE_TOKEN`,
+    /// `COLLIE_TOKEN_NEXT`): with them, its tools could answer their own
+    /// approval cards over HTTPS. A token the command sets itself is the
+    /// caller's choice.
+    #[must_use = "dropping the agent child kills the agent"]
     pub fn spawn(self) -> std::io::Result<AgentChild> {
         let AgentChildBuilder { mut command, tag, own_group } = self;
         let mark = RunMark::new(&tag);
+        keep_tokens_out(&mut command);
         command
             .env(RUN_ENV, mark.as_str())
             .stdin(Stdio::piped())
@@ -101,10 +108,24 @@ impl AgentChildBuilder {
     }
 }
 
-/// Kills a process and its process group at once (`SIGKILL`; the group is
-/// the one it leads, see [`AgentChildBuilder::own_process_group`]). Nothing
-/// on Windows.
+/// Removes the tokens from what `command` inherits, but one it sets itself.
+fn keep_tokens_out(command: &mut Command) {
+    for name in [durable_types::TOKEN_ENV, durable_types::TOKEN_NEXT_ENV] {
+        let set_here = command.as_std().get_envs().any(|(key, value)| key == name && value.is_some());
+        if !set_here {
+            command.env_remove(name);
+        }
+    }
+}
+
+/// Kills a process and the process group it leads at once (`SIGKILL`; see
+/// [`AgentChildBuilder::own_process_group`]). Nothing for pid 0 or 1 (a
+/// signal to every process, or to init) nor for this program's own pid,
+/// and nothing on Windows.
 pub fn kill_process_group(pid: u32) {
+    if pid <= 1 || pid == std::process::id() {
+        return;
+    }
     #[cfg(unix)]
     if let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) {
         let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
@@ -165,6 +186,35 @@ mod tests {
         kill_process_group(agent.id().unwrap());
         let status = agent.child.wait().await.unwrap();
         assert_eq!(describe_exit(&status), "killed by signal 9");
+    }
+
+    #[test]
+    fn the_tokens_are_not_inherited_unless_the_command_sets_them() {
+        let env_of = |command: &Command, name: &str| {
+            command.as_std().get_envs().find(|(key, _)| *key == name).map(|(_, v)| v.map(|v| v.to_owned()))
+        };
+        let mut bare = Command::new("agent");
+        keep_tokens_out(&mut bare);
+        assert_eq!(env_of(&bare, "COLLIE_TOKEN"), Some(None), "removed from what it inherits");
+        assert_eq!(env_of(&bare, "COLLIE_TOKEN_NEXT"), Some(None));
+        let mut chosen = Command::new("agent");
+        chosen.env("COLLIE_TOKEN_NEXT", "chosen");
+        keep_tokens_out(&mut chosen);
+        assert_eq!(env_of(&chosen, "COLLIE_TOKEN"), Some(None));
+        assert_eq!(
+            env_of(&chosen, "COLLIE_TOKEN_NEXT"),
+            Some(Some("chosen".into())),
+            "set on the command: kept"
+        );
+    }
+
+    #[test]
+    fn no_group_kill_reaches_init_everyone_or_this_program() {
+        // Each would kill this test (pid 0: its group; 1: init's group or
+        // all its processes; its own pid): that the test runs on is the check.
+        kill_process_group(0);
+        kill_process_group(1);
+        kill_process_group(std::process::id());
     }
 
     #[tokio::test]

@@ -73,7 +73,9 @@ pub fn folder_tag(dir: &Path) -> String {
 pub struct RunMark(String);
 
 impl RunMark {
-    /// A fresh mark for a run under `tag`.
+    /// A fresh mark for a run under `tag`. A character of `tag` other than
+    /// an ASCII letter, digit or `_` is written `_` (a mark is one word of
+    /// the watcher's pattern, its parts split at `-`).
     pub fn new(tag: &str) -> RunMark {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         RunMark::numbered(tag, NEXT.fetch_add(1, Ordering::Relaxed))
@@ -81,7 +83,7 @@ impl RunMark {
 
     fn numbered(tag: &str, n: u64) -> RunMark {
         let pid = std::process::id();
-        RunMark(format!("{tag}-{pid}-{}-{n}", start_time(pid).unwrap_or(0)))
+        RunMark(format!("{}-{pid}-{}-{n}", clean_tag(tag), start_time(pid).unwrap_or(0)))
     }
 
     /// The mark, as the agent's environment holds it.
@@ -89,23 +91,23 @@ impl RunMark {
         &self.0
     }
 
-    /// Whether a process carrying this mark still runs (Linux: `/proc`;
-    /// elsewhere `false`).
-    pub fn any_alive(&self) -> bool {
+    /// Whether a process carrying this mark still runs; `None` where this
+    /// cannot be told (no `/proc`): wait as if one did.
+    pub fn any_alive(&self) -> Option<bool> {
         #[cfg(target_os = "linux")]
         {
             let want = format!("{RUN_ENV}={}", self.0);
-            let Ok(dir) = std::fs::read_dir("/proc") else { return false };
-            dir.flatten().any(|entry| {
+            let dir = std::fs::read_dir("/proc").ok()?;
+            Some(dir.flatten().any(|entry| {
                 let name = entry.file_name();
                 let is_pid = name.to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()));
                 is_pid
                     && std::fs::read(entry.path().join("environ"))
                         .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == want.as_bytes()))
-            })
+            }))
         }
         #[cfg(not(target_os = "linux"))]
-        false
+        None
     }
 }
 
@@ -113,6 +115,13 @@ impl std::fmt::Display for RunMark {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// `tag` as a mark's first part: ASCII letters, digits and `_`.
+pub(crate) fn clean_tag(tag: &str) -> String {
+    let clean: String =
+        tag.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    if clean.is_empty() { "agent".to_owned() } else { clean }
 }
 
 /// A process's start time from `/proc/<pid>/stat` (field 22, clock ticks
@@ -124,12 +133,9 @@ pub(crate) fn start_time(pid: u32) -> Option<u64> {
     rest.split_whitespace().nth(19)?.parse().ok()
 }
 
-/// Whether the program a mark's rest (`<pid>-<start>-<n>`) names still runs.
+/// Whether the program of pid `pid` started at `start` still runs.
 #[cfg(target_os = "linux")]
-pub(crate) fn program_alive(rest: &str) -> bool {
-    let mut parts = rest.split('-');
-    let (Some(pid), Some(start)) = (parts.next(), parts.next()) else { return false };
-    let (Ok(pid), Ok(start)) = (pid.parse::<u32>(), start.parse::<u64>()) else { return false };
+pub(crate) fn program_alive(pid: u32, start: u64) -> bool {
     start_time(pid) == Some(start)
 }
 
@@ -140,8 +146,10 @@ const WATCH: (&str, &[&str]) = (include_str!("watch_proc.sh"), &[]);
 const WATCH: (&str, &[&str]) = (include_str!("watch_ps.sh"), &["-axwwE"]);
 
 /// A run's watcher: dropping it (closing its pipe) stops the run's
-/// processes, and so does this program's death.
+/// processes, and so does this program's death. Keep it as long as the
+/// agent is wanted: dropped at once, it stops the agent too.
 #[derive(Debug)]
+#[must_use = "dropping the watcher stops every process of its run, the agent included"]
 pub struct Watcher {
     _pipe: tokio::process::ChildStdin,
 }

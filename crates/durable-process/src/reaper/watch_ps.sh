@@ -6,7 +6,8 @@
 # environment holds `DURABLE_AGENT_RUN=<mark>` (as a word of `ps`'s line) and
 # every process whose parent is one of those (transitively): each is
 # stopped (SIGSTOP) as it is found, and once a scan finds nothing new, all
-# are killed (SIGKILL). `ps` shows no session there: a call that cleared
+# get SIGTERM and go on, with a second to end cleanly, then SIGKILL.
+# `ps` shows no session there: a call that cleared
 # its environment and left its parent is not found.
 read -r _ || :
 mark="DURABLE_AGENT_RUN=$1"
@@ -47,6 +48,22 @@ EOF
     kill -STOP "$p" 2>/dev/null && held="$held$p " && new=1
   done
   [ -z "$new" ] && break
+done
+# A moment to end cleanly: TERM, then on again (a stopped process sees
+# TERM only once continued); what is left after a second is killed.
+for p in $held; do
+  kill -TERM "$p" 2>/dev/null
+  kill -CONT "$p" 2>/dev/null
+done
+waited=0
+while [ "$waited" -lt 10 ]; do
+  alive=
+  for p in $held; do
+    kill -0 "$p" 2>/dev/null && alive=1 && break
+  done
+  [ -z "$alive" ] && break
+  sleep 0.1 2>/dev/null || sleep 1
+  waited=$((waited + 1))
 done
 for p in $held; do
   kill -KILL "$p" 2>/dev/null
