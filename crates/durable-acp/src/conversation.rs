@@ -114,6 +114,8 @@ pub(crate) struct Conversation {
     last_used: Mutex<Instant>,
     /// The pane shows the conversation already: a replay is not written again.
     muted: AtomicBool,
+    /// Items were written to the pane since the record was last saved.
+    unsaved: AtomicBool,
     /// The session mode the phone chose with a mode button: set again
     /// after the agent loads the session (a load would start it in the
     /// agent's own, or the bridge's cards-by-default, mode).
@@ -172,6 +174,7 @@ impl Conversation {
             busy: AtomicBool::new(false),
             last_used: Mutex::new(Instant::now()),
             muted: AtomicBool::new(false),
+            unsaved: AtomicBool::new(false),
             phone_mode: Mutex::new(None),
         });
         pane.on_send(Chat(Arc::downgrade(&conversation))).map_err(|e| Error::Pane { why: e.to_string() })?;
@@ -212,6 +215,9 @@ impl Conversation {
     }
 
     pub(crate) fn save(&self) {
+        // Cleared before the snapshot: an item written meanwhile is in it,
+        // or marks the record unsaved again.
+        self.unsaved.store(false, Ordering::SeqCst);
         if let Err(e) = self.shared.store.put_with(|| self.record()) {
             self.pane
                 .core()
@@ -284,8 +290,29 @@ impl Conversation {
             return;
         }
         let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        self.unsaved.store(true, Ordering::SeqCst);
         for item in items {
             log.upsert(item.clone());
+            let _ = self.pane.write(item);
+        }
+    }
+
+    /// Writes a turn's last items: kept in the record first, then shown,
+    /// so that the reply the phone sees is on disk, and the turn can end
+    /// the moment it is shown (a send that follows at once finds the pane
+    /// idle, not busy saving).
+    fn write_kept(&self, items: Vec<Item>) {
+        if items.is_empty() || self.muted.load(Ordering::SeqCst) {
+            return;
+        }
+        {
+            let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+            for item in &items {
+                log.upsert(item.clone());
+            }
+        }
+        self.save();
+        for item in items {
             let _ = self.pane.write(item);
         }
     }
@@ -303,6 +330,7 @@ impl Conversation {
                 false
             } else {
                 meta.title = title.clone();
+                self.unsaved.store(true, Ordering::SeqCst);
                 true
             }
         };
@@ -758,6 +786,7 @@ impl Conversation {
             );
             // The SDK wrote it on the pane; the record keeps it too.
             self.log.lock().unwrap_or_else(|e| e.into_inner()).upsert(item);
+            self.unsaved.store(true, Ordering::SeqCst);
         }
         let process = match self.process(Some(&turn)).await {
             Ok(p) => p,
@@ -793,7 +822,7 @@ impl Conversation {
             let mut mapper = self.mapper.lock().unwrap_or_else(|e| e.into_inner());
             (stop_by.is_some() && mapper.any_running(), mapper.finish(failed))
         };
-        self.write(rest);
+        self.write_kept(rest);
         match answer {
             Ok(r) => match r.stop_reason {
                 StopReason::Cancelled => self.notice("Stopped.".into(), NoticeTone::Info),
@@ -829,7 +858,9 @@ impl Conversation {
     }
 
     fn end_turn(&self, turn: Turn) {
-        self.save();
+        if self.unsaved.load(Ordering::SeqCst) {
+            self.save();
+        }
         self.busy.store(false, Ordering::SeqCst);
         self.touch();
         turn.end();

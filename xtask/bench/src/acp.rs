@@ -18,8 +18,11 @@
 //!   durable-acp's own part (relayed ÷ floor) and the part no relay can
 //!   avoid (floor ÷ direct).
 //!
-//! Each: one warm-up turn, then [`TURNS`] turns; the median and the 90th
-//! percentile, and the ratio of the medians.
+//! The three sides run at once and take their turns in rounds (direct,
+//! floor, relayed), so that the load of a neighbour on a shared machine
+//! falls on all three alike; one warm-up round, then [`TURNS`] rounds; the
+//! median and the 90th percentile of each side, and the ratios of the
+//! medians.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -67,11 +70,27 @@ pub(crate) async fn run(dir: &Path) -> Result<(), String> {
     println!(
         "acp: a scripted turn (pi-acp 0.0.34 + Pi 1.6.0, faux model), send → final reply, {TURNS} turns after one"
     );
-    let direct = times(direct(&setup(dir, "acp-direct")?, &pi_acp, &pi_faux).await?);
+    // The three sides run at once, idle but for their turn, and take
+    // their turns in rounds (direct, floor, relayed): a neighbour's load
+    // on this shared machine falls on all three alike, not on one block.
+    let mut direct = Direct::start(&setup(dir, "acp-direct")?, &pi_acp, &pi_faux).await?;
     let root = setup(dir, "acp-floor")?;
-    let floor = times(relayed(floor_relay(&root, &pi_acp, &pi_faux)?, &root).await?);
+    let mut floor = Relayed::start(floor_relay(&root, &pi_acp, &pi_faux)?, &root).await?;
     let root = setup(dir, "acp-relayed")?;
-    let relayed = times(relayed(example(&root, &exe, &pi_acp, &pi_faux), &root).await?);
+    let mut relayed = Relayed::start(example(&root, &exe, &pi_acp, &pi_faux), &root).await?;
+    let (mut direct_ms, mut floor_ms, mut relayed_ms) = (Vec::new(), Vec::new(), Vec::new());
+    for turn in 0..=TURNS {
+        let (d, f, r) = (direct.turn(turn).await?, floor.turn(turn).await?, relayed.turn(turn).await?);
+        // The first round warms each side up.
+        if turn > 0 {
+            direct_ms.push(d);
+            floor_ms.push(f);
+            relayed_ms.push(r);
+        }
+    }
+    direct.end().await;
+    drop((floor, relayed));
+    let (direct, floor, relayed) = (times(direct_ms), times(floor_ms), times(relayed_ms));
     println!("{:<48} {:>9} {:>9}", "", "p50 ms", "p90 ms");
     println!("{:<48} {:>9.1} {:>9.1}", "direct over ACP (JSON lines to pi-acp)", direct.p50, direct.p90);
     println!(
@@ -155,6 +174,7 @@ struct Direct {
     stdin: tokio::process::ChildStdin,
     lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
     next_id: u64,
+    session: String,
 }
 
 impl Direct {
@@ -179,41 +199,48 @@ impl Direct {
     }
 }
 
-async fn direct(root: &Path, pi_acp: &Path, pi_faux: &Path) -> Result<Vec<f64>, String> {
-    let mut cmd = tokio::process::Command::new(pi_acp);
-    agent_env(&mut cmd, root, pi_faux);
-    let mut child = cmd
-        .current_dir(root.join("project"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("{}: {e}", pi_acp.display()))?;
-    let stdin = child.stdin.take().ok_or("no stdin")?;
-    let lines = tokio::io::BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
-    let mut agent = Direct { child, stdin, lines, next_id: 0 };
-    agent.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {}})).await?;
-    let cwd = root.join("project");
-    let session = agent.call("session/new", json!({"cwd": cwd, "mcpServers": []})).await?;
-    let session = session["sessionId"].as_str().ok_or("session/new gave no sessionId")?.to_owned();
-    let mut ms = Vec::new();
-    for turn in 0..=TURNS {
+impl Direct {
+    /// pi-acp started, initialized, with a session of its own.
+    async fn start(root: &Path, pi_acp: &Path, pi_faux: &Path) -> Result<Direct, String> {
+        let mut cmd = tokio::process::Command::new(pi_acp);
+        agent_env(&mut cmd, root, pi_faux);
+        let mut child = cmd
+            .current_dir(root.join("project"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("{}: {e}", pi_acp.display()))?;
+        let stdin = child.stdin.take().ok_or("no stdin")?;
+        let lines = tokio::io::BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
+        let mut agent = Direct { child, stdin, lines, next_id: 0, session: String::new() };
+        agent.call("initialize", json!({"protocolVersion": 1, "clientCapabilities": {}})).await?;
+        let cwd = root.join("project");
+        let session = agent.call("session/new", json!({"cwd": cwd, "mcpServers": []})).await?;
+        agent.session = session["sessionId"].as_str().ok_or("session/new gave no sessionId")?.to_owned();
+        Ok(agent)
+    }
+
+    /// One turn: `session/prompt` until its response, in ms.
+    async fn turn(&mut self, turn: usize) -> Result<f64, String> {
         let prompt =
-            json!({"sessionId": session, "prompt": [{"type": "text", "text": format!("hello {turn}")}]});
+            json!({"sessionId": self.session, "prompt": [{"type": "text", "text": format!("hello {turn}")}]});
         let t = Instant::now();
-        let r = agent.call("session/prompt", prompt).await?;
+        let r = self.call("session/prompt", prompt).await?;
         let elapsed = t.elapsed().as_secs_f64() * 1000.0;
         if r["stopReason"] != "end_turn" {
             return Err(format!("direct turn {turn}: {r}"));
         }
-        if turn > 0 {
-            ms.push(elapsed);
-        }
+        Ok(elapsed)
     }
-    drop(agent.stdin);
-    let _ = agent.child.wait().await;
-    Ok(ms)
+
+    /// Its input closed: pi-acp ends, and its Pi.
+    async fn end(self) {
+        let Direct { mut child, stdin, .. } = self;
+        drop(stdin);
+        let _ = child.wait().await;
+    }
 }
 
 /// A relay (the example, or the floor relay), ended when dropped.
@@ -303,54 +330,68 @@ fn floor_relay(root: &Path, pi_acp: &Path, pi_faux: &Path) -> Result<Command, St
     Ok(cmd)
 }
 
-/// Starts the relay `cmd` (it prints `listening <socket>`) and measures
-/// turns through it.
-async fn relayed(mut cmd: Command, root: &Path) -> Result<Vec<f64>, String> {
-    let socket = root.join("sock/app.sock");
-    let program = cmd.get_program().to_string_lossy().into_owned();
-    let mut child = cmd
-        .env_remove("COLLIE_TOKEN")
-        .env_remove("COLLIE_TOKEN_NEXT")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("{program}: {e}"))?;
-    let stdout = child.stdout.take().ok_or("no stdout")?;
-    let server = Server(child);
-    let first = BufReader::new(stdout).lines().next().and_then(Result::ok).unwrap_or_default();
-    if first.strip_prefix("listening ") != socket.to_str() {
-        return Err(format!("{program} said {first:?}"));
+/// A relay and its client: writes on one kept-alive connection, polls on
+/// another, as Collie does.
+struct Relayed {
+    // Dropped last: the relay ends after its client.
+    writer: load::Sender,
+    poller: load::Sender,
+    target: Target,
+    pane: String,
+    after: u64,
+    _server: Server,
+}
+
+impl Relayed {
+    /// Starts the relay `cmd` (it prints `listening <socket>`) and its
+    /// conversation (a starter, answered).
+    async fn start(mut cmd: Command, root: &Path) -> Result<Relayed, String> {
+        let socket = root.join("sock/app.sock");
+        let program = cmd.get_program().to_string_lossy().into_owned();
+        let mut child = cmd
+            .env_remove("COLLIE_TOKEN")
+            .env_remove("COLLIE_TOKEN_NEXT")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("{program}: {e}"))?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let server = Server(child);
+        let first = BufReader::new(stdout).lines().next().and_then(Result::ok).unwrap_or_default();
+        if first.strip_prefix("listening ") != socket.to_str() {
+            return Err(format!("{program} said {first:?}"));
+        }
+        let target = Target::from_address(socket.to_str().ok_or("a socket path that is not UTF-8")?, "");
+        let mut writer = load::connect(&target).await?;
+        let started = post(
+            &mut writer,
+            &target,
+            "/v1/starters/new-conversation",
+            json!({"requestId": "st-0", "text": "hello"}),
+        )
+        .await?;
+        let pane =
+            started["pane"].as_str().ok_or_else(|| format!("the starter answered {started}"))?.to_owned();
+        let mut poller = load::connect(&target).await?;
+        let mut after = 0u64;
+        wait_reply(&mut poller, &target, &pane, &mut after, "You said: hello").await?;
+        wait_idle(&mut writer, &target, &pane).await?;
+        Ok(Relayed { writer, poller, target, pane, after, _server: server })
     }
-    let target = Target::from_address(socket.to_str().ok_or("a socket path that is not UTF-8")?, "");
-    // Writes on one kept-alive connection, polls on another, as Collie does.
-    let mut writer = load::connect(&target).await?;
-    let started = post(
-        &mut writer,
-        &target,
-        "/v1/starters/new-conversation",
-        json!({"requestId": "st-0", "text": "hello"}),
-    )
-    .await?;
-    let pane = started["pane"].as_str().ok_or_else(|| format!("the starter answered {started}"))?.to_owned();
-    let mut poller = load::connect(&target).await?;
-    let mut after = 0u64;
-    wait_reply(&mut poller, &target, &pane, &mut after, "You said: hello").await?;
-    let mut ms = Vec::new();
-    for turn in 0..=TURNS {
+
+    /// One turn: from the send until the poller reads the final reply, in
+    /// ms; then the turn's end (the pane idle), as on the direct side.
+    async fn turn(&mut self, turn: usize) -> Result<f64, String> {
         let text = format!("hello {turn}");
         let send = json!({"requestId": format!("r-{turn}"), "text": text});
         let t = Instant::now();
-        post(&mut writer, &target, &format!("/v1/panes/{pane}/send"), send).await?;
-        wait_reply(&mut poller, &target, &pane, &mut after, &format!("You said: {text}")).await?;
+        post(&mut self.writer, &self.target, &format!("/v1/panes/{}/send", self.pane), send).await?;
+        let reply = format!("You said: {text}");
+        wait_reply(&mut self.poller, &self.target, &self.pane, &mut self.after, &reply).await?;
         let elapsed = t.elapsed().as_secs_f64() * 1000.0;
-        if turn > 0 {
-            ms.push(elapsed);
-        }
-        // The turn ends (the pane idle) before the next send, as on the direct side.
-        wait_idle(&mut writer, &target, &pane).await?;
+        wait_idle(&mut self.writer, &self.target, &self.pane).await?;
+        Ok(elapsed)
     }
-    drop(server);
-    Ok(ms)
 }
 
 /// Polls the pane's events after `after`, without pause, until a final
