@@ -28,7 +28,7 @@
 //! | (3) a held answer racing the raise and two duplicates | 246 |
 //! | (3b) the same, its receipt's `put` failing | 188 |
 //! | (4) the first run's `put` fails, then a retry | 190 |
-//! | (5) the first run refused, duplicates at two processes | 7,421 |
+//! | (5) the first run refused, duplicates at two processes | 5,336 |
 //! | (6) the first `claim` fails | 356 |
 //! | (7) a send dropped at any point, a duplicate, a retry | 370 |
 //! | (7b) the same with an answer | 231 |
