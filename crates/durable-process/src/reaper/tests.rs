@@ -40,26 +40,28 @@ fn sleeper(mark: &str) -> Child {
 /// and under it a `sleep` that cleared its environment. The `sh`, and the
 /// sleep's pid.
 fn detached_call(mark: &str) -> (Child, u32) {
-    let mut call =
+    let call =
         Command::new("setsid").args(["sh", "-c", "env -i sleep 300; :"]).env(RUN_ENV, mark).spawn().unwrap();
-    let sh = call.id();
+    let sleep = sleep_under(call.id());
+    (call, sleep)
+}
+
+/// The pid of the `sleep` whose parent is `parent`, once it shows.
+fn sleep_under(parent: u32) -> u32 {
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
         let sleep = std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
             let pid = e.file_name().to_string_lossy().parse::<u32>().ok()?;
             let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
             let (name, rest) = stat.rsplit_once(')')?;
-            let parent = rest.split_whitespace().nth(1)?;
-            (name.ends_with("(sleep") && parent == sh.to_string()).then_some(pid)
+            (name.ends_with("(sleep") && rest.split_whitespace().nth(1)? == parent.to_string()).then_some(pid)
         });
         if let Some(sleep) = sleep {
-            return (call, sleep);
+            return sleep;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let _ = call.kill();
-    let _ = call.wait();
-    panic!("the call's sleep did not start");
+    panic!("no sleep under {parent}");
 }
 
 mod proc_tests {
@@ -141,25 +143,6 @@ mod proc_tests {
             .ok()
             .and_then(|s| s.rsplit_once(')').map(|(_, rest)| !rest.trim_start().starts_with('Z')))
             .unwrap_or(false)
-    }
-
-    /// The pid of the `sleep` whose parent is `parent`, once it shows.
-    fn sleep_under(parent: u32) -> u32 {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            let sleep = std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
-                let pid = e.file_name().to_string_lossy().parse::<u32>().ok()?;
-                let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-                let (name, rest) = stat.rsplit_once(')')?;
-                (name.ends_with("(sleep") && rest.split_whitespace().nth(1)? == parent.to_string())
-                    .then_some(pid)
-            });
-            if let Some(sleep) = sleep {
-                return sleep;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!("no sleep under {parent}");
     }
 
     #[test]
