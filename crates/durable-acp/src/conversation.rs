@@ -797,7 +797,11 @@ impl Conversation {
                 return self.end_turn(turn);
             }
         };
-        self.mapper.lock().unwrap_or_else(|e| e.into_inner()).begin(&new_prefix("t"), false);
+        {
+            let mut mapper = self.mapper.lock().unwrap_or_else(|e| e.into_inner());
+            mapper.begin(&new_prefix("t"), false);
+            mapper.hold_first_partial(Instant::now());
+        }
         let grace = self.shared.options.stop_grace;
         let prompt = process.prompt(&self.session_id, &text);
         tokio::pin!(prompt);

@@ -55,7 +55,7 @@
 //!
 //! # The stream as items
 //! Message chunks are a `reply`, thought chunks `thinking` (both `partial`
-//! at most every 250 ms, final before the pane goes idle); a chunk of
+//! at most every 250 ms, the first 250 ms into the turn, final before the pane goes idle); a chunk of
 //! another `messageId` (or none after one) begins another item, and one
 //! marked `_meta.claudeCode.kind: "informational"` is a `notice` of its
 //! own. Text past an item's limit (a reply's 256 KiB) is dropped, and a

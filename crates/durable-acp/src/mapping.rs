@@ -249,6 +249,14 @@ impl Mapper {
         self.cadence.reset();
     }
 
+    /// A turn's first partial items wait one interval from `now` too: a
+    /// reply shorter than that goes out whole, once. A phone polls every
+    /// 2 s and sees no difference; the agent writes, and its pollers read,
+    /// fewer items.
+    pub(crate) fn hold_first_partial(&mut self, now: Instant) {
+        self.cadence.partials_written(now);
+    }
+
     /// A title the agent gave since the last call (`session_info_update`).
     pub(crate) fn take_title(&mut self) -> Option<String> {
         self.title.take()

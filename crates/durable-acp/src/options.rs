@@ -166,7 +166,9 @@ impl AcpOptionsBuilder {
     }
 
     /// How often a growing reply is written as `partial` at most (default
-    /// 250 ms, the contract's pace).
+    /// 250 ms, the contract's pace). A turn's first partial items wait
+    /// this long from its start too: a reply that ends sooner is written
+    /// once, whole.
     pub fn partial_every(mut self, every: Duration) -> Self {
         self.0.partial_every = every;
         self

@@ -434,3 +434,22 @@ fn a_card_closed_unanswered_leaves_its_call_an_error_not_denied() {
     assert!(failed.is_empty() || tool_of(&failed[0]).0 == ToolStatus::Error, "{failed:?}");
     assert!(m.finish(true).iter().all(|i| tool_of(i).0 == ToolStatus::Error));
 }
+
+#[test]
+fn a_turn_s_first_partial_waits_one_interval_and_a_short_reply_goes_out_whole_once() {
+    let t0 = Instant::now();
+    let ms = |n| t0 + Duration::from_millis(n);
+    let mut m = mapper();
+    m.hold_first_partial(t0);
+    assert!(m.on_update(&chunk("agent_message_chunk", "Hi"), ms(1)).is_empty(), "held");
+    assert_eq!(m.flush_at(), Some(ms(250)));
+    let end = m.finish(false);
+    assert_eq!(ids(&end), ["t1-0"]);
+    assert_eq!(end[0].body, ItemBody::Reply { text: "Hi".into(), partial: false }, "one write, final");
+    // A longer one still streams: its first part at the interval.
+    m.begin("t2", false);
+    m.hold_first_partial(ms(1000));
+    assert!(m.on_update(&chunk("agent_message_chunk", "Long"), ms(1010)).is_empty());
+    let due = m.flush(ms(1250));
+    assert_eq!(due[0].body, ItemBody::Reply { text: "Long".into(), partial: true });
+}
