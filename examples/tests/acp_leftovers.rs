@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agent::{as_user, curl_as, durable_agent, unprivileged};
+use agent::{alive, as_user, curl_as, durable_agent, unprivileged};
 use serde_json::{Value, json};
 
 /// Polls `check` every 50 ms for up to 30 s (a loaded machine is slow).
@@ -157,12 +157,12 @@ fn kill(pids: &[u32]) {
     let _ = Command::new("kill").arg("-KILL").args(&pids).status();
 }
 
-/// The pids in `/proc`, with what `read` gives for each.
+/// The running pids in `/proc`, with what `read` gives for each.
 fn scan<T>(mut read: impl FnMut(&Path) -> Option<T>) -> Vec<(u32, T)> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        if let Some(v) = read(&entry.path()) {
+        if let Some(v) = read(&entry.path()).filter(|_| alive(pid)) {
             out.push((pid, v));
         }
     }
@@ -175,16 +175,9 @@ fn cmdline(dir: &Path) -> Option<String> {
     Some(String::from_utf8_lossy(&raw).replace('\0', " "))
 }
 
-/// Whether `/proc/<pid>` runs (a zombie counts as gone).
-fn running(dir: &Path) -> bool {
-    let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
-    let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
-    matches!(state, Some(s) if s != "Z" && s != "X")
-}
-
 /// The running processes whose command line holds `needle`.
 fn processes_naming(needle: &str) -> Vec<u32> {
-    let found = scan(|dir| cmdline(dir).filter(|c| c.contains(needle) && running(dir)));
+    let found = scan(|dir| cmdline(dir).filter(|c| c.contains(needle)));
     found.into_iter().map(|(pid, _)| pid).collect()
 }
 
@@ -203,7 +196,7 @@ fn marked_by(pid: u32) -> Vec<(u32, u32)> {
         });
         let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
         let parent = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()?;
-        (marked && running(dir)).then_some(parent)
+        marked.then_some(parent)
     })
 }
 
@@ -213,7 +206,7 @@ fn watchers_of(pid: u32) -> Vec<u32> {
     let found = scan(|dir| {
         let cmdline = cmdline(dir)?;
         let mark = cmdline.rsplit_once(" durable-agent-watcher ")?.1.split(' ').next()?.to_owned();
-        (mark_of(&mark, pid) && running(dir)).then_some(())
+        mark_of(&mark, pid).then_some(())
     });
     found.into_iter().map(|(pid, _)| pid).collect()
 }
@@ -261,8 +254,7 @@ fn the_call_is_gone_after(end: End, user: Option<u32>, name: &str, command: &str
             // The watcher first: it acts as soon as durable-agent is gone.
             kill(&[watchers[0], pid, agents[0]]);
             first.wait();
-            let agent_gone =
-                eventually("the agent to end", || (!running(&proc_dir(agents[0]))).then_some(()));
+            let agent_gone = eventually("the agent to end", || (!alive(agents[0])).then_some(()));
             assert!(agent_gone.is_some(), "the agent process {} outlived its SIGKILL", agents[0]);
             std::thread::sleep(Duration::from_millis(300));
             assert!(!processes_naming(needle).is_empty(), "with its watcher gone, the call is still there");
@@ -291,10 +283,6 @@ fn the_call_is_gone_after(end: End, user: Option<u32>, name: &str, command: &str
     );
     drop(again);
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-fn proc_dir(pid: u32) -> PathBuf {
-    Path::new("/proc").join(pid.to_string())
 }
 
 /// A number no other process names (`sleep` adds it to its 300 s).

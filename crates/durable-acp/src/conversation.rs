@@ -298,9 +298,8 @@ impl Conversation {
     }
 
     /// Writes a turn's last items: kept in the record first, then shown,
-    /// so that the reply the phone sees is on disk, and the turn can end
-    /// the moment it is shown (a send that follows at once finds the pane
-    /// idle, not busy saving).
+    /// so that a crash never takes back a reply the phone saw (the turn's
+    /// end then saves only what came after).
     fn write_kept(&self, items: Vec<Item>) {
         if items.is_empty() || self.muted.load(Ordering::SeqCst) {
             return;

@@ -351,7 +351,7 @@ impl SessionFolder {
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         cache.extend(read);
         self.dirty.store(true, std::sync::atomic::Ordering::SeqCst);
-        let _written = self.save_index(&cache);
+        self.save_index(&cache);
     }
 
     /// Every session, newest first (latest activity, then id, descending),
@@ -560,13 +560,11 @@ impl SessionFolder {
         if id.is_empty() {
             return None;
         }
-        let (named, suffixed) = (format!("{id}.jsonl"), format!("_{id}.jsonl"));
         let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         let mut best: Option<SessionSummary> = None;
         for (path, cached) in cache.iter() {
             let Some(summary) = cached.summary.as_ref().filter(|s| s.id == id) else { continue };
-            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            if name != named && !name.ends_with(&suffixed) {
+            if !named_after(path, id) {
                 continue;
             }
             let Ok(meta) = std::fs::metadata(path) else { return None };
@@ -593,15 +591,12 @@ impl SessionFolder {
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(Error::Io { path: self.dir.clone(), source }),
         };
-        let (named, suffixed) = (format!("{id}.jsonl"), format!("_{id}.jsonl"));
         let mut best: Option<SessionSummary> = None;
         for dir_entry in listing.flatten() {
-            let name = dir_entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            if name != named && !name.ends_with(&suffixed) {
+            let path = dir_entry.path();
+            if !named_after(&path, id) {
                 continue;
             }
-            let path = dir_entry.path();
             let Ok(meta) = std::fs::metadata(&path) else { continue };
             if !meta.is_file() {
                 continue;

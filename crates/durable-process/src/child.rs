@@ -123,7 +123,7 @@ fn keep_tokens_out(command: &mut Command) {
 /// signal to every process, or to init) nor for this program's own pid,
 /// and nothing on Windows.
 pub fn kill_process_group(pid: u32) {
-    if pid <= 1 || pid == std::process::id() {
+    if !may_kill_group_of(pid) {
         return;
     }
     #[cfg(unix)]
@@ -133,6 +133,13 @@ pub fn kill_process_group(pid: u32) {
     }
     #[cfg(not(unix))]
     let _ = pid;
+}
+
+/// Whether `pid`'s group may be killed: not for pid 0 (this program's own
+/// group), 1 (with `-1`, every process the user may signal), nor this
+/// program's pid.
+fn may_kill_group_of(pid: u32) -> bool {
+    pid > 1 && pid != std::process::id()
 }
 
 /// How a process ended, in words for a notice: `exit code 1`, `killed by
@@ -210,11 +217,12 @@ mod tests {
 
     #[test]
     fn no_group_kill_reaches_init_everyone_or_this_program() {
-        // Each would kill this test (pid 0: its group; 1: init's group or
-        // all its processes; its own pid): that the test runs on is the check.
-        kill_process_group(0);
-        kill_process_group(1);
-        kill_process_group(std::process::id());
+        // Checked on the rule, not by sending: were it broken, a kill of
+        // group 1 as root would end every process of the machine.
+        for pid in [0, 1, std::process::id()] {
+            assert!(!may_kill_group_of(pid), "{pid}");
+        }
+        assert!(may_kill_group_of(std::process::id() + 1));
     }
 
     #[tokio::test]

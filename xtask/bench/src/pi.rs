@@ -262,8 +262,7 @@ async fn median(target: &Target, path: &str) -> Result<f64, String> {
     for _ in 0..5 {
         times.push(get(target, path).await?.0);
     }
-    times.sort_by(f64::total_cmp);
-    Ok(times[2])
+    Ok(middle(times))
 }
 
 async fn measure(

@@ -512,6 +512,7 @@ mod tests {
 
     /// A hello as the SDK writes it, with these caps on and every other off.
     fn hello_with(on: &[&str]) -> String {
+        assert!(on.iter().all(|c| durable_types::CAP_NAMES.contains(c)), "a capability of the wire: {on:?}");
         let caps: serde_json::Map<String, serde_json::Value> = durable_types::CAP_NAMES
             .iter()
             .map(|c| ((*c).to_owned(), serde_json::Value::Bool(on.contains(c))))
