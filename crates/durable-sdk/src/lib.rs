@@ -242,6 +242,8 @@ mod pg_tls;
 mod serving;
 #[cfg(feature = "sqlite-receipts")]
 mod sqlite_receipts;
+#[cfg(feature = "sqlite-receipts")]
+mod sqlite_witness;
 #[cfg(any(all(feature = "socket", unix), feature = "tls"))]
 mod warn;
 

@@ -11,6 +11,71 @@
 //! the pace of a person tapping a phone, so the fsync costs nothing that
 //! matters.
 //!
+//! # Damage
+//! A damaged store is never taken as a fresh one. Without a check, a
+//! database truncated to 0 bytes opens as a new, empty store, and a WAL cut
+//! short replays its intact prefix — an earlier, consistent state that
+//! `PRAGMA quick_check` finds nothing wrong with: either way every lost
+//! receipt's request id would run again as new.
+//!
+//! So the store keeps a **witness** beside the database,
+//! `<database>.witness` (`receipts.sqlite3.witness`): the store's random id
+//! (128 bits, made when the store is) and the number of write transactions
+//! it had committed at its last acknowledged write, twice, each copy with
+//! its SHA-256. The database holds the same id and its own count (table
+//! `store_identity`, layout version 3); every transaction that changes the
+//! store — a receipt, a send recorded or moved on, an ask kept or
+//! forgotten — adds one to the count. After it commits (fsyncing the WAL)
+//! the witness is written and synced, *then* the call returns: every
+//! acknowledged write is covered by the witness. A crash between the two
+//! leaves the database one write ahead, a write never acknowledged, which
+//! is fine; a witness *ahead* of the database means commits were lost.
+//!
+//! [`open`](SqliteReceiptStore::open) refuses, with a [`StoreError`] naming
+//! the file, the damage and what to do (restore the database and its
+//! witness from a backup; or, knowing that every acknowledged request
+//! would then run again, delete the database, its `-wal` and `-shm` and the
+//! witness to start fresh), a database that is:
+//! - missing, or 0 bytes, beside a witness (deleted, emptied; checked
+//!   before SQLite opens it, which would take it as new and delete a WAL
+//!   left beside it);
+//! - without a store identity beside a witness (emptied or replaced);
+//! - another store's (its id differs: replaced);
+//! - behind its witness (rolled back from N to M writes: a WAL cut or
+//!   scribbled, an older copy restored alone);
+//! - failing SQLite's `quick_check` (the first problem it reports), or
+//!   unreadable to SQLite;
+//!
+//! and, with a message of its own, a witness neither of whose records is
+//! intact (it is not silently written again). A refused store is left as
+//! it was found: no checkpoint at close, no file created.
+//!
+//! Accepted: a new database without a witness (both are created); a
+//! database of an SDK that wrote no witness (an upgrade: accepted, an
+//! `info` log line, the witness created); a database ahead of its witness.
+//!
+//! **The witness's write.** Two fixed records, 512 bytes apart, written in
+//! place by turns (write `n` to record `n % 2`) and `fdatasync`ed: one
+//! sync per write, where a new file renamed into place would need the
+//! file's and the folder's; a write torn by a crash spoils one record and
+//! leaves the other, one write older, which the database is then ahead of.
+//! Only the witness's creation goes through a temporary file and a rename,
+//! so that a crash then leaves no witness rather than an unreadable one.
+//! The cost per write: `docs/benchmarks.md`, "The SQLite store's witness".
+//!
+//! **What cannot be seen.** Both files replaced by an older pair that
+//! agrees (a backup restored whole: its later receipts are gone without a
+//! trace); the witness deleted along with the damage, or a database moved
+//! or copied elsewhere without its witness (a database with an identity
+//! and no witness is accepted with a `warn` line, as its loss cannot be
+//! told from a move); an upgrade's database damaged before its first open
+//! by this SDK; damage that leaves the count and id intact but changes a
+//! receipt's content and passes `quick_check`; a witness whose newest
+//! record alone is damaged, when the database lost just that write. The
+//! PostgreSQL store (`PgReceiptStore`) has none of
+//! this: a server database has its own guarantees (replication, backups,
+//! point-in-time recovery).
+//!
 //! # Sends
 //! The store also keeps every acknowledged send until its turn is over
 //! (contract §9.1): a restart then delivers the sends still queued and
@@ -41,8 +106,11 @@ use std::thread::JoinHandle;
 
 use durable_core::{KeptAskRecord, Lookup, PendingSend, Receipt, ReceiptStore, SendState, StoreError};
 use durable_types::{EVICTED_MEMORY_FACTOR, RECEIPTS_PER_GROUP};
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::config::DbConfig;
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use tokio::sync::oneshot;
+
+use crate::sqlite_witness::{self, Found, Seen, Witness};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS receipt (
@@ -75,9 +143,11 @@ CREATE INDEX IF NOT EXISTS pending_send_by_state ON pending_send (state, seq);
 
 /// The layout this SDK writes, in SQLite's `user_version`: version 1 is
 /// the receipts, evicted ids, groups and the sends journal, which
-/// SDKs before this one wrote as version 0; version 2 adds the kept asks.
+/// SDKs before this one wrote as version 0; version 2 adds the kept asks;
+/// version 3 the store's identity (its id and write count, which the
+/// witness is checked against: see "Damage" in the module's docs).
 /// A newer file is refused: this SDK would not know its meaning.
-pub const SQLITE_SCHEMA_VERSION: i64 = 2;
+pub const SQLITE_SCHEMA_VERSION: i64 = 3;
 
 /// Version 2: the asks open at a stop, each as its record's JSON text.
 const KEPT_ASKS: &str = "
@@ -85,6 +155,16 @@ CREATE TABLE IF NOT EXISTS kept_ask (
     ask_id TEXT PRIMARY KEY NOT NULL,
     seq INTEGER NOT NULL,
     body TEXT NOT NULL
+);
+";
+
+/// Version 3: one row, the store's random id and the write transactions it
+/// has committed (each write bumps `writes` in its own transaction).
+const STORE_IDENTITY: &str = "
+CREATE TABLE IF NOT EXISTS store_identity (
+    only_row INTEGER PRIMARY KEY CHECK (only_row = 1),
+    store_id BLOB NOT NULL,
+    writes INTEGER NOT NULL
 );
 ";
 
@@ -167,10 +247,215 @@ fn sql_err(what: &str, e: rusqlite::Error) -> StoreError {
     StoreError::new(format!("sqlite: {what}: {e}"))
 }
 
+/// An error while opening: it names the file, and a file SQLite cannot
+/// read is reported as damage, with what to do.
+fn open_err(path: &Path, what: &str, e: rusqlite::Error) -> StoreError {
+    use rusqlite::ErrorCode::{DatabaseCorrupt, NotADatabase};
+    match e.sqlite_error_code() {
+        Some(DatabaseCorrupt | NotADatabase) => {
+            damaged(path, &format!("SQLite cannot read it ({what}: {e})"))
+        }
+        _ => StoreError::new(format!("sqlite: {}: {what}: {e}", path.display())),
+    }
+}
+
+/// The file name of `path`, as the advice in messages spells it.
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+/// The refusal of a damaged database: the file, the damage, what to do.
+fn damaged(path: &Path, damage: &str) -> StoreError {
+    let name = file_name(path);
+    let witness = file_name(&sqlite_witness::path_for(path));
+    StoreError::new(format!(
+        "sqlite: the receipts database {} is damaged: {damage}. It is not opened, since the requests it \
+         acknowledged would run again as new. Restore {name} (with its -wal file, if any) and {witness} \
+         together from a backup; or, to start fresh — knowing that every acknowledged request would \
+         then run again — delete {name}, {name}-wal, {name}-shm and {witness}",
+        path.display()
+    ))
+}
+
+/// What the witness said before SQLite opened the file, or the refusal of
+/// a database it says was deleted or emptied. A file of 0 bytes is refused
+/// before SQLite sees it: SQLite would take it as a new database (and
+/// delete a WAL left beside it).
+fn check_before_open(path: &Path, witness_path: &Path) -> Result<Option<Seen>, StoreError> {
+    let seen = match sqlite_witness::read(witness_path) {
+        Found::Missing => return Ok(None),
+        Found::Intact(seen) => seen,
+        Found::Unreadable(why) => {
+            let name = file_name(path);
+            let witness = file_name(witness_path);
+            return Err(StoreError::new(format!(
+                "sqlite: the witness {} of the receipts database {name} is unreadable: {why}. The \
+                 database cannot be checked against it, so it is not opened. Restore {name} and \
+                 {witness} together from a backup; or, if {name} is known to be intact, delete \
+                 {witness} alone (a new one is written, and damage from before cannot be seen); or, to \
+                 start fresh — knowing that every acknowledged request would then run again — delete \
+                 {name}, {name}-wal, {name}-shm and {witness}",
+                witness_path.display()
+            )));
+        }
+    };
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(damaged(
+            path,
+            &format!("the file is missing, but its witness records {} writes: it was deleted", seen.writes),
+        )),
+        Err(e) => Err(StoreError::new(format!("sqlite: {}: {e}", path.display()))),
+        Ok(meta) if meta.len() == 0 => Err(damaged(
+            path,
+            &format!("it is empty (0 bytes), but its witness records {} writes: it was emptied", seen.writes),
+        )),
+        Ok(_) => Ok(Some(seen)),
+    }
+}
+
+/// The store's identity in the database: `None` when it has none (a new
+/// file, or one written before version 3).
+fn identity(conn: &Connection) -> Result<Option<Seen>, rusqlite::Error> {
+    let table = conn
+        .query_row("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'store_identity'", [], |_| {
+            Ok(())
+        })
+        .optional()?;
+    if table.is_none() {
+        return Ok(None);
+    }
+    let row: Option<(Vec<u8>, i64)> = conn
+        .query_row("SELECT store_id, writes FROM store_identity WHERE only_row = 1", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()?;
+    Ok(row.and_then(|(id, writes)| {
+        let store_id: [u8; 16] = id.try_into().ok()?;
+        Some(Seen { store_id, writes: u64::try_from(writes).ok()? })
+    }))
+}
+
+/// How the database stood against its witness at open, when it passed.
+enum Standing {
+    /// Both agree (the database may be ahead: its last writes were never
+    /// acknowledged, or their witness write failed).
+    Witnessed,
+    /// No witness and no database yet.
+    Fresh,
+    /// No witness and a database from an SDK that wrote none.
+    Upgraded,
+    /// No witness, but the database has an identity: the witness was
+    /// deleted, or the database moved without it.
+    WitnessLost,
+}
+
+/// SQLite's `quick_check`, then the database's identity and write count
+/// against the witness's.
+fn check_against_witness(conn: &Connection, path: &Path, seen: Option<Seen>) -> Result<Standing, StoreError> {
+    let check: String = conn
+        .query_row("PRAGMA quick_check(1)", [], |r| r.get(0))
+        .map_err(|e| open_err(path, "quick_check", e))?;
+    if check != "ok" {
+        // Its report spans lines; the message keeps to one.
+        let report = check.lines().map(str::trim).collect::<Vec<_>>().join(" ");
+        return Err(damaged(path, &format!("SQLite's quick_check finds: {report}")));
+    }
+    let found = identity(conn).map_err(|e| open_err(path, "store identity", e))?;
+    let Some(seen) = seen else {
+        if found.is_some() {
+            return Ok(Standing::WitnessLost);
+        }
+        let tables: i64 = conn
+            .query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| r.get(0))
+            .map_err(|e| open_err(path, "tables", e))?;
+        return Ok(if tables == 0 { Standing::Fresh } else { Standing::Upgraded });
+    };
+    let Some(found) = found else {
+        return Err(damaged(
+            path,
+            &format!(
+                "it holds no store identity, but its witness records {} writes of store {}: it was \
+                 emptied or replaced",
+                seen.writes,
+                sqlite_witness::hex(&seen.store_id)
+            ),
+        ));
+    };
+    if found.store_id != seen.store_id {
+        return Err(damaged(
+            path,
+            &format!(
+                "it is store {}, not store {} its witness names: it was replaced by another store's database",
+                sqlite_witness::hex(&found.store_id),
+                sqlite_witness::hex(&seen.store_id)
+            ),
+        ));
+    }
+    if found.writes < seen.writes {
+        return Err(damaged(
+            path,
+            &format!(
+                "it was rolled back from {} to {} writes (its witness records {}): the last {} \
+                 acknowledged writes are lost",
+                seen.writes,
+                found.writes,
+                seen.writes,
+                seen.writes - found.writes
+            ),
+        ));
+    }
+    Ok(Standing::Witnessed)
+}
+
+/// The witness brought up to the database (just migrated), or created.
+fn witness_after_open(
+    conn: &Connection,
+    path: &Path,
+    witness_path: &Path,
+    standing: Standing,
+) -> Result<Witness, StoreError> {
+    let io = |e: std::io::Error| {
+        StoreError::new(format!("sqlite: cannot write the witness {}: {e}", witness_path.display()))
+    };
+    let seen = identity(conn)
+        .map_err(|e| open_err(path, "store identity", e))?
+        .ok_or_else(|| StoreError::new(format!("sqlite: {}: the store has no identity", path.display())))?;
+    match standing {
+        Standing::Witnessed => {
+            let mut witness = Witness::open(witness_path, seen.store_id).map_err(io)?;
+            witness.record(seen.writes).map_err(io)?;
+            return Ok(witness);
+        }
+        Standing::Fresh => {}
+        Standing::Upgraded => tracing::info!(
+            database = %path.display(),
+            witness = %witness_path.display(),
+            "sqlite: the receipts database had no witness (an SDK that kept none wrote it); one is created, and damage is seen from now on"
+        ),
+        // A store that never acknowledged a write loses nothing with its
+        // witness (a crash between creating the two files, say).
+        Standing::WitnessLost if seen.writes == 0 => {}
+        Standing::WitnessLost => tracing::warn!(
+            database = %path.display(),
+            witness = %witness_path.display(),
+            writes = seen.writes,
+            "sqlite: the receipts database's witness is missing (deleted, or the database was moved without it); a new one is created, and damage from before cannot be seen"
+        ),
+    }
+    Witness::create(witness_path, seen).map_err(io)
+}
+
 impl SqliteReceiptStore {
     /// Opens (or creates) the database at `path`, keeping
     /// [`RECEIPTS_PER_GROUP`] receipts per group. The folder must exist.
-    /// Opening blocks briefly (it creates the schema): call it at start-up.
+    /// Opening blocks briefly (it creates the schema and checks the file):
+    /// call it at start-up.
+    ///
+    /// A database that is damaged — emptied, replaced by another store's,
+    /// rolled back behind its witness, or failing SQLite's `quick_check` —
+    /// is refused with an error that names the file, the damage and what
+    /// to do; so is an unreadable witness (see "Damage" in the module's
+    /// docs).
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         Self::open_with_capacity(path, RECEIPTS_PER_GROUP)
     }
@@ -178,27 +463,63 @@ impl SqliteReceiptStore {
     /// Like [`open`](Self::open), keeping `per_group` receipts per group
     /// (at least 1).
     pub fn open_with_capacity(path: impl AsRef<Path>, per_group: usize) -> Result<Self, StoreError> {
-        let path = path.as_ref().to_path_buf();
+        Self::open_inner(path.as_ref(), per_group, true)
+    }
+
+    /// The store as it was before witnesses: no checks at open, no witness
+    /// written. Only for `cargo xtask bench --only stores`, which measures
+    /// what the witness costs a write; a program never wants it.
+    #[doc(hidden)]
+    pub fn bench_open_without_witness(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_inner(path.as_ref(), RECEIPTS_PER_GROUP, false)
+    }
+
+    fn open_inner(path: &Path, per_group: usize, witnessed: bool) -> Result<Self, StoreError> {
+        let path = path.to_path_buf();
         let per_group = per_group.max(1);
+        let witness_path = sqlite_witness::path_for(&path);
+        let seen = match witnessed {
+            true => check_before_open(&path, &witness_path)?,
+            false => None,
+        };
         private_file(&path)?;
-        let mut conn = Connection::open(&path).map_err(|e| sql_err("open", e))?;
+        let mut conn = Connection::open(&path).map_err(|e| open_err(&path, "open", e))?;
+        // A refused store is left as it was found: no checkpoint of its WAL
+        // at close (turned back on once the checks pass).
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
+            .map_err(|e| open_err(&path, "no checkpoint on close", e))?;
         // WAL + FULL: a commit fsyncs the log before it returns (see the
         // module's documentation for why not NORMAL).
         let mode: String = conn
             .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .map_err(|e| sql_err("journal_mode", e))?;
+            .map_err(|e| open_err(&path, "journal_mode", e))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::new(format!(
-                "sqlite: the database would not switch to WAL (it is {mode})"
+                "sqlite: {}: the database would not switch to WAL (it is {mode})",
+                path.display()
             )));
         }
-        conn.pragma_update(None, "synchronous", "FULL").map_err(|e| sql_err("synchronous", e))?;
-        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(|e| sql_err("busy_timeout", e))?;
-        migrate(&mut conn)?;
+        conn.pragma_update(None, "synchronous", "FULL").map_err(|e| open_err(&path, "synchronous", e))?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(|e| open_err(&path, "busy_timeout", e))?;
+        let witness = match witnessed {
+            true => {
+                let standing = check_against_witness(&conn, &path, seen)?;
+                migrate(&mut conn, &path)?;
+                Some(witness_after_open(&conn, &path, &witness_path, standing)?)
+            }
+            false => {
+                migrate(&mut conn, &path)?;
+                None
+            }
+        };
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, false)
+            .map_err(|e| open_err(&path, "checkpoint on close", e))?;
         let (tx, rx) = mpsc::channel::<Command>();
+        let mut worker_state = Worker { conn, witness, per_group };
         let thread = std::thread::Builder::new()
             .name("durable-receipts".into())
-            .spawn(move || worker(conn, rx, per_group))
+            .spawn(move || worker_state.run(rx))
             .map_err(|e| StoreError::new(format!("receipt store thread: {e}")))?;
         Ok(SqliteReceiptStore { path, per_group, tx: Some(tx), thread: Some(thread) })
     }
@@ -299,21 +620,31 @@ impl ReceiptStore for SqliteReceiptStore {
     }
 }
 
-/// Brings the file to [`SQLITE_SCHEMA_VERSION`] in one transaction.
-fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
-    let tx =
-        conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| sql_err("schema", e))?;
-    let version: i64 =
-        tx.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| sql_err("schema", e))?;
+/// Brings the file to [`SQLITE_SCHEMA_VERSION`] in one transaction; a
+/// store without an identity gets one (a random id, 0 writes).
+fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+    let err = |e| open_err(path, "schema", e);
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err)?;
+    let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(err)?;
     if version > SQLITE_SCHEMA_VERSION {
         return Err(StoreError::new(format!(
-            "sqlite: the database is at layout version {version}, newer than this SDK's {SQLITE_SCHEMA_VERSION}: upgrade the SDK"
+            "sqlite: {}: the database is at layout version {version}, newer than this SDK's {SQLITE_SCHEMA_VERSION}: upgrade the SDK",
+            path.display()
         )));
     }
-    tx.execute_batch(SCHEMA).map_err(|e| sql_err("schema", e))?;
-    tx.execute_batch(KEPT_ASKS).map_err(|e| sql_err("schema version 2", e))?;
-    tx.pragma_update(None, "user_version", SQLITE_SCHEMA_VERSION).map_err(|e| sql_err("schema", e))?;
-    tx.commit().map_err(|e| sql_err("schema", e))
+    tx.execute_batch(SCHEMA).map_err(err)?;
+    tx.execute_batch(KEPT_ASKS).map_err(|e| open_err(path, "schema version 2", e))?;
+    tx.execute_batch(STORE_IDENTITY).map_err(|e| open_err(path, "schema version 3", e))?;
+    let mut store_id = [0u8; 16];
+    getrandom::fill(&mut store_id)
+        .map_err(|e| StoreError::new(format!("sqlite: no random store id from the system: {e}")))?;
+    tx.execute(
+        "INSERT OR IGNORE INTO store_identity (only_row, store_id, writes) VALUES (1, ?1, 0)",
+        [&store_id[..]],
+    )
+    .map_err(|e| open_err(path, "schema version 3", e))?;
+    tx.pragma_update(None, "user_version", SQLITE_SCHEMA_VERSION).map_err(err)?;
+    tx.commit().map_err(err)
 }
 
 fn keep_ask(conn: &Connection, ask_id: &str, body: &str) -> Result<(), StoreError> {
@@ -326,12 +657,16 @@ fn keep_ask(conn: &Connection, ask_id: &str, body: &str) -> Result<(), StoreErro
     Ok(())
 }
 
-fn forget_ask(conn: &Connection, ask_id: &str) -> Result<(), StoreError> {
-    conn.execute("DELETE FROM kept_ask WHERE ask_id = ?1", [ask_id]).map_err(|e| sql_err("forget ask", e))?;
-    Ok(())
+/// Whether an ask was forgotten (it was kept).
+fn forget_ask(conn: &Connection, ask_id: &str) -> Result<bool, StoreError> {
+    let gone = conn
+        .execute("DELETE FROM kept_ask WHERE ask_id = ?1", [ask_id])
+        .map_err(|e| sql_err("forget ask", e))?;
+    Ok(gone > 0)
 }
 
-fn kept_asks(conn: &Connection) -> Result<Vec<KeptAskRecord>, StoreError> {
+/// The kept asks, and the ids of those whose record is damaged.
+fn kept_asks(conn: &Connection) -> Result<(Vec<KeptAskRecord>, Vec<String>), StoreError> {
     let err = |e| sql_err("kept asks", e);
     let mut stmt = conn.prepare("SELECT ask_id, body FROM kept_ask ORDER BY seq").map_err(err)?;
     let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))).map_err(err)?;
@@ -348,44 +683,102 @@ fn kept_asks(conn: &Connection) -> Result<Vec<KeptAskRecord>, StoreError> {
             }
         }
     }
-    drop(stmt);
-    for ask_id in damaged {
-        forget_ask(conn, &ask_id)?;
-    }
-    Ok(out)
+    Ok((out, damaged))
 }
 
-fn worker(mut conn: Connection, rx: mpsc::Receiver<Command>, per_group: usize) {
-    for cmd in rx {
-        match cmd {
-            Command::Get { request_id, reply } => {
-                let _ = reply.send(get(&conn, &request_id));
-            }
-            Command::Put { request_id, receipt, group, reply } => {
-                let _ = reply.send(put(&mut conn, &request_id, &receipt, &group, per_group));
-            }
-            Command::RecordSend { send, reply } => {
-                let _ = reply.send(record_send(&conn, &send));
-            }
-            Command::SetSendState { request_id, state, reply } => {
-                let _ = reply.send(set_send_state(&conn, &request_id, state));
-            }
-            Command::SendState { request_id, reply } => {
-                let _ = reply.send(send_state(&conn, &request_id));
-            }
-            Command::Unfinished { reply } => {
-                let _ = reply.send(unfinished_sends(&conn));
-            }
-            Command::KeepAsk { ask_id, body, reply } => {
-                let _ = reply.send(keep_ask(&conn, &ask_id, &body));
-            }
-            Command::ForgetAsk { ask_id, reply } => {
-                let _ = reply.send(forget_ask(&conn, &ask_id));
-            }
-            Command::KeptAsks { reply } => {
-                let _ = reply.send(kept_asks(&conn));
+/// The store's thread: its connection, and the witness its writes update.
+struct Worker {
+    conn: Connection,
+    witness: Option<Witness>,
+    per_group: usize,
+}
+
+impl Worker {
+    fn run(&mut self, rx: mpsc::Receiver<Command>) {
+        for cmd in rx {
+            match cmd {
+                Command::Get { request_id, reply } => {
+                    let _ = reply.send(get(&self.conn, &request_id));
+                }
+                Command::Put { request_id, receipt, group, reply } => {
+                    let per_group = self.per_group;
+                    let _ =
+                        reply.send(self.write("put", |tx| put(tx, &request_id, &receipt, &group, per_group)));
+                }
+                Command::RecordSend { send, reply } => {
+                    let _ = reply.send(self.write("record send", |tx| record_send(tx, &send).map(|()| true)));
+                }
+                Command::SetSendState { request_id, state, reply } => {
+                    let _ = reply.send(self.write("send state", |tx| set_send_state(tx, &request_id, state)));
+                }
+                Command::SendState { request_id, reply } => {
+                    let _ = reply.send(send_state(&self.conn, &request_id));
+                }
+                Command::Unfinished { reply } => {
+                    let _ = reply.send(unfinished_sends(&self.conn));
+                }
+                Command::KeepAsk { ask_id, body, reply } => {
+                    let _ =
+                        reply.send(self.write("keep ask", |tx| keep_ask(tx, &ask_id, &body).map(|()| true)));
+                }
+                Command::ForgetAsk { ask_id, reply } => {
+                    let _ = reply.send(self.write("forget ask", |tx| forget_ask(tx, &ask_id)));
+                }
+                Command::KeptAsks { reply } => {
+                    let _ = reply.send(self.kept_asks());
+                }
             }
         }
+    }
+
+    /// Runs `change` in one write transaction. When it changed something
+    /// (it says so), the store's write count goes up in the same
+    /// transaction, which commits (fsyncing the WAL); then the witness
+    /// records the count and is synced, before the caller hears `Ok`. So
+    /// every acknowledged write is covered by the witness, and a crash
+    /// between the two leaves the database ahead by one unacknowledged
+    /// write, which the next open accepts.
+    fn write(
+        &mut self,
+        what: &str,
+        change: impl FnOnce(&Transaction<'_>) -> Result<bool, StoreError>,
+    ) -> Result<(), StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| sql_err("begin", e))?;
+        if !change(&tx)? {
+            return Ok(()); // nothing changed: the transaction rolls back as it drops
+        }
+        tx.execute("UPDATE store_identity SET writes = writes + 1 WHERE only_row = 1", [])
+            .map_err(|e| sql_err(what, e))?;
+        let writes: i64 = tx
+            .query_row("SELECT writes FROM store_identity WHERE only_row = 1", [], |r| r.get(0))
+            .map_err(|e| sql_err(what, e))?;
+        tx.commit().map_err(|e| sql_err("commit", e))?;
+        if let Some(witness) = &mut self.witness {
+            let writes = u64::try_from(writes).unwrap_or(0);
+            witness.record(writes).map_err(|e| {
+                StoreError::new(format!(
+                    "sqlite: {what} committed, but its witness {} was not written: {e}",
+                    witness.path().display()
+                ))
+            })?;
+        }
+        Ok(())
+    }
+
+    fn kept_asks(&mut self) -> Result<Vec<KeptAskRecord>, StoreError> {
+        let (out, damaged) = kept_asks(&self.conn)?;
+        if !damaged.is_empty() {
+            self.write("forget damaged asks", |tx| {
+                for ask_id in &damaged {
+                    forget_ask(tx, ask_id)?;
+                }
+                Ok(true)
+            })?;
+        }
+        Ok(out)
     }
 }
 
@@ -408,23 +801,22 @@ fn get(conn: &Connection, request_id: &str) -> Result<Lookup, StoreError> {
     Ok(if evicted.is_some() { Lookup::Evicted } else { Lookup::Unknown })
 }
 
+/// Whether the receipt was stored (false: the id had one already).
 fn put(
-    conn: &mut Connection,
+    tx: &Transaction<'_>,
     request_id: &str,
     receipt: &Receipt,
     group: &str,
     per_group: usize,
-) -> Result<(), StoreError> {
+) -> Result<bool, StoreError> {
     let body =
         receipt.json_text().map_err(|e| StoreError::new(format!("a receipt's body is not JSON: {e}")))?;
-    let tx =
-        conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| sql_err("begin", e))?;
     let known = tx
         .query_row("SELECT 1 FROM receipt WHERE request_id = ?1", [request_id], |_| Ok(()))
         .optional()
         .map_err(|e| sql_err("put", e))?;
     if known.is_some() {
-        return Ok(()); // already kept: the first answer stays (the transaction rolls back, nothing changed)
+        return Ok(false); // already kept: the first answer stays
     }
     let last: Option<i64> = tx
         .query_row("SELECT last_seq FROM receipt_group WHERE grp = ?1", [group], |r| r.get(0))
@@ -455,7 +847,7 @@ fn put(
         "DELETE FROM evicted WHERE grp = ?1 AND seq <= ?2",
         params![group, oldest_live.saturating_sub(remembered)],
     )?;
-    tx.commit().map_err(|e| sql_err("commit", e))
+    Ok(true)
 }
 
 /// A send recorded again (a retry of one never answered) starts over, last
@@ -471,14 +863,16 @@ fn record_send(conn: &Connection, send: &PendingSend) -> Result<(), StoreError> 
     Ok(())
 }
 
-fn set_send_state(conn: &Connection, request_id: &str, state: SendState) -> Result<(), StoreError> {
+/// Whether a recorded send changed state (an unrecorded id is ignored).
+fn set_send_state(conn: &Connection, request_id: &str, state: SendState) -> Result<bool, StoreError> {
     let err = |e| sql_err("send state", e);
-    conn.execute(
-        "UPDATE pending_send SET state = ?2 WHERE request_id = ?1",
-        params![request_id, state.as_str()],
-    )
-    .map_err(err)?;
-    if matches!(state, SendState::Done | SendState::Closed) {
+    let changed = conn
+        .execute(
+            "UPDATE pending_send SET state = ?2 WHERE request_id = ?1",
+            params![request_id, state.as_str()],
+        )
+        .map_err(err)?;
+    if changed > 0 && matches!(state, SendState::Done | SendState::Closed) {
         conn.execute(
             "DELETE FROM pending_send WHERE state IN ('done', 'closed') \
              AND seq <= (SELECT MAX(seq) FROM pending_send) - ?1",
@@ -486,7 +880,7 @@ fn set_send_state(conn: &Connection, request_id: &str, state: SendState) -> Resu
         )
         .map_err(err)?;
     }
-    Ok(())
+    Ok(changed > 0)
 }
 
 fn send_state(conn: &Connection, request_id: &str) -> Result<Option<SendState>, StoreError> {
@@ -625,6 +1019,14 @@ mod tests {
         store.keep_ask(kept("a", None)).await.unwrap();
         assert_eq!(store.kept_asks().await.unwrap().len(), 1);
         drop(store);
+        // No witness before: accepted as an upgrade, and one written now.
+        let Found::Intact(seen) = sqlite_witness::read(&sqlite_witness::path_for(&dir.db())) else {
+            panic!("the upgrade wrote a witness")
+        };
+        assert_eq!(seen.writes, 1, "the kept ask");
+        let store = SqliteReceiptStore::open(dir.db()).unwrap();
+        assert!(matches!(store.get("r-old").await.unwrap(), Lookup::Found(_)), "replays after the upgrade");
+        drop(store);
         let conn = Connection::open(dir.db()).unwrap();
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
         assert_eq!(version, SQLITE_SCHEMA_VERSION);
@@ -652,6 +1054,43 @@ mod tests {
             .query_row("SELECT COUNT(*) FROM kept_ask WHERE ask_id = 'bad-1'", [], |r| r.get(0))
             .unwrap();
         assert_eq!(left, 0, "the damaged record is gone");
+    }
+
+    /// The write count the witness holds.
+    fn witnessed(dir: &TempDir) -> u64 {
+        match sqlite_witness::read(&sqlite_witness::path_for(&dir.db())) {
+            Found::Intact(seen) => seen.writes,
+            other => panic!("no witness: {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn every_write_that_changes_the_store_is_counted_and_witnessed_before_it_returns() {
+        let dir = TempDir::new();
+        let store = SqliteReceiptStore::open(dir.db()).unwrap();
+        assert_eq!(witnessed(&dir), 0);
+        store.put("r-1", receipt(1), "starters").await.unwrap();
+        assert_eq!(witnessed(&dir), 1);
+        store.put("r-1", receipt(2), "starters").await.unwrap();
+        assert_eq!(witnessed(&dir), 1, "a put of a known id changes nothing");
+        store.record_send(PendingSend::new("s-1", "ticket-1", "hi", SendState::Queued)).await.unwrap();
+        assert_eq!(witnessed(&dir), 2);
+        store.set_send_state("s-1", SendState::Done).await.unwrap();
+        assert_eq!(witnessed(&dir), 3);
+        store.set_send_state("s-9", SendState::Done).await.unwrap();
+        assert_eq!(witnessed(&dir), 3, "an unrecorded send changes nothing");
+        let ask = kept("a", None);
+        store.keep_ask(ask.clone()).await.unwrap();
+        assert_eq!(witnessed(&dir), 4);
+        store.forget_ask(&ask.ask.id).await.unwrap();
+        assert_eq!(witnessed(&dir), 5);
+        store.forget_ask(&ask.ask.id).await.unwrap();
+        assert_eq!(witnessed(&dir), 5, "an ask not kept changes nothing");
+        let writes: i64 = Connection::open(dir.db())
+            .unwrap()
+            .query_row("SELECT writes FROM store_identity", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(writes, 5, "the database counts what the witness does");
     }
 
     #[tokio::test]
@@ -804,6 +1243,7 @@ mod tests {
         if wal.exists() {
             assert_eq!(mode(&wal), 0o600);
         }
+        assert_eq!(mode(&sqlite_witness::path_for(&dir.db())), 0o600);
     }
 
     #[test]
