@@ -21,6 +21,44 @@ const FORBIDDEN_IN_CORE: [&str; 8] = [
     "tokio::time",
 ];
 
+/// Names that mean a lock, an atomic, a channel, a future or a runtime:
+/// what the machine's plain data (durable-core's `state/` and `data/`
+/// today, the whole crate once it is a machine) must not contain, comments
+/// included. `Arc` is fine: immutable sharing.
+const FORBIDDEN_IN_MACHINE: [&str; 26] = [
+    "tokio",
+    "futures",
+    "async fn",
+    "async move",
+    "async {",
+    ".await",
+    "impl Future",
+    "Pin<",
+    "Waker",
+    "Mutex",
+    "RwLock",
+    "Condvar",
+    "Barrier",
+    "Cell<",
+    "RefCell",
+    "OnceCell",
+    "OnceLock",
+    "LazyLock",
+    "Atomic",
+    "mpsc",
+    "oneshot",
+    "watch::",
+    "Notify",
+    "Semaphore",
+    "thread_local!",
+    "static mut",
+];
+
+/// The modules of durable-core that are plain data already, and the
+/// modules of the crate each may use: nothing that runs the program's side.
+const CORE_PLAIN_MODULES: [(&str, &[&str]); 2] =
+    [("data", &["data"]), ("state", &["data", "state", "timers"])];
+
 /// tokio features that mean a runtime, sockets, timers or files.
 const FORBIDDEN_TOKIO_FEATURES: [&str; 5] = ["rt", "rt-multi-thread", "net", "time", "fs"];
 
@@ -43,10 +81,15 @@ pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// Every `file:line: name` where a forbidden name appears.
 fn forbidden_names(files: &[(String, String)]) -> Vec<String> {
+    names_in(files, &FORBIDDEN_IN_CORE)
+}
+
+/// Every `file:line: name` where one of `names` appears.
+fn names_in(files: &[(String, String)], names: &[&str]) -> Vec<String> {
     let mut hits = Vec::new();
     for (file, text) in files {
         for (n, line) in text.lines().enumerate() {
-            for name in FORBIDDEN_IN_CORE {
+            for name in names {
                 if line.contains(name) {
                     hits.push(format!("{file}:{}: {name}", n + 1));
                 }
@@ -71,6 +114,75 @@ fn core_and_types_sources_name_no_io() {
     }
     let hits = forbidden_names(&files);
     assert!(hits.is_empty(), "the IO-free crates name IO (comments count too):\n{}", hits.join("\n"));
+}
+
+/// The crate modules a source names as `crate::<module>` (a name that
+/// starts in upper case is an item of the crate's root, a doc link).
+fn crate_modules_named(text: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("crate::") {
+        rest = &rest[at + "crate::".len()..];
+        let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+        if rest.starts_with(|c: char| c.is_ascii_lowercase()) {
+            found.insert(rest[..end].to_owned());
+        }
+    }
+    found
+}
+
+/// The files of one top-level module of durable-core (`src/<m>.rs` or
+/// `src/<m>/`), as `(path, text)`.
+fn core_module_files(module: &str) -> Vec<(String, String)> {
+    let root = project_root();
+    let src = root.join("crates/durable-core/src");
+    let mut paths = Vec::new();
+    rust_files(&src.join(module), &mut paths);
+    let single = src.join(format!("{module}.rs"));
+    if single.is_file() {
+        paths.push(single);
+    }
+    assert!(!paths.is_empty(), "durable-core has no module {module}");
+    paths
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            (p.strip_prefix(&root).unwrap().display().to_string(), text)
+        })
+        .collect()
+}
+
+#[test]
+fn core_state_and_data_are_plain_data() {
+    for (module, may_use) in CORE_PLAIN_MODULES {
+        let files = core_module_files(module);
+        let hits = names_in(&files, &FORBIDDEN_IN_MACHINE);
+        assert!(hits.is_empty(), "durable-core's {module} holds more than plain data:\n{}", hits.join("\n"));
+        for (file, text) in &files {
+            for used in crate_modules_named(text) {
+                assert!(
+                    may_use.contains(&used.as_str()),
+                    "{file} uses crate::{used}: {module} may use only {may_use:?} (it would join the crate's cycle)"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn machine_names_and_crate_paths_are_found() {
+    let files = vec![(
+        "a.rs".to_owned(),
+        "use tokio::sync::oneshot;\n// no lock here\nlet m = Mutex::new(());".to_owned(),
+    )];
+    assert_eq!(
+        names_in(&files, &FORBIDDEN_IN_MACHINE),
+        ["a.rs:1: tokio", "a.rs:1: oneshot", "a.rs:3: Mutex"]
+    );
+    let named = crate_modules_named(
+        "use crate::data::receipt::Receipt;\nuse crate::timers::{Timer};\n[`x`](crate::Turn)",
+    );
+    assert_eq!(named.into_iter().collect::<Vec<_>>(), ["data", "timers"]);
 }
 
 #[test]

@@ -16,37 +16,14 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::core::Core;
+use crate::data::decided::{AskClosed, Decided};
+use crate::data::receipt::Receipt;
 use crate::layout::Pane;
-use crate::receipts::Receipt;
 use crate::respond;
 use crate::select::{Either, select};
 use crate::signal::AbortSignal;
-use crate::state::State;
+use crate::state::{Effect, State};
 use crate::timers::Timer;
-
-/// An ask closed without an answer: it timed out, or was aborted (signal,
-/// stop, close).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the ask closed without an answer (decided by {}, {:?})", .decided_by.as_str(), .outcome)]
-pub struct AskClosed {
-    /// `timeout` or `program`.
-    pub decided_by: DecidedBy,
-    /// When.
-    pub decided_at: Timestamp,
-    /// `timeout` or `aborted`.
-    pub outcome: Outcome,
-}
-
-/// An answer and who gave it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Decided {
-    /// The answer, typed by the ask's kind.
-    pub answer: Answer,
-    /// `phone` or `program`.
-    pub decided_by: DecidedBy,
-    /// When.
-    pub decided_at: Timestamp,
-}
 
 /// The awaitable of a raised ask. Resolves to the answer, or fails with
 /// [`AskClosed`]. Dropping it does *not* close the ask: like a shutdown, it
@@ -180,7 +157,8 @@ impl Core {
             self.keep_ask(&ask, agent_data);
         }
         let span = tracing::info_span!("ask", pane = pane.as_str(), ask_id = id.as_str());
-        st.open_ask(ask, now, tx, closed_tx, span.clone());
+        let link = st.links().add_ask(tx, closed_tx);
+        st.open_ask(ask, now, link, span.clone());
         tracing::info!(parent: &span, ask_id = %id, kind, pane = %pane, "ask raised");
 
         // Past its expiry already (raised again after a restart): it times
@@ -266,20 +244,15 @@ impl Core {
         answer: Option<Answer>,
         now: Timestamp,
     ) {
-        let Some(mut open) = st.close_ask(id, by, outcome, now) else { return };
+        let Some(open) = st.close_ask(id, by, outcome, now) else { return };
         let pane = &open.ask.pane;
         tracing::info!(parent: &open.span, ask_id = %id, outcome = %outcome, decided_by = %by, pane = %pane, "ask decided");
         self.forget_ask(id);
-        if let Some(tx) = open.sender.take() {
-            let result = match answer {
-                Some(answer) => Ok(Decided { answer, decided_by: by, decided_at: now }),
-                None => Err(AskClosed { decided_by: by, decided_at: now, outcome }),
-            };
-            let _ = tx.send(result);
-        }
-        if let Some(tx) = open.closed_tx.take() {
-            let _ = tx.send(());
-        }
+        let result = match answer {
+            Some(answer) => Ok(Decided { answer, decided_by: by, decided_at: now }),
+            None => Err(AskClosed { decided_by: by, decided_at: now, outcome }),
+        };
+        st.effect(Effect::Decide { ask: open.link, result });
         let waiting = st.pane(pane).is_some_and(|p| p.has_queued());
         if waiting && st.open_asks_of(pane).is_empty() {
             let (core, pane) = (self.clone(), pane.clone());

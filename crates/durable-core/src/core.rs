@@ -25,32 +25,7 @@ use crate::timers::Timer;
 /// Work that belongs to no request; the driver runs it to completion.
 pub type Job = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
-/// What `GET /hello` says of the caller check, set by the transport.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum CallerCheckMode {
-    /// Socket, and the platform tells the peer: writes from the agent and
-    /// its descendants are refused.
-    On,
-    /// Socket, and the program turned the check off.
-    Off,
-    /// Socket, and the platform cannot tell the peer.
-    Unavailable,
-    /// HTTPS: the bearer token is the check.
-    Token,
-}
-
-impl CallerCheckMode {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CallerCheckMode::On => "on",
-            CallerCheckMode::Off => "off",
-            CallerCheckMode::Unavailable => "unavailable",
-            CallerCheckMode::Token => "token",
-        }
-    }
-}
+pub use crate::data::caller_check::CallerCheckMode;
 
 /// A durable agent's protocol core. Cheap to clone: clones share one state.
 #[derive(Clone)]
@@ -60,7 +35,7 @@ pub struct Core {
 
 pub(crate) struct Shared {
     pub(crate) options: CoreOptions,
-    pub(crate) state: Mutex<State>,
+    pub(crate) state: Mutex<Locked>,
     pub(crate) driver: Mutex<DriverState>,
     pub(crate) hooks: RwLock<Option<Arc<HookSlots>>>,
     /// Whether asks may offer allow-always options: the options' value
@@ -80,6 +55,13 @@ pub(crate) struct Shared {
     pub(crate) turns_idle: tokio::sync::Notify,
     /// The asks the last run left open, and the store's ask journal (§7.2).
     pub(crate) kept: crate::kept::KeptAsks,
+}
+
+/// What the state lock guards: the state, and the program's side of what
+/// it names by number.
+pub(crate) struct Locked {
+    state: State,
+    links: crate::links::Links,
 }
 
 pub(crate) struct DriverState {
@@ -107,7 +89,7 @@ impl Core {
         Core {
             shared: Arc::new(Shared {
                 options,
-                state: Mutex::new(state),
+                state: Mutex::new(Locked { state, links: crate::links::Links::default() }),
                 driver: Mutex::new(DriverState {
                     jobs: VecDeque::new(),
                     wakeups: Vec::new(),
@@ -170,9 +152,7 @@ impl Core {
             match timer {
                 Timer::AskExpiry(id) => self.expire_ask(&id, now),
                 Timer::HoldExpiry(id) => self.expire_hold(&id, now),
-                Timer::Wake(tx) => {
-                    let _ = tx.send(());
-                }
+                Timer::Wake(link) => self.lock().links().wake(link),
             }
         }
     }
@@ -417,14 +397,32 @@ impl Core {
         controller: AbortController,
         inbox: tokio::sync::mpsc::UnboundedSender<String>,
     ) -> Result<u64, durable_types::RuleError> {
-        self.lock()
-            .install_turn(pane, controller, inbox)
-            .ok_or_else(|| durable_types::RuleError::closed("pane", format!("pane {pane} is closed")))
+        let mut st = self.lock();
+        let stop = st.links().add_stop(controller);
+        let turn = st.links().add_turn(inbox);
+        if st.install_turn(pane, stop, turn) {
+            return Ok(turn);
+        }
+        st.links().forget_stop(stop);
+        st.links().forget_turn(turn);
+        Err(durable_types::RuleError::closed("pane", format!("pane {pane} is closed")))
     }
 
     /// Forgets the pane's current turn if it is this one; says whether it was.
     pub(crate) fn uninstall_turn(&self, pane: &durable_types::Id, token: u64) -> bool {
-        self.lock().uninstall_turn(pane, token)
+        let mut st = self.lock();
+        st.links().forget_turn(token);
+        st.uninstall_turn(pane, token)
+    }
+
+    /// Arms a pane's stop signal before its turn starts: a stop that
+    /// arrives meanwhile fires it.
+    pub(crate) fn arm_turn_stop(&self, pane: &durable_types::Id, controller: AbortController) {
+        let mut st = self.lock();
+        let stop = st.links().add_stop(controller);
+        if !st.arm_turn_stop(pane, stop) {
+            st.links().forget_stop(stop);
+        }
     }
 
     pub(crate) fn lock(&self) -> StateGuard<'_> {
@@ -469,28 +467,50 @@ impl Core {
     }
 }
 
-/// The state, locked. Releasing it makes any wake-up asked for meanwhile,
-/// after the lock is gone.
+/// The state, locked. Releasing it applies what the state asked of the
+/// program's side (still under the lock, so in order), then makes any
+/// wake-up asked for meanwhile, after the lock is gone.
 pub(crate) struct StateGuard<'a> {
-    guard: Option<MutexGuard<'a, State>>,
+    guard: Option<MutexGuard<'a, Locked>>,
     core: &'a Core,
+}
+
+impl StateGuard<'_> {
+    fn locked(&mut self) -> &mut Locked {
+        self.guard.as_deref_mut().unwrap_or_else(|| unreachable!("the guard is held until drop"))
+    }
+
+    /// The program's side of what the state names by number.
+    pub(crate) fn links(&mut self) -> &mut crate::links::Links {
+        &mut self.locked().links
+    }
+
+    /// The program's side, read.
+    pub(crate) fn links_ref(&self) -> &crate::links::Links {
+        &self.guard.as_deref().unwrap_or_else(|| unreachable!("the guard is held until drop")).links
+    }
 }
 
 impl Deref for StateGuard<'_> {
     type Target = State;
     fn deref(&self) -> &State {
-        self.guard.as_deref().unwrap_or_else(|| unreachable!("the guard is held until drop"))
+        &self.guard.as_deref().unwrap_or_else(|| unreachable!("the guard is held until drop")).state
     }
 }
 
 impl DerefMut for StateGuard<'_> {
     fn deref_mut(&mut self) -> &mut State {
-        self.guard.as_deref_mut().unwrap_or_else(|| unreachable!("the guard is held until drop"))
+        &mut self.locked().state
     }
 }
 
 impl Drop for StateGuard<'_> {
     fn drop(&mut self) {
+        if let Some(locked) = self.guard.as_deref_mut() {
+            for effect in locked.state.take_effects() {
+                locked.links.apply(effect);
+            }
+        }
         drop(self.guard.take());
         self.core.wake_if_pending();
     }

@@ -9,45 +9,11 @@ use std::fmt;
 use std::sync::Mutex;
 
 use durable_types::{Ask, AskSpec, DecidedBy, EventBody, Id, Item, ItemBody, NoticeTone, RuleError};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::asks::{ApprovalFuture, AskHandle, approval_of};
 use crate::core::Core;
-use crate::receipts::StoreError;
-
-/// An open ask as a store keeps it: the card as it went on the wire (kind,
-/// words, tool line, options, item, expiry, id and hash) and the agent's
-/// own [`agent_data`](durable_types::AskSpec::agent_data). A store writes
-/// it as one JSON text (it is `Serialize + Deserialize`) and reads it back.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct KeptAskRecord {
-    /// The card as raised.
-    pub ask: Ask,
-    /// The agent's own value, if it gave one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_data: Option<Value>,
-}
-
-impl KeptAskRecord {
-    /// A record of `ask` with the agent's value.
-    pub fn new(ask: Ask, agent_data: Option<Value>) -> Self {
-        KeptAskRecord { ask, agent_data }
-    }
-
-    /// The record as one JSON text, for a store.
-    pub fn to_json_text(&self) -> Result<String, StoreError> {
-        serde_json::to_string(self)
-            .map_err(|e| StoreError::new(format!("a kept ask could not be written: {e}")))
-    }
-
-    /// A record read back from [`to_json_text`](Self::to_json_text).
-    pub fn from_json_text(text: &str) -> Result<Self, StoreError> {
-        serde_json::from_str(text).map_err(|e| StoreError::new(format!("a kept ask is damaged: {e}")))
-    }
-}
+use crate::data::receipt::{KeptAskRecord, StoreError};
 
 /// Where the asks of the last run stand in this one.
 enum Phase {

@@ -400,11 +400,13 @@ impl Pane {
     /// type written out (Rust cannot infer it through the trait):
     /// `pane.on_send(|turn: Turn| async move { turn.reply("hi"); })`.
     pub fn on_send(&self, handler: impl ChatHandler) -> Result<(), RuleError> {
-        self.core
-            .lock()
-            .set_pane_chat(&self.id, Arc::new(handler))
-            .then_some(())
-            .ok_or_else(|| self.closed_err())
+        let mut st = self.core.lock();
+        let link = st.links().add_chat(Arc::new(handler));
+        if st.set_pane_chat(&self.id, link) {
+            return Ok(());
+        }
+        st.links().forget_handler(link);
+        Err(self.closed_err())
     }
 
     /// Sets what runs when the phone presses one of this pane's action
@@ -416,11 +418,13 @@ impl Pane {
     /// `pane.on_action(|req: ActionRequest| async move { Ok(()) })`; `?` on
     /// the SDK's errors inside it refuses the press with their words.
     pub fn on_action(&self, handler: impl ActionHandler) -> Result<(), RuleError> {
-        self.core
-            .lock()
-            .set_pane_actions(&self.id, Arc::new(handler))
-            .then_some(())
-            .ok_or_else(|| self.closed_err())
+        let mut st = self.core.lock();
+        let link = st.links().add_actions(Arc::new(handler));
+        if st.set_pane_actions(&self.id, link) {
+            return Ok(());
+        }
+        st.links().forget_handler(link);
+        Err(self.closed_err())
     }
 
     /// Raises an ask at once and returns its awaitable. The id is

@@ -60,10 +60,12 @@ mod asks;
 mod cadence;
 mod clock;
 mod core;
+mod data;
 mod handlers;
 mod history;
 mod kept;
 mod layout;
+mod links;
 mod once;
 mod options;
 mod poll;
@@ -78,21 +80,21 @@ mod timers;
 mod turn;
 mod writes;
 
-pub use asks::{
-    Approval, ApprovalFuture, ApprovalOptions, AskClosed, AskHandle, Decided, approval_spec, require_approval,
-};
+pub use asks::{Approval, ApprovalFuture, ApprovalOptions, AskHandle, approval_spec, require_approval};
 pub use cadence::ItemCadence;
 pub use clock::{Clock, ManualClock, WarnSink};
 pub use core::{CallerCheckMode, Core, Job, create_core};
+pub use data::decided::{AskClosed, Decided};
+pub use data::receipt::{KeptAskRecord, Lookup, PendingSend, Receipt, SendState, StoreError};
 pub use handlers::{
     ActionHandler, ActionRequest, ChatHandler, CloseRequest, HandlerResult, Hooks, Refusal, RenameRequest,
     Reopen, ReopenRequest, SendRequest, Started, StarterRequest, SteerRequest, StopRequest,
 };
 pub use history::{HistoryError, HistoryProvider, ItemsPage, RowsPage};
-pub use kept::{KeptAsk, KeptAskRecord};
+pub use kept::KeptAsk;
 pub use layout::{Pane, PaneOptions, Tab, Workspace};
 pub use options::{CoreOptions, CoreOptionsBuilder, HELD_ANSWER_BYTES};
-pub use receipts::{Lookup, MemoryReceiptStore, PendingSend, Receipt, ReceiptStore, SendState, StoreError};
+pub use receipts::{MemoryReceiptStore, ReceiptStore};
 pub use signal::{AbortController, AbortSignal};
 pub use turn::Turn;
 pub use writes::user_item_id;

@@ -15,7 +15,8 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 use crate::core::Core;
-use crate::receipts::{DynReceiptStore, Lookup, Receipt, SendState};
+use crate::data::receipt::{Lookup, Receipt, SendState};
+use crate::receipts::DynReceiptStore;
 use crate::respond;
 
 /// What the first request for an id ended with: its receipt, or nothing

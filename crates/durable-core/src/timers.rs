@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 
 use durable_types::Timestamp;
-use tokio::sync::oneshot;
 
 /// What happens when a deadline passes.
 pub(crate) enum Timer {
@@ -12,8 +11,9 @@ pub(crate) enum Timer {
     AskExpiry(String),
     /// A held answer's `hold_ms` is over.
     HoldExpiry(String),
-    /// Wakes a waiter (a write waiting for its pane's lock).
-    Wake(oneshot::Sender<()>),
+    /// Wakes a waiter (a write waiting for its pane's lock), by the number
+    /// the core's links keep its wake-up under.
+    Wake(u64),
 }
 
 /// Deadlines in time order.

@@ -18,13 +18,13 @@ use tokio::sync::{Notify, OwnedMutexGuard, oneshot};
 use tracing::Instrument;
 
 use crate::core::Core;
+use crate::data::receipt::{Lookup, PendingSend, SendState};
 use crate::handlers::{
     ActionRequest, BoxFuture, CloseRequest, HandlerResult, PaneTakers, Refusal, RenameRequest, Reopen,
     ReopenRequest, SendRequest, StarterRequest, SteerRequest, StopRequest,
 };
 use crate::layout::Pane;
 use crate::once::Ran;
-use crate::receipts::{Lookup, PendingSend, SendState};
 use crate::respond;
 use crate::select::{Either, select};
 use crate::signal::AbortController;
@@ -175,7 +175,8 @@ impl Core {
         let (tx, rx) = oneshot::channel();
         {
             let mut st = self.lock();
-            self.add_timer(&mut st, arrival.plus_millis(BUSY_MS), Timer::Wake(tx));
+            let wake = st.links().add_wake(tx);
+            self.add_timer(&mut st, arrival.plus_millis(BUSY_MS), Timer::Wake(wake));
         }
         let writes = &self.shared.writes;
         let locked = async move {
@@ -195,7 +196,9 @@ impl Core {
 
     /// The pane's handlers and the agent-wide ones; `None` when the pane is closed.
     fn handlers_of(&self, pane: &Id) -> Option<Takers> {
-        let own = self.lock().pane(pane)?.takers().clone();
+        let st = self.lock();
+        let own = st.links_ref().takers(st.pane(pane)?.takers());
+        drop(st);
         Some((own, self.default_handlers()))
     }
 
@@ -254,7 +257,7 @@ impl Core {
         // The turn's signal is armed before the handler decides: a stop that
         // arrives while it is still deciding (or stuck) fires it.
         let controller = AbortController::new();
-        self.lock().arm_turn_stop(pane, controller.clone());
+        self.arm_turn_stop(pane, controller.clone());
         let req = SendRequest {
             pane: self.pane_handle(pane),
             request_id: request_id.clone(),

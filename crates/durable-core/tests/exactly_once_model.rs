@@ -30,7 +30,7 @@
 //! | (4) the first run's `put` fails, then a retry | 190 |
 //! | (5) the first run refused, duplicates at two processes | 5,336 |
 //! | (6) the first `claim` fails | 356 |
-//! | (7) a send dropped at any point, a duplicate, a retry | 370 |
+//! | (7) a send dropped at any point, a duplicate, a retry | 294 |
 //! | (7b) the same with an answer | 231 |
 //!
 //! The counts are asserted: each is the whole tree of its scenario as

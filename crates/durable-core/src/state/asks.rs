@@ -5,10 +5,8 @@ use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
 use durable_types::{Ask, DecidedBy, EventBody, Id, Item, ItemBody, NoticeTone, Outcome, Timestamp};
-use tokio::sync::oneshot;
 
-use super::State;
-use crate::asks::{AskClosed, Decided};
+use super::{Link, State};
 
 /// How many decided ask ids are remembered for `409 ask-closed`.
 const DECIDED_MEMORY: usize = 10_000;
@@ -23,10 +21,9 @@ pub(crate) struct OpenAsk {
     /// Shared with the pane's `ask` event.
     pub(crate) ask: Arc<Ask>,
     order: u64,
-    /// Resolves the program's awaitable.
-    pub(crate) sender: Option<oneshot::Sender<Result<Decided, AskClosed>>>,
-    /// Fires when the ask closes, to end its abort-signal watcher job.
-    pub(crate) closed_tx: Option<oneshot::Sender<()>>,
+    /// The program's awaitable (and its abort watcher), resolved through
+    /// [`Effect::Decide`](super::Effect::Decide).
+    pub(crate) link: Link,
     /// The ask's `tracing` span: its closing is told inside it.
     pub(crate) span: tracing::Span,
 }
@@ -84,24 +81,14 @@ impl State {
 
     /// Opens an ask (its `ask` event on the pane). The caller checked that
     /// its pane is open and its id is not.
-    pub(crate) fn open_ask(
-        &mut self,
-        ask: Ask,
-        now: Timestamp,
-        sender: oneshot::Sender<Result<Decided, AskClosed>>,
-        closed_tx: oneshot::Sender<()>,
-        span: tracing::Span,
-    ) {
+    pub(crate) fn open_ask(&mut self, ask: Ask, now: Timestamp, link: Link, span: tracing::Span) {
         let ask = Arc::new(ask);
         let id = ask.id.clone();
         // Raised again: it is open, no longer decided.
         self.decided.remove(id.as_str());
         self.next_ask_order += 1;
         let order = self.next_ask_order;
-        self.asks.insert(
-            id,
-            OpenAsk { ask: Arc::clone(&ask), order, sender: Some(sender), closed_tx: Some(closed_tx), span },
-        );
+        self.asks.insert(id, OpenAsk { ask: Arc::clone(&ask), order, link, span });
         let event = EventBody::Ask { ask: Arc::clone(&ask) };
         self.pane_event(&ask.pane, now, event);
     }

@@ -7,8 +7,15 @@
 //! `set_pane_state`, …). The rest of the crate reads through accessors and
 //! does what lies outside the state (resolving an ask's awaitable, queuing
 //! jobs, waking the driver).
+//!
+//! The state is plain data: it holds no channel, signal or handler. What
+//! belongs to the program's side (an ask's awaitable, a turn's steer inbox
+//! and stop signal, a pane's handlers, a waiter's wake-up) is named here by
+//! a [`Link`] number, and what the state wants done with one comes out as
+//! an [`Effect`] that the core applies before it lets the state go.
 
 mod asks;
+mod effects;
 mod layout;
 mod panes;
 
@@ -20,12 +27,13 @@ use bytes::Bytes;
 use durable_types::exchange::Tag;
 use durable_types::{DecidedBy, Id, STATE_SEQ_MEMORY, StarterView, Timestamp};
 
-use crate::receipts::Receipt;
+use crate::data::receipt::Receipt;
 use crate::timers::{Timer, Timers};
 
 pub(crate) use asks::Hold;
+pub(crate) use effects::{Effect, Link};
 pub(crate) use layout::TabKey;
-pub(crate) use panes::{PaneData, PaneFields, QueuedSend, SessionId};
+pub(crate) use panes::{PaneData, PaneFields, QueuedSend, SessionId, Takers};
 
 use asks::OpenAsk;
 use layout::WorkspaceData;
@@ -69,8 +77,8 @@ pub(crate) struct State {
     has_chat: bool,
     has_actions: bool,
     has_hooks: bool,
-    /// Turn tokens handed out, so an old turn cannot end a newer one.
-    turn_tokens: u64,
+    /// What the core applies to the program's side before the lock goes.
+    effects: Vec<Effect>,
     /// The last event seq of each pane id closed in this process: a pane
     /// opened again under that id goes on counting from there, so a reader's
     /// `after` keeps its meaning within the epoch.
@@ -123,7 +131,7 @@ impl State {
             has_chat: false,
             has_actions: false,
             has_hooks: false,
-            turn_tokens: 0,
+            effects: Vec::new(),
             seq_floor: HashMap::new(),
             changes: BTreeMap::new(),
             layout_pos_seq: None,
@@ -133,6 +141,16 @@ impl State {
             etag: None,
             snapshot_answer: None,
         }
+    }
+
+    /// Asks for something to be done on the program's side.
+    pub(crate) fn effect(&mut self, effect: Effect) {
+        self.effects.push(effect);
+    }
+
+    /// What was asked for since the last call, oldest first.
+    pub(crate) fn take_effects(&mut self) -> Vec<Effect> {
+        std::mem::take(&mut self.effects)
     }
 
     /// The full state answer kept for `seq`, if it is the current one.

@@ -6,12 +6,9 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use durable_types::{ActionView, ClosedView, Event, EventBody, Id, Item, PaneState, Timestamp, VIEW_LIMIT};
-use tokio::sync::mpsc::UnboundedSender;
 
-use super::State;
 use super::layout::TabKey;
-use crate::handlers::{DynActions, DynChat, PaneTakers};
-use crate::signal::AbortController;
+use super::{Effect, Link, State};
 
 /// Closed panes kept for reopen (and listed in the state's `closed`).
 const CLOSED_MEMORY: usize = 500;
@@ -70,10 +67,11 @@ pub(crate) struct PaneData {
     layout_pos: (u64, usize),
     warned_partial: bool,
     /// The pane's own handlers (the agent-wide ones serve a pane without).
-    takers: PaneTakers,
-    turn_cancel: Option<AbortController>,
-    /// The running [`Turn`](crate::Turn)'s token and steer inbox.
-    turn_inbox: Option<(u64, UnboundedSender<String>)>,
+    takers: Takers,
+    /// The stop signal armed for the pane's turn (a stop fires it).
+    stop_armed: Option<Link>,
+    /// The running [`Turn`](crate::Turn)'s steer inbox.
+    turn: Option<Link>,
     queued: VecDeque<QueuedSend>,
 }
 
@@ -151,6 +149,13 @@ pub(crate) struct QueuedSend {
     pub(crate) text: String,
 }
 
+/// A pane's own handlers (the agent-wide ones serve a pane without), by link.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Takers {
+    pub(crate) chat: Option<Link>,
+    pub(crate) actions: Option<Link>,
+}
+
 /// A pane closed by this process, kept so that reopen can restore it.
 pub(super) struct ClosedPane {
     view: ClosedView,
@@ -179,9 +184,9 @@ impl PaneData {
             changed_at: 0,
             layout_pos: (u64::MAX, 0),
             warned_partial: false,
-            takers: PaneTakers::default(),
-            turn_cancel: None,
-            turn_inbox: None,
+            takers: Takers::default(),
+            stop_armed: None,
+            turn: None,
             queued: VecDeque::new(),
         }
     }
@@ -217,8 +222,15 @@ impl PaneData {
         self.changed_at
     }
 
-    pub(crate) fn takers(&self) -> &PaneTakers {
-        &self.takers
+    pub(crate) fn takers(&self) -> Takers {
+        self.takers
+    }
+
+    /// What the pane's program side holds, to forget when the pane is.
+    fn links(&self) -> impl Iterator<Item = Effect> {
+        let handlers =
+            [self.takers.chat, self.takers.actions].into_iter().flatten().map(Effect::ForgetHandler);
+        handlers.chain(self.stop_armed.map(Effect::ForgetStop))
     }
 
     pub(crate) fn has_action(&self, id: &Id) -> bool {
@@ -445,7 +457,7 @@ impl State {
         t.panes.push(id.clone());
         let last_seq = self.seq_floor.get(&id).copied().unwrap_or(0);
         let data = PaneData::new(id.clone(), tab.clone(), fields, last_seq);
-        self.closed.retain(|c| c.view.id != id.as_str());
+        self.forget_closed(&id);
         self.panes.insert(id.clone(), Box::new(data));
         self.bump_layout();
         self.touch_pane(&id);
@@ -458,8 +470,8 @@ impl State {
     pub(crate) fn close_pane(&mut self, pane: &Id) -> bool {
         let Some(mut data) = self.panes.remove(pane) else { return false };
         self.changes.remove(&data.changed_at);
-        if let Some(c) = data.turn_cancel.take() {
-            c.abort();
+        if let Some(stop) = data.stop_armed.take() {
+            self.effect(Effect::Abort(stop));
         }
         if let Some(tab) = self.find_tab_mut(&data.tab) {
             tab.panes.retain(|p| p != pane);
@@ -470,15 +482,24 @@ impl State {
             session_id: data.session_id(self.has_history),
         };
         self.seq_floor.insert(pane.clone(), data.last_seq);
-        self.closed.retain(|c| c.view.id != pane.as_str());
+        self.forget_closed(pane);
         self.closed.push(ClosedPane { view, data });
         if self.closed.len() > CLOSED_MEMORY {
             // The oldest is forgotten: reopening it needs the on_reopen hook.
-            self.closed.remove(0);
+            let oldest = self.closed.remove(0);
+            self.effects.extend(oldest.data.links());
         }
         self.bump_layout();
         self.record_removed(pane.clone());
         true
+    }
+
+    /// Forgets a closed pane of this id (a new one takes its place), and
+    /// what its program side held.
+    fn forget_closed(&mut self, pane: &Id) {
+        let Some(pos) = self.closed.iter().position(|c| c.view.id == pane.as_str()) else { return };
+        let gone = self.closed.remove(pos);
+        self.effects.extend(gone.data.links());
     }
 
     /// Puts back a pane this process closed (idle; with its tab and
@@ -586,18 +607,20 @@ impl State {
     }
 
     /// Sets the pane's own chat handler. Returns whether the pane is open.
-    pub(crate) fn set_pane_chat(&mut self, pane: &Id, handler: Arc<dyn DynChat>) -> bool {
+    pub(crate) fn set_pane_chat(&mut self, pane: &Id, handler: Link) -> bool {
         let Some(p) = self.panes.get_mut(pane) else { return false };
-        p.takers.chat = Some(handler);
+        let old = p.takers.chat.replace(handler);
         self.has_chat = true;
+        self.effects.extend(old.map(Effect::ForgetHandler));
         true
     }
 
     /// Sets the pane's own action handler. Returns whether the pane is open.
-    pub(crate) fn set_pane_actions(&mut self, pane: &Id, handler: Arc<dyn DynActions>) -> bool {
+    pub(crate) fn set_pane_actions(&mut self, pane: &Id, handler: Link) -> bool {
         let Some(p) = self.panes.get_mut(pane) else { return false };
-        p.takers.actions = Some(handler);
+        let old = p.takers.actions.replace(handler);
         self.has_actions = true;
+        self.effects.extend(old.map(Effect::ForgetHandler));
         true
     }
 
@@ -605,40 +628,40 @@ impl State {
 
     /// Arms a pane's stop signal before its turn starts: a stop that arrives
     /// meanwhile fires it.
-    pub(crate) fn arm_turn_stop(&mut self, pane: &Id, controller: AbortController) {
-        if let Some(p) = self.panes.get_mut(pane) {
-            p.turn_cancel = Some(controller);
-        }
+    /// Returns whether the pane is open; a stop signal of a closed pane is
+    /// the caller's to drop.
+    pub(crate) fn arm_turn_stop(&mut self, pane: &Id, stop: Link) -> bool {
+        let Some(p) = self.panes.get_mut(pane) else { return false };
+        let old = p.stop_armed.replace(stop);
+        self.effects.extend(old.map(Effect::ForgetStop));
+        true
     }
 
     /// Fires the pane's stop signal, if a turn armed one.
     pub(crate) fn stop_turn(&mut self, pane: &Id) {
-        if let Some(c) = self.panes.get_mut(pane).and_then(|p| p.turn_cancel.take()) {
-            c.abort();
+        if let Some(stop) = self.panes.get_mut(pane).and_then(|p| p.stop_armed.take()) {
+            self.effect(Effect::Abort(stop));
         }
     }
 
-    /// Makes a turn the pane's current one: its stop signal and steer inbox.
-    /// Returns the turn's token; `None` when the pane is not open.
-    pub(crate) fn install_turn(
-        &mut self,
-        pane: &Id,
-        controller: AbortController,
-        inbox: UnboundedSender<String>,
-    ) -> Option<u64> {
-        self.turn_tokens += 1;
-        let token = self.turn_tokens;
-        let p = self.panes.get_mut(pane)?;
-        p.turn_cancel = Some(controller);
-        p.turn_inbox = Some((token, inbox));
-        Some(token)
+    /// Makes a turn the pane's current one: its stop signal and steer
+    /// inbox. Returns whether the pane is open (else both are the caller's
+    /// to drop).
+    pub(crate) fn install_turn(&mut self, pane: &Id, stop: Link, turn: Link) -> bool {
+        if !self.arm_turn_stop(pane, stop) {
+            return false;
+        }
+        if let Some(p) = self.panes.get_mut(pane) {
+            p.turn = Some(turn);
+        }
+        true
     }
 
     /// Forgets the pane's current turn if it is this one; says whether it was.
-    pub(crate) fn uninstall_turn(&mut self, pane: &Id, token: u64) -> bool {
+    pub(crate) fn uninstall_turn(&mut self, pane: &Id, turn: Link) -> bool {
         let Some(p) = self.panes.get_mut(pane) else { return false };
-        if p.turn_inbox.as_ref().is_some_and(|(t, _)| *t == token) {
-            p.turn_inbox = None;
+        if p.turn == Some(turn) {
+            p.turn = None;
             true
         } else {
             false
@@ -647,9 +670,9 @@ impl State {
 
     /// Hands a steer to the running turn (a program that set `working` by
     /// hand has no inbox: its handler had the text).
-    pub(crate) fn steer_turn(&self, pane: &Id, text: String) {
-        if let Some((_, inbox)) = self.panes.get(pane).and_then(|p| p.turn_inbox.as_ref()) {
-            let _ = inbox.send(text);
+    pub(crate) fn steer_turn(&mut self, pane: &Id, text: String) {
+        if let Some(turn) = self.panes.get(pane).and_then(|p| p.turn) {
+            self.effect(Effect::Steer { turn, text });
         }
     }
 

@@ -1,0 +1,9 @@
+//! Plain data that the protocol and the program's side share: what a
+//! store keeps, what a handler answers, how an ask closed, what `/hello`
+//! says of the caller check. These modules import nothing of the crate but
+//! each other, so every other module can use them without a cycle.
+
+pub(crate) mod answer;
+pub(crate) mod caller_check;
+pub(crate) mod decided;
+pub(crate) mod receipt;

@@ -1,0 +1,131 @@
+//! The program's side of what the state names by number: asks'
+//! awaitables, turns' steer inboxes and stop signals, panes' handlers,
+//! waiters' wake-ups. The state holds only the numbers ([`Link`]) and asks
+//! for changes as [`Effect`]s; the core applies them here before it lets
+//! the state go, under the same lock.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::data::decided::{AskClosed, Decided};
+use crate::handlers::{DynActions, DynChat, PaneTakers};
+use crate::signal::AbortController;
+use crate::state::{Effect, Link, Takers};
+
+/// An open ask's awaitable and the watcher of its abort signal.
+struct AskLink {
+    decided: oneshot::Sender<Result<Decided, AskClosed>>,
+    closed: oneshot::Sender<()>,
+}
+
+/// Everything the state names by number.
+#[derive(Default)]
+pub(crate) struct Links {
+    last: Link,
+    asks: HashMap<Link, AskLink>,
+    stops: HashMap<Link, AbortController>,
+    turns: HashMap<Link, mpsc::UnboundedSender<String>>,
+    chats: HashMap<Link, Arc<dyn DynChat>>,
+    actions: HashMap<Link, Arc<dyn DynActions>>,
+    wakes: HashMap<Link, oneshot::Sender<()>>,
+}
+
+impl Links {
+    fn next(&mut self) -> Link {
+        self.last += 1;
+        self.last
+    }
+
+    pub(crate) fn add_ask(
+        &mut self,
+        decided: oneshot::Sender<Result<Decided, AskClosed>>,
+        closed: oneshot::Sender<()>,
+    ) -> Link {
+        let link = self.next();
+        self.asks.insert(link, AskLink { decided, closed });
+        link
+    }
+
+    pub(crate) fn add_stop(&mut self, stop: AbortController) -> Link {
+        let link = self.next();
+        self.stops.insert(link, stop);
+        link
+    }
+
+    pub(crate) fn forget_stop(&mut self, link: Link) {
+        self.stops.remove(&link);
+    }
+
+    pub(crate) fn add_turn(&mut self, steers: mpsc::UnboundedSender<String>) -> Link {
+        let link = self.next();
+        self.turns.insert(link, steers);
+        link
+    }
+
+    pub(crate) fn forget_turn(&mut self, link: Link) {
+        self.turns.remove(&link);
+    }
+
+    pub(crate) fn add_chat(&mut self, handler: Arc<dyn DynChat>) -> Link {
+        let link = self.next();
+        self.chats.insert(link, handler);
+        link
+    }
+
+    pub(crate) fn add_actions(&mut self, handler: Arc<dyn DynActions>) -> Link {
+        let link = self.next();
+        self.actions.insert(link, handler);
+        link
+    }
+
+    pub(crate) fn forget_handler(&mut self, link: Link) {
+        self.chats.remove(&link);
+        self.actions.remove(&link);
+    }
+
+    /// A pane's own handlers.
+    pub(crate) fn takers(&self, takers: Takers) -> PaneTakers {
+        PaneTakers {
+            chat: takers.chat.and_then(|l| self.chats.get(&l).cloned()),
+            actions: takers.actions.and_then(|l| self.actions.get(&l).cloned()),
+        }
+    }
+
+    pub(crate) fn add_wake(&mut self, wake: oneshot::Sender<()>) -> Link {
+        let link = self.next();
+        self.wakes.insert(link, wake);
+        link
+    }
+
+    /// Wakes a waiter (gone already when it stopped waiting: nothing to do).
+    pub(crate) fn wake(&mut self, link: Link) {
+        if let Some(wake) = self.wakes.remove(&link) {
+            let _ = wake.send(());
+        }
+    }
+
+    pub(crate) fn apply(&mut self, effect: Effect) {
+        match effect {
+            Effect::Decide { ask, result } => {
+                if let Some(open) = self.asks.remove(&ask) {
+                    let _ = open.decided.send(result);
+                    let _ = open.closed.send(());
+                }
+            }
+            Effect::Abort(stop) => {
+                if let Some(stop) = self.stops.remove(&stop) {
+                    stop.abort();
+                }
+            }
+            Effect::ForgetStop(stop) => self.forget_stop(stop),
+            Effect::Steer { turn, text } => {
+                if let Some(steers) = self.turns.get(&turn) {
+                    let _ = steers.send(text);
+                }
+            }
+            Effect::ForgetHandler(link) => self.forget_handler(link),
+        }
+    }
+}
