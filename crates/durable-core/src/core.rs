@@ -10,13 +10,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use durable_types::exchange::{Read, Request, Response};
-use durable_types::{Cap, Caps, Timestamp};
+use durable_types::{Caps, Timestamp};
 
 use crate::handlers::{
     ActionHandler, ChatHandler, CloseRequest, DynHooks, HandlerResult, HookSlots, Hooks, PaneTakers,
     RenameRequest, Reopen, ReopenRequest, Started, StarterRequest, hook_fn,
 };
 use crate::history::DynHistory;
+use crate::machine::{Machine, MachineConfig, Output};
 use crate::options::CoreOptions;
 use crate::signal::AbortController;
 use crate::state::State;
@@ -38,9 +39,6 @@ pub(crate) struct Shared {
     pub(crate) state: Mutex<Locked>,
     pub(crate) driver: Mutex<DriverState>,
     pub(crate) hooks: RwLock<Option<Arc<HookSlots>>>,
-    /// Whether asks may offer allow-always options: the options' value
-    /// until an HTTPS transport turns it off (§1.2).
-    pub(crate) allow_always: AtomicBool,
     pub(crate) handlers: RwLock<PaneTakers>,
     pub(crate) history: RwLock<Option<Arc<dyn DynHistory>>>,
     pub(crate) writes: crate::writes::WriteLocks,
@@ -60,14 +58,13 @@ pub(crate) struct Shared {
 /// What the state lock guards: the state, and the program's side of what
 /// it names by number.
 pub(crate) struct Locked {
-    state: State,
+    machine: Machine,
     links: crate::links::Links,
 }
 
 pub(crate) struct DriverState {
     jobs: VecDeque<Job>,
     wakeups: Vec<Arc<dyn Fn() + Send + Sync>>,
-    caller_check: CallerCheckMode,
 }
 
 impl fmt::Debug for Core {
@@ -84,19 +81,20 @@ pub fn create_core(options: CoreOptions) -> Core {
 impl Core {
     /// Builds a core from its options.
     pub fn new(options: CoreOptions) -> Core {
-        let state = State::new(options.tail_limit);
-        let allow_always = AtomicBool::new(options.allow_always);
+        let machine = Machine::new(MachineConfig {
+            host_name: options.host_name.clone(),
+            runtime: options.runtime.clone(),
+            caps: options.caps,
+            epoch: options.epoch.clone(),
+            tail_limit: options.tail_limit,
+            allow_always: options.allow_always,
+        });
         Core {
             shared: Arc::new(Shared {
                 options,
-                state: Mutex::new(Locked { state, links: crate::links::Links::default() }),
-                driver: Mutex::new(DriverState {
-                    jobs: VecDeque::new(),
-                    wakeups: Vec::new(),
-                    caller_check: CallerCheckMode::Unavailable,
-                }),
+                state: Mutex::new(Locked { machine, links: crate::links::Links::default() }),
+                driver: Mutex::new(DriverState { jobs: VecDeque::new(), wakeups: Vec::new() }),
                 hooks: RwLock::new(None),
-                allow_always,
                 handlers: RwLock::new(PaneTakers::default()),
                 history: RwLock::new(None),
                 writes: crate::writes::WriteLocks::default(),
@@ -122,7 +120,7 @@ impl Core {
         use tracing::Instrument;
         let core = self.clone();
         let span = crate::routes::request_span(&request.method, &request.path);
-        async move { crate::routes::route(&core, request).await }.instrument(span)
+        async move { crate::dispatch::route(&core, request).await }.instrument(span)
     }
 
     /// Answers a read at once from a request borrowed from the transport
@@ -136,7 +134,7 @@ impl Core {
     /// it costs no owned copy of its path, query and `If-None-Match`, and
     /// no future.
     pub fn answer_read(&self, read: &Read<'_>) -> Option<Response> {
-        crate::routes::read(self, read)
+        self.lock().machine_mut().answer_read(read)
     }
 
     /// The earliest time at which the driver must call [`Core::tick`].
@@ -174,7 +172,7 @@ impl Core {
     /// `GET /hello`). A request that carries `Caller::Token` (HTTPS) always
     /// hears `token`, so the TLS server need not set it.
     pub fn set_caller_check(&self, mode: CallerCheckMode) {
-        self.driver().caller_check = mode;
+        self.lock().machine_mut().set_caller_check(mode);
     }
 
     /// Begins a graceful stop (a driver's call, made by `close()`): from now
@@ -225,12 +223,12 @@ impl Core {
     /// call: the HTTPS transport makes it when its options do not keep
     /// allow-always, contract §1.2). There is no turning it back on.
     pub fn forbid_allow_always(&self) {
-        self.shared.allow_always.store(false, Ordering::SeqCst);
+        self.lock().machine_mut().forbid_allow_always();
     }
 
     /// What `GET /hello` says of the caller check.
     pub fn caller_check(&self) -> CallerCheckMode {
-        self.driver().caller_check
+        self.lock().machine().caller_check()
     }
 
     /// Writes one line through the warn sink.
@@ -277,27 +275,7 @@ impl Core {
     /// once hooks are set and a starter is declared; `history` once a
     /// provider is set.
     pub fn caps(&self) -> Caps {
-        if let Some(c) = self.shared.options.caps {
-            return c;
-        }
-        let st = self.lock();
-        let mut caps = Caps::none().with(Cap::Asks);
-        if st.has_chat() {
-            caps = caps.with(Cap::Send).with(Cap::Steer).with(Cap::Abort);
-        }
-        if st.has_actions() {
-            caps = caps.with(Cap::Actions).with(Cap::Abort);
-        }
-        if st.has_hooks() {
-            caps = caps.with(Cap::Rename).with(Cap::Close).with(Cap::Reopen);
-            if !st.starters().is_empty() {
-                caps = caps.with(Cap::Starters);
-            }
-        }
-        if st.has_history() {
-            caps = caps.with(Cap::History);
-        }
-        caps
+        self.lock().machine().caps()
     }
 
     /// Sets the agent-wide hooks of layout writes: rename, close, reopen,
@@ -363,7 +341,7 @@ impl Core {
     /// options keep it (contract §1.2). Read it before raising a card that
     /// offers "Allow always".
     pub fn allow_always(&self) -> bool {
-        self.shared.allow_always.load(Ordering::SeqCst)
+        self.lock().machine().allow_always()
     }
 
     /// Sets what runs when the phone sends text to a pane that has no chat
@@ -476,6 +454,15 @@ pub(crate) struct StateGuard<'a> {
 }
 
 impl StateGuard<'_> {
+    /// The protocol machine.
+    pub(crate) fn machine(&self) -> &Machine {
+        &self.guard.as_deref().unwrap_or_else(|| unreachable!("the guard is held until drop")).machine
+    }
+
+    pub(crate) fn machine_mut(&mut self) -> &mut Machine {
+        &mut self.locked().machine
+    }
+
     fn locked(&mut self) -> &mut Locked {
         self.guard.as_deref_mut().unwrap_or_else(|| unreachable!("the guard is held until drop"))
     }
@@ -494,24 +481,32 @@ impl StateGuard<'_> {
 impl Deref for StateGuard<'_> {
     type Target = State;
     fn deref(&self) -> &State {
-        &self.guard.as_deref().unwrap_or_else(|| unreachable!("the guard is held until drop")).state
+        &self.machine().state
     }
 }
 
 impl DerefMut for StateGuard<'_> {
     fn deref_mut(&mut self) -> &mut State {
-        &mut self.locked().state
+        &mut self.locked().machine.state
     }
 }
 
 impl Drop for StateGuard<'_> {
     fn drop(&mut self) {
+        let mut outputs = Vec::new();
         if let Some(locked) = self.guard.as_deref_mut() {
-            for effect in locked.state.take_effects() {
+            for effect in locked.machine.state.take_effects() {
                 locked.links.apply(effect);
             }
+            outputs = locked.machine.take_outputs();
         }
         drop(self.guard.take());
+        // The program's sink runs with no lock held: it may call the core.
+        for output in outputs {
+            match output {
+                Output::Warn(line) => self.core.warn(&line),
+            }
+        }
         self.core.wake_if_pending();
     }
 }

@@ -9,17 +9,16 @@ use durable_types::{
     STATE_SEQ_MEMORY, SdkInfo, WireRange,
 };
 
-use crate::core::Core;
+use crate::machine::Machine;
 use crate::request::Query;
 use crate::respond;
 
-pub(crate) fn hello(core: &Core, caller: Caller) -> Response {
+pub(crate) fn hello(m: &Machine, caller: Caller) -> Response {
     // A core served on a socket and over HTTPS at once: each transport says
     // its own check (a request that came with a token is HTTPS).
-    let caller_check =
-        if caller == Caller::Token { crate::CallerCheckMode::Token } else { core.caller_check() };
-    let ready = core.lock().is_ready();
-    let opts = core.options();
+    let caller_check = if caller == Caller::Token { crate::CallerCheckMode::Token } else { m.caller_check() };
+    let ready = m.state.is_ready();
+    let opts = m.config();
     respond::json(
         200,
         &HelloResponse {
@@ -31,7 +30,7 @@ pub(crate) fn hello(core: &Core, caller: Caller) -> Response {
             ready,
             epoch: opts.epoch.clone(),
             caller_check: caller_check.as_str().into(),
-            caps: CapsView::from(core.caps()),
+            caps: CapsView::from(m.caps()),
         },
     )
 }
@@ -40,14 +39,14 @@ pub(crate) fn hello(core: &Core, caller: Caller) -> Response {
 /// version does in this process (the first thing to look for when the phone
 /// does not show the agent); a version range that does not overlap ours is
 /// written through the warn sink once per Collie version.
-pub(crate) fn hello_post(core: &Core, hello: HelloRequest) -> Response {
+pub(crate) fn hello_post(m: &mut Machine, hello: HelloRequest) -> Response {
     let compatible = WireRange::SDK.overlaps(hello.wire);
     // Bounded and one line: the version string comes from the network.
     let version: String = match &hello.collie {
         Some(c) => c.version.chars().filter(|c| !c.is_control()).take(64).collect(),
         None => "unknown".to_owned(),
     };
-    if tracing::enabled!(tracing::Level::INFO) && core.lock().first_hello_from(&version) {
+    if tracing::enabled!(tracing::Level::INFO) && m.state.first_hello_from(&version) {
         tracing::info!(
             collie_version = %version,
             collie_wire = %hello.wire.label(),
@@ -56,9 +55,9 @@ pub(crate) fn hello_post(core: &Core, hello: HelloRequest) -> Response {
         );
     }
     if !compatible {
-        let first = core.lock().first_warning_for(version);
+        let first = m.state.first_warning_for(version);
         if first {
-            core.warn(&format!(
+            m.warn(format!(
                 "collie: Collie speaks wire {}, this durable agent speaks {}. Update the agent's SDK, or Collie.",
                 hello.wire.label(),
                 WireRange::SDK.label()
@@ -70,14 +69,15 @@ pub(crate) fn hello_post(core: &Core, hello: HelloRequest) -> Response {
 
 /// `GET /v1/state[?since=N]`, with the `ETag` and `304`.
 pub(crate) fn state(
-    core: &Core,
+    m: &mut Machine,
     query: Option<&str>,
     if_none_match: Option<&str>,
 ) -> Result<Response, Response> {
     let since = Query::parse(query).u64("since")?;
-    let mut st = core.lock();
+    let epoch = &m.config.epoch;
+    let st = &mut m.state;
     let seq = st.seq();
-    let etag = st.etag(&core.options().epoch);
+    let etag = st.etag(epoch);
     if if_none_match.is_some_and(|v| matches_tag(v, &etag)) {
         let mut resp = Response::json(304, bytes::Bytes::new());
         resp.etag = Some(etag);
@@ -106,7 +106,7 @@ pub(crate) fn state(
     let layout = full || st.layout_seq() > n;
     let body = StateAnswer {
         ok: true,
-        epoch: &core.options().epoch,
+        epoch,
         seq,
         ready: st.is_ready(),
         full,
@@ -131,7 +131,6 @@ pub(crate) fn state(
             st.keep_delta_answer(n, resp.body.clone());
         }
     }
-    drop(st);
     resp.etag = Some(etag);
     Ok(resp)
 }
@@ -205,9 +204,9 @@ struct PaneSnapshotRef<'a> {
 
 /// `GET /v1/panes/{pane}/events?after=N`: the tail after `N`, or the
 /// pane's view when the reader fell behind (or is ahead: an earlier epoch).
-pub(crate) fn events(core: &Core, query: Option<&str>, pane: Id) -> Result<Response, Response> {
+pub(crate) fn events(m: &mut Machine, query: Option<&str>, pane: Id) -> Result<Response, Response> {
     let after = Query::parse(query).u64("after")?.unwrap_or(0);
-    let mut st = core.lock();
+    let st = &mut m.state;
     let Some(p) = st.pane(&pane) else {
         return Err(respond::error(ErrorCode::NotFound, format!("no open pane {pane}")));
     };
@@ -239,7 +238,6 @@ pub(crate) fn events(core: &Core, query: Option<&str>, pane: Id) -> Result<Respo
             }
             body.extend_from_slice(e.json());
         }
-        drop(st);
         body.extend_from_slice(b"]}");
         return Ok(Response::json(200, body));
     }

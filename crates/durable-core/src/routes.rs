@@ -1,16 +1,18 @@
 //! Routing: from a request value to the route that answers it, with the
-//! checks every route shares (method, caller).
+//! checks every route shares (method, caller, capability), and the reads
+//! answered at once. Part of the machine: plain data in, a response out
+//! (`dispatch.rs` runs the routes that wait on the program).
 
-use durable_types::exchange::{Caller, Method, Read, Request, Response};
+use durable_types::exchange::{Caller, Method, Read, Response};
 use durable_types::{Cap, ErrorCode};
 
-use crate::core::Core;
-use crate::request::{body, path_id};
+use crate::machine::Machine;
+use crate::request::path_id;
 use crate::respond;
 
 /// The routes of wire v1.
 #[derive(Clone, Copy)]
-enum Route<'a> {
+pub(crate) enum Route<'a> {
     Hello,
     State,
     Events(&'a str),
@@ -171,13 +173,13 @@ fn method_name(method: &Method) -> &'static str {
 }
 
 /// The request span's last word: the status answered.
-fn answered(response: &Response) {
+pub(crate) fn answered(response: &Response) {
     tracing::debug!(status = response.status, "answered");
 }
 
 /// Checks shared by every write, in the contract's order after the route:
 /// caller (403), then capability (409).
-fn write_gate(core: &Core, method: &Method, path: &str, caller: Caller, cap: Cap) -> Result<(), Response> {
+fn write_gate(m: &Machine, method: &Method, path: &str, caller: Caller, cap: Cap) -> Result<(), Response> {
     if caller == Caller::SelfOrDescendant {
         refused_caller("self-or-descendant", method, path);
         return Err(respond::error(
@@ -185,7 +187,7 @@ fn write_gate(core: &Core, method: &Method, path: &str, caller: Caller, cap: Cap
             "a write from the agent itself or a process it launched is refused",
         ));
     }
-    if !core.caps().has(cap) {
+    if !m.caps().has(cap) {
         return Err(respond::error(
             ErrorCode::NotSupported,
             format!("this agent does not declare the {} capability", cap.name()),
@@ -197,7 +199,12 @@ fn write_gate(core: &Core, method: &Method, path: &str, caller: Caller, cap: Cap
 /// The checks every request passes before its route's handler, in the
 /// contract's order: another user (403), the route (404), the method (405),
 /// then for a write the caller (403) and the capability (409).
-fn gate<'p>(core: &Core, method: &Method, path: &'p str, caller: Caller) -> Result<Route<'p>, Response> {
+pub(crate) fn gate<'p>(
+    m: &Machine,
+    method: &Method,
+    path: &'p str,
+    caller: Caller,
+) -> Result<Route<'p>, Response> {
     // Another user id is refused outright (§1.1), before anything about the
     // agent's routes is told.
     if caller == Caller::OtherUser {
@@ -231,18 +238,18 @@ fn gate<'p>(core: &Core, method: &Method, path: &'p str, caller: Caller) -> Resu
         _ => None,
     };
     if let Some(cap) = cap {
-        write_gate(core, method, path, caller, cap)?;
+        write_gate(m, method, path, caller, cap)?;
     }
     Ok(route)
 }
 
 /// Answers a read at once, or `None` for one that must wait (the history
 /// routes ask the program's provider): [`route`] answers those.
-pub(crate) fn read(core: &Core, read: &Read<'_>) -> Option<Response> {
+pub(crate) fn read(m: &mut Machine, read: &Read<'_>) -> Option<Response> {
     let span = request_span(&Method::Get, read.path);
     let _in_span = span.enter();
-    let response = match gate(core, &Method::Get, read.path, read.caller) {
-        Ok(route) => read_now(core, route, read).map(|answered| answered.unwrap_or_else(|resp| resp)),
+    let response = match gate(m, &Method::Get, read.path, read.caller) {
+        Ok(route) => read_now(m, route, read).map(|answered| answered.unwrap_or_else(|resp| resp)),
         Err(refused) => Some(refused),
     };
     // `None` goes on to `route`, whose own span says how it ended.
@@ -254,86 +261,17 @@ pub(crate) fn read(core: &Core, read: &Read<'_>) -> Option<Response> {
 
 /// The reads answered without waiting: `GET /hello`, the state and a
 /// pane's events.
-fn read_now(core: &Core, route: Route<'_>, read: &Read<'_>) -> Option<Result<Response, Response>> {
+pub(crate) fn read_now(
+    m: &mut Machine,
+    route: Route<'_>,
+    read: &Read<'_>,
+) -> Option<Result<Response, Response>> {
     Some(match route {
-        Route::Hello => Ok(crate::poll::hello(core, read.caller)),
-        Route::State => crate::poll::state(core, read.query, read.if_none_match),
+        Route::Hello => Ok(crate::poll::hello(m, read.caller)),
+        Route::State => crate::poll::state(m, read.query, read.if_none_match),
         Route::Events(p) => path_id(p, "pane")
             .map_err(Response::from)
-            .and_then(|pane| crate::poll::events(core, read.query, pane)),
+            .and_then(|pane| crate::poll::events(m, read.query, pane)),
         _ => return None,
     })
-}
-
-/// Answers one request (inside its [`request_span`]).
-pub(crate) async fn route(core: &Core, req: Request) -> Response {
-    let response = match gate(core, &req.method, &req.path, req.caller) {
-        Ok(route) => dispatch(core, route, &req).await.unwrap_or_else(|resp| resp),
-        Err(refused) => refused,
-    };
-    answered(&response);
-    response
-}
-
-/// Hands the request to its route's handler, with the path ids and the body
-/// parsed to the route's types (path ids first, then the body).
-async fn dispatch(core: &Core, route: Route<'_>, req: &Request) -> Result<Response, Response> {
-    if let Some(answered) = req.as_read().and_then(|read| read_now(core, route, &read)) {
-        return answered;
-    }
-    // When a write came, for its receipt and events; a read needs no clock.
-    let arrival = || core.now();
-    Ok(match route {
-        Route::Hello => crate::poll::hello_post(core, body(req)?),
-        // The gate lets only a GET through to these, answered above; should
-        // that change, an error rather than a panic.
-        Route::State | Route::Events(_) => {
-            return Err(respond::error(ErrorCode::Internal, "a read reached the write path"));
-        }
-        Route::History => {
-            history_gate(core)?;
-            crate::history::list(core, req).await?
-        }
-        Route::Conversation(s) => {
-            history_gate(core)?;
-            crate::history::conversation(core, req, path_id(s, "session id")?).await?
-        }
-        Route::Answer(a) => {
-            let ask_id = path_id(a, "ask id")?;
-            crate::answer::answer(core, ask_id, body(req)?).await
-        }
-        Route::Send(p) => {
-            let pane = path_id(p, "pane")?;
-            crate::writes::send(core, pane, body(req)?, arrival()).await
-        }
-        Route::Steer(p) => {
-            let pane = path_id(p, "pane")?;
-            crate::writes::steer(core, pane, body(req)?, arrival()).await
-        }
-        Route::Stop(p) => {
-            let pane = path_id(p, "pane")?;
-            crate::writes::stop(core, pane, body(req)?).await
-        }
-        Route::Action(p, a) => {
-            let pane = path_id(p, "pane")?;
-            let action = path_id(a, "action")?;
-            crate::writes::action(core, pane, action, body(req)?, arrival()).await
-        }
-        Route::Rename => crate::writes::rename(core, body(req)?, arrival()).await,
-        Route::Close => crate::writes::close(core, body(req)?, arrival()).await,
-        Route::Reopen => crate::writes::reopen(core, body(req)?).await,
-        Route::Starter(s) => {
-            let starter = path_id(s, "starter")?;
-            crate::writes::starter(core, starter, body(req)?).await
-        }
-    })
-}
-
-/// History routes answer only when the agent declares the capability.
-fn history_gate(core: &Core) -> Result<(), Response> {
-    if core.caps().has(Cap::History) {
-        Ok(())
-    } else {
-        Err(respond::error(ErrorCode::NotSupported, "this agent does not declare the history capability"))
-    }
 }

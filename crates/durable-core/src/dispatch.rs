@@ -1,0 +1,87 @@
+//! The routes that wait on the program or the store (writes, answers,
+//! `POST /hello`, history): [`route`] hands a request to its handler once
+//! the machine's gate let it through.
+
+use durable_types::exchange::{Request, Response};
+use durable_types::{Cap, ErrorCode};
+
+use crate::core::Core;
+use crate::request::{body, path_id};
+use crate::respond;
+use crate::routes::{Route, answered, gate, read_now};
+
+/// Answers one request (inside its [`request_span`]).
+pub(crate) async fn route(core: &Core, req: Request) -> Response {
+    let gated = gate(core.lock().machine(), &req.method, &req.path, req.caller);
+    let response = match gated {
+        Ok(route) => dispatch(core, route, &req).await.unwrap_or_else(|resp| resp),
+        Err(refused) => refused,
+    };
+    answered(&response);
+    response
+}
+
+/// Hands the request to its route's handler, with the path ids and the body
+/// parsed to the route's types (path ids first, then the body).
+async fn dispatch(core: &Core, route: Route<'_>, req: &Request) -> Result<Response, Response> {
+    if let Some(read) = req.as_read() {
+        if let Some(answered) = read_now(core.lock().machine_mut(), route, &read) {
+            return answered;
+        }
+    }
+    // When a write came, for its receipt and events; a read needs no clock.
+    let arrival = || core.now();
+    Ok(match route {
+        Route::Hello => crate::poll::hello_post(core.lock().machine_mut(), body(req)?),
+        // The gate lets only a GET through to these, answered above; should
+        // that change, an error rather than a panic.
+        Route::State | Route::Events(_) => {
+            return Err(respond::error(ErrorCode::Internal, "a read reached the write path"));
+        }
+        Route::History => {
+            history_gate(core)?;
+            crate::history::list(core, req).await?
+        }
+        Route::Conversation(s) => {
+            history_gate(core)?;
+            crate::history::conversation(core, req, path_id(s, "session id")?).await?
+        }
+        Route::Answer(a) => {
+            let ask_id = path_id(a, "ask id")?;
+            crate::answer::answer(core, ask_id, body(req)?).await
+        }
+        Route::Send(p) => {
+            let pane = path_id(p, "pane")?;
+            crate::writes::send(core, pane, body(req)?, arrival()).await
+        }
+        Route::Steer(p) => {
+            let pane = path_id(p, "pane")?;
+            crate::writes::steer(core, pane, body(req)?, arrival()).await
+        }
+        Route::Stop(p) => {
+            let pane = path_id(p, "pane")?;
+            crate::writes::stop(core, pane, body(req)?).await
+        }
+        Route::Action(p, a) => {
+            let pane = path_id(p, "pane")?;
+            let action = path_id(a, "action")?;
+            crate::writes::action(core, pane, action, body(req)?, arrival()).await
+        }
+        Route::Rename => crate::writes::rename(core, body(req)?, arrival()).await,
+        Route::Close => crate::writes::close(core, body(req)?, arrival()).await,
+        Route::Reopen => crate::writes::reopen(core, body(req)?).await,
+        Route::Starter(s) => {
+            let starter = path_id(s, "starter")?;
+            crate::writes::starter(core, starter, body(req)?).await
+        }
+    })
+}
+
+/// History routes answer only when the agent declares the capability.
+fn history_gate(core: &Core) -> Result<(), Response> {
+    if core.caps().has(Cap::History) {
+        Ok(())
+    } else {
+        Err(respond::error(ErrorCode::NotSupported, "this agent does not declare the history capability"))
+    }
+}

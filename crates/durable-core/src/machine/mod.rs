@@ -1,0 +1,130 @@
+//! The protocol machine: the state and what the transports set (the caller
+//! check, whether asks may offer allow-always), changed only through
+//! `&mut self`, with what it needs done outside handed out as [`Output`]s.
+//!
+//! Today the machine answers the reads (`GET /hello`, the state poll, a
+//! pane's events) and the capability gate; the layout, asks and writes
+//! still run in the core's handles around it (issue #41's plan,
+//! `docs/design/core-machine.md`, moves them in step by step).
+
+use std::sync::Arc;
+
+use durable_types::exchange::{Read, Response};
+use durable_types::{Cap, Caps};
+
+use crate::data::caller_check::CallerCheckMode;
+use crate::state::State;
+
+/// What the machine is built with and never changes.
+#[derive(Debug, Clone)]
+pub(crate) struct MachineConfig {
+    /// `GET /hello`'s `host`.
+    pub(crate) host_name: String,
+    /// `GET /hello`'s `runtime`.
+    pub(crate) runtime: String,
+    /// The capabilities declared, or `None` to say what was registered.
+    pub(crate) caps: Option<Caps>,
+    /// This run's epoch.
+    pub(crate) epoch: String,
+    /// Raw events each pane keeps.
+    pub(crate) tail_limit: usize,
+    /// Whether asks may offer allow-always options until a transport says not.
+    pub(crate) allow_always: bool,
+}
+
+/// What the machine asks its driver to do once it lets the machine go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub(crate) enum Output {
+    /// Write this line through the program's warn sink.
+    Warn(String),
+}
+
+/// The protocol's state and rules, owned by one caller at a time.
+pub(crate) struct Machine {
+    pub(crate) state: State,
+    pub(crate) config: Arc<MachineConfig>,
+    allow_always: bool,
+    caller_check: CallerCheckMode,
+    outputs: Vec<Output>,
+}
+
+impl Machine {
+    pub(crate) fn new(config: MachineConfig) -> Machine {
+        Machine {
+            state: State::new(config.tail_limit),
+            allow_always: config.allow_always,
+            caller_check: CallerCheckMode::Unavailable,
+            config: Arc::new(config),
+            outputs: Vec::new(),
+        }
+    }
+
+    pub(crate) fn config(&self) -> &MachineConfig {
+        &self.config
+    }
+
+    /// The capabilities: the declared ones, or what the program registered
+    /// (§4: asks always; send, steer and abort with a chat handler; actions
+    /// and abort with an action handler; the layout hooks; starters with a
+    /// hook and a starter; history with a provider).
+    pub(crate) fn caps(&self) -> Caps {
+        if let Some(c) = self.config.caps {
+            return c;
+        }
+        let st = &self.state;
+        let mut caps = Caps::none().with(Cap::Asks);
+        if st.has_chat() {
+            caps = caps.with(Cap::Send).with(Cap::Steer).with(Cap::Abort);
+        }
+        if st.has_actions() {
+            caps = caps.with(Cap::Actions).with(Cap::Abort);
+        }
+        if st.has_hooks() {
+            caps = caps.with(Cap::Rename).with(Cap::Close).with(Cap::Reopen);
+            if !st.starters().is_empty() {
+                caps = caps.with(Cap::Starters);
+            }
+        }
+        if st.has_history() {
+            caps = caps.with(Cap::History);
+        }
+        caps
+    }
+
+    /// What `GET /hello` says of the caller check on the socket.
+    pub(crate) fn caller_check(&self) -> CallerCheckMode {
+        self.caller_check
+    }
+
+    pub(crate) fn set_caller_check(&mut self, mode: CallerCheckMode) {
+        self.caller_check = mode;
+    }
+
+    /// Whether asks may offer allow-always options (§1.2).
+    pub(crate) fn allow_always(&self) -> bool {
+        self.allow_always
+    }
+
+    /// An HTTPS transport serves the agent: allow-always is off for good.
+    pub(crate) fn forbid_allow_always(&mut self) {
+        self.allow_always = false;
+    }
+
+    /// Asks for a line in the program's warn sink.
+    pub(crate) fn warn(&mut self, line: String) {
+        self.outputs.push(Output::Warn(line));
+    }
+
+    /// What the machine asked for since the last call, oldest first.
+    pub(crate) fn take_outputs(&mut self) -> Vec<Output> {
+        std::mem::take(&mut self.outputs)
+    }
+
+    /// Answers a read at once (`GET /hello`, the state, a pane's events, a
+    /// refusal), or `None` for one that must wait: the history routes ask
+    /// the program's provider.
+    pub(crate) fn answer_read(&mut self, read: &Read<'_>) -> Option<Response> {
+        crate::routes::read(self, read)
+    }
+}
