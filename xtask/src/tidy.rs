@@ -55,11 +55,15 @@ const FORBIDDEN_IN_MACHINE: [&str; 26] = [
 ];
 
 /// The modules of durable-core that make up its machine already (plain
-/// data, the state, the reads and the gate), and the modules of the crate
+/// data, the state, the reads and the gate, the layout's and the asks'
+/// rules), and the modules of the crate
 /// each may use: none that runs the program's side (handles, handlers,
 /// stores, jobs). The list grows as issue #41's steps land.
-const MACHINE: &[&str] = &["data", "machine", "poll", "request", "respond", "routes", "state", "timers"];
-const CORE_PLAIN_MODULES: [(&str, &[&str]); 8] = [
+const MACHINE: &[&str] =
+    &["asks", "data", "layout", "machine", "poll", "request", "respond", "routes", "state", "timers"];
+const CORE_PLAIN_MODULES: [(&str, &[&str]); 10] = [
+    ("asks", MACHINE),
+    ("layout", MACHINE),
     ("data", &["data"]),
     ("state", &["data", "state", "timers"]),
     ("timers", &[]),

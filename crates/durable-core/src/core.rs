@@ -17,10 +17,10 @@ use crate::handlers::{
     RenameRequest, Reopen, ReopenRequest, Started, StarterRequest, hook_fn,
 };
 use crate::history::DynHistory;
-use crate::machine::{Machine, MachineConfig, Output};
+use crate::machine::{Machine, MachineConfig};
 use crate::options::CoreOptions;
 use crate::signal::AbortController;
-use crate::state::State;
+use crate::state::{Effect, State};
 use crate::timers::Timer;
 
 /// Work that belongs to no request; the driver runs it to completion.
@@ -88,6 +88,9 @@ impl Core {
             epoch: options.epoch.clone(),
             tail_limit: options.tail_limit,
             allow_always: options.allow_always,
+            keeps_asks: options.receipts.keeps_asks_dyn(),
+            hold_ms: options.hold_ms,
+            held_answer_bytes: options.held_answer_bytes,
         });
         Core {
             shared: Arc::new(Shared {
@@ -418,11 +421,21 @@ impl Core {
         self.wake_soon();
     }
 
-    /// Adds a deadline and wakes the driver when it is the earliest.
-    pub(crate) fn add_timer(&self, st: &mut State, at: Timestamp, timer: Timer) {
-        if st.add_timer(at, timer) {
-            self.wake_soon();
-        }
+    /// Stores the receipt of an answer the machine applied from a hold (a
+    /// job: the store is async); a receipt the store refuses stays in memory.
+    fn put_held_receipt(&self, request_id: durable_types::Id, receipt: crate::Receipt, group: String) {
+        let core = self.clone();
+        self.push_job(async move {
+            match core.shared.options.receipts.put_dyn(request_id.as_str(), receipt, &group).await {
+                Ok(()) => {
+                    core.lock().forget_receipt(&request_id);
+                }
+                // Kept in memory: a repeat in this process still replays it.
+                Err(e) => core.warn(&format!(
+                    "collie: a held answer was applied but its receipt could not be stored: {e}"
+                )),
+            }
+        });
     }
 
     /// Asks for a wake-up, made when the state lock is next released (at
@@ -493,19 +506,30 @@ impl DerefMut for StateGuard<'_> {
 
 impl Drop for StateGuard<'_> {
     fn drop(&mut self) {
-        let mut outputs = Vec::new();
+        let mut warnings = Vec::new();
         if let Some(locked) = self.guard.as_deref_mut() {
             for effect in locked.machine.state.take_effects() {
-                locked.links.apply(effect);
+                match effect {
+                    Effect::Warn(line) => warnings.push(line),
+                    Effect::WakeDriver => self.core.shared.wake_pending.store(true, Ordering::SeqCst),
+                    Effect::KeepAsk(record) => self.core.journal_keep(*record),
+                    Effect::ForgetAsk(id) => self.core.journal_forget(id),
+                    Effect::DeliverQueued(pane) => {
+                        let core = self.core.clone();
+                        self.core.push_job(async move { core.deliver_queued(&pane) });
+                    }
+                    Effect::PaneClosed(pane) => self.core.shared.writes.remove(&pane),
+                    Effect::PutHeldReceipt { request_id, receipt, group } => {
+                        self.core.put_held_receipt(request_id, receipt, group)
+                    }
+                    link => locked.links.apply(link),
+                }
             }
-            outputs = locked.machine.take_outputs();
         }
         drop(self.guard.take());
         // The program's sink runs with no lock held: it may call the core.
-        for output in outputs {
-            match output {
-                Output::Warn(line) => self.core.warn(&line),
-            }
+        for line in warnings {
+            self.core.warn(&line);
         }
         self.core.wake_if_pending();
     }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use durable_types::{Id, Target};
 
 pub use crate::data::answer::{HandlerResult, Refusal, Reopen, Started};
-use crate::layout::Pane;
+use crate::handles::layout::Pane;
 use crate::signal::AbortSignal;
 use crate::turn::Turn;
 

@@ -11,9 +11,9 @@ use std::sync::Mutex;
 use durable_types::{Ask, AskSpec, DecidedBy, EventBody, Id, Item, ItemBody, NoticeTone, RuleError};
 use serde_json::Value;
 
-use crate::asks::{ApprovalFuture, AskHandle, approval_of};
 use crate::core::Core;
 use crate::data::receipt::{KeptAskRecord, StoreError};
+use crate::handles::asks::{ApprovalFuture, AskHandle, approval_of};
 
 /// Where the asks of the last run stand in this one.
 enum Phase {
@@ -293,17 +293,13 @@ impl Core {
     }
 
     /// An ask opened: a store that keeps asks keeps it.
-    pub(crate) fn keep_ask(&self, ask: &Ask, agent_data: Option<Value>) {
-        if self.shared.options.receipts.keeps_asks_dyn() {
-            self.journal_ask(Op::Keep(Box::new(KeptAskRecord::new(ask.clone(), agent_data))));
-        }
+    pub(crate) fn journal_keep(&self, record: KeptAskRecord) {
+        self.journal_ask(Op::Keep(Box::new(record)));
     }
 
     /// An ask closed: the store forgets it.
-    pub(crate) fn forget_ask(&self, id: &str) {
-        if self.shared.options.receipts.keeps_asks_dyn() {
-            self.journal_ask(Op::Forget(id.to_owned()));
-        }
+    pub(crate) fn journal_forget(&self, id: String) {
+        self.journal_ask(Op::Forget(id));
     }
 
     /// Waits until the store has applied every ask write pushed so far: a

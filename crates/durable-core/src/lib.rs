@@ -63,6 +63,7 @@ mod core;
 mod data;
 mod dispatch;
 mod handlers;
+mod handles;
 mod history;
 mod kept;
 mod layout;
@@ -82,7 +83,6 @@ mod timers;
 mod turn;
 mod writes;
 
-pub use asks::{Approval, ApprovalFuture, ApprovalOptions, AskHandle, approval_spec, require_approval};
 pub use cadence::ItemCadence;
 pub use clock::{Clock, ManualClock, WarnSink};
 pub use core::{CallerCheckMode, Core, Job, create_core};
@@ -92,9 +92,13 @@ pub use handlers::{
     ActionHandler, ActionRequest, ChatHandler, CloseRequest, HandlerResult, Hooks, Refusal, RenameRequest,
     Reopen, ReopenRequest, SendRequest, Started, StarterRequest, SteerRequest, StopRequest,
 };
+pub use handles::asks::{
+    Approval, ApprovalFuture, ApprovalOptions, AskHandle, approval_spec, require_approval,
+};
+pub use handles::layout::{Pane, Tab, Workspace};
 pub use history::{HistoryError, HistoryProvider, ItemsPage, RowsPage};
 pub use kept::KeptAsk;
-pub use layout::{Pane, PaneOptions, Tab, Workspace};
+pub use layout::PaneOptions;
 pub use options::{CoreOptions, CoreOptionsBuilder, HELD_ANSWER_BYTES};
 pub use receipts::{MemoryReceiptStore, ReceiptStore};
 pub use signal::{AbortController, AbortSignal};

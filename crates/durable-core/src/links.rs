@@ -48,6 +48,11 @@ impl Links {
         link
     }
 
+    /// An ask that could not be raised: its awaitable goes.
+    pub(crate) fn forget_ask(&mut self, link: Link) {
+        self.asks.remove(&link);
+    }
+
     pub(crate) fn add_stop(&mut self, stop: AbortController) -> Link {
         let link = self.next();
         self.stops.insert(link, stop);
@@ -106,6 +111,7 @@ impl Links {
         }
     }
 
+    /// Applies an effect that touches a link.
     pub(crate) fn apply(&mut self, effect: Effect) {
         match effect {
             Effect::Decide { ask, result } => {
@@ -126,6 +132,14 @@ impl Links {
                 }
             }
             Effect::ForgetHandler(link) => self.forget_handler(link),
+            // The core's own, applied by the state guard: no link to touch.
+            Effect::Warn(_)
+            | Effect::WakeDriver
+            | Effect::KeepAsk(_)
+            | Effect::ForgetAsk(_)
+            | Effect::DeliverQueued(_)
+            | Effect::PaneClosed(_)
+            | Effect::PutHeldReceipt { .. } => {}
         }
     }
 }

@@ -8,7 +8,7 @@ use std::fmt;
 use durable_types::{Id, Item, RuleError};
 use tokio::sync::mpsc;
 
-use crate::layout::Pane;
+use crate::handles::layout::Pane;
 use crate::signal::{AbortController, AbortSignal};
 
 /// A running turn on a pane: given to [`ChatHandler::turn`](crate::ChatHandler::turn)

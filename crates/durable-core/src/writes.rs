@@ -23,7 +23,7 @@ use crate::handlers::{
     ActionRequest, BoxFuture, CloseRequest, HandlerResult, PaneTakers, Refusal, RenameRequest, Reopen,
     ReopenRequest, SendRequest, StarterRequest, SteerRequest, StopRequest,
 };
-use crate::layout::Pane;
+use crate::handles::layout::Pane;
 use crate::once::Ran;
 use crate::respond;
 use crate::select::{Either, select};
@@ -176,7 +176,7 @@ impl Core {
         {
             let mut st = self.lock();
             let wake = st.links().add_wake(tx);
-            self.add_timer(&mut st, arrival.plus_millis(BUSY_MS), Timer::Wake(wake));
+            st.machine_mut().add_timer(arrival.plus_millis(BUSY_MS), Timer::Wake(wake));
         }
         let writes = &self.shared.writes;
         let locked = async move {
@@ -646,7 +646,7 @@ pub(crate) async fn stop(core: &Core, pane: Id, body: PlainBody) -> Response {
         let now = core.now();
         let mut st = core.lock();
         st.stop_turn(&pane);
-        core.abort_asks_of(&mut st, &pane, now);
+        st.machine_mut().abort_asks_of(&pane, now);
         drop(st);
         ok(WriteResponse::new("stopped", request_id.clone()), format!("pane:{pane}"))
     };
@@ -758,10 +758,7 @@ pub(crate) async fn rename(core: &Core, body: RenameBody, arrival: Timestamp) ->
         let applied = match resolved {
             Resolved::Workspace(ws) => core.workspace_handle(&ws).rename(&title),
             Resolved::Tab(key) => core.tab_handle(&key).rename(&title),
-            Resolved::Pane(p) => {
-                let mut st = core.lock();
-                core.rename_pane_locked(&mut st, &p, &title, now).map(drop)
-            }
+            Resolved::Pane(p) => core.lock().machine_mut().rename_pane(&p, &title, now).map(drop),
         };
         match applied {
             // A target the hook closed meanwhile is renamed as far as the
@@ -790,11 +787,13 @@ pub(crate) async fn close(core: &Core, body: CloseBody, arrival: Timestamp) -> R
                 return refusal(r, "close");
             }
         }
+        let now = core.now();
         let mut st = core.lock();
+        let m = st.machine_mut();
         match resolved {
-            Resolved::Workspace(ws) => core.close_workspace_locked(&mut st, &ws),
-            Resolved::Tab(key) => core.close_tab_locked(&mut st, &key),
-            Resolved::Pane(p) => core.close_pane_locked(&mut st, &p),
+            Resolved::Workspace(ws) => m.close_workspace(&ws, now),
+            Resolved::Tab(key) => m.close_tab(&key, now),
+            Resolved::Pane(p) => m.close_pane(&p, now),
         };
         drop(st);
         ok(WriteResponse::new("closed", request_id.clone()), "closes".into())
@@ -814,10 +813,8 @@ pub(crate) async fn reopen(core: &Core, body: ReopenBody) -> Response {
                 Ok(_) => {}
             }
         }
-        let restored = {
-            let mut st = core.lock();
-            core.restore_pane_locked(&mut st, &id)
-        };
+        let now = core.now();
+        let restored = core.lock().machine_mut().restore_pane(&id, now);
         if restored {
             // Sends acknowledged as `queued` before the close go out now.
             core.deliver_queued(&id);

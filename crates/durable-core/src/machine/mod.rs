@@ -1,19 +1,23 @@
 //! The protocol machine: the state and what the transports set (the caller
 //! check, whether asks may offer allow-always), changed only through
-//! `&mut self`, with what it needs done outside handed out as [`Output`]s.
+//! `&mut self`, with what it needs done outside handed out as
+//! [`Effect`](crate::state::Effect)s, in order.
 //!
 //! Today the machine answers the reads (`GET /hello`, the state poll, a
-//! pane's events) and the capability gate; the layout, asks and writes
-//! still run in the core's handles around it (issue #41's plan,
-//! `docs/design/core-machine.md`, moves them in step by step).
+//! pane's events) and the capability gate, and keeps the rules of the
+//! layout (`layout.rs`) and of asks and answers (`asks.rs`); the writes,
+//! receipts and the kept asks' journal still run in the core around it
+//! (issue #41's plan, `docs/design/core-machine.md`, moves them in step by
+//! step).
 
 use std::sync::Arc;
 
 use durable_types::exchange::{Read, Response};
-use durable_types::{Cap, Caps};
+use durable_types::{Cap, Caps, Timestamp};
 
 use crate::data::caller_check::CallerCheckMode;
-use crate::state::State;
+use crate::state::{Effect, State};
+use crate::timers::Timer;
 
 /// What the machine is built with and never changes.
 #[derive(Debug, Clone)]
@@ -30,14 +34,13 @@ pub(crate) struct MachineConfig {
     pub(crate) tail_limit: usize,
     /// Whether asks may offer allow-always options until a transport says not.
     pub(crate) allow_always: bool,
-}
-
-/// What the machine asks its driver to do once it lets the machine go.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub(crate) enum Output {
-    /// Write this line through the program's warn sink.
-    Warn(String),
+    /// Whether the receipt store keeps open asks (§7.2): each raise and
+    /// close is then journalled.
+    pub(crate) keeps_asks: bool,
+    /// How long an answer to an ask not raised yet is held (§7.1).
+    pub(crate) hold_ms: u64,
+    /// The bytes all held answers may keep.
+    pub(crate) held_answer_bytes: usize,
 }
 
 /// The protocol's state and rules, owned by one caller at a time.
@@ -46,7 +49,6 @@ pub(crate) struct Machine {
     pub(crate) config: Arc<MachineConfig>,
     allow_always: bool,
     caller_check: CallerCheckMode,
-    outputs: Vec<Output>,
 }
 
 impl Machine {
@@ -56,7 +58,6 @@ impl Machine {
             allow_always: config.allow_always,
             caller_check: CallerCheckMode::Unavailable,
             config: Arc::new(config),
-            outputs: Vec::new(),
         }
     }
 
@@ -113,12 +114,14 @@ impl Machine {
 
     /// Asks for a line in the program's warn sink.
     pub(crate) fn warn(&mut self, line: String) {
-        self.outputs.push(Output::Warn(line));
+        self.state.effect(Effect::Warn(line));
     }
 
-    /// What the machine asked for since the last call, oldest first.
-    pub(crate) fn take_outputs(&mut self) -> Vec<Output> {
-        std::mem::take(&mut self.outputs)
+    /// Adds a deadline; the driver is woken when it is the earliest.
+    pub(crate) fn add_timer(&mut self, at: Timestamp, timer: Timer) {
+        if self.state.add_timer(at, timer) {
+            self.state.effect(Effect::WakeDriver);
+        }
     }
 
     /// Answers a read at once (`GET /hello`, the state, a pane's events, a

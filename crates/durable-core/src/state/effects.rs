@@ -1,7 +1,11 @@
-//! What the state asks the program's side to do, by number: it holds no
-//! channel, signal or handler of its own (`Link`s name them).
+//! What the machine asks of its driver, in the order it asked: the state
+//! holds no channel, signal, handler or job of its own ([`Link`]s name
+//! them), so a change that must reach one comes out as an [`Effect`].
+
+use durable_types::Id;
 
 use crate::data::decided::{AskClosed, Decided};
+use crate::data::receipt::{KeptAskRecord, Receipt};
 
 /// Names one thing on the program's side: an ask's awaitable, a turn's
 /// steer inbox, a stop signal, a handler, a waiter. Numbers are handed out
@@ -9,7 +13,9 @@ use crate::data::decided::{AskClosed, Decided};
 /// newer one.
 pub(crate) type Link = u64;
 
-/// Something the core does on the program's side once the state changed.
+/// Something the driver does once the machine changed. The core applies
+/// them in order when it lets the machine go: all under its lock but
+/// [`Effect::Warn`], which runs the program's sink after it.
 #[derive(Debug)]
 pub(crate) enum Effect {
     /// An ask closed: resolve its awaitable, end its abort watcher.
@@ -22,4 +28,18 @@ pub(crate) enum Effect {
     Steer { turn: Link, text: String },
     /// A pane's handler was replaced or its pane is forgotten.
     ForgetHandler(Link),
+    /// A line for the program's warn sink.
+    Warn(String),
+    /// The earliest deadline moved earlier: wake the driver.
+    WakeDriver,
+    /// An ask was raised: the store's ask journal keeps it (§7.2).
+    KeepAsk(Box<KeptAskRecord>),
+    /// An ask closed: the store's ask journal forgets it.
+    ForgetAsk(String),
+    /// A pane's last ask closed and sends wait in its queue: deliver them.
+    DeliverQueued(Id),
+    /// A pane closed: its write lock goes.
+    PaneClosed(Id),
+    /// An answer held before its ask was raised applied: store its receipt.
+    PutHeldReceipt { request_id: Id, receipt: Receipt, group: String },
 }
