@@ -22,7 +22,9 @@
 //! the start to the first state, history pages, memory; `pi.rs`) and `acp`
 //! (a scripted turn relayed through durable-acp against the same turn
 //! driven over ACP directly, and through a bare relay as the floor;
-//! `acp.rs`, `relay.rs`). Where
+//! `acp.rs`, `relay.rs`) and `stores` (a receipt's `put` in each receipt
+//! store, the SQLite store with and without its witness, and the cost of
+//! its checks at open; `stores.rs`). Where
 //! `cargo xtask install-pi` has put node in `.tools/`,
 //! each case is also served by `node:http` (`node:https` over HTTPS) alone
 //! (`bare.js`).
@@ -33,6 +35,7 @@ pub mod load;
 mod pi;
 pub mod relay;
 pub mod serve;
+mod stores;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -58,7 +61,7 @@ struct Options {
 }
 
 /// The groups of cases, for `--only`.
-const GROUPS: [&str; 6] = ["polls", "answers", "deltas", "events", "pi", "acp"];
+const GROUPS: [&str; 7] = ["polls", "answers", "deltas", "events", "pi", "acp", "stores"];
 
 impl Options {
     fn wants(&self, group: &str) -> bool {
@@ -502,6 +505,9 @@ async fn run(o: &Options) -> Result<(), String> {
     }
     if o.wants("acp") {
         acp::run(&dir).await?;
+    }
+    if o.wants("stores") {
+        stores::run(&dir).await?;
     }
     let errors: u64 = lines.iter().map(|l| l.agent.errors).sum();
     println!("bench: {} cases in {:.0} s, {errors} errors", lines.len(), started.elapsed().as_secs_f64());

@@ -251,7 +251,7 @@ async fn get(target: &Target, path: &str) -> Result<(f64, Value), String> {
 const WARM_STARTS: usize = 5;
 
 /// The median of `times`.
-fn middle(mut times: Vec<f64>) -> f64 {
+pub(crate) fn middle(mut times: Vec<f64>) -> f64 {
     times.sort_by(f64::total_cmp);
     times.get(times.len() / 2).copied().unwrap_or(0.0)
 }

@@ -1,0 +1,161 @@
+//! The `stores` group: what one receipt's `put` costs in the memory store,
+//! in the SQLite store as it was before witnesses
+//! (`SqliteReceiptStore::bench_open_without_witness`) and in the SQLite
+//! store with its witness, in the same run, rounds taken by turns so that
+//! the disk's moods fall on all three; the witness's write alone, in place
+//! (what the store does) against a new file renamed into place (the
+//! alternative); and what the checks cost `open` on a store of 100,000
+//! receipts, against an open without them.
+
+use std::io::{Seek, SeekFrom, Write};
+use std::path::Path;
+use std::time::Instant;
+
+use durable_sdk::stores::{MemoryReceiptStore, Receipt, ReceiptStore, SqliteReceiptStore};
+
+use crate::pi::middle;
+
+/// Rounds of each case; the median is printed.
+const ROUNDS: usize = 7;
+/// Puts in a round.
+const PUTS: usize = 200;
+/// Receipts in the store whose open is timed.
+const LARGE: usize = 100_000;
+
+fn receipt(n: usize) -> Receipt {
+    Receipt::of_json(200, &serde_json::json!({"ok": true, "result": "sent", "n": n, "replayed": false}))
+}
+
+/// µs per put over one round of `PUTS` puts, ids from `first`.
+async fn round(store: &impl ReceiptStore, first: usize) -> Result<f64, String> {
+    let started = Instant::now();
+    for n in first..first + PUTS {
+        store.put(&format!("r-{n}"), receipt(n), "pane:bench").await.map_err(|e| e.to_string())?;
+    }
+    Ok(started.elapsed().as_secs_f64() * 1e6 / PUTS as f64)
+}
+
+pub(crate) async fn run(dir: &Path) -> Result<(), String> {
+    let dir = dir.join("stores");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let err = |e: durable_sdk::stores::StoreError| e.to_string();
+
+    let memory = MemoryReceiptStore::new();
+    let plain = SqliteReceiptStore::bench_open_without_witness(dir.join("plain.sqlite3")).map_err(err)?;
+    let witnessed = SqliteReceiptStore::open(dir.join("witnessed.sqlite3")).map_err(err)?;
+    let (mut mem_t, mut plain_t, mut wit_t) = (Vec::new(), Vec::new(), Vec::new());
+    for r in 0..ROUNDS {
+        let first = r * PUTS;
+        mem_t.push(round(&memory, first).await?);
+        plain_t.push(round(&plain, first).await?);
+        wit_t.push(round(&witnessed, first).await?);
+    }
+    drop((plain, witnessed));
+    let (mem, plain, wit) = (middle(mem_t), middle(plain_t), middle(wit_t));
+    println!("stores: µs per put, the median of {ROUNDS} rounds of {PUTS} (taken by turns)");
+    println!("  memory store                               {mem:>9.1}");
+    println!("  SQLite, no witness (as before)             {plain:>9.1}  {:>7.0} puts/s", 1e6 / plain);
+    println!(
+        "  SQLite with its witness                    {wit:>9.1}  {:>7.0} puts/s  {:.2}× the store without (+{:.0} µs)",
+        1e6 / wit,
+        wit / plain,
+        wit - plain
+    );
+
+    // The witness's write alone: one 64-byte record into a 1 KiB file.
+    let (mut in_place_t, mut renamed_t) = (Vec::new(), Vec::new());
+    let path = dir.join("alone.witness");
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .map_err(|e| e.to_string())?;
+    file.write_all(&[0u8; 1024]).map_err(|e| e.to_string())?;
+    file.sync_all().map_err(|e| e.to_string())?;
+    let record = [7u8; 64];
+    let folder = std::fs::File::open(&dir).map_err(|e| e.to_string())?;
+    for _ in 0..ROUNDS {
+        let started = Instant::now();
+        for n in 0..PUTS {
+            file.seek(SeekFrom::Start(if n % 2 == 0 { 0 } else { 512 })).map_err(|e| e.to_string())?;
+            file.write_all(&record).map_err(|e| e.to_string())?;
+            file.sync_data().map_err(|e| e.to_string())?;
+        }
+        in_place_t.push(started.elapsed().as_secs_f64() * 1e6 / PUTS as f64);
+        let started = Instant::now();
+        let tmp = dir.join("alone.witness.tmp");
+        for _ in 0..PUTS {
+            let mut t = std::fs::File::create(&tmp).map_err(|e| e.to_string())?;
+            t.write_all(&[7u8; 1024]).map_err(|e| e.to_string())?;
+            t.sync_all().map_err(|e| e.to_string())?;
+            std::fs::rename(&tmp, &path).map_err(|e| e.to_string())?;
+            folder.sync_all().map_err(|e| e.to_string())?;
+        }
+        renamed_t.push(started.elapsed().as_secs_f64() * 1e6 / PUTS as f64);
+    }
+    let (in_place, renamed) = (middle(in_place_t), middle(renamed_t));
+    println!(
+        "  the witness's write alone: in place + fdatasync {in_place:.1} µs; new file + fsync + rename + folder fsync {renamed:.1} µs ({:.2}×)",
+        renamed / in_place
+    );
+
+    // Open on a large store: with the checks (quick_check, the witness)
+    // against without, both migrating the same file.
+    let large = dir.join("large.sqlite3");
+    drop(SqliteReceiptStore::open(&large).map_err(err)?);
+    fill(&large)?;
+    drop(SqliteReceiptStore::open(&large).map_err(err)?); // the witness catches up
+    let size = std::fs::metadata(&large).map_err(|e| e.to_string())?.len();
+    let (mut checked_t, mut unchecked_t) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        let started = Instant::now();
+        drop(SqliteReceiptStore::bench_open_without_witness(&large).map_err(err)?);
+        unchecked_t.push(started.elapsed().as_secs_f64() * 1e3);
+        let started = Instant::now();
+        drop(SqliteReceiptStore::open(&large).map_err(err)?);
+        checked_t.push(started.elapsed().as_secs_f64() * 1e3);
+    }
+    let (checked, unchecked) = (middle(checked_t), middle(unchecked_t));
+    println!(
+        "  open + close, {LARGE} receipts ({:.1} MiB, warm cache), median of {ROUNDS}: without the checks {unchecked:.1} ms, with them {checked:.1} ms ({:.2}×)",
+        size as f64 / (1024.0 * 1024.0),
+        checked / unchecked
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// `LARGE` receipts in 1,000 groups, written in one transaction straight
+/// into the store's tables, the write count moved on as many puts would.
+fn fill(path: &Path) -> Result<(), String> {
+    let e = |e: rusqlite::Error| e.to_string();
+    let mut conn = rusqlite::Connection::open(path).map_err(e)?;
+    let tx = conn.transaction().map_err(e)?;
+    {
+        let mut insert = tx
+            .prepare("INSERT INTO receipt (request_id, grp, seq, status, body) VALUES (?1, ?2, ?3, 200, ?4)")
+            .map_err(e)?;
+        for n in 0..LARGE {
+            let body = format!(r#"{{"ok":true,"result":"sent","n":{n},"replayed":false}}"#);
+            insert
+                .execute(rusqlite::params![
+                    format!("r-{n}"),
+                    format!("pane:{}", n % 1000),
+                    n / 1000 + 1,
+                    body
+                ])
+                .map_err(e)?;
+        }
+        tx.execute(
+            "INSERT OR REPLACE INTO receipt_group (grp, last_seq) SELECT grp, MAX(seq) FROM receipt GROUP BY grp",
+            [],
+        )
+        .map_err(e)?;
+        tx.execute("UPDATE store_identity SET writes = writes + ?1", [LARGE as i64]).map_err(e)?;
+    }
+    tx.commit().map_err(e)?;
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).map_err(e)?;
+    Ok(())
+}
