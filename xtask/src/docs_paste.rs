@@ -17,9 +17,10 @@ use crate::project_root;
 use crate::tidy::rust_files;
 
 /// The crates whose doc comments an author reads on durable-sdk's pages.
-const CRATES: [&str; 7] = [
+const CRATES: [&str; 8] = [
     "durable-types",
     "durable-core",
+    "durable-runtime",
     "durable-socket",
     "durable-tls",
     "durable-pi",
@@ -28,8 +29,9 @@ const CRATES: [&str; 7] = [
 ];
 
 /// Crates an author does not depend on.
-const FORBIDDEN: [&str; 8] = [
+const FORBIDDEN: [&str; 9] = [
     "durable_core::",
+    "durable_runtime::",
     "durable_types::",
     "durable_socket::",
     "durable_tls::",

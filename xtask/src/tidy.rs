@@ -282,7 +282,7 @@ fn workspace_packages() -> BTreeSet<String> {
 #[test]
 fn windows_agent_crates_pull_no_unix_only_crate() {
     let packages = workspace_packages();
-    for krate in ["durable-core", "durable-http", "durable-tls", "durable-process"] {
+    for krate in ["durable-core", "durable-runtime", "durable-http", "durable-tls", "durable-process"] {
         if !packages.contains(krate) {
             println!("tidy: skipping {krate}: not a package of the workspace yet");
             continue;

@@ -319,30 +319,44 @@ fn relative_links_and_bad_keywords_are_found() {
     assert!(!keyword_ok("agent-client-protocol") && !keyword_ok("2fa") && !keyword_ok("a b"));
 }
 
-/// durable-sdk's PostgreSQL tests drive a core with durable-core's test
-/// harness; each package holds its own copy (a published crate's tests
-/// build from its folder), and the two stay the same.
+/// The core's and the SDK's tests share one test support module,
+/// `durable_runtime::test_util`, behind the `test-util` feature (as axum
+/// keeps its `test_helpers`): no package keeps a harness of its own (the
+/// SDK's used to be a byte-for-byte copy), the feature is off by default,
+/// and only dev-dependencies turn it on.
 #[test]
-fn the_sdk_test_harness_is_durable_cores() {
-    let root = project_root();
-    let core = root.join("crates/durable-core/tests/harness");
-    let sdk = root.join("crates/durable-sdk/tests/harness");
-    let mut files = Vec::new();
-    rust_files(&core, &mut files);
-    assert!(files.len() >= 3, "durable-core's harness: {files:?}");
-    let mut copies = Vec::new();
-    rust_files(&sdk, &mut copies);
-    assert_eq!(files.len(), copies.len(), "durable-sdk/tests/harness holds the same files as durable-core's");
-    for file in files {
-        let relative = file.strip_prefix(&core).unwrap();
-        let copy = std::fs::read(sdk.join(relative))
-            .unwrap_or_else(|_| panic!("no durable-sdk copy of {relative:?}"));
+fn test_support_is_one_module_behind_its_feature() {
+    let crates = publishable_crates();
+    for (name, dir, _) in &crates {
         assert!(
-            copy == std::fs::read(&file).unwrap(),
-            "crates/durable-sdk/tests/harness/{} differs from durable-core's: copy durable-core's over it",
-            relative.display()
+            !dir.join("tests/harness").exists(),
+            "{name} keeps a tests/harness: use durable_runtime::test_util"
         );
     }
+    let (_, dir, runtime) = crates.iter().find(|c| c.0 == "durable-runtime").expect("durable-runtime");
+    assert!(dir.join("src/test_util/mod.rs").is_file(), "durable-runtime's test_util module");
+    let features = runtime["features"].as_object().expect("durable-runtime's features");
+    assert!(features.contains_key("test-util"), "durable-runtime has no test-util feature: {features:?}");
+    let default = features.get("default").and_then(|d| d.as_array()).cloned().unwrap_or_default();
+    assert!(!default.iter().any(|f| f == "test-util"), "test-util is a default feature of durable-runtime");
+    let mut users = Vec::new();
+    for (name, _, meta) in &crates {
+        for dep in meta["dependencies"].as_array().into_iter().flatten() {
+            let turns_on = dep["name"] == "durable-runtime"
+                && dep["features"].as_array().is_some_and(|f| f.iter().any(|f| f == "test-util"));
+            if turns_on {
+                assert_eq!(
+                    dep["kind"], "dev",
+                    "{name} turns on durable-runtime's test-util outside its dev-dependencies"
+                );
+                users.push(name.as_str());
+            }
+        }
+    }
+    assert!(
+        users.contains(&"durable-core") && users.contains(&"durable-sdk"),
+        "the test support's users: {users:?}"
+    );
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! Contract §7.1: answering an ask from the phone — the check order (steps
 //! 1–7, one test per boundary), the single-use ask id, and held answers
 //! across a restart.
-mod harness;
+use durable_runtime::test_util as harness;
 
 use durable_core::types::{Answer, AskOption, AskSpec, DecidedBy, ToolInfo, ask_id_for};
 use harness::{Harness, poll_once, without_replayed};

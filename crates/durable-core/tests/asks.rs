@@ -1,7 +1,7 @@
 //! Contract §7 on the program's side: raising asks of every kind, their flags,
 //! closing (timeout, abort, program, pane close), allow-always, and
 //! `require_approval` (§7.3).
-mod harness;
+use durable_runtime::test_util as harness;
 
 use durable_core::types::{
     Answer, AskOption, AskSpec, DecidedBy, FieldType, FormField, Outcome, ToolInfo, ask_hash_input,

@@ -1,7 +1,7 @@
 //! Exactly once under contention (contract §8–§9): many tasks send the same
 //! request ids at once, on a multi-thread runtime. A repeat of an id still
 //! being processed waits for the first and gets its receipt.
-mod harness;
+use durable_runtime::test_util as harness;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! Rules of the contract (`docs/wire.md`) that no other test
 //! checked, found by the coverage audit. Each test names the rule (and its
 //! section) it checks.
-mod harness;
+use durable_runtime::test_util as harness;
 
 use std::sync::{Arc, Mutex};
 

@@ -1,6 +1,6 @@
 //! Edge cases an independent review of the core found, each named after the
 //! rule it keeps.
-mod harness;
+use durable_runtime::test_util as harness;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,5 +1,5 @@
 //! Contract §6: a pane's events, the snapshot view, and the item rules (§6.1).
-mod harness;
+use durable_runtime::test_util as harness;
 
 use durable_core::types::{
     AskOption, AskSpec, Badge, BadgeTone, Item, ItemBody, NoticeTone, PaneState, ToolStatus,

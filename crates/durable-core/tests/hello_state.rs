@@ -1,6 +1,6 @@
 //! Contract §2–§5: hello and versions, capabilities, the state poll, the
 //! program's layout handles, and the error table for malformed requests.
-mod harness;
+use durable_runtime::test_util as harness;
 
 use durable_core::types::exchange::{Caller, Request};
 use durable_core::types::{Cap, Caps, Item, ItemBody, PaneState, RuleKind};

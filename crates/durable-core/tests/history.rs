@@ -1,7 +1,7 @@
 //! History (contract §10): the list of conversations and one
 //! conversation's items, served from the agent's own store through a
 //! `HistoryProvider`; each test names the rule it checks.
-mod harness;
+use durable_runtime::test_util as harness;
 
 use std::sync::{Arc, Mutex};
 

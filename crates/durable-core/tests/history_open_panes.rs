@@ -4,7 +4,7 @@
 //! serves the pane's own view (its items, paged, and a row describing the
 //! pane); a page the provider gives wins, the rows list stays the
 //! provider's, and a closed pane is read from the provider only.
-mod harness;
+use durable_runtime::test_util as harness;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

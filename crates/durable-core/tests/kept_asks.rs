@@ -3,7 +3,7 @@
 //! claimed to raise later, closed by the agent, or closed at `ready()` with
 //! the chat line when nobody claimed them; the store forgets each as it
 //! closes, in order.
-mod harness;
+use durable_runtime::test_util as harness;
 
 use std::sync::{Arc, Mutex};
 

@@ -2,7 +2,7 @@
 //! simple reference model (§6), and random interleavings of answers with
 //! repeated request ids execute each request id once and replay identical
 //! bodies (§7.1, §9).
-mod harness;
+use durable_runtime::test_util as harness;
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};

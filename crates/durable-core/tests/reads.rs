@@ -2,7 +2,7 @@
 //! contract's answer, the very answer (status, headers, bytes) the owned
 //! path (`Core::handle`) gives, and only the history routes are left to
 //! `handle`.
-mod harness;
+use durable_runtime::test_util as harness;
 
 use durable_core::types::exchange::{Caller, Request};
 use durable_core::types::{Caps, Item};

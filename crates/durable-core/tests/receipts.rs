@@ -1,6 +1,6 @@
 //! Contract §9: receipts — replay, refusals store nothing, the memory store's
 //! eviction, groups, and a repeat of a request id still in flight.
-mod harness;
+use durable_runtime::test_util as harness;
 
 use std::sync::{Arc, Mutex};
 

@@ -2,7 +2,7 @@
 //! them: a send answered `queued` runs after the restart, once; a send whose
 //! turn the restart cut is closed with a notice; a replay says which (the
 //! `Durable-Delivery` header; its body stays the first answer's).
-mod harness;
+use durable_runtime::test_util as harness;
 
 use std::sync::{Arc, Mutex};
 

@@ -4,7 +4,7 @@
 //! the sends queued before the restart, and the repeat of a send the last
 //! run recorded but never answered runs once — not once by its repeat and
 //! once more by the recovery.
-mod harness;
+use durable_runtime::test_util as harness;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

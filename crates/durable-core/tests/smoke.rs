@@ -1,5 +1,5 @@
 //! A first pass through the harness: hello, state, an ask answered.
-mod harness;
+use durable_runtime::test_util as harness;
 
 use durable_core::types::{AskOption, AskSpec};
 use harness::Harness;

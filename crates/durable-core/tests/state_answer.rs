@@ -1,7 +1,7 @@
 //! The state answer is written from the core's own data, not through the
 //! wire type: read back as `StateResponse` and written again, it must come
 //! out byte for byte (the same fields, names, order and omissions).
-mod harness;
+use durable_runtime::test_util as harness;
 
 use durable_core::types::exchange::{Caller, Request};
 use durable_core::types::{AskOption, AskSpec, Cap, Caps, StateResponse};

@@ -2,7 +2,7 @@
 //! of pane changes: `?since=N` carries exactly the open panes changed after
 //! `N`, in layout order, and a full poll between changes is the same bytes
 //! as the one before (the answer is kept per change sequence).
-mod harness;
+use durable_runtime::test_util as harness;
 
 use std::collections::HashMap;
 

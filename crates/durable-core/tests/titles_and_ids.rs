@@ -2,7 +2,7 @@
 //! or empty once cleaned, is an `Err` of the title rule; an id error names
 //! which id it was and shows its value, escaped and cut to 64 bytes; the
 //! phone's rename to an empty title is `400`.
-mod harness;
+use durable_runtime::test_util as harness;
 
 use durable_core::PaneOptions;
 use durable_core::types::text::{QUOTED_CUT, QUOTED_MAX};

@@ -6,7 +6,7 @@
 //! ask id). The subscriber is this thread's default only (`with_default` on
 //! a current-thread runtime), so tests running at the same time neither see
 //! nor disturb it.
-mod harness;
+use durable_runtime::test_util as harness;
 
 use std::collections::BTreeMap;
 use std::fmt;

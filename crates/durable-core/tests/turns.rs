@@ -2,7 +2,7 @@
 //! docs/wire.md): a chat handler driven the way Collie drives it — a send
 //! starts a turn named after its request id, a steer reaches the running
 //! turn, a stop ends it, and its end sets the pane idle.
-mod harness;
+use durable_runtime::test_util as harness;
 
 use std::sync::{Arc, Mutex};
 

@@ -1,6 +1,6 @@
 //! Writes from the phone (contract §8) and their receipts (§9): each test
 //! names the rule it checks.
-mod harness;
+use durable_runtime::test_util as harness;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

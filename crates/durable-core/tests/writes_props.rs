@@ -3,9 +3,9 @@
 //! with repeated request ids and a small receipt store, checked against a
 //! reference model of the store (per-group FIFO of capacity N, evicted ids
 //! remembered for 10 × N further ids of the group) and of the panes. The
-//! scenario is `harness/exactly_once.rs`, which the PostgreSQL store's
+//! scenario is `durable_runtime::test_util::exactly_once`, which the PostgreSQL store's
 //! tests run too.
-mod harness;
+use durable_runtime::test_util as harness;
 
 use durable_core::MemoryReceiptStore;
 use harness::exactly_once::{At, CAPACITY, op, scenario};

@@ -7,9 +7,9 @@
 //! the same write sent to both at once.
 #![cfg(feature = "postgres")]
 
-// A copy of durable-core's tests/harness (a tidy test keeps the two
-// identical), so that this package's tests build from the package alone.
-mod harness;
+// The test support durable-core's tests use too (durable-runtime's
+// `test-util` feature), so that both run the same scenarios.
+use durable_runtime::test_util as harness;
 mod pg_support;
 
 use durable_sdk::stores::{PgReceiptOptions, PgReceiptStore};

@@ -5,9 +5,9 @@
 //! while the database is down.
 #![cfg(feature = "postgres")]
 
-// A copy of durable-core's tests/harness (a tidy test keeps the two
-// identical), so that this package's tests build from the package alone.
-mod harness;
+// The test support durable-core's tests use too (durable-runtime's
+// `test-util` feature), so that both run the same scenarios.
+use durable_runtime::test_util as harness;
 mod pg_support;
 
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! The in-memory harness: a core with a fake clock, requests in, responses
 //! and events out, no sockets (quinn-proto's `Pair`, for our core).
-#![allow(dead_code, unreachable_pub)]
+#![allow(dead_code, unreachable_pub, missing_debug_implementations)]
 
 use std::sync::{Arc, Mutex};
 
@@ -14,17 +14,30 @@ pub const T0: u64 = 1_796_014_800_000;
 
 /// A core, its clock, and the warn lines it wrote.
 pub struct Harness {
+    /// The core under test.
     pub core: Core,
+    /// Its clock, moved by hand.
     pub clock: ManualClock,
+    /// The lines its warn sink was given.
     pub warns: Arc<Mutex<Vec<String>>>,
+}
+
+impl Default for Harness {
+    fn default() -> Self {
+        Harness::new()
+    }
 }
 
 /// A response with its JSON body parsed.
 #[derive(Debug, Clone)]
 pub struct Reply {
+    /// The status.
     pub status: u16,
+    /// The body, parsed (`null` when empty).
     pub json: Value,
+    /// The `ETag`.
     pub etag: Option<String>,
+    /// The `Allow` header (a `405`).
     pub allow: Option<&'static str>,
     /// The `Durable-Delivery` header (a replayed send's, §9.1).
     pub delivery: Option<&'static str>,
@@ -112,28 +125,34 @@ impl Harness {
         r.into()
     }
 
+    /// `GET path` from another process.
     pub async fn get(&self, path: &str) -> Reply {
         self.request(Request::get(path, Caller::OtherProcess)).await
     }
 
+    /// `POST path` with a JSON body, from another process.
     pub async fn post(&self, path: &str, body: Value) -> Reply {
         self.request(Request::post(path, body.to_string(), Caller::OtherProcess)).await
     }
 
+    /// `POST path` with these bytes as its body.
     pub async fn post_raw(&self, path: &str, body: &'static [u8]) -> Reply {
         self.request(Request::post(path, body, Caller::OtherProcess)).await
     }
 
+    /// `POST path` from this caller.
     pub async fn post_as(&self, path: &str, body: Value, caller: Caller) -> Reply {
         self.request(Request::post(path, body.to_string(), caller)).await
     }
 
+    /// `POST path` whose body the transport found too large.
     pub async fn post_too_large(&self, path: &str) -> Reply {
         let mut r = Request::post(path, "", Caller::OtherProcess);
         r.body = Body::TooLarge;
         self.request(r).await
     }
 
+    /// A request with this method (any name) and no body.
     pub async fn method(&self, method: &str, path: &str) -> Reply {
         self.request(Request::new(Method::from_name(method), path, Caller::OtherProcess)).await
     }
@@ -165,6 +184,7 @@ impl Harness {
 
 /// `ManualClock::now` as a plain method (the trait is not in scope in tests).
 pub trait NowTs {
+    /// The clock's time.
     fn now_ts(&self) -> Timestamp;
 }
 

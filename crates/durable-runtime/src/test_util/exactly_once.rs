@@ -2,7 +2,7 @@
 //! random interleavings of writes (send, steer, stop, action, rename) and
 //! turns on several panes, with repeated request ids and a small receipt
 //! store, checked against a reference model of the store (per-group FIFO of
-//! capacity [`CAPACITY`], evicted ids remembered for 10 × that many
+//! capacity `CAPACITY`, evicted ids remembered for 10 × that many
 //! further ids of the group) and of the panes.
 //!
 //! With one store the agent is one process (`writes_props.rs`, the memory
@@ -22,33 +22,44 @@ use serde_json::{Value, json};
 use super::Harness;
 use super::recorder::{CoreExt, Log, PaneExt, Recorder};
 
+/// Panes of the generated scenarios.
 pub const PANES: usize = 3;
+/// Request ids a scenario draws from (so that ids repeat).
 pub const IDS: usize = 10;
 /// The receipts per group of the stores under test.
 pub const CAPACITY: usize = 3;
 
+/// One step of a scenario: a write to a pane (pane, request id) or a turn's start or end.
 #[derive(Debug, Clone)]
 pub enum Op {
+    /// A send.
     Send(usize, usize),
+    /// A steer.
     Steer(usize, usize),
+    /// A stop.
     Stop(usize, usize),
+    /// An action press.
     Action(usize, usize),
     /// Renames pane `.0` (group `renames`).
     Rename(usize, usize),
     /// Renames the workspace (group `renames`).
     RenameWorkspace(usize),
+    /// The program starts a turn on the pane.
     Working(usize),
+    /// The program ends the pane's turn.
     Idle(usize),
 }
 
 /// Which process an op goes to, when there are two.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum At {
+    /// This process.
     One(usize),
     /// Both at once (a write), or both (a turn's start or end).
     Both,
 }
 
+/// A random step.
 pub fn op() -> impl Strategy<Value = Op> {
     let p = 0..PANES;
     let r = 0..IDS;

@@ -29,6 +29,7 @@ pub enum Handled {
 }
 
 impl Handled {
+    /// Refused with this reason.
     pub fn refuse(reason: impl Into<String>) -> Self {
         Handled::Refused(reason.into())
     }
@@ -52,6 +53,7 @@ impl Handled {
 
 /// Sets a pane's chat and action handlers at once (the tests' shorthand).
 pub trait PaneExt {
+    /// Sets the pane's chat and action handlers to `h`.
     fn handlers<H: ChatHandler + ActionHandler + Clone>(&self, h: H) -> Result<(), RuleError>;
 }
 
@@ -64,6 +66,7 @@ impl PaneExt for Pane {
 
 /// Sets the agent-wide chat and action handlers at once.
 pub trait CoreExt {
+    /// Sets the agent-wide chat and action handlers to `h`.
     fn set_handlers<H: ChatHandler + ActionHandler + Clone>(&self, h: H);
 }
 
@@ -99,6 +102,7 @@ pub struct Log {
 }
 
 impl Log {
+    /// Every call so far, in order.
     pub fn calls(&self) -> Vec<Call> {
         self.calls.lock().unwrap().clone()
     }
@@ -136,7 +140,9 @@ impl Log {
 /// (default: [`Handled::Accepted`]). A turn it takes ends at once.
 #[derive(Clone)]
 pub struct Recorder {
+    /// Its name in the log.
     pub who: &'static str,
+    /// Where it logs.
     pub log: Log,
     verdict: Verdict,
     hold: Option<Arc<tokio::sync::Semaphore>>,
@@ -157,6 +163,7 @@ impl Recorder {
         Recorder { who, log: log.clone(), verdict: Arc::new(verdict), hold: None }
     }
 
+    /// Logs one call and answers its verdict.
     pub fn record(&self, kind: &'static str, pane: &str, request_id: &str, detail: &str) -> Handled {
         let call = Call {
             who: self.who,
