@@ -184,6 +184,68 @@ fn core_machine_modules_are_plain_data() {
     }
 }
 
+/// A cycle in `edges` (module → the modules it uses), as the modules on
+/// it in order, or `None` when the graph is a DAG (a module's use of
+/// itself is not a cycle).
+fn find_cycle(edges: &std::collections::BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    // Depth first, with the path kept: grey nodes are on it.
+    fn visit(
+        node: &str,
+        edges: &std::collections::BTreeMap<String, BTreeSet<String>>,
+        done: &mut BTreeSet<String>,
+        path: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|p| p == node) {
+            let mut cycle = path[at..].to_vec();
+            cycle.push(node.to_owned());
+            return Some(cycle);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_owned());
+        for next in edges.get(node).into_iter().flatten().filter(|n| *n != node) {
+            if let Some(cycle) = visit(next, edges, done, path) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        done.insert(node.to_owned());
+        None
+    }
+    let mut done = BTreeSet::new();
+    edges.keys().find_map(|node| visit(node, edges, &mut done, &mut Vec::new()))
+}
+
+#[test]
+fn core_machine_modules_form_no_cycle() {
+    let edges = CORE_PLAIN_MODULES
+        .iter()
+        .map(|(module, _)| {
+            let used =
+                core_module_files(module).iter().flat_map(|(_, text)| crate_modules_named(text)).collect();
+            (module.to_string(), used)
+        })
+        .collect();
+    if let Some(cycle) = find_cycle(&edges) {
+        panic!("durable-core's machine modules use each other in a circle: {}", cycle.join(" → "));
+    }
+}
+
+#[test]
+fn a_cycle_is_found_and_a_dag_passes() {
+    let graph = |pairs: &[(&str, &[&str])]| {
+        pairs
+            .iter()
+            .map(|(m, uses)| (m.to_string(), uses.iter().map(|u| u.to_string()).collect()))
+            .collect::<std::collections::BTreeMap<String, BTreeSet<String>>>()
+    };
+    let dag = graph(&[("a", &["b", "c", "a"]), ("b", &["c"]), ("c", &[])]);
+    assert_eq!(find_cycle(&dag), None);
+    let circle = graph(&[("a", &["b"]), ("b", &["c"]), ("c", &["a"])]);
+    assert_eq!(find_cycle(&circle), Some(vec!["a".into(), "b".into(), "c".into(), "a".into()]));
+}
+
 #[test]
 fn machine_names_and_crate_paths_are_found() {
     let files = vec![(

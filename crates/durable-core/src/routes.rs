@@ -243,6 +243,15 @@ pub(crate) fn gate<'p>(
     Ok(route)
 }
 
+impl Machine {
+    /// Answers a read at once (`GET /hello`, the state, a pane's events, a
+    /// refusal), or `None` for one that must wait: the history routes ask
+    /// the program's provider.
+    pub(crate) fn answer_read(&mut self, read: &Read<'_>) -> Option<Response> {
+        self::read(self, read)
+    }
+}
+
 /// Answers a read at once, or `None` for one that must wait (the history
 /// routes ask the program's provider): [`route`] answers those.
 pub(crate) fn read(m: &mut Machine, read: &Read<'_>) -> Option<Response> {

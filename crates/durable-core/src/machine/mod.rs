@@ -12,7 +12,6 @@
 
 use std::sync::Arc;
 
-use durable_types::exchange::{Read, Response};
 use durable_types::{Cap, Caps, Timestamp};
 
 use crate::data::caller_check::CallerCheckMode;
@@ -122,12 +121,5 @@ impl Machine {
         if self.state.add_timer(at, timer) {
             self.state.effect(Effect::WakeDriver);
         }
-    }
-
-    /// Answers a read at once (`GET /hello`, the state, a pane's events, a
-    /// refusal), or `None` for one that must wait: the history routes ask
-    /// the program's provider.
-    pub(crate) fn answer_read(&mut self, read: &Read<'_>) -> Option<Response> {
-        crate::routes::read(self, read)
     }
 }
