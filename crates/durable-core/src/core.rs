@@ -7,16 +7,15 @@ use std::future::Future;
 use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use durable_types::exchange::{Read, Request, Response};
 use durable_types::{Caps, Timestamp};
 
 use crate::handlers::{
-    ActionHandler, ChatHandler, CloseRequest, DynHooks, HandlerResult, HookSlots, Hooks, PaneTakers,
-    RenameRequest, Reopen, ReopenRequest, Started, StarterRequest, hook_fn,
+    ActionHandler, ChatHandler, CloseRequest, DynHooks, HandlerResult, HookSlots, Hooks, RenameRequest,
+    Reopen, ReopenRequest, Started, StarterRequest, hook_fn,
 };
-use crate::history::DynHistory;
 use crate::machine::{Machine, MachineConfig};
 use crate::options::CoreOptions;
 use crate::signal::AbortController;
@@ -38,9 +37,6 @@ pub(crate) struct Shared {
     pub(crate) options: CoreOptions,
     pub(crate) state: Mutex<Locked>,
     pub(crate) driver: Mutex<DriverState>,
-    pub(crate) hooks: RwLock<Option<Arc<HookSlots>>>,
-    pub(crate) handlers: RwLock<PaneTakers>,
-    pub(crate) history: RwLock<Option<Arc<dyn DynHistory>>>,
     pub(crate) writes: crate::writes::WriteLocks,
     pub(crate) inflight: crate::once::InFlight,
     pub(crate) wake_pending: AtomicBool,
@@ -97,9 +93,6 @@ impl Core {
                 options,
                 state: Mutex::new(Locked { machine, links: crate::links::Links::default() }),
                 driver: Mutex::new(DriverState { jobs: VecDeque::new(), wakeups: Vec::new() }),
-                hooks: RwLock::new(None),
-                handlers: RwLock::new(PaneTakers::default()),
-                history: RwLock::new(None),
                 writes: crate::writes::WriteLocks::default(),
                 inflight: crate::once::InFlight::default(),
                 wake_pending: AtomicBool::new(false),
@@ -329,13 +322,14 @@ impl Core {
     }
 
     fn update_hooks(&self, change: impl FnOnce(&mut HookSlots)) {
-        {
-            let mut hooks = self.shared.hooks.write().unwrap_or_else(|e| e.into_inner());
-            let mut slots = hooks.as_deref().cloned().unwrap_or_default();
-            change(&mut slots);
-            *hooks = Some(Arc::new(slots));
+        let mut st = self.lock();
+        let links = st.links();
+        let mut slots = links.hooks.as_deref().cloned().unwrap_or_default();
+        change(&mut slots);
+        if let Some(old) = links.hooks.replace(Arc::new(slots)) {
+            links.release(old);
         }
-        self.lock().note_hooks();
+        st.note_hooks();
     }
 
     /// Whether asks may offer allow-always options (`always: true`): the
@@ -350,23 +344,27 @@ impl Core {
     /// Sets what runs when the phone sends text to a pane that has no chat
     /// handler of its own ([`Pane::on_send`](crate::Pane::on_send)).
     pub fn on_send(&self, handler: impl ChatHandler) {
-        self.shared.handlers.write().unwrap_or_else(|e| e.into_inner()).chat = Some(Arc::new(handler));
-        self.lock().note_chat_handler();
+        let mut st = self.lock();
+        let links = st.links();
+        if let Some(old) = links.wide.chat.replace(Arc::new(handler)) {
+            links.release(old);
+        }
+        st.note_chat_handler();
     }
 
     /// Sets what runs when the phone presses an action button on a pane
     /// that has no action handler of its own ([`Pane::on_action`](crate::Pane::on_action)).
     pub fn on_action(&self, handler: impl ActionHandler) {
-        self.shared.handlers.write().unwrap_or_else(|e| e.into_inner()).actions = Some(Arc::new(handler));
-        self.lock().note_action_handler();
-    }
-
-    pub(crate) fn default_handlers(&self) -> PaneTakers {
-        self.shared.handlers.read().unwrap_or_else(|e| e.into_inner()).clone()
+        let mut st = self.lock();
+        let links = st.links();
+        if let Some(old) = links.wide.actions.replace(Arc::new(handler)) {
+            links.release(old);
+        }
+        st.note_action_handler();
     }
 
     pub(crate) fn hooks(&self) -> Option<Arc<dyn DynHooks>> {
-        let slots = self.shared.hooks.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let slots = self.lock().links_ref().hooks.clone();
         slots.map(|s| s as Arc<dyn DynHooks>)
     }
 
@@ -507,6 +505,7 @@ impl DerefMut for StateGuard<'_> {
 impl Drop for StateGuard<'_> {
     fn drop(&mut self) {
         let mut warnings = Vec::new();
+        let mut released = Vec::new();
         if let Some(locked) = self.guard.as_deref_mut() {
             for effect in locked.machine.state.take_effects() {
                 match effect {
@@ -525,8 +524,10 @@ impl Drop for StateGuard<'_> {
                     link => locked.links.apply(link),
                 }
             }
+            released = locked.links.take_released();
         }
         drop(self.guard.take());
+        drop(released);
         // The program's sink runs with no lock held: it may call the core.
         for line in warnings {
             self.core.warn(&line);

@@ -145,12 +145,16 @@ impl Core {
     /// With caps omitted, this turns the `history` cap on; every pane's
     /// session id becomes its pane id unless `tab.pane()` named another.
     pub fn history(&self, provider: impl HistoryProvider) {
-        *self.shared.history.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(provider));
-        self.lock().enable_history();
+        let mut st = self.lock();
+        let links = st.links();
+        if let Some(old) = links.history.replace(Arc::new(provider)) {
+            links.release(old);
+        }
+        st.enable_history();
     }
 
     fn provider(&self) -> Option<Arc<dyn DynHistory>> {
-        self.shared.history.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.lock().links_ref().history.clone()
     }
 }
 

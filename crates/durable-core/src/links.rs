@@ -10,7 +10,8 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::data::decided::{AskClosed, Decided};
-use crate::handlers::{DynActions, DynChat, PaneTakers};
+use crate::handlers::{DynActions, DynChat, HookSlots, PaneTakers};
+use crate::history::DynHistory;
 use crate::signal::AbortController;
 use crate::state::{Effect, Link, Takers};
 
@@ -30,6 +31,15 @@ pub(crate) struct Links {
     chats: HashMap<Link, Arc<dyn DynChat>>,
     actions: HashMap<Link, Arc<dyn DynActions>>,
     wakes: HashMap<Link, oneshot::Sender<()>>,
+    /// The agent-wide chat and action handlers (a pane without its own).
+    pub(crate) wide: PaneTakers,
+    /// The agent-wide layout hooks.
+    pub(crate) hooks: Option<Arc<HookSlots>>,
+    /// The history provider.
+    pub(crate) history: Option<Arc<dyn DynHistory>>,
+    /// Handlers let go of, dropped once the lock is gone: a program's
+    /// `Drop` may call the core.
+    released: Vec<Box<dyn std::any::Any + Send>>,
 }
 
 impl Links {
@@ -86,8 +96,22 @@ impl Links {
     }
 
     pub(crate) fn forget_handler(&mut self, link: Link) {
-        self.chats.remove(&link);
-        self.actions.remove(&link);
+        if let Some(chat) = self.chats.remove(&link) {
+            self.release(chat);
+        }
+        if let Some(actions) = self.actions.remove(&link) {
+            self.release(actions);
+        }
+    }
+
+    /// Keeps a value of the program's to drop after the lock.
+    pub(crate) fn release(&mut self, value: impl std::any::Any + Send) {
+        self.released.push(Box::new(value));
+    }
+
+    /// The values let go of since the last call.
+    pub(crate) fn take_released(&mut self) -> Vec<Box<dyn std::any::Any + Send>> {
+        std::mem::take(&mut self.released)
     }
 
     /// A pane's own handlers.

@@ -198,8 +198,7 @@ impl Core {
     fn handlers_of(&self, pane: &Id) -> Option<Takers> {
         let st = self.lock();
         let own = st.links_ref().takers(st.pane(pane)?.takers());
-        drop(st);
-        Some((own, self.default_handlers()))
+        Some((own, st.links_ref().wide.clone()))
     }
 
     /// Who takes a pane write: `404` for a pane that is not open, `409
