@@ -40,10 +40,6 @@ pub(crate) struct Shared {
     pub(crate) writes: crate::writes::WriteLocks,
     pub(crate) inflight: crate::once::InFlight,
     pub(crate) wake_pending: AtomicBool,
-    /// Whether the sends a restart left were looked at (on the first `ready`).
-    pub(crate) sends_recovered: AtomicBool,
-    /// A graceful stop began: no new turn starts ([`Core::begin_stop`]).
-    pub(crate) stopping: AtomicBool,
     /// Turns of sends running on the driver, and who waits for none.
     pub(crate) turns_running: std::sync::atomic::AtomicUsize,
     pub(crate) turns_idle: tokio::sync::Notify,
@@ -96,8 +92,6 @@ impl Core {
                 writes: crate::writes::WriteLocks::default(),
                 inflight: crate::once::InFlight::default(),
                 wake_pending: AtomicBool::new(false),
-                sends_recovered: AtomicBool::new(false),
-                stopping: AtomicBool::new(false),
                 turns_running: std::sync::atomic::AtomicUsize::new(0),
                 turns_idle: tokio::sync::Notify::new(),
                 kept: crate::kept::KeptAsks::default(),
@@ -177,12 +171,12 @@ impl Core {
     /// back, and sends already queued stay queued for the next start — while
     /// the turns running go on to their end ([`Core::turns_done`]).
     pub fn begin_stop(&self) {
-        self.shared.stopping.store(true, Ordering::SeqCst);
+        self.lock().machine_mut().begin_stop();
     }
 
     /// Whether [`Core::begin_stop`] was called.
     pub fn is_stopping(&self) -> bool {
-        self.shared.stopping.load(Ordering::SeqCst)
+        self.lock().machine().is_stopping()
     }
 
     /// How many turns of sends run now.
@@ -254,8 +248,8 @@ impl Core {
     /// claim from [`kept_asks`](Self::kept_asks) (§7.2), each with the chat
     /// line `Stopped before an answer: <title>`.
     pub fn ready(&self) {
-        self.lock().mark_ready();
-        if !self.shared.sends_recovered.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        let first = self.lock().machine_mut().ready();
+        if first {
             let core = self.clone();
             self.push_job(async move {
                 core.settle_kept().await;

@@ -149,7 +149,7 @@ impl Core {
     fn recovering_sends(&self) -> bool {
         // A store without the sends journal has nothing to put back, and a
         // core driven by hand (no driver runs the job) must not wait for it.
-        self.shared.sends_recovered.load(Ordering::SeqCst)
+        self.lock().machine().was_readied()
             && !self.shared.writes.recovered.load(Ordering::SeqCst)
             && self.shared.options.receipts.keeps_sends_dyn()
     }
@@ -522,7 +522,7 @@ pub(crate) async fn send(core: &Core, pane: Id, body: SendBody, arrival: Timesta
                         ));
                     }
                 }
-                if core.is_stopping() {
+                if st.machine().is_stopping() {
                     // No turn starts in a graceful stop, and nothing is
                     // acknowledged that would not run: the phone sends it again.
                     return stopping();

@@ -48,6 +48,10 @@ pub(crate) struct Machine {
     pub(crate) config: Arc<MachineConfig>,
     allow_always: bool,
     caller_check: CallerCheckMode,
+    /// A graceful stop began: no new turn starts.
+    stopping: bool,
+    /// `ready()` was called once: the sends the last run left were taken up.
+    readied: bool,
 }
 
 impl Machine {
@@ -56,6 +60,8 @@ impl Machine {
             state: State::new(config.tail_limit),
             allow_always: config.allow_always,
             caller_check: CallerCheckMode::Unavailable,
+            stopping: false,
+            readied: false,
             config: Arc::new(config),
         }
     }
@@ -109,6 +115,28 @@ impl Machine {
     /// An HTTPS transport serves the agent: allow-always is off for good.
     pub(crate) fn forbid_allow_always(&mut self) {
         self.allow_always = false;
+    }
+
+    /// A graceful stop begins: from now on no turn starts.
+    pub(crate) fn begin_stop(&mut self) {
+        self.stopping = true;
+    }
+
+    /// Whether a graceful stop began.
+    pub(crate) fn is_stopping(&self) -> bool {
+        self.stopping
+    }
+
+    /// The agent is ready (`GET /hello` and the state say so). `true` the
+    /// first time: the sends and asks the last run left are taken up then.
+    pub(crate) fn ready(&mut self) -> bool {
+        self.state.mark_ready();
+        !std::mem::replace(&mut self.readied, true)
+    }
+
+    /// Whether `ready()` was called.
+    pub(crate) fn was_readied(&self) -> bool {
+        self.readied
     }
 
     /// Asks for a line in the program's warn sink.
