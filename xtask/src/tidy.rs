@@ -21,11 +21,15 @@ const FORBIDDEN_IN_CORE: [&str; 8] = [
     "tokio::time",
 ];
 
-/// Names that mean a lock, an atomic, a channel, a future or a runtime:
-/// what the machine's plain data (durable-core's `state/` and `data/`
+/// Names that mean a lock, an atomic, a channel, a future, a thread or a
+/// runtime: what durable-core's machine modules (`CORE_PLAIN_MODULES`
 /// today, the whole crate once it is a machine) must not contain, comments
 /// included. `Arc` is fine: immutable sharing.
-const FORBIDDEN_IN_MACHINE: [&str; 26] = [
+const FORBIDDEN_IN_MACHINE: [&str; 30] = [
+    "dyn Future",
+    "BoxFuture",
+    "std::thread",
+    "dyn Fn",
     "tokio",
     "futures",
     "async fn",
@@ -131,19 +135,68 @@ fn core_and_types_sources_name_no_io() {
     assert!(hits.is_empty(), "the IO-free crates name IO (comments count too):\n{}", hits.join("\n"));
 }
 
-/// The crate modules a source names as `crate::<module>` (a name that
-/// starts in upper case is an item of the crate's root, a doc link).
-fn crate_modules_named(text: &str) -> BTreeSet<String> {
+/// What `crate_modules_named` calls a use of an item of the crate's root
+/// (`crate::Core`, or `super::` from a top-level module): it reaches every
+/// module `lib.rs` re-exports from, so no machine module may.
+const CRATE_ROOT: &str = "crate root";
+
+/// The crate modules a source names: `crate::<module>`, each item of a
+/// `crate::{a::X, b}` group, and [`CRATE_ROOT`] for an item of the root
+/// named in code (in a doc comment it is a link, not a use). With
+/// `top_level`, the file is a top-level module's own, where `super::` is
+/// the crate's root too.
+fn crate_modules_named(text: &str, top_level: bool) -> BTreeSet<String> {
     let mut found = BTreeSet::new();
-    let mut rest = text;
-    while let Some(at) = rest.find("crate::") {
-        rest = &rest[at + "crate::".len()..];
-        let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
-        if rest.starts_with(|c: char| c.is_ascii_lowercase()) {
-            found.insert(rest[..end].to_owned());
+    let ident_end = |s: &str| s.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(s.len());
+    for (at, _) in text.match_indices("crate::") {
+        let line_start = text[..at].rfind('\n').map_or(0, |n| n + 1);
+        let line = text[line_start..at].trim_start();
+        let in_doc = line.starts_with("///") || line.starts_with("//!");
+        let rest = &text[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // The first segment of each item at the group's top level.
+            let mut depth = 0usize;
+            let mut item_start = true;
+            for (i, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => item_start = true,
+                    c if item_start && (c.is_ascii_alphanumeric() || c == '_') => {
+                        let name = &group[i..i + ident_end(&group[i..])];
+                        let upper = name.starts_with(|c: char| c.is_ascii_uppercase());
+                        found.insert(if upper { CRATE_ROOT.to_owned() } else { name.to_owned() });
+                        item_start = false;
+                    }
+                    _ => {}
+                }
+            }
+            continue;
+        }
+        let name = &rest[..ident_end(rest)];
+        if name.starts_with(|c: char| c.is_ascii_lowercase()) {
+            found.insert(name.to_owned());
+        } else if !name.is_empty() && !in_doc {
+            found.insert(CRATE_ROOT.to_owned());
         }
     }
+    // Unindented, `super::` is the file's parent: the crate's root; indented
+    // (inside `mod tests`), it is the file itself.
+    if top_level
+        && text.lines().any(|l| l.starts_with("use super::") || l.starts_with("pub(crate) use super::"))
+    {
+        found.insert(CRATE_ROOT.to_owned());
+    }
     found
+}
+
+/// Whether a durable-core source file is a top-level module's own file
+/// (`src/<m>.rs` or `src/<m>/mod.rs`), where `super` is the crate's root.
+fn is_top_level_module_file(path: &str) -> bool {
+    let Some(inside) = path.split("/src/").nth(1) else { return false };
+    let parts: Vec<&str> = inside.split('/').collect();
+    parts.len() == 1 || (parts.len() == 2 && parts[1] == "mod.rs")
 }
 
 /// The files of one top-level module of durable-core (`src/<m>.rs` or
@@ -174,7 +227,7 @@ fn core_machine_modules_are_plain_data() {
         let hits = names_in(&files, &FORBIDDEN_IN_MACHINE);
         assert!(hits.is_empty(), "durable-core's {module} holds more than plain data:\n{}", hits.join("\n"));
         for (file, text) in &files {
-            for used in crate_modules_named(text) {
+            for used in crate_modules_named(text, is_top_level_module_file(file)) {
                 assert!(
                     may_use.contains(&used.as_str()),
                     "{file} uses crate::{used}: {module} may use only {may_use:?} (it would join the crate's cycle)"
@@ -222,8 +275,10 @@ fn core_machine_modules_form_no_cycle() {
     let edges = CORE_PLAIN_MODULES
         .iter()
         .map(|(module, _)| {
-            let used =
-                core_module_files(module).iter().flat_map(|(_, text)| crate_modules_named(text)).collect();
+            let used = core_module_files(module)
+                .iter()
+                .flat_map(|(file, text)| crate_modules_named(text, is_top_level_module_file(file)))
+                .collect();
             (module.to_string(), used)
         })
         .collect();
@@ -257,9 +312,22 @@ fn machine_names_and_crate_paths_are_found() {
         ["a.rs:1: tokio", "a.rs:1: oneshot", "a.rs:3: Mutex"]
     );
     let named = crate_modules_named(
-        "use crate::data::receipt::Receipt;\nuse crate::timers::{Timer};\n[`x`](crate::Turn)",
+        "use crate::data::receipt::Receipt;\nuse crate::timers::{Timer};\n/// [`x`](crate::Turn)",
+        false,
     );
     assert_eq!(named.into_iter().collect::<Vec<_>>(), ["data", "timers"]);
+    let grouped = crate_modules_named(
+        "use crate::{\n    core::Core,\n    handlers::{DynChat, Hooks},\n    Pane,\n};",
+        false,
+    );
+    assert_eq!(grouped.into_iter().collect::<Vec<_>>(), ["core", CRATE_ROOT, "handlers"]);
+    assert_eq!(crate_modules_named("let m = crate::CallerCheckMode::On;", false).len(), 1);
+    assert!(crate_modules_named("use super::core::Core;", true).contains(CRATE_ROOT));
+    assert!(crate_modules_named("mod tests {\n    use super::*;\n}", true).is_empty());
+    assert!(crate_modules_named("use super::Link;", false).is_empty());
+    assert!(is_top_level_module_file("crates/durable-core/src/asks.rs"));
+    assert!(is_top_level_module_file("crates/durable-core/src/machine/mod.rs"));
+    assert!(!is_top_level_module_file("crates/durable-core/src/state/asks.rs"));
 }
 
 #[test]

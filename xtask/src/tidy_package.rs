@@ -11,6 +11,11 @@ use crate::tidy::rust_files;
 /// Every publishable package of the workspace: its name and folder
 /// (`publish` unset in its Cargo.toml).
 fn publishable_crates() -> Vec<(String, PathBuf, serde_json::Value)> {
+    workspace_packages().into_iter().filter(|p| p.2["publish"].is_null()).collect()
+}
+
+/// Every package of the workspace, published or not, sorted by name.
+fn workspace_packages() -> Vec<(String, PathBuf, serde_json::Value)> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let out = std::process::Command::new(cargo)
         .args(["metadata", "--no-deps", "--format-version", "1"])
@@ -23,7 +28,6 @@ fn publishable_crates() -> Vec<(String, PathBuf, serde_json::Value)> {
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|p| p["publish"].is_null())
         .map(|p| {
             let manifest = PathBuf::from(p["manifest_path"].as_str().expect("manifest_path"));
             let dir = manifest.parent().expect("a manifest's folder").to_path_buf();
@@ -326,7 +330,7 @@ fn relative_links_and_bad_keywords_are_found() {
 /// and only dev-dependencies turn it on.
 #[test]
 fn test_support_is_one_module_behind_its_feature() {
-    let crates = publishable_crates();
+    let crates = workspace_packages();
     for (name, dir, _) in &crates {
         assert!(
             !dir.join("tests/harness").exists(),
@@ -337,8 +341,18 @@ fn test_support_is_one_module_behind_its_feature() {
     assert!(dir.join("src/test_util/mod.rs").is_file(), "durable-runtime's test_util module");
     let features = runtime["features"].as_object().expect("durable-runtime's features");
     assert!(features.contains_key("test-util"), "durable-runtime has no test-util feature: {features:?}");
-    let default = features.get("default").and_then(|d| d.as_array()).cloned().unwrap_or_default();
-    assert!(!default.iter().any(|f| f == "test-util"), "test-util is a default feature of durable-runtime");
+    // Every feature the default one turns on, followed through the others.
+    let mut on: Vec<String> = vec!["default".to_owned()];
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some(feature) = on.pop() {
+        if !seen.insert(feature.clone()) {
+            continue;
+        }
+        for next in features.get(&feature).and_then(|f| f.as_array()).into_iter().flatten() {
+            on.extend(next.as_str().map(str::to_owned));
+        }
+    }
+    assert!(!seen.contains("test-util"), "durable-runtime's default features turn on test-util: {seen:?}");
     let mut users = Vec::new();
     for (name, _, meta) in &crates {
         for dep in meta["dependencies"].as_array().into_iter().flatten() {
@@ -357,6 +371,15 @@ fn test_support_is_one_module_behind_its_feature() {
         users.contains(&"durable-core") && users.contains(&"durable-sdk"),
         "the test support's users: {users:?}"
     );
+    // Nor through a feature of a package of ours (`x = ["durable-runtime/test-util"]`).
+    for (name, _, meta) in &crates {
+        for (feature, turns_on) in meta["features"].as_object().into_iter().flatten() {
+            for value in turns_on.as_array().into_iter().flatten().filter_map(|v| v.as_str()) {
+                let test_util = value == "durable-runtime/test-util" || value == "durable-runtime?/test-util";
+                assert!(!test_util, "{name}'s feature {feature} turns on durable-runtime's test-util");
+            }
+        }
+    }
 }
 
 #[test]

@@ -124,7 +124,14 @@ impl Core {
     /// it costs no owned copy of its path, query and `If-None-Match`, and
     /// no future.
     pub fn answer_read(&self, read: &Read<'_>) -> Option<Response> {
-        self.lock().machine_mut().answer_read(read)
+        let span = crate::routes::request_span(&durable_types::exchange::Method::Get, read.path);
+        let _in_span = span.enter();
+        let response = self.lock().machine_mut().answer_read(read);
+        // `None` goes on to `handle`, whose own span says how it ended.
+        if let Some(response) = &response {
+            crate::routes::answered(response);
+        }
+        response
     }
 
     /// The earliest time at which the driver must call [`Core::tick`].
@@ -500,8 +507,9 @@ impl Drop for StateGuard<'_> {
     fn drop(&mut self) {
         let mut warnings = Vec::new();
         let mut released = Vec::new();
-        if let Some(locked) = self.guard.as_deref_mut() {
-            for effect in locked.machine.state.take_effects() {
+        if let Some(Locked { machine, links }) = self.guard.as_deref_mut() {
+            // A poll asks for nothing: it pays two length checks here.
+            for effect in machine.state.drain_effects() {
                 match effect {
                     Effect::Warn(line) => warnings.push(line),
                     Effect::WakeDriver => self.core.shared.wake_pending.store(true, Ordering::SeqCst),
@@ -515,10 +523,12 @@ impl Drop for StateGuard<'_> {
                     Effect::PutHeldReceipt { request_id, receipt, group } => {
                         self.core.put_held_receipt(request_id, receipt, group)
                     }
-                    link => locked.links.apply(link),
+                    link => links.apply(link),
                 }
             }
-            released = locked.links.take_released();
+            if links.has_released() {
+                released = links.take_released();
+            }
         }
         drop(self.guard.take());
         drop(released);

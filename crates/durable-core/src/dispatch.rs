@@ -10,7 +10,7 @@ use crate::request::{body, path_id};
 use crate::respond;
 use crate::routes::{Route, answered, gate, read_now};
 
-/// Answers one request (inside its [`request_span`]).
+/// Answers one request (inside its span, `routes::request_span`).
 pub(crate) async fn route(core: &Core, req: Request) -> Response {
     let gated = gate(core.lock().machine(), &req.method, &req.path, req.caller);
     let response = match gated {

@@ -1,8 +1,9 @@
 //! The program's side of what the state names by number: asks'
 //! awaitables, turns' steer inboxes and stop signals, panes' handlers,
-//! waiters' wake-ups. The state holds only the numbers ([`Link`]) and asks
-//! for changes as [`Effect`]s; the core applies them here before it lets
-//! the state go, under the same lock.
+//! waiters' wake-ups; and the agent-wide handlers, hooks and history
+//! provider. The state holds only the numbers ([`Link`]) and asks for
+//! changes as [`Effect`]s; the core applies them here under the same lock,
+//! and drops the handlers let go of (`released`) once the lock is gone.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -109,6 +110,10 @@ impl Links {
         self.released.push(Box::new(value));
     }
 
+    pub(crate) fn has_released(&self) -> bool {
+        !self.released.is_empty()
+    }
+
     /// The values let go of since the last call.
     pub(crate) fn take_released(&mut self) -> Vec<Box<dyn std::any::Any + Send>> {
         std::mem::take(&mut self.released)
@@ -156,6 +161,7 @@ impl Links {
                 }
             }
             Effect::ForgetHandler(link) => self.forget_handler(link),
+            Effect::ForgetTurn(turn) => self.forget_turn(turn),
             // The core's own, applied by the state guard: no link to touch.
             Effect::Warn(_)
             | Effect::WakeDriver

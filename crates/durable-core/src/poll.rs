@@ -16,7 +16,11 @@ use crate::respond;
 pub(crate) fn hello(m: &Machine, caller: Caller) -> Response {
     // A core served on a socket and over HTTPS at once: each transport says
     // its own check (a request that came with a token is HTTPS).
-    let caller_check = if caller == Caller::Token { crate::CallerCheckMode::Token } else { m.caller_check() };
+    let caller_check = if caller == Caller::Token {
+        crate::data::caller_check::CallerCheckMode::Token
+    } else {
+        m.caller_check()
+    };
     let ready = m.state.is_ready();
     let opts = m.config();
     respond::json(

@@ -246,26 +246,14 @@ pub(crate) fn gate<'p>(
 impl Machine {
     /// Answers a read at once (`GET /hello`, the state, a pane's events, a
     /// refusal), or `None` for one that must wait: the history routes ask
-    /// the program's provider.
+    /// the program's provider (`dispatch.rs` answers those). The caller
+    /// makes the request's span and tells `answered` (not under its lock).
     pub(crate) fn answer_read(&mut self, read: &Read<'_>) -> Option<Response> {
-        self::read(self, read)
+        match gate(self, &Method::Get, read.path, read.caller) {
+            Ok(route) => read_now(self, route, read).map(|answered| answered.unwrap_or_else(|resp| resp)),
+            Err(refused) => Some(refused),
+        }
     }
-}
-
-/// Answers a read at once, or `None` for one that must wait (the history
-/// routes ask the program's provider): [`route`] answers those.
-pub(crate) fn read(m: &mut Machine, read: &Read<'_>) -> Option<Response> {
-    let span = request_span(&Method::Get, read.path);
-    let _in_span = span.enter();
-    let response = match gate(m, &Method::Get, read.path, read.caller) {
-        Ok(route) => read_now(m, route, read).map(|answered| answered.unwrap_or_else(|resp| resp)),
-        Err(refused) => Some(refused),
-    };
-    // `None` goes on to `route`, whose own span says how it ended.
-    if let Some(response) = &response {
-        answered(response);
-    }
-    response
 }
 
 /// The reads answered without waiting: `GET /hello`, the state and a

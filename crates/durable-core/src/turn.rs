@@ -70,7 +70,11 @@ impl Pane {
     pub(crate) fn begin_turn(&self, start: TurnStart) -> Result<Turn, RuleError> {
         let (tx, rx) = mpsc::unbounded_channel();
         let token = self.core().install_turn(self.id_ref(), start.controller.clone(), tx)?;
-        self.working(&start.turn_id)?;
+        if let Err(e) = self.working(&start.turn_id) {
+            // Closed meanwhile: no turn holds the inbox, so nothing else forgets it.
+            self.core().uninstall_turn(self.id_ref(), token);
+            return Err(e);
+        }
         // A root of its own: a turn outlives the request that began it (and
         // its connection), which it only follows from.
         let span = tracing::info_span!(parent: None, "turn", pane = self.id(), turn = start.turn_id.as_str());

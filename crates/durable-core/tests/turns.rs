@@ -163,3 +163,16 @@ async fn a_turn_the_program_starts_hears_steers_and_stop_too_and_a_closed_pane_i
     assert!(err.is_closed(), "{err:?}");
     turn.end(); // ending a turn of a closed pane is a no-op
 }
+
+/// A turn the program replaced (a second `start_turn` on its pane, as the
+/// Pi and ACP adapters do for each prompt) hears no more steers: its
+/// `next_steer()` says `None`, so a steer loop ends and its job with it.
+#[tokio::test]
+async fn a_replaced_turn_hears_the_end_of_its_steers() {
+    let h = Harness::new();
+    let pane = h.pane();
+    let mut first = pane.start_turn("first").unwrap();
+    let _second = pane.start_turn("second").unwrap();
+    let heard = tokio::time::timeout(std::time::Duration::from_secs(10), first.next_steer()).await;
+    assert_eq!(heard, Ok(None), "the replaced turn still waits for steers");
+}

@@ -1,7 +1,8 @@
-//! The protocol machine: the state and what the transports set (the caller
-//! check, whether asks may offer allow-always), changed only through
+//! The protocol machine: the state, what the transports set (the caller
+//! check, whether asks may offer allow-always) and where the agent stands
+//! (ready once, stopping), changed only through
 //! `&mut self`, with what it needs done outside handed out as
-//! [`Effect`](crate::state::Effect)s, in order.
+//! [`Effect`]s, in order.
 //!
 //! Today the machine answers the reads (`GET /hello`, the state poll, a
 //! pane's events) and the capability gate, and keeps the rules of the

@@ -26,6 +26,9 @@ pub(crate) enum Effect {
     ForgetStop(Link),
     /// Hand a steer's text to a running turn.
     Steer { turn: Link, text: String },
+    /// A turn is no longer its pane's current one (another replaced it):
+    /// its steer inbox ends, so its `next_steer()` says `None`.
+    ForgetTurn(Link),
     /// A pane's handler was replaced or its pane is forgotten.
     ForgetHandler(Link),
     /// A line for the program's warn sink.

@@ -12,7 +12,8 @@
 //! belongs to the program's side (an ask's awaitable, a turn's steer inbox
 //! and stop signal, a pane's handlers, a waiter's wake-up) is named here by
 //! a [`Link`] number, and what the state wants done with one comes out as
-//! an [`Effect`] that the core applies before it lets the state go.
+//! an [`Effect`] that the core applies as it lets the state go (under its
+//! lock, but for the warn lines and the handlers let go of, after it).
 
 mod asks;
 mod effects;
@@ -148,9 +149,10 @@ impl State {
         self.effects.push(effect);
     }
 
-    /// What was asked for since the last call, oldest first.
-    pub(crate) fn take_effects(&mut self) -> Vec<Effect> {
-        std::mem::take(&mut self.effects)
+    /// What was asked for since the last call, oldest first (the queue
+    /// keeps its room for the next ones).
+    pub(crate) fn drain_effects(&mut self) -> std::vec::Drain<'_, Effect> {
+        self.effects.drain(..)
     }
 
     /// The full state answer kept for `seq`, if it is the current one.

@@ -230,7 +230,7 @@ impl PaneData {
     fn links(&self) -> impl Iterator<Item = Effect> {
         let handlers =
             [self.takers.chat, self.takers.actions].into_iter().flatten().map(Effect::ForgetHandler);
-        handlers.chain(self.stop_armed.map(Effect::ForgetStop))
+        handlers.chain(self.stop_armed.map(Effect::ForgetStop)).chain(self.turn.map(Effect::ForgetTurn))
     }
 
     pub(crate) fn has_action(&self, id: &Id) -> bool {
@@ -651,9 +651,8 @@ impl State {
         if !self.arm_turn_stop(pane, stop) {
             return false;
         }
-        if let Some(p) = self.panes.get_mut(pane) {
-            p.turn = Some(turn);
-        }
+        let replaced = self.panes.get_mut(pane).and_then(|p| p.turn.replace(turn));
+        self.effects.extend(replaced.map(Effect::ForgetTurn));
         true
     }
 
