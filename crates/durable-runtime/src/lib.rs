@@ -9,7 +9,7 @@
 //! future. The transports and the adapters take their paths from here once
 //! they move; an agent's author depends on `durable-sdk`.
 //!
-//! With the `test-util` feature, [`test_util`] is the test support the
+//! With the `test-util` feature, `test_util` is the test support the
 //! core's and the SDK's tests share.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
