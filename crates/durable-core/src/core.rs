@@ -385,7 +385,7 @@ impl Core {
         }
         st.links().forget_stop(stop);
         st.links().forget_turn(turn);
-        Err(durable_types::RuleError::closed("pane", format!("pane {pane} is closed")))
+        Err(crate::layout::closed_pane(pane))
     }
 
     /// Forgets the pane's current turn if it is this one; says whether it was.
@@ -468,11 +468,15 @@ pub(crate) struct StateGuard<'a> {
 impl StateGuard<'_> {
     /// The protocol machine.
     pub(crate) fn machine(&self) -> &Machine {
-        &self.guard.as_deref().unwrap_or_else(|| unreachable!("the guard is held until drop")).machine
+        &self.locked_ref().machine
     }
 
     pub(crate) fn machine_mut(&mut self) -> &mut Machine {
         &mut self.locked().machine
+    }
+
+    fn locked_ref(&self) -> &Locked {
+        self.guard.as_deref().unwrap_or_else(|| unreachable!("the guard is held until drop"))
     }
 
     fn locked(&mut self) -> &mut Locked {
@@ -486,7 +490,7 @@ impl StateGuard<'_> {
 
     /// The program's side, read.
     pub(crate) fn links_ref(&self) -> &crate::links::Links {
-        &self.guard.as_deref().unwrap_or_else(|| unreachable!("the guard is held until drop")).links
+        &self.locked_ref().links
     }
 }
 

@@ -72,7 +72,8 @@ impl PaneOptions {
     }
 }
 
-fn closed_pane(pane: &Id) -> RuleError {
+/// The error of a call on a pane that is closed (or was never open).
+pub(crate) fn closed_pane(pane: &Id) -> RuleError {
     RuleError::closed("pane", format!("pane {pane} is closed"))
 }
 

@@ -22,7 +22,7 @@ pub(crate) fn hello(m: &Machine, caller: Caller) -> Response {
         m.caller_check()
     };
     let ready = m.state.is_ready();
-    let opts = m.config();
+    let opts = &m.config;
     respond::json(
         200,
         &HelloResponse {

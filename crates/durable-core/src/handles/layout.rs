@@ -9,7 +9,7 @@ use durable_types::{Answer, AskSpec, Id, Item, PaneState, RuleError, ScopeId};
 use crate::core::Core;
 use crate::handlers::{ActionHandler, ChatHandler};
 use crate::handles::asks::AskHandle;
-use crate::layout::PaneOptions;
+use crate::layout::{PaneOptions, closed_pane};
 use crate::signal::AbortSignal;
 use crate::state::TabKey;
 
@@ -173,10 +173,6 @@ impl Pane {
         self.core.lock().is_open(&self.id)
     }
 
-    fn closed_err(&self) -> RuleError {
-        RuleError::closed("pane", format!("pane {} is closed", self.id))
-    }
-
     /// Writes an item: a new id is added at the end of the view, a known id
     /// replaces the earlier item in place. Text is sanitized and cut to its
     /// kind's limit; a bad `lang`, `href`, `badge` or `progress` is an `Err`.
@@ -225,7 +221,7 @@ impl Pane {
     pub fn rename(&self, title_text: &str) -> Result<(), RuleError> {
         let now = self.core.now();
         let renamed = self.core.lock().machine_mut().rename_pane(&self.id, title_text, now)?;
-        renamed.then_some(()).ok_or_else(|| self.closed_err())
+        renamed.then_some(()).ok_or_else(|| closed_pane(&self.id))
     }
 
     /// Closes the pane: its open asks close as aborted, and it moves to the
@@ -250,7 +246,7 @@ impl Pane {
             return Ok(());
         }
         st.links().forget_handler(link);
-        Err(self.closed_err())
+        Err(closed_pane(&self.id))
     }
 
     /// Sets what runs when the phone presses one of this pane's action
@@ -268,7 +264,7 @@ impl Pane {
             return Ok(());
         }
         st.links().forget_handler(link);
-        Err(self.closed_err())
+        Err(closed_pane(&self.id))
     }
 
     /// Raises an ask at once and returns its awaitable. The id is

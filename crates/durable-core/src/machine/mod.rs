@@ -67,10 +67,6 @@ impl Machine {
         }
     }
 
-    pub(crate) fn config(&self) -> &MachineConfig {
-        &self.config
-    }
-
     /// The capabilities: the declared ones, or what the program registered
     /// (§4: asks always; send, steer and abort with a chat handler; actions
     /// and abort with an action handler; the layout hooks; starters with a
