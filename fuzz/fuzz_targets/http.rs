@@ -21,12 +21,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arbitrary::Arbitrary;
-use durable_core::types::exchange::Caller;
 use durable_fuzz::agent::{self, Agent, Setup, TokioClock};
 use durable_fuzz::wire::{Pool, Req};
 use durable_http::{
     CallerSource, CancellationToken, DRAIN_MAX, Limits, TaskTracker, serve_connection, spawn_driver,
 };
+use durable_runtime::types::exchange::Caller;
 use libfuzzer_sys::fuzz_target;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

@@ -16,12 +16,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arbitrary::Arbitrary;
-use durable_core::ManualClock;
-use durable_core::types::Timestamp;
 use durable_fuzz::agent::{self, Setup, T0};
 use durable_fuzz::check;
 use durable_fuzz::exec::Driver;
 use durable_fuzz::wire::{BodySel, CallerSel, MethodSel, PathSel, Pool, QKey, QVal, Req};
+use durable_runtime::ManualClock;
+use durable_runtime::types::Timestamp;
 use libfuzzer_sys::fuzz_target;
 
 /// The most steps of one input.
@@ -90,7 +90,7 @@ impl Session {
                     }
                 }
                 Step::Advance(ms) => self.driver.advance(u64::from(*ms)),
-                Step::Later => self.driver.advance(durable_core::types::HOLD_MS + 1),
+                Step::Later => self.driver.advance(durable_runtime::types::HOLD_MS + 1),
                 Step::Program(what) => program(&self.agent.core, *what),
             }
         }
@@ -164,21 +164,21 @@ fuzz_target!(|data: &[u8]| {
 });
 
 /// What the program does meanwhile: closes a pane, raises an ask, writes.
-fn program(core: &durable_core::Core, what: u8) {
+fn program(core: &durable_runtime::Core, what: u8) {
     let pane = if what & 1 == 0 { "ticket-1" } else { "ticket-2" };
     let Some(p) = core.pane(pane) else { return };
     match what >> 1 & 3 {
         0 => p.close(),
         1 => {
-            let spec = durable_core::types::AskSpec::text(format!("prog-{what}"), "More?");
+            let spec = durable_runtime::types::AskSpec::text(format!("prog-{what}"), "More?");
             let _ = p.ask(spec);
         }
         2 => {
-            let _ = p.write(durable_core::types::Item::partial_reply("p", format!("{what}")).expect("id"));
+            let _ = p.write(durable_runtime::types::Item::partial_reply("p", format!("{what}")).expect("id"));
         }
         _ => {
             for id in p.open_asks() {
-                let _ = p.decide(&id, durable_core::types::Answer::option("no"));
+                let _ = p.decide(&id, durable_runtime::types::Answer::option("no"));
             }
         }
     }

@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
-use durable_core::types::{
+use durable_runtime::types::{
     AskOption, AskSpec, Caps, Cursor, FieldType, FormField, HistoryRow, Id, Item, Timestamp,
 };
-use durable_core::{
+use durable_runtime::{
     ActionHandler, ActionRequest, AskHandle, ChatHandler, Clock, CloseRequest, Core, CoreOptions,
     HandlerResult, HistoryError, HistoryProvider, Hooks, ItemsPage, PaneOptions, Refusal, RenameRequest,
     Reopen, ReopenRequest, RowsPage, SendRequest, Started, StarterRequest, SteerRequest, StopRequest, Turn,
@@ -113,8 +113,8 @@ pub fn build(setup: Setup, clock: Arc<dyn Clock>) -> Agent {
 /// The ask ids the agent raised at setup.
 pub fn ask_ids() -> [String; 2] {
     [
-        durable_core::types::ask_id_for("ticket-1", "call-1"),
-        durable_core::types::ask_id_for("ticket-2", "call-2"),
+        durable_runtime::types::ask_id_for("ticket-1", "call-1"),
+        durable_runtime::types::ask_id_for("ticket-2", "call-2"),
     ]
 }
 

@@ -5,8 +5,8 @@
 
 use std::collections::HashMap;
 
-use durable_core::types::ErrorCode;
-use durable_core::types::exchange::{Caller, Request, Response};
+use durable_runtime::types::ErrorCode;
+use durable_runtime::types::exchange::{Caller, Request, Response};
 use serde_json::Value;
 
 /// The statuses the core may answer with, but for `5xx`.

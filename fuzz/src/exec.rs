@@ -6,8 +6,8 @@ use std::future::Future;
 use std::pin::{Pin, pin};
 use std::task::{Context, Poll, Waker};
 
-use durable_core::types::{BUSY_MS, Timestamp};
-use durable_core::{Clock, Core, Job, ManualClock};
+use durable_runtime::types::{BUSY_MS, Timestamp};
+use durable_runtime::{Clock, Core, Job, ManualClock};
 
 /// Rounds of polling before the clock is moved past the `busy` wait.
 const ROUNDS_BEFORE_BUSY: usize = 16;

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use arbitrary::Arbitrary;
 use bytes::Bytes;
-use durable_core::types::exchange::{Body, Caller, Method, Request};
+use durable_runtime::types::exchange::{Body, Caller, Method, Request};
 use serde_json::{Map, Value, json};
 
 use crate::agent::{KNOWN, ask_ids};

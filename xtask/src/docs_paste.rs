@@ -1,7 +1,7 @@
 //! Docs an author can paste: every code example in the doc comments of the
 //! published crates names only `durable_sdk`, the one crate an agent depends
 //! on. Rustdoc shows an item re-exported by durable-sdk with its own docs, so
-//! an example on `durable_core::ChatHandler` is read on
+//! an example on `durable_runtime::ChatHandler` is read on
 //! `durable_sdk::handlers::ChatHandler`'s page: it must say
 //! `durable_sdk::handlers::ChatHandler` (the inner crates have durable-sdk as
 //! a path-only dev-dependency, so the example still runs as their doctest).

@@ -1,5 +1,7 @@
-//! Tidy checks as tests (rust-analyzer style): the sans-IO core names no IO, its
-//! dependency tree holds no tokio runtime/IO feature, the crates a Windows
+//! Tidy checks as tests (rust-analyzer style): the sans-IO core names no IO
+//! and is a machine of plain data (no lock, channel, future or tokio, in its
+//! sources or its dependency tree; the runtime's tree holds no tokio
+//! runtime or IO feature), the crates a Windows
 //! agent uses pull no Unix-only crate, and no tracked file leans on a contract
 //! outside the repository (`docs/wire.md` is the contract).
 
@@ -22,8 +24,7 @@ const FORBIDDEN_IN_CORE: [&str; 8] = [
 ];
 
 /// Names that mean a lock, an atomic, a channel, a future, a thread or a
-/// runtime: what durable-core's machine modules (`CORE_PLAIN_MODULES`
-/// today, the whole crate once it is a machine) must not contain, comments
+/// runtime: what durable-core, the machine, must not contain, comments
 /// included. `Arc` is fine: immutable sharing.
 const FORBIDDEN_IN_MACHINE: [&str; 30] = [
     "dyn Future",
@@ -58,14 +59,14 @@ const FORBIDDEN_IN_MACHINE: [&str; 30] = [
     "static mut",
 ];
 
-/// The modules of durable-core that make up its machine already (plain
-/// data, the state, the reads and the gate, the layout's and the asks'
-/// rules), and the modules of the crate
-/// each may use: none that runs the program's side (handles, handlers,
-/// stores, jobs). The list grows as issue #41's steps land.
+/// durable-core's top-level modules, each with the modules of the crate it
+/// may use: the layers of the machine, so that they form no cycle (the
+/// rules — `asks`, `layout`, `machine`, `poll`, `routes` — use the plain
+/// data and one another; the plain data uses only plain data). A module
+/// not listed fails the check, so a new one says where it stands.
 const MACHINE: &[&str] =
     &["asks", "data", "layout", "machine", "poll", "request", "respond", "routes", "state", "timers"];
-const CORE_PLAIN_MODULES: [(&str, &[&str]); 10] = [
+const CORE_MODULES: [(&str, &[&str]); 11] = [
     ("asks", MACHINE),
     ("layout", MACHINE),
     ("data", &["data"]),
@@ -76,7 +77,19 @@ const CORE_PLAIN_MODULES: [(&str, &[&str]); 10] = [
     ("machine", MACHINE),
     ("routes", MACHINE),
     ("poll", MACHINE),
+    ("cadence", &[]),
 ];
+
+/// Crates that mean a runtime, a lock or a channel (by name or by the
+/// start of their name): none may be in durable-core's normal dependency
+/// tree.
+const FORBIDDEN_IN_CORE_TREE: [&str; 8] =
+    ["tokio", "futures", "async-", "crossbeam", "parking_lot", "flume", "event-listener", "smol"];
+
+/// The crates of a tree that [`FORBIDDEN_IN_CORE_TREE`] names.
+fn runtime_crates(names: &BTreeSet<String>) -> Vec<String> {
+    names.iter().filter(|n| FORBIDDEN_IN_CORE_TREE.iter().any(|f| n.starts_with(f))).cloned().collect()
+}
 
 /// tokio features that mean a runtime, sockets, timers or files.
 const FORBIDDEN_TOKIO_FEATURES: [&str; 5] = ["rt", "rt-multi-thread", "net", "time", "fs"];
@@ -221,16 +234,38 @@ fn core_module_files(module: &str) -> Vec<(String, String)> {
 }
 
 #[test]
-fn core_machine_modules_are_plain_data() {
-    for (module, may_use) in CORE_PLAIN_MODULES {
-        let files = core_module_files(module);
-        let hits = names_in(&files, &FORBIDDEN_IN_MACHINE);
-        assert!(hits.is_empty(), "durable-core's {module} holds more than plain data:\n{}", hits.join("\n"));
-        for (file, text) in &files {
+fn core_is_a_machine_of_plain_data() {
+    let root = project_root();
+    let src = root.join("crates/durable-core/src");
+    let mut paths = Vec::new();
+    rust_files(&src, &mut paths);
+    let files: Vec<(String, String)> = paths
+        .iter()
+        .map(|p| (p.strip_prefix(&root).unwrap().display().to_string(), std::fs::read_to_string(p).unwrap()))
+        .collect();
+    assert!(files.len() > 10, "durable-core's sources: {}", files.len());
+    let hits = names_in(&files, &FORBIDDEN_IN_MACHINE);
+    assert!(
+        hits.is_empty(),
+        "durable-core holds more than plain data (comments count too):\n{}",
+        hits.join("\n")
+    );
+    // Every top-level module is listed, and uses only what its layer may.
+    for path in &paths {
+        let inside = path.strip_prefix(&src).unwrap();
+        let first = inside.components().next().unwrap().as_os_str().to_string_lossy().into_owned();
+        let module = first.trim_end_matches(".rs");
+        assert!(
+            module == "lib" || CORE_MODULES.iter().any(|(m, _)| *m == module),
+            "durable-core's module {module} is not in tidy's CORE_MODULES: say which modules it may use"
+        );
+    }
+    for (module, may_use) in CORE_MODULES {
+        for (file, text) in &core_module_files(module) {
             for used in crate_modules_named(text, is_top_level_module_file(file)) {
                 assert!(
                     may_use.contains(&used.as_str()),
-                    "{file} uses crate::{used}: {module} may use only {may_use:?} (it would join the crate's cycle)"
+                    "{file} uses crate::{used}: {module} may use only {may_use:?} (it would make a cycle)"
                 );
             }
         }
@@ -271,8 +306,8 @@ fn find_cycle(edges: &std::collections::BTreeMap<String, BTreeSet<String>>) -> O
 }
 
 #[test]
-fn core_machine_modules_form_no_cycle() {
-    let edges = CORE_PLAIN_MODULES
+fn core_modules_form_no_cycle() {
+    let edges = CORE_MODULES
         .iter()
         .map(|(module, _)| {
             let used = core_module_files(module)
@@ -283,7 +318,7 @@ fn core_machine_modules_form_no_cycle() {
         })
         .collect();
     if let Some(cycle) = find_cycle(&edges) {
-        panic!("durable-core's machine modules use each other in a circle: {}", cycle.join(" → "));
+        panic!("durable-core's modules use each other in a circle: {}", cycle.join(" → "));
     }
 }
 
@@ -373,13 +408,29 @@ fn crate_names(tree: &str) -> BTreeSet<String> {
 }
 
 #[test]
-fn core_dependency_tree_has_no_tokio_runtime_or_io() {
-    let tree = cargo(&["tree", "-p", "durable-core", "-e", "normal,features"]);
+fn core_dependency_tree_has_no_runtime_lock_or_channel() {
+    let tree = cargo(&["tree", "-p", "durable-core", "-e", "normal"]);
+    let names = crate_names(&tree);
+    assert!(names.contains("durable-types"), "cargo tree of durable-core:\n{tree}");
+    let bad = runtime_crates(&names);
+    assert!(bad.is_empty(), "durable-core's dependency tree holds {bad:?}:\n{tree}");
+    // durable-runtime's may hold tokio, but never its runtime, sockets,
+    // timers or files: the driver (a transport) brings those.
+    let tree = cargo(&["tree", "-p", "durable-runtime", "-e", "normal,features"]);
     let bad: Vec<String> = tokio_features(&tree)
         .into_iter()
         .filter(|f| FORBIDDEN_TOKIO_FEATURES.contains(&f.as_str()))
         .collect();
-    assert!(bad.is_empty(), "durable-core's tree enables tokio features {bad:?}");
+    assert!(bad.is_empty(), "durable-runtime's tree enables tokio features {bad:?}");
+}
+
+#[test]
+fn runtime_crates_are_found_by_name_or_prefix() {
+    let names: BTreeSet<String> = ["serde", "tokio-util", "futures-core", "async-channel", "bytes"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(runtime_crates(&names), ["async-channel", "futures-core", "tokio-util"]);
 }
 
 #[test]

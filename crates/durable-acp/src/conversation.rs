@@ -12,7 +12,7 @@ use agent_client_protocol::v1::schema::{
     ElicitationMode, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
     RequestPermissionResponse, SelectedPermissionOutcome, SessionUpdate, StopReason,
 };
-use durable_core::{
+use durable_runtime::{
     AbortController, ActionHandler, ActionRequest, ChatHandler, HandlerResult, KeptAsk, Pane, Refusal, Turn,
 };
 use durable_types::{AskKind, AskOption, AskSpec, Id, Item, ItemBody, NoticeTone, OptionStyle, ToolInfo};
@@ -780,7 +780,7 @@ impl Conversation {
         self.touch();
         if let Some(request) = turn.request_id() {
             let item = Item::new(
-                durable_core::user_item_id(request),
+                durable_runtime::user_item_id(request),
                 ItemBody::User { text: text.clone(), request_id: Some(request.clone()) },
             );
             // The SDK wrote it on the pane; the record keeps it too.

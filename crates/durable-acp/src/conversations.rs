@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use durable_core::{CloseRequest, Hooks, RenameRequest, Reopen, ReopenRequest, Started, StarterRequest};
-use durable_core::{HandlerResult, KeptAsk, Pane, PaneOptions, Refusal, Tab};
+use durable_runtime::{CloseRequest, Hooks, RenameRequest, Reopen, ReopenRequest, Started, StarterRequest};
+use durable_runtime::{HandlerResult, KeptAsk, Pane, PaneOptions, Refusal, Tab};
 use durable_types::Target;
 
 use crate::conversation::{Conversation, Pool, Shared};

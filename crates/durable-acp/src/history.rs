@@ -12,7 +12,7 @@
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use durable_core::{HistoryError, HistoryProvider, ItemsPage, RowsPage, Tab};
+use durable_runtime::{HistoryError, HistoryProvider, ItemsPage, RowsPage, Tab};
 use durable_types::{Cursor, HistoryRow, Item, Timestamp};
 
 use crate::AcpConversations;

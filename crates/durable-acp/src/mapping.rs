@@ -30,7 +30,7 @@ use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, NoticeSeverity, Plan, PlanEntryStatus, SessionUpdate, ToolCall,
     ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolKind,
 };
-use durable_core::ItemCadence;
+use durable_runtime::ItemCadence;
 use durable_types::item_limits;
 use durable_types::{Id, Item, ItemBody, NoticeTone, ToolInfo, ToolStatus, arguments_view, call_summary};
 use serde_json::Value;

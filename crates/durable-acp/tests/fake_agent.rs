@@ -14,10 +14,10 @@ use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
 
 use durable_acp::{AcpConversations, AcpOptions, AcpOptionsBuilder, AgentCommand, call_id_for, pane_id_for};
-use durable_core::types::ask_id_for;
-use durable_core::types::exchange::{Caller, Request};
-use durable_core::{Core, CoreOptions, ReceiptStore, create_core};
 use durable_http::{CancellationToken, SystemClock, random_epoch, spawn_driver};
+use durable_runtime::types::ask_id_for;
+use durable_runtime::types::exchange::{Caller, Request};
+use durable_runtime::{Core, CoreOptions, ReceiptStore, create_core};
 use durable_sdk::stores::SqliteReceiptStore;
 use serde_json::{Value, json};
 
@@ -498,7 +498,7 @@ async fn hostile() {
     assert!(pane_id.starts_with("acp-"), "a session id with a `/` is mapped: {pane_id}");
     let ask =
         eventually("the card", || async { get(&core, "/v1/state").await["asks"].get(0).cloned() }).await;
-    assert_eq!(ask["id"], durable_core::types::ask_id_for(&pane_id, &durable_acp::call_id_for("call/1")));
+    assert_eq!(ask["id"], durable_runtime::types::ask_id_for(&pane_id, &durable_acp::call_id_for("call/1")));
     assert_eq!(ask["title"], "rm -rf build");
     let options: Vec<(&str, &str)> = ask["options"]
         .as_array()

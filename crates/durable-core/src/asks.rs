@@ -2,7 +2,7 @@
 //! (its event, its notice, the decision handed to its awaitable), answers
 //! held for an ask not raised yet and applied when it is (§7.1), expiry,
 //! and a decision of the program's own. The awaitable and
-//! `require_approval` are the handles' (`handles/asks.rs`).
+//! `require_approval` are durable-runtime's (its `handles/asks.rs`).
 //!
 //! `tracing` events "ask raised" and "ask decided" and the `ask` span come
 //! from here, under `durable_core::asks`.
@@ -24,19 +24,20 @@ use crate::state::{Effect, Hold, Link};
 use crate::timers::Timer;
 
 /// An ask the machine raised.
-pub(crate) struct Raised {
+#[derive(Debug)]
+pub struct Raised {
     /// Its id (`ask_id_for(pane, tool_call_id)`).
-    pub(crate) id: String,
+    pub id: String,
     /// Its `tracing` span.
-    pub(crate) span: tracing::Span,
+    pub span: tracing::Span,
     /// Whether it is still open (a held answer or its expiry may close it
     /// as it is raised).
-    pub(crate) open: bool,
+    pub open: bool,
 }
 
 /// The `200 answered` response (its body is also the answer's receipt),
 /// written straight from borrowed fields.
-pub(crate) fn answered(ask_id: &str, decided_at: Timestamp, request_id: &Id) -> Response {
+pub fn answered(ask_id: &str, decided_at: Timestamp, request_id: &Id) -> Response {
     #[derive(Serialize)]
     #[serde(rename_all = "camelCase")]
     struct Answered<'a> {
@@ -85,7 +86,7 @@ fn check_fit(ask: &Ask, body: &AnswerBody, confirm_always: bool) -> Result<Answe
     Ok(answer)
 }
 
-pub(crate) fn held_response(ask_id: &str, request_id: &Id) -> Response {
+pub fn held_response(ask_id: &str, request_id: &Id) -> Response {
     respond::json(
         202,
         &json!({"ok": true, "result": "held", "askId": ask_id, "requestId": request_id, "replayed": false}),
@@ -108,7 +109,7 @@ fn answer_body(a: &Answer) -> AnswerBody {
 impl Machine {
     /// Raises an ask on a pane: `link` names its awaitable. An answer held
     /// for it applies now; an expiry already past closes it by timeout.
-    pub(crate) fn raise_ask(
+    pub fn raise_ask(
         &mut self,
         pane: &Id,
         spec: AskSpec,
@@ -192,7 +193,7 @@ impl Machine {
     /// Closes an open ask (the state writes its `ask-closed` event and
     /// notice) and hands the decision to its awaitable. `answer` is `Some`
     /// for an answer (phone or program), `None` for a timeout or an abort.
-    pub(crate) fn close_ask(
+    pub fn close_ask(
         &mut self,
         id: &str,
         by: DecidedBy,
@@ -218,27 +219,27 @@ impl Machine {
     }
 
     /// Closes every open ask of a pane as aborted by the program.
-    pub(crate) fn abort_asks_of(&mut self, pane: &Id, now: Timestamp) {
+    pub fn abort_asks_of(&mut self, pane: &Id, now: Timestamp) {
         for id in self.state.open_asks_of(pane) {
             self.close_ask(&id, DecidedBy::Program, Outcome::Aborted, None, now);
         }
     }
 
     /// An ask's abort signal fired.
-    pub(crate) fn abort_ask(&mut self, id: &str, now: Timestamp) {
+    pub fn abort_ask(&mut self, id: &str, now: Timestamp) {
         self.close_ask(id, DecidedBy::Program, Outcome::Aborted, None, now);
     }
 
     /// An open ask past its `expiresAt` closes by timeout now, whether or not
     /// the driver has ticked: an answer that arrives late must not win.
-    pub(crate) fn close_if_expired(&mut self, id: &str, now: Timestamp) {
+    pub fn close_if_expired(&mut self, id: &str, now: Timestamp) {
         if self.state.ask(id).and_then(|a| a.expires_at).is_some_and(|at| at <= now) {
             self.close_ask(id, DecidedBy::Timeout, Outcome::Timeout, None, now);
         }
     }
 
     /// The program answers an ask itself (another channel answered).
-    pub(crate) fn decide_by_program(
+    pub fn decide_by_program(
         &mut self,
         pane: &Id,
         ask_id: &str,
@@ -261,7 +262,7 @@ impl Machine {
 impl Machine {
     /// Steps 3–7 of an answer from the phone, and the decision itself: the
     /// response, and the receipt group when it is to be stored.
-    pub(crate) fn answer_ask(
+    pub fn answer_ask(
         &mut self,
         ask_id: &Id,
         req: AnswerRequest,

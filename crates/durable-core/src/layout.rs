@@ -1,7 +1,7 @@
 //! The layout, the machine's side: workspaces, tabs and panes opened,
 //! renamed and closed, what a pane shows (items, state, actions), and the
 //! starters, each checked to the rules. The handles that call these are
-//! the program's (`handles/layout.rs`).
+//! the program's, in durable-runtime (its `handles/layout.rs`).
 
 use std::path::Path;
 
@@ -40,7 +40,7 @@ pub struct PaneOptions {
 }
 
 impl PaneOptions {
-    /// A pane titled `title` (cut to 256 bytes). [`Tab::pane`](crate::Tab::pane)
+    /// A pane titled `title` (cut to 256 bytes). `Tab::pane`
     /// refuses a title that is empty once cleaned (the title rule).
     pub fn new(title: impl Into<String>) -> Self {
         PaneOptions { title: title.into(), harness: String::new(), cwd: None, session_id: SessionId::Unset }
@@ -73,13 +73,13 @@ impl PaneOptions {
 }
 
 /// The error of a call on a pane that is closed (or was never open).
-pub(crate) fn closed_pane(pane: &Id) -> RuleError {
+pub fn closed_pane(pane: &Id) -> RuleError {
     RuleError::closed("pane", format!("pane {pane} is closed"))
 }
 
 impl Machine {
     /// The workspace with this id, created with `title` if it does not exist.
-    pub(crate) fn add_workspace(&mut self, id: &str, title_text: &str) -> Result<ScopeId, RuleError> {
+    pub fn add_workspace(&mut self, id: &str, title_text: &str) -> Result<ScopeId, RuleError> {
         let id = ScopeId::named("workspace id", id)?;
         let title = title(title_text, || format!("workspace {}", quoted(id.as_str())))?;
         self.state.add_workspace(id.clone(), title);
@@ -87,7 +87,7 @@ impl Machine {
     }
 
     /// Adds (or relabels) a starter.
-    pub(crate) fn add_starter(&mut self, id: &str, label: &str) -> Result<(), RuleError> {
+    pub fn add_starter(&mut self, id: &str, label: &str) -> Result<(), RuleError> {
         let id = Id::named("starter id", id)?;
         let label = title_field(label, "label", || format!("starter {}", quoted(id.as_str())))?;
         self.state.set_starter(id, label);
@@ -96,7 +96,7 @@ impl Machine {
 
     /// The tab with this id in a workspace, created with `title` if it does
     /// not exist.
-    pub(crate) fn add_tab(&mut self, ws: &ScopeId, id: &str, title_text: &str) -> Result<TabKey, RuleError> {
+    pub fn add_tab(&mut self, ws: &ScopeId, id: &str, title_text: &str) -> Result<TabKey, RuleError> {
         let tab = ScopeId::named("tab id", id)?;
         let key = TabKey { ws: ws.clone(), tab };
         let title = title(title_text, || format!("tab {}", quoted(&key.wire())))?;
@@ -106,7 +106,7 @@ impl Machine {
         Ok(key)
     }
 
-    pub(crate) fn rename_workspace(&mut self, ws: &ScopeId, title_text: &str) -> Result<(), RuleError> {
+    pub fn rename_workspace(&mut self, ws: &ScopeId, title_text: &str) -> Result<(), RuleError> {
         let title = title(title_text, || format!("workspace {}", quoted(ws.as_str())))?;
         if !self.state.rename_workspace(ws, title) {
             return Err(RuleError::closed("workspace", format!("workspace {ws} is closed")));
@@ -114,7 +114,7 @@ impl Machine {
         Ok(())
     }
 
-    pub(crate) fn rename_tab(&mut self, key: &TabKey, title_text: &str) -> Result<(), RuleError> {
+    pub fn rename_tab(&mut self, key: &TabKey, title_text: &str) -> Result<(), RuleError> {
         let title = title(title_text, || format!("tab {}", quoted(&key.wire())))?;
         if !self.state.rename_tab(key, title) {
             return Err(RuleError::closed("tab", format!("tab {} is closed", key.wire())));
@@ -124,7 +124,7 @@ impl Machine {
 
     /// The pane with this id: the open one, else a new pane in the tab.
     /// The ids and the title are checked whether or not it is open.
-    pub(crate) fn add_pane(&mut self, key: &TabKey, id: &str, options: PaneOptions) -> Result<Id, RuleError> {
+    pub fn add_pane(&mut self, key: &TabKey, id: &str, options: PaneOptions) -> Result<Id, RuleError> {
         let id = Id::named("pane id", id)?;
         if let SessionId::Named(s) = &options.session_id {
             Id::named("session id", s.as_str())?;
@@ -147,7 +147,7 @@ impl Machine {
 
     /// Removes a pane from the layout (closing its asks as aborted) and keeps
     /// it in the closed list. Returns whether it was open.
-    pub(crate) fn close_pane(&mut self, pane: &Id, now: Timestamp) -> bool {
+    pub fn close_pane(&mut self, pane: &Id, now: Timestamp) -> bool {
         self.abort_asks_of(pane, now);
         if !self.state.close_pane(pane) {
             return false;
@@ -157,12 +157,12 @@ impl Machine {
     }
 
     /// Puts back a pane this process closed. Returns whether it could.
-    pub(crate) fn restore_pane(&mut self, pane: &Id, now: Timestamp) -> bool {
+    pub fn restore_pane(&mut self, pane: &Id, now: Timestamp) -> bool {
         self.state.restore_pane(pane, now)
     }
 
     /// Closes a tab and its panes. Returns whether it was open.
-    pub(crate) fn close_tab(&mut self, key: &TabKey, now: Timestamp) -> bool {
+    pub fn close_tab(&mut self, key: &TabKey, now: Timestamp) -> bool {
         let Some(panes) = self.state.tab_panes(key) else { return false };
         for p in panes {
             self.close_pane(&p, now);
@@ -172,7 +172,7 @@ impl Machine {
     }
 
     /// Closes a workspace and everything in it. Returns whether it was open.
-    pub(crate) fn close_workspace(&mut self, ws: &ScopeId, now: Timestamp) -> bool {
+    pub fn close_workspace(&mut self, ws: &ScopeId, now: Timestamp) -> bool {
         let Some(tabs) = self.state.workspace_tabs(ws) else { return false };
         for tab in tabs {
             self.close_tab(&TabKey { ws: ws.clone(), tab }, now);
@@ -182,7 +182,7 @@ impl Machine {
     }
 
     /// Writes an item (sanitized by the caller) into an open pane.
-    pub(crate) fn write_item(&mut self, pane: &Id, item: Item, now: Timestamp) -> Result<(), RuleError> {
+    pub fn write_item(&mut self, pane: &Id, item: Item, now: Timestamp) -> Result<(), RuleError> {
         if !self.state.is_open(pane) {
             return Err(closed_pane(pane));
         }
@@ -192,7 +192,7 @@ impl Machine {
 
     /// Sets a pane's state and turn. Going idle finalizes items still
     /// marked partial, with one warn line.
-    pub(crate) fn set_pane_state(
+    pub fn set_pane_state(
         &mut self,
         pane: &Id,
         state: PaneState,
@@ -212,7 +212,7 @@ impl Machine {
     }
 
     /// Adds or replaces an action button of an open pane.
-    pub(crate) fn set_action(
+    pub fn set_action(
         &mut self,
         pane: &Id,
         id: &str,
@@ -229,12 +229,7 @@ impl Machine {
 
     /// Renames a pane: `Ok(false)` when it is not open, an `Err` when the
     /// title is empty once cleaned (the title rule).
-    pub(crate) fn rename_pane(
-        &mut self,
-        pane: &Id,
-        title_text: &str,
-        now: Timestamp,
-    ) -> Result<bool, RuleError> {
+    pub fn rename_pane(&mut self, pane: &Id, title_text: &str, now: Timestamp) -> Result<bool, RuleError> {
         let title = title(title_text, || format!("pane {}", quoted(pane.as_str())))?;
         Ok(self.state.rename_pane(pane, title, now))
     }

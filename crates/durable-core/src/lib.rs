@@ -1,109 +1,72 @@
-//! The transport-free protocol core of a durable agent: the Rust form of the
-//! seed's `createCore`.
+//! The protocol machine of a durable agent (Collie's durable wire v1):
+//! plain data changed through `&mut self`, with no IO, no lock, no channel,
+//! no future and no async runtime.
 //!
 //! # The contract of this crate
 //!
-//! The core is deterministic and does no IO: no sockets, no files, no
-//! spawning, no sleeping, no reading of the clock or of a random source. It
-//! holds a durable agent's layout, panes, items, events, asks and receipts.
+//! The machine holds a durable agent's layout, panes, items, events, asks,
+//! receipts and deadlines, and every rule of the wire about them. Requests
+//! and the time go in as plain values; responses and what the machine
+//! needs done (resolve an ask, stop or steer a turn, write a warn line,
+//! wake the driver at a deadline) come out as plain values, in order. It
+//! does no IO — no sockets, no files, no clock, no spawning — and holds no
+//! interior mutability: whoever drives it owns it.
 //!
-//! **What goes in**
-//! - The program's calls, through the handles: [`Core::workspace`] →
-//!   [`Workspace::tab`] → [`Tab::pane`], then [`Pane::write`] (items),
-//!   [`Pane::state`], [`Pane::ask`], [`require_approval`], [`Core::ready`].
-//! - Collie's requests, as plain values: [`Core::handle`] takes a
-//!   [`Request`](durable_types::exchange::Request) (method, path, query,
-//!   `If-None-Match`, body, and who the caller is) and returns a
-//!   [`Response`](durable_types::exchange::Response) (status, `ETag`, JSON body).
-//!   A `GET` may instead go to [`Core::answer_read`] as a borrowed
-//!   [`Read`](durable_types::exchange::Read): it answers at once, with no
-//!   copy and no future, every read but the history routes (for those it
-//!   says `None`, and [`Core::handle`] answers).
-//! - Time, from the [`Clock`] given in [`CoreOptions`], and the driver's
-//!   [`Core::tick`] when a deadline passes.
+//! The driver around it is [`durable-runtime`](https://docs.rs/durable-runtime):
+//! the machine behind one lock, the program's handles (`Collie`'s
+//! workspaces, tabs, panes, asks and turns), the jobs that run the
+//! program's handlers and its receipt store, and the timers. An agent's
+//! author depends on [`durable-sdk`](https://docs.rs/durable-sdk); a
+//! transport of its own takes `durable-runtime`.
 //!
-//! **What comes out**
-//! - Responses, from [`Core::handle`] (and [`Core::answer_read`]).
-//! - Deadlines: [`Core::next_deadline`] is the earliest time at which the core
-//!   wants [`Core::tick`] called (ask expiry, held answers, the 5 s `busy`
-//!   wait).
-//! - Jobs: [`Core::poll_job`] hands out work that belongs to no request: the
-//!   turn of a send a [`ChatHandler`] took, a queued send delivered once the
-//!   pane goes idle. The driver runs each to completion on its executor.
-//! - Warn lines, through the sink given in [`CoreOptions`].
-//! - `tracing` events and spans, under this crate's module paths
-//!   (`RUST_LOG=durable_core=debug`): a `request` span per request
-//!   (method, route, pane, ask id, request id; `DEBUG` for a read, `INFO`
-//!   for a write) ending in a `DEBUG` `answered` event with its status; a
-//!   `turn` span around each send's turn ([`Turn::span`]) and an `ask` span
-//!   per ask ([`AskHandle::span`]); `INFO` events for Collie's hello (once
-//!   per Collie version), refused callers, asks raised and decided.
+//! # What is public
 //!
-//! **In what order a driver calls things**
-//! 1. Build the core with [`create_core`] and register a wake-up with
-//!    [`Core::set_wakeup`]: the core calls it whenever the next deadline may
-//!    have moved earlier or a job is waiting.
-//! 2. Loop: run every job from [`Core::poll_job`]; sleep until
-//!    [`Core::next_deadline`] or until woken; call [`Core::tick`] with the
-//!    clock's time.
-//! 3. For each request, await [`Core::handle`] (concurrently with others: the
-//!    future is `Send + 'static`); a `GET` may first go to
-//!    [`Core::answer_read`], and to [`Core::handle`] only when that says
-//!    `None`.
+//! The plain values the runtime and the stores exchange with the machine
+//! ([`Receipt`], [`Lookup`], [`PendingSend`], [`SendState`],
+//! [`KeptAskRecord`], [`StoreError`], [`Refusal`], [`Decided`], …),
+//! [`PaneOptions`] and [`ItemCadence`]. The machine itself (`Machine` and
+//! its modules) is public but hidden while its writes, receipts and kept
+//! asks move in from the runtime (issue #41's step 2, in the repository's
+//! `docs/design/core-machine.md`): its paths are no promise yet.
 //!
-//! The program's handles can be used from any thread at any time.
+//! # Tracing
+//!
+//! `tracing` events and spans are under `durable_core::…` targets, the
+//! runtime's included (`RUST_LOG=durable_core=debug`): a `request` span per
+//! request ending in a `DEBUG` `answered` event with its status, a `turn`
+//! span per send's turn and an `ask` span per ask; `INFO` events for
+//! Collie's hello, refused callers, asks raised and decided.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-mod answer;
-mod asks;
+#[doc(hidden)]
+pub mod asks;
 mod cadence;
-mod clock;
-mod core;
-mod data;
-mod dispatch;
-mod handlers;
-mod handles;
-mod history;
-mod kept;
-mod layout;
-mod links;
-mod machine;
-mod once;
-mod options;
-mod poll;
-mod receipts;
-mod request;
-mod respond;
-mod routes;
-mod select;
-mod signal;
-mod state;
-mod timers;
-mod turn;
-mod writes;
+#[doc(hidden)]
+pub mod data;
+#[doc(hidden)]
+pub mod layout;
+#[doc(hidden)]
+pub mod machine;
+#[doc(hidden)]
+pub mod poll;
+#[doc(hidden)]
+pub mod request;
+#[doc(hidden)]
+pub mod respond;
+#[doc(hidden)]
+pub mod routes;
+#[doc(hidden)]
+pub mod state;
+#[doc(hidden)]
+pub mod timers;
 
 pub use cadence::ItemCadence;
-pub use clock::{Clock, ManualClock, WarnSink};
-pub use core::{CallerCheckMode, Core, Job, create_core};
+pub use data::answer::{HandlerResult, Refusal, Reopen};
+pub use data::caller_check::CallerCheckMode;
 pub use data::decided::{AskClosed, Decided};
 pub use data::receipt::{KeptAskRecord, Lookup, PendingSend, Receipt, SendState, StoreError};
-pub use handlers::{
-    ActionHandler, ActionRequest, ChatHandler, CloseRequest, HandlerResult, Hooks, Refusal, RenameRequest,
-    Reopen, ReopenRequest, SendRequest, Started, StarterRequest, SteerRequest, StopRequest,
-};
-pub use handles::asks::{
-    Approval, ApprovalFuture, ApprovalOptions, AskHandle, approval_spec, require_approval,
-};
-pub use handles::layout::{Pane, Tab, Workspace};
-pub use history::{HistoryError, HistoryProvider, ItemsPage, RowsPage};
-pub use kept::KeptAsk;
 pub use layout::PaneOptions;
-pub use options::{CoreOptions, CoreOptionsBuilder, HELD_ANSWER_BYTES};
-pub use receipts::{MemoryReceiptStore, ReceiptStore};
-pub use signal::{AbortController, AbortSignal};
-pub use turn::Turn;
-pub use writes::user_item_id;
 
 /// The wire types and rules, re-exported.
 pub use durable_types as types;

@@ -13,7 +13,7 @@ use crate::machine::Machine;
 use crate::request::Query;
 use crate::respond;
 
-pub(crate) fn hello(m: &Machine, caller: Caller) -> Response {
+pub fn hello(m: &Machine, caller: Caller) -> Response {
     // A core served on a socket and over HTTPS at once: each transport says
     // its own check (a request that came with a token is HTTPS).
     let caller_check = if caller == Caller::Token {
@@ -43,7 +43,7 @@ pub(crate) fn hello(m: &Machine, caller: Caller) -> Response {
 /// version does in this process (the first thing to look for when the phone
 /// does not show the agent); a version range that does not overlap ours is
 /// written through the warn sink once per Collie version.
-pub(crate) fn hello_post(m: &mut Machine, hello: HelloRequest) -> Response {
+pub fn hello_post(m: &mut Machine, hello: HelloRequest) -> Response {
     let compatible = WireRange::SDK.overlaps(hello.wire);
     // Bounded and one line: the version string comes from the network.
     let version: String = match &hello.collie {
@@ -72,7 +72,7 @@ pub(crate) fn hello_post(m: &mut Machine, hello: HelloRequest) -> Response {
 }
 
 /// `GET /v1/state[?since=N]`, with the `ETag` and `304`.
-pub(crate) fn state(
+pub fn state(
     m: &mut Machine,
     query: Option<&str>,
     if_none_match: Option<&str>,
@@ -208,7 +208,7 @@ struct PaneSnapshotRef<'a> {
 
 /// `GET /v1/panes/{pane}/events?after=N`: the tail after `N`, or the
 /// pane's view when the reader fell behind (or is ahead: an earlier epoch).
-pub(crate) fn events(m: &mut Machine, query: Option<&str>, pane: Id) -> Result<Response, Response> {
+pub fn events(m: &mut Machine, query: Option<&str>, pane: Id) -> Result<Response, Response> {
     let after = Query::parse(query).u64("after")?.unwrap_or(0);
     let st = &mut m.state;
     let Some(p) = st.pane(&pane) else {
@@ -219,7 +219,7 @@ pub(crate) fn events(m: &mut Machine, query: Option<&str>, pane: Id) -> Result<R
     if !behind && !ahead {
         // Each event of the tail is encoded once, at its first read: the
         // page is their bytes between a head and a tail. Sized first, then
-        // copied from the tail under the lock: no clone of each event's
+        // copied from the tail at once: no clone of each event's
         // bytes to drop again, and no growth by doubling (a page of 300
         // events cost more in reallocations than in copying).
         let Some((p, bytes)) = st.encode_tail_after(&pane, after) else {

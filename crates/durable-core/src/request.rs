@@ -12,7 +12,7 @@ use durable_types::{
 /// size), before any handler looks at it. Its `Display` is the message the
 /// phone gets.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum RequestError {
+pub enum RequestError {
     /// A path segment breaks the ID rule.
     #[error("{what}: {source}")]
     Id { what: &'static str, source: RuleError },
@@ -41,7 +41,7 @@ pub(crate) enum RequestError {
 
 impl RequestError {
     /// The error code the phone gets.
-    pub(crate) fn code(&self) -> ErrorCode {
+    pub fn code(&self) -> ErrorCode {
         match self {
             RequestError::TooLarge => ErrorCode::TooLarge,
             _ => ErrorCode::BadRequest,
@@ -53,10 +53,11 @@ impl RequestError {
 /// a value that does not decode (a `%` starting no escape, or bytes that are
 /// not UTF-8) is kept as such, so that reading it is a `400` rather than the
 /// raw text passed on.
-pub(crate) struct Query(Vec<(String, Option<String>)>);
+#[derive(Debug)]
+pub struct Query(Vec<(String, Option<String>)>);
 
 impl Query {
-    pub(crate) fn parse(query: Option<&str>) -> Query {
+    pub fn parse(query: Option<&str>) -> Query {
         let Some(query) = query else {
             // Most polls have none: nothing to split.
             return Query(Vec::new());
@@ -76,12 +77,12 @@ impl Query {
     }
 
     /// The query of a request.
-    pub(crate) fn of(req: &Request) -> Query {
+    pub fn of(req: &Request) -> Query {
         Query::parse(req.query.as_deref())
     }
 
     /// A parameter's decoded value (the first, if repeated).
-    pub(crate) fn get(&self, key: &'static str) -> Result<Option<&str>, RequestError> {
+    pub fn get(&self, key: &'static str) -> Result<Option<&str>, RequestError> {
         match self.0.iter().find(|(k, _)| k == key) {
             None => Ok(None),
             Some((_, Some(v))) => Ok(Some(v)),
@@ -90,7 +91,7 @@ impl Query {
     }
 
     /// A non-negative integer parameter.
-    pub(crate) fn u64(&self, key: &'static str) -> Result<Option<u64>, RequestError> {
+    pub fn u64(&self, key: &'static str) -> Result<Option<u64>, RequestError> {
         match self.get(key)? {
             None => Ok(None),
             Some(v) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => {
@@ -102,7 +103,7 @@ impl Query {
 }
 
 /// A path segment percent-decoded and checked against the ID rule.
-pub(crate) fn path_id(segment: &str, what: &'static str) -> Result<Id, RequestError> {
+pub fn path_id(segment: &str, what: &'static str) -> Result<Id, RequestError> {
     Id::from_path_segment(segment).map_err(|source| RequestError::Id { what, source })
 }
 
@@ -117,7 +118,7 @@ fn body_bytes(req: &Request) -> Result<&[u8], RequestError> {
 
 /// A route's body, parsed by its rules before the handler runs: the
 /// handler gets it typed.
-pub(crate) trait FromBody: Sized {
+pub trait FromBody: Sized {
     fn from_body(bytes: &[u8]) -> Result<Self, RequestError>;
 
     /// The write's request id, for the request span.
@@ -129,7 +130,7 @@ pub(crate) trait FromBody: Sized {
 /// The request's body, as the route's type. Its request id, once it passed
 /// the body's rules, goes to the request span (the one entered: the
 /// request's future runs inside it).
-pub(crate) fn body<T: FromBody>(req: &Request) -> Result<T, RequestError> {
+pub fn body<T: FromBody>(req: &Request) -> Result<T, RequestError> {
     let body = T::from_body(body_bytes(req)?)?;
     if let Some(id) = body.request_id() {
         tracing::Span::current().record("request_id", id.as_str());

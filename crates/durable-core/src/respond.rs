@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::request::RequestError;
 
 /// A JSON success (or any serializable body) with a status.
-pub(crate) fn json<T: Serialize>(status: u16, body: &T) -> Response {
+pub fn json<T: Serialize>(status: u16, body: &T) -> Response {
     match serde_json::to_vec(body) {
         Ok(bytes) => Response::json(status, bytes),
         Err(_) => error(ErrorCode::Internal, "the answer could not be written as JSON"),
@@ -17,7 +17,7 @@ pub(crate) fn json<T: Serialize>(status: u16, body: &T) -> Response {
 /// [`json`] written into a buffer of `capacity` bytes from the start: a
 /// large answer written again (the full state after a change) then grows
 /// no buffer step by step, and leaves no trail of freed ones behind.
-pub(crate) fn json_with_capacity<T: Serialize>(status: u16, body: &T, capacity: usize) -> Response {
+pub fn json_with_capacity<T: Serialize>(status: u16, body: &T, capacity: usize) -> Response {
     let mut bytes = Vec::with_capacity(capacity);
     match serde_json::to_writer(&mut bytes, body) {
         Ok(()) => {
@@ -33,12 +33,12 @@ pub(crate) fn json_with_capacity<T: Serialize>(status: u16, body: &T, capacity: 
 }
 
 /// A failure with no extra field.
-pub(crate) fn error(code: ErrorCode, message: impl Into<String>) -> Response {
+pub fn error(code: ErrorCode, message: impl Into<String>) -> Response {
     failure(ErrorBody::new(code, message))
 }
 
 /// A failure body with its fields.
-pub(crate) fn failure(body: ErrorBody) -> Response {
+pub fn failure(body: ErrorBody) -> Response {
     let status = body.status();
     let bytes = serde_json::to_vec(&body).unwrap_or_else(|_| {
         br#"{"ok":false,"code":"internal","message":"the error could not be written"}"#.to_vec()
@@ -47,12 +47,12 @@ pub(crate) fn failure(body: ErrorBody) -> Response {
 }
 
 /// `400 bad-request` with a sentence saying what is wrong.
-pub(crate) fn bad_request(message: impl Into<String>) -> Response {
+pub fn bad_request(message: impl Into<String>) -> Response {
     error(ErrorCode::BadRequest, message)
 }
 
 /// `404 not-found`.
-pub(crate) fn not_found(message: impl Into<String>) -> Response {
+pub fn not_found(message: impl Into<String>) -> Response {
     error(ErrorCode::NotFound, message)
 }
 

@@ -11,8 +11,8 @@ use crate::request::path_id;
 use crate::respond;
 
 /// The routes of wire v1.
-#[derive(Clone, Copy)]
-pub(crate) enum Route<'a> {
+#[derive(Clone, Copy, Debug)]
+pub enum Route<'a> {
     Hello,
     State,
     Events(&'a str),
@@ -123,7 +123,7 @@ fn refused_caller(check: &'static str, method: &Method, path: &str) {
 /// at `DEBUG`: a poll comes every 2 s from each phone that watches, and
 /// when its span is off (the subscriber's level, or no subscriber) nothing
 /// is parsed or formatted for it.
-pub(crate) fn request_span(method: &Method, path: &str) -> tracing::Span {
+pub fn request_span(method: &Method, path: &str) -> tracing::Span {
     use tracing::field::Empty;
     let span = match method {
         Method::Get => tracing::debug_span!(
@@ -173,7 +173,7 @@ fn method_name(method: &Method) -> &'static str {
 }
 
 /// The request span's last word: the status answered.
-pub(crate) fn answered(response: &Response) {
+pub fn answered(response: &Response) {
     tracing::debug!(status = response.status, "answered");
 }
 
@@ -199,12 +199,7 @@ fn write_gate(m: &Machine, method: &Method, path: &str, caller: Caller, cap: Cap
 /// The checks every request passes before its route's handler, in the
 /// contract's order: another user (403), the route (404), the method (405),
 /// then for a write the caller (403) and the capability (409).
-pub(crate) fn gate<'p>(
-    m: &Machine,
-    method: &Method,
-    path: &'p str,
-    caller: Caller,
-) -> Result<Route<'p>, Response> {
+pub fn gate<'p>(m: &Machine, method: &Method, path: &'p str, caller: Caller) -> Result<Route<'p>, Response> {
     // Another user id is refused outright (§1.1), before anything about the
     // agent's routes is told.
     if caller == Caller::OtherUser {
@@ -246,9 +241,9 @@ pub(crate) fn gate<'p>(
 impl Machine {
     /// Answers a read at once (`GET /hello`, the state, a pane's events, a
     /// refusal), or `None` for one that must wait: the history routes ask
-    /// the program's provider (`dispatch.rs` answers those). The caller
+    /// the program's provider (durable-runtime's `dispatch.rs` answers those). The caller
     /// makes the request's span and tells `answered` (not under its lock).
-    pub(crate) fn answer_read(&mut self, read: &Read<'_>) -> Option<Response> {
+    pub fn answer_read(&mut self, read: &Read<'_>) -> Option<Response> {
         match gate(self, &Method::Get, read.path, read.caller) {
             Ok(route) => read_now(self, route, read).map(|answered| answered.unwrap_or_else(|resp| resp)),
             Err(refused) => Some(refused),
@@ -258,11 +253,7 @@ impl Machine {
 
 /// The reads answered without waiting: `GET /hello`, the state and a
 /// pane's events.
-pub(crate) fn read_now(
-    m: &mut Machine,
-    route: Route<'_>,
-    read: &Read<'_>,
-) -> Option<Result<Response, Response>> {
+pub fn read_now(m: &mut Machine, route: Route<'_>, read: &Read<'_>) -> Option<Result<Response, Response>> {
     Some(match route {
         Route::Hello => Ok(crate::poll::hello(m, read.caller)),
         Route::State => crate::poll::state(m, read.query, read.if_none_match),

@@ -6,26 +6,27 @@ use std::collections::BTreeMap;
 use durable_types::Timestamp;
 
 /// What happens when a deadline passes.
-pub(crate) enum Timer {
+#[derive(Debug)]
+pub enum Timer {
     /// An open ask reaches its `expiresAt`.
     AskExpiry(String),
     /// A held answer's `hold_ms` is over.
     HoldExpiry(String),
     /// Wakes a waiter (a write waiting for its pane's lock), by the number
-    /// the core's links keep its wake-up under.
+    /// durable-runtime's links keep its wake-up under.
     Wake(u64),
 }
 
 /// Deadlines in time order.
-#[derive(Default)]
-pub(crate) struct Timers {
+#[derive(Default, Debug)]
+pub struct Timers {
     next: u64,
     map: BTreeMap<(Timestamp, u64), Timer>,
 }
 
 impl Timers {
     /// Adds a deadline. Returns whether it is now the earliest.
-    pub(crate) fn add(&mut self, at: Timestamp, timer: Timer) -> bool {
+    pub fn add(&mut self, at: Timestamp, timer: Timer) -> bool {
         self.next += 1;
         let earliest = self.map.keys().next().is_none_or(|(t, _)| at < *t);
         self.map.insert((at, self.next), timer);
@@ -33,12 +34,12 @@ impl Timers {
     }
 
     /// The earliest deadline.
-    pub(crate) fn next_deadline(&self) -> Option<Timestamp> {
+    pub fn next_deadline(&self) -> Option<Timestamp> {
         self.map.keys().next().map(|(t, _)| *t)
     }
 
     /// Removes and returns every deadline at or before `now`.
-    pub(crate) fn due(&mut self, now: Timestamp) -> Vec<Timer> {
+    pub fn due(&mut self, now: Timestamp) -> Vec<Timer> {
         let later = self.map.split_off(&(now.plus_millis(1), 0));
         std::mem::replace(&mut self.map, later).into_values().collect()
     }

@@ -3,7 +3,7 @@
 //! across a restart.
 use durable_runtime::test_util as harness;
 
-use durable_core::types::{Answer, AskOption, AskSpec, DecidedBy, ToolInfo, ask_id_for};
+use durable_runtime::types::{Answer, AskOption, AskSpec, DecidedBy, ToolInfo, ask_id_for};
 use harness::{Harness, poll_once, without_replayed};
 use serde_json::{Value, json};
 
@@ -12,7 +12,7 @@ const HASH: &str = "cb8b64234d06250d254d479dcdd28c57083cae57ba257f035c7f409be9de
 const STALE: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 fn approval() -> AskSpec {
-    durable_core::approval_spec("refund", &json!({"order": "5521", "amount": 40}), "call-1")
+    durable_runtime::approval_spec("refund", &json!({"order": "5521", "amount": 40}), "call-1")
 }
 
 fn approval_always() -> AskSpec {
@@ -329,10 +329,10 @@ async fn held_answer_applies_through_require_approval() {
     let h = Harness::new();
     let pane = h.pane();
     assert_eq!(h.answer(ASK, pick_hash("r-1", "allow", HASH)).await.status, 202);
-    let approval = durable_core::require_approval(
+    let approval = durable_runtime::require_approval(
         "refund",
         &json!({"order": "5521", "amount": 40}),
-        durable_core::ApprovalOptions::new(&pane, "call-1"),
+        durable_runtime::ApprovalOptions::new(&pane, "call-1"),
     )
     .unwrap()
     .await;

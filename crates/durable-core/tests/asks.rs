@@ -3,11 +3,11 @@
 //! `require_approval` (§7.3).
 use durable_runtime::test_util as harness;
 
-use durable_core::types::{
+use durable_runtime::types::{
     Answer, AskOption, AskSpec, DecidedBy, FieldType, FormField, Outcome, ToolInfo, ask_hash_input,
     ask_id_for,
 };
-use durable_core::{AbortController, ApprovalOptions, AskClosed, require_approval};
+use durable_runtime::{AbortController, ApprovalOptions, AskClosed, require_approval};
 use harness::{Harness, poll_once};
 use serde_json::{Value, json};
 
@@ -592,7 +592,7 @@ async fn require_approval_allow_is_approved() {
     assert_eq!(r.status, 200);
     let a = approval.await;
     assert!(a.approved);
-    assert_eq!(a.outcome, durable_core::types::Outcome::Answered);
+    assert_eq!(a.outcome, durable_runtime::types::Outcome::Answered);
     assert_eq!(a.decided_by, DecidedBy::Phone);
     assert_eq!(a.decided_at.to_rfc3339(), "2026-11-30T05:00:02.000Z");
     assert_eq!(a.ask_id, "970f8a0b30368fbbcab73013d31d2d51");
@@ -613,7 +613,7 @@ async fn require_approval_deny_is_not_approved_decided_by_phone() {
     assert_eq!(r.status, 200);
     let a = approval.await;
     assert_eq!((a.approved, a.decided_by), (false, DecidedBy::Phone));
-    assert_eq!(a.outcome, durable_core::types::Outcome::Answered, "a deny is an answer");
+    assert_eq!(a.outcome, durable_runtime::types::Outcome::Answered, "a deny is an answer");
 }
 
 #[tokio::test]
@@ -635,7 +635,7 @@ async fn require_approval_timeout_is_not_approved_decided_by_timeout() {
     h.advance(10_000).await;
     let a = approval.await;
     assert_eq!((a.approved, a.decided_by), (false, DecidedBy::Timeout));
-    assert_eq!(a.outcome, durable_core::types::Outcome::Timeout);
+    assert_eq!(a.outcome, durable_runtime::types::Outcome::Timeout);
     assert_eq!(h.notices("ticket-1").await, ["Timed out before an answer: refund wants to run"]);
 }
 
@@ -655,7 +655,7 @@ async fn require_approval_abort_is_not_approved_decided_by_program() {
     h.settle().await;
     let a = approval.await;
     assert_eq!((a.approved, a.decided_by), (false, DecidedBy::Program));
-    assert_eq!(a.outcome, durable_core::types::Outcome::Aborted);
+    assert_eq!(a.outcome, durable_runtime::types::Outcome::Aborted);
     assert_eq!(h.notices("ticket-1").await, ["Stopped before an answer: refund wants to run"]);
 }
 
@@ -668,12 +668,12 @@ async fn require_approval_pane_close_is_not_approved_decided_by_program() {
     pane.close();
     let a = approval.await;
     assert_eq!((a.approved, a.decided_by), (false, DecidedBy::Program));
-    assert_eq!(a.outcome, durable_core::types::Outcome::Aborted);
+    assert_eq!(a.outcome, durable_runtime::types::Outcome::Aborted);
 }
 
 #[tokio::test]
 async fn require_approval_stop_from_the_phone_is_not_approved_decided_by_program() {
-    use durable_core::{ChatHandler, Turn};
+    use durable_runtime::{ChatHandler, Turn};
     struct Chat;
     impl ChatHandler for Chat {
         async fn turn(&self, _turn: Turn) {}
@@ -687,7 +687,7 @@ async fn require_approval_stop_from_the_phone_is_not_approved_decided_by_program
     assert_eq!(r.status, 200, "{:?}", r.json);
     let a = approval.await;
     assert_eq!((a.approved, a.decided_by), (false, DecidedBy::Program));
-    assert_eq!(a.outcome, durable_core::types::Outcome::Aborted);
+    assert_eq!(a.outcome, durable_runtime::types::Outcome::Aborted);
 }
 
 #[tokio::test]
@@ -712,7 +712,7 @@ async fn require_approval_of_a_bad_call_is_an_err() {
 
 #[tokio::test]
 async fn close_from_the_phone_closes_the_panes_asks_as_program_aborted() {
-    let h = Harness::with_caps(durable_core::types::Caps::all());
+    let h = Harness::with_caps(durable_runtime::types::Caps::all());
     let pane = h.pane();
     let ask = pane.ask(yes_no("c1", "Go?")).unwrap();
     let r = h.post("/v1/close", json!({"requestId": "k-1", "target": "pane", "id": "ticket-1"})).await;

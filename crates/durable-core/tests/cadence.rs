@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use durable_core::ItemCadence;
-use durable_core::types::Item;
+use durable_runtime::ItemCadence;
+use durable_runtime::types::Item;
 
 #[test]
 fn partial_items_go_at_most_once_per_interval() {

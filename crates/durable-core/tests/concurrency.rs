@@ -6,8 +6,8 @@ use durable_runtime::test_util as harness;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use durable_core::types::exchange::{Caller, Request};
-use durable_core::{
+use durable_runtime::types::exchange::{Caller, Request};
+use durable_runtime::{
     ActionHandler, ActionRequest, ChatHandler, HandlerResult, SendRequest, StopRequest, Turn,
 };
 use harness::recorder::{Log, PaneExt, Recorder};

@@ -5,8 +5,8 @@ use durable_runtime::test_util as harness;
 
 use std::sync::{Arc, Mutex};
 
-use durable_core::types::{AskOption, AskSpec, FieldType, FormField};
-use durable_core::{Lookup, MemoryReceiptStore, PaneOptions, Receipt, ReceiptStore, StoreError};
+use durable_runtime::types::{AskOption, AskSpec, FieldType, FormField};
+use durable_runtime::{Lookup, MemoryReceiptStore, PaneOptions, Receipt, ReceiptStore, StoreError};
 use harness::recorder::{Log, PaneExt, Recorder};
 use harness::{Harness, Reply};
 use serde_json::{Value, json};
@@ -18,7 +18,7 @@ const REFUND: &str = "/v1/panes/ticket-1/actions/refund";
 
 /// A harness with pane `ticket-1` (action `refund`), a recording pane
 /// handler and recording layout hooks, all accepting.
-fn setup_with(h: Harness) -> (Harness, durable_core::Pane, Log) {
+fn setup_with(h: Harness) -> (Harness, durable_runtime::Pane, Log) {
     let pane = h.pane();
     pane.action("refund", "Refund", Some("check")).unwrap();
     let log = Log::default();
@@ -27,7 +27,7 @@ fn setup_with(h: Harness) -> (Harness, durable_core::Pane, Log) {
     (h, pane, log)
 }
 
-fn setup() -> (Harness, durable_core::Pane, Log) {
+fn setup() -> (Harness, durable_runtime::Pane, Log) {
     setup_with(Harness::new())
 }
 
@@ -101,7 +101,7 @@ async fn layout_change(h: &Harness, what: &str, change: impl FnOnce()) -> Value 
 /// `workspaces`, `closed` and `starters`, and moves `seq`.
 #[tokio::test]
 async fn state_since_layout_change_brings_workspaces_closed_and_starters_for_every_kind_of_change() {
-    let h = Harness::with_caps(durable_core::types::Caps::all());
+    let h = Harness::with_caps(durable_runtime::types::Caps::all());
     h.pane_named("a");
     let c = h.pane_named("c");
     h.core.starter("s", "Start").unwrap();
@@ -182,7 +182,7 @@ async fn state_since_lists_a_pane_when_any_of_its_fields_changed() {
             "ask decided",
             "openAsks",
             Box::new(|| {
-                a.decide(&ask_id.borrow(), durable_core::types::Answer::option("yes")).unwrap();
+                a.decide(&ask_id.borrow(), durable_runtime::types::Answer::option("yes")).unwrap();
             }),
         ),
     ];
@@ -210,9 +210,9 @@ async fn state_since_carries_every_open_ask_always() {
     h.clock.advance(1);
     let second = a.ask(AskSpec::choice("c-2", "Second?", [AskOption::new("yes", "Yes")])).unwrap();
     let n = h.seq().await;
-    a.write(durable_core::types::Item::new(
-        durable_core::types::Id::new("r1").unwrap(),
-        durable_core::types::ItemBody::Reply { text: "hi".into(), partial: false },
+    a.write(durable_runtime::types::Item::new(
+        durable_runtime::types::Id::new("r1").unwrap(),
+        durable_runtime::types::ItemBody::Reply { text: "hi".into(), partial: false },
     ))
     .unwrap();
     let j = h.state_since(n).await.json;
@@ -558,7 +558,7 @@ fn check_conventions(v: &Value, at: &str, times: &mut usize) {
 /// state, events, the snapshot, answers, writes, failures, history).
 #[tokio::test]
 async fn conventions_rule_response_keys_are_camel_case_and_times_rfc3339_utc_with_milliseconds() {
-    use durable_core::types::{Badge, BadgeTone, Id, Item, ItemBody, ToolInfo, ToolStatus};
+    use durable_runtime::types::{Badge, BadgeTone, Id, Item, ItemBody, ToolInfo, ToolStatus};
     let (h, pane, _log) = setup();
     h.core.history(harness::EmptyHistory);
     h.core.starter("new", "New").unwrap();

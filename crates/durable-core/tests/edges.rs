@@ -5,11 +5,11 @@ use durable_runtime::test_util as harness;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use durable_core::types::exchange::{Caller, Request};
-use durable_core::types::{
+use durable_runtime::types::exchange::{Caller, Request};
+use durable_runtime::types::{
     AskOption, AskSpec, ConversationState, HistoryRow, Id, Item, ItemBody, PaneState, Timestamp,
 };
-use durable_core::{ChatHandler, HistoryError, HistoryProvider, ItemsPage, PaneOptions, RowsPage, Turn};
+use durable_runtime::{ChatHandler, HistoryError, HistoryProvider, ItemsPage, PaneOptions, RowsPage, Turn};
 use harness::{Harness, T0};
 use serde_json::json;
 
@@ -68,7 +68,7 @@ async fn an_answer_held_after_the_ask_expired_does_not_win_when_it_is_raised_aga
     h.advance(1000).await;
     let ask = pane.ask(spec()).unwrap();
     let closed = ask.await.unwrap_err();
-    assert_eq!(closed.decided_by, durable_core::types::DecidedBy::Timeout);
+    assert_eq!(closed.decided_by, durable_runtime::types::DecidedBy::Timeout);
     let again = h
         .answer(
             "970f8a0b30368fbbcab73013d31d2d51",
@@ -148,7 +148,7 @@ async fn held_answers_are_bounded_in_bytes_and_the_oldest_goes_first() {
     // Each filler hold counts 32 (ask id) + 3 (request id) + 64 (hash) +
     // 1,000 (text) = 1,099 bytes: four fit under 4,400, a fifth does not.
     let h = Harness::with(|b| b.held_answer_bytes(4_400).hold_ms(10_000));
-    assert_eq!(durable_core::HELD_ANSWER_BYTES, 64 * 1024 * 1024, "the documented default");
+    assert_eq!(durable_runtime::HELD_ANSWER_BYTES, 64 * 1024 * 1024, "the documented default");
     let filler_hash = "c".repeat(64);
     let ask_id = |i: u32| format!("{i:032x}");
     let hold = |i: u32| {
@@ -292,7 +292,7 @@ async fn a_session_id_breaking_the_id_rule_is_an_err() {
 
 #[tokio::test]
 async fn a_working_pane_reopened_is_idle_and_its_tail_says_so() {
-    let h = Harness::with_caps(durable_core::types::Caps::all());
+    let h = Harness::with_caps(durable_runtime::types::Caps::all());
     let pane = h.pane();
     pane.on_send(Accept).unwrap();
     pane.working("t-1").unwrap();
@@ -310,15 +310,15 @@ async fn an_ask_decided_again_is_remembered_from_its_latest_decision() {
     let h = Harness::new();
     let pane = h.pane();
     let first = pane.ask(yes_no("c1")).unwrap();
-    pane.decide(first.id(), durable_core::types::Answer::option("yes")).unwrap();
+    pane.decide(first.id(), durable_runtime::types::Answer::option("yes")).unwrap();
     let second = pane.ask(yes_no("c1")).unwrap();
     let id = second.id().to_owned();
-    pane.decide(&id, durable_core::types::Answer::option("no")).unwrap();
+    pane.decide(&id, durable_runtime::types::Answer::option("no")).unwrap();
     // 9,999 other asks decided: the first decision of `c1` falls out of the
     // memory, the second (newer) must stay.
     for i in 0..9_999 {
         let a = pane.ask(yes_no(&format!("x{i}"))).unwrap();
-        pane.decide(a.id(), durable_core::types::Answer::option("yes")).unwrap();
+        pane.decide(a.id(), durable_runtime::types::Answer::option("yes")).unwrap();
     }
     let r = h.answer(&id, json!({"requestId": "late", "answer": {"optionIds": ["yes"]}})).await;
     assert_eq!((r.status, r.code()), (409, "ask-closed"), "{:?}", r.json);
@@ -329,7 +329,7 @@ struct BadProvider;
 impl HistoryProvider for BadProvider {
     async fn rows(
         &self,
-        _after: Option<durable_core::types::Cursor>,
+        _after: Option<durable_runtime::types::Cursor>,
         _limit: usize,
     ) -> Result<RowsPage, HistoryError> {
         Ok(RowsPage { rows: vec![row("ok", &"t".repeat(300)), row("bad id", "x")], next: None })
@@ -337,7 +337,7 @@ impl HistoryProvider for BadProvider {
     async fn items(
         &self,
         _session: &str,
-        _after: Option<durable_core::types::Cursor>,
+        _after: Option<durable_runtime::types::Cursor>,
         _limit: usize,
     ) -> Result<Option<ItemsPage>, HistoryError> {
         let bad = Item::new(
@@ -382,7 +382,7 @@ async fn history_from_the_provider_meets_the_item_and_id_rules() {
 #[tokio::test]
 async fn one_core_served_on_two_transports_says_each_transports_caller_check() {
     let h = Harness::new();
-    h.core.set_caller_check(durable_core::CallerCheckMode::On);
+    h.core.set_caller_check(durable_runtime::CallerCheckMode::On);
     let socket = h.request(Request::get("/hello", Caller::OtherProcess)).await;
     assert_eq!(socket.json["callerCheck"], "on");
     let https = h.request(Request::get("/hello", Caller::Token)).await;

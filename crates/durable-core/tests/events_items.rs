@@ -1,14 +1,14 @@
 //! Contract §6: a pane's events, the snapshot view, and the item rules (§6.1).
 use durable_runtime::test_util as harness;
 
-use durable_core::types::{
+use durable_runtime::types::{
     AskOption, AskSpec, Badge, BadgeTone, Item, ItemBody, NoticeTone, PaneState, ToolStatus,
 };
 use harness::Harness;
 use serde_json::{Value, json};
 
-fn id(s: &str) -> durable_core::types::Id {
-    durable_core::types::Id::new(s).unwrap()
+fn id(s: &str) -> durable_runtime::types::Id {
+    durable_runtime::types::Id::new(s).unwrap()
 }
 
 fn reply(item: &str, text: &str) -> Item {

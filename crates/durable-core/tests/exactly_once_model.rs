@@ -42,9 +42,9 @@ mod model;
 
 use std::sync::{Arc, Mutex};
 
-use durable_core::types::exchange::{Caller, Request};
-use durable_core::types::{Answer, AskOption, AskSpec, Id, Timestamp, ask_id_for};
-use durable_core::{
+use durable_runtime::types::exchange::{Caller, Request};
+use durable_runtime::types::{Answer, AskOption, AskSpec, Id, Timestamp, ask_id_for};
+use durable_runtime::{
     AskClosed, AskHandle, ChatHandler, Core, CoreOptions, HandlerResult, ManualClock, Pane, PaneOptions,
     Refusal, SendRequest, Turn, create_core,
 };

@@ -6,7 +6,7 @@ use durable_runtime::test_util as harness;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use durable_core::{ActionHandler, ActionRequest, ChatHandler, Core, HandlerResult, Turn};
+use durable_runtime::{ActionHandler, ActionRequest, ChatHandler, Core, HandlerResult, Turn};
 use harness::Harness;
 
 /// Looks at the core when it is dropped, as a handler holding a pane or a

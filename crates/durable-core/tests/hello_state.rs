@@ -2,14 +2,14 @@
 //! program's layout handles, and the error table for malformed requests.
 use durable_runtime::test_util as harness;
 
-use durable_core::types::exchange::{Caller, Request};
-use durable_core::types::{Cap, Caps, Item, ItemBody, PaneState, RuleKind};
-use durable_core::{CallerCheckMode, CoreOptions, ManualClock, PaneOptions};
+use durable_runtime::types::exchange::{Caller, Request};
+use durable_runtime::types::{Cap, Caps, Item, ItemBody, PaneState, RuleKind};
+use durable_runtime::{CallerCheckMode, CoreOptions, ManualClock, PaneOptions};
 use harness::{EmptyHistory, Harness};
 use serde_json::{Value, json};
 
-fn id(s: &str) -> durable_core::types::Id {
-    durable_core::types::Id::new(s).unwrap()
+fn id(s: &str) -> durable_runtime::types::Id {
+    durable_runtime::types::Id::new(s).unwrap()
 }
 
 fn reply(item: &str, text: &str) -> Item {
@@ -181,7 +181,7 @@ async fn hello_post_malformed_body_is_400() {
 
 #[tokio::test]
 async fn caps_omitted_say_what_this_agent_has_set_up_and_nothing_more() {
-    use durable_core::{ActionHandler, ActionRequest, ChatHandler, HandlerResult, Hooks, Turn};
+    use durable_runtime::{ActionHandler, ActionRequest, ChatHandler, HandlerResult, Hooks, Turn};
     struct Chat;
     impl ChatHandler for Chat {
         async fn turn(&self, _turn: Turn) {}
@@ -196,7 +196,11 @@ async fn caps_omitted_say_what_this_agent_has_set_up_and_nothing_more() {
     impl Hooks for Layout {}
     let h = Harness::new();
     let on = |caps: &serde_json::Value| -> Vec<String> {
-        durable_core::types::CAP_NAMES.iter().filter(|n| caps[**n] == true).map(|n| n.to_string()).collect()
+        durable_runtime::types::CAP_NAMES
+            .iter()
+            .filter(|n| caps[**n] == true)
+            .map(|n| n.to_string())
+            .collect()
     };
     assert_eq!(on(&h.get("/hello").await.json["caps"]), ["asks"], "an agent with nothing set up asks only");
     let r = h.post("/v1/panes/ticket-1/send", json!({"requestId": "s1", "text": "x"})).await;
@@ -212,7 +216,7 @@ async fn caps_omitted_say_what_this_agent_has_set_up_and_nothing_more() {
     h.core.starter("new", "New").unwrap();
     h.core.history(EmptyHistory);
     let caps = h.get("/hello").await.json["caps"].clone();
-    for name in durable_core::types::CAP_NAMES {
+    for name in durable_runtime::types::CAP_NAMES {
         assert_eq!(caps[name], name != "terminal", "{name}");
     }
     assert_eq!(h.get("/v1/history").await.status, 200);
@@ -223,7 +227,7 @@ async fn caps_given_are_the_complete_list() {
     let h = Harness::with_caps(Caps::none().with(Cap::Asks));
     h.core.history(EmptyHistory);
     let caps = h.get("/hello").await.json["caps"].clone();
-    for name in durable_core::types::CAP_NAMES {
+    for name in durable_runtime::types::CAP_NAMES {
         assert_eq!(caps[name], name == "asks", "{name}");
     }
     // A provider does not turn history on when caps were given.
@@ -238,7 +242,7 @@ async fn caps_given_are_the_complete_list() {
 
 #[tokio::test]
 async fn route_whose_cap_is_off_answers_409_not_supported_and_runs_nothing() {
-    use durable_core::types::{AskOption, AskSpec};
+    use durable_runtime::types::{AskOption, AskSpec};
     let h = Harness::with_caps(Caps::all().without(Cap::Asks));
     let pane = h.pane();
     let ask = pane.ask(AskSpec::choice("c-1", "Go?", [AskOption::new("yes", "Yes")])).unwrap();
@@ -492,7 +496,7 @@ async fn state_since_brings_workspaces_closed_and_starters_together_on_a_layout_
 
 #[tokio::test]
 async fn state_seq_grows_on_every_visible_change() {
-    use durable_core::types::{AskOption, AskSpec};
+    use durable_runtime::types::{AskOption, AskSpec};
     let h = Harness::new();
     let mut last = h.seq().await;
     let mut check = |what: &str, seq: u64| {
@@ -513,7 +517,7 @@ async fn state_seq_grows_on_every_visible_change() {
     check("rename", h.seq().await);
     let ask = pane.ask(AskSpec::choice("c-1", "Go?", [AskOption::new("yes", "Yes")])).unwrap();
     check("ask raised", h.seq().await);
-    pane.decide(ask.id(), durable_core::types::Answer::option("yes")).unwrap();
+    pane.decide(ask.id(), durable_runtime::types::Answer::option("yes")).unwrap();
     check("ask decided", h.seq().await);
     h.core.starter("s", "Start").unwrap();
     check("starter", h.seq().await);
@@ -523,7 +527,7 @@ async fn state_seq_grows_on_every_visible_change() {
 
 #[tokio::test]
 async fn state_pane_shows_its_open_asks_and_actions() {
-    use durable_core::types::{AskOption, AskSpec};
+    use durable_runtime::types::{AskOption, AskSpec};
     let h = Harness::new();
     let pane = h.pane();
     pane.action("refund", "Refund", Some("check")).unwrap();
@@ -561,7 +565,7 @@ async fn state_pane_turn_id_is_the_running_or_the_last_turn() {
 // ---------------------------------------------------------------------------
 // §5 Pane fields: sessionId, cwd, titles
 
-fn tab(h: &Harness) -> durable_core::Tab {
+fn tab(h: &Harness) -> durable_runtime::Tab {
     h.core.workspace("support", "Support").unwrap().tab("main", "Tickets").unwrap()
 }
 
@@ -748,11 +752,11 @@ async fn body_over_1_mib_is_413_only_after_route_caller_and_cap_checks() {
     // Route first.
     assert_eq!(h.post_too_large("/v1/nowhere").await.status, 404);
     let mut req = Request::post("/v1/state", "", Caller::OtherProcess);
-    req.body = durable_core::types::exchange::Body::TooLarge;
+    req.body = durable_runtime::types::exchange::Body::TooLarge;
     assert_eq!(h.request(req).await.status, 405);
     // Caller next.
     let mut req = Request::post("/v1/asks/abc", "", Caller::SelfOrDescendant);
-    req.body = durable_core::types::exchange::Body::TooLarge;
+    req.body = durable_runtime::types::exchange::Body::TooLarge;
     assert_eq!(h.request(req).await.code(), "caller-refused");
     // Then the cap.
     let h = Harness::with_caps(Caps::all().without(Cap::Asks));
@@ -761,7 +765,7 @@ async fn body_over_1_mib_is_413_only_after_route_caller_and_cap_checks() {
 
 #[tokio::test]
 async fn write_from_self_or_descendant_is_403_caller_refused_while_reads_stay_open() {
-    use durable_core::types::{AskOption, AskSpec};
+    use durable_runtime::types::{AskOption, AskSpec};
     let h = Harness::new();
     let pane = h.pane();
     let ask = pane.ask(AskSpec::choice("c-1", "Go?", [AskOption::new("yes", "Yes")])).unwrap();

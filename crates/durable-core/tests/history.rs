@@ -5,10 +5,10 @@ use durable_runtime::test_util as harness;
 
 use std::sync::{Arc, Mutex};
 
-use durable_core::types::{
+use durable_runtime::types::{
     Cap, Caps, ConversationState, Cursor, HistoryRow, Id, Item, ItemBody, NoticeTone, Timestamp,
 };
-use durable_core::{HistoryError, HistoryProvider, ItemsPage, PaneOptions, RowsPage};
+use durable_runtime::{HistoryError, HistoryProvider, ItemsPage, PaneOptions, RowsPage};
 use harness::{Harness, T0};
 use serde_json::{Value, json};
 

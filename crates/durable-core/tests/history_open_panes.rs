@@ -9,10 +9,10 @@ use durable_runtime::test_util as harness;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use durable_core::types::{
+use durable_runtime::types::{
     Caps, ConversationState, Cursor, HistoryRow, Id, Item, ItemBody, Timestamp, VIEW_LIMIT,
 };
-use durable_core::{HistoryError, HistoryProvider, ItemsPage, PaneOptions, RowsPage};
+use durable_runtime::{HistoryError, HistoryProvider, ItemsPage, PaneOptions, RowsPage};
 use harness::{Harness, T0};
 use serde_json::{Value, json};
 

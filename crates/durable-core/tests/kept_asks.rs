@@ -7,8 +7,8 @@ use durable_runtime::test_util as harness;
 
 use std::sync::{Arc, Mutex};
 
-use durable_core::types::{AskOption, AskSpec, ToolInfo, ask_id_for};
-use durable_core::{
+use durable_runtime::types::{AskOption, AskSpec, ToolInfo, ask_id_for};
+use durable_runtime::{
     ApprovalOptions, KeptAskRecord, Lookup, Receipt, ReceiptStore, StoreError, require_approval,
 };
 use harness::{Harness, poll_once};
@@ -258,10 +258,11 @@ async fn an_ask_that_closes_as_it_opens_is_not_left_kept() {
     let h = run(&store);
     let pane = h.pane();
     // Past its expiry already: it times out in the same call that raised it.
-    let spec = refund("refund-1").expires_at(durable_core::types::Timestamp::from_millis(harness::T0 - 1));
+    let spec = refund("refund-1").expires_at(durable_runtime::types::Timestamp::from_millis(harness::T0 - 1));
     let _handle = pane.ask(spec).unwrap();
     let _other = pane.ask(refund("refund-2")).unwrap();
-    pane.decide(&ask_id_for("ticket-1", "refund-2"), durable_core::types::Answer::option("allow")).unwrap();
+    pane.decide(&ask_id_for("ticket-1", "refund-2"), durable_runtime::types::Answer::option("allow"))
+        .unwrap();
     h.settle().await;
     assert!(store.kept_ids().is_empty(), "kept, then forgotten, in that order: {:?}", store.kept_ids());
 }
@@ -271,7 +272,7 @@ async fn agent_data_is_bounded_and_never_sent_to_the_phone() {
     let store = AskStore::default();
     let h = run(&store);
     let pane = h.pane();
-    let big = json!({"blob": "x".repeat(durable_core::types::AGENT_DATA_MAX)});
+    let big = json!({"blob": "x".repeat(durable_runtime::types::AGENT_DATA_MAX)});
     let e = pane.ask(refund("refund-1").agent_data(big)).unwrap_err();
     assert!(e.to_string().contains("agent data"), "{e}");
     let _ok = pane.ask(refund("refund-2").agent_data(json!({"secret-key": 7}))).unwrap();
@@ -302,7 +303,7 @@ async fn a_store_of_its_own_that_keeps_no_asks_is_said_once_and_the_memory_store
     memory.core.ready();
     memory.settle().await;
     assert!(!memory.warns().iter().any(|w| w.contains("keeps no asks")));
-    let explicit = Harness::with(|b| b.receipts(durable_core::MemoryReceiptStore::new()));
+    let explicit = Harness::with(|b| b.receipts(durable_runtime::MemoryReceiptStore::new()));
     explicit.core.ready();
     explicit.settle().await;
     assert!(!explicit.warns().iter().any(|w| w.contains("keeps no asks")));
@@ -385,15 +386,15 @@ async fn a_button_that_raises_a_card_answers_only_once_the_store_has_the_card() 
     let h = gated_run(&store);
     let pane = h.pane();
     pane.action("refund", "Refund", None).unwrap();
-    pane.on_action(|req: durable_core::ActionRequest| async move {
+    pane.on_action(|req: durable_runtime::ActionRequest| async move {
         let _card = req.pane.ask(refund("refund-1"))?;
         Ok(())
     })
     .unwrap();
-    let press = h.core.handle(durable_core::types::exchange::Request::post(
+    let press = h.core.handle(durable_runtime::types::exchange::Request::post(
         "/v1/panes/ticket-1/actions/refund",
         r#"{"requestId":"b-1"}"#,
-        durable_core::types::exchange::Caller::OtherProcess,
+        durable_runtime::types::exchange::Caller::OtherProcess,
     ));
     let mut press = tokio::spawn(press);
     h.settle().await;
@@ -413,15 +414,15 @@ async fn a_store_that_panics_on_an_ask_write_never_holds_up_the_writes_behind_it
     let h = gated_run(&store);
     let pane = h.pane();
     pane.action("refund", "Refund", None).unwrap();
-    pane.on_action(|req: durable_core::ActionRequest| async move {
+    pane.on_action(|req: durable_runtime::ActionRequest| async move {
         let _card = req.pane.ask(refund("refund-1"))?;
         Ok(())
     })
     .unwrap();
-    let press = h.core.handle(durable_core::types::exchange::Request::post(
+    let press = h.core.handle(durable_runtime::types::exchange::Request::post(
         "/v1/panes/ticket-1/actions/refund",
         r#"{"requestId":"b-1"}"#,
-        durable_core::types::exchange::Caller::OtherProcess,
+        durable_runtime::types::exchange::Caller::OtherProcess,
     ));
     let response = tokio::time::timeout(std::time::Duration::from_secs(10), tokio::spawn(press))
         .await
@@ -458,10 +459,10 @@ async fn an_answer_is_acknowledged_only_once_its_card_is_forgotten() {
     let (id, hash) = (state["asks"][0]["id"].as_str().unwrap().to_owned(), state["asks"][0]["hash"].clone());
     assert_eq!(store.inner.kept_ids(), std::slice::from_ref(&id));
     let body = json!({"requestId": "a-1", "answer": {"optionIds": ["allow"]}, "hash": hash}).to_string();
-    let answer = h.core.handle(durable_core::types::exchange::Request::post(
+    let answer = h.core.handle(durable_runtime::types::exchange::Request::post(
         &format!("/v1/asks/{id}"),
         body,
-        durable_core::types::exchange::Caller::OtherProcess,
+        durable_runtime::types::exchange::Caller::OtherProcess,
     ));
     let mut answer = tokio::spawn(answer);
     h.settle().await;

@@ -8,9 +8,9 @@ use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use durable_core::types::exchange::{Caller, Request};
-use durable_core::types::{AskOption, AskSpec, Item, ItemBody, VIEW_LIMIT};
-use durable_core::{AskHandle, Lookup, MemoryReceiptStore, Receipt, ReceiptStore, StoreError};
+use durable_runtime::types::exchange::{Caller, Request};
+use durable_runtime::types::{AskOption, AskSpec, Item, ItemBody, VIEW_LIMIT};
+use durable_runtime::{AskHandle, Lookup, MemoryReceiptStore, Receipt, ReceiptStore, StoreError};
 use harness::{Harness, poll_once, without_replayed};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -32,7 +32,7 @@ enum ItemOp {
 const KINDS: [&str; 6] = ["reply", "markdown", "thinking", "notice", "code", "user"];
 
 fn item_of(id: usize, kind: u8, text: &str, partial: bool) -> Item {
-    let id = durable_core::types::Id::new(format!("i{id}")).unwrap();
+    let id = durable_runtime::types::Id::new(format!("i{id}")).unwrap();
     let text = text.to_owned();
     let body = match KINDS[kind as usize] {
         "reply" => ItemBody::Reply { text, partial },
@@ -445,8 +445,8 @@ proptest! {
             if let Some(q) = &query {
                 path = format!("{path}?{q}");
             }
-            let mut req = Request::new(durable_core::types::exchange::Method::from_name(method), &path, caller);
-            req.body = durable_core::types::exchange::Body::Complete(body.clone().into());
+            let mut req = Request::new(durable_runtime::types::exchange::Method::from_name(method), &path, caller);
+            req.body = durable_runtime::types::exchange::Body::Complete(body.clone().into());
             let resp = h.core.handle(req).await;
             prop_assert!([200, 202, 304, 400, 403, 404, 405, 409, 413, 500].contains(&resp.status), "{}", resp.status);
             if resp.status != 304 {

@@ -4,8 +4,8 @@
 //! `handle`.
 use durable_runtime::test_util as harness;
 
-use durable_core::types::exchange::{Caller, Request};
-use durable_core::types::{Caps, Item};
+use durable_runtime::types::exchange::{Caller, Request};
+use durable_runtime::types::{Caps, Item};
 use harness::Harness;
 use serde_json::{Value, json};
 
@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 async fn both(
     h: &Harness,
     req: Request,
-) -> (Option<durable_core::types::exchange::Response>, durable_core::types::exchange::Response) {
+) -> (Option<durable_runtime::types::exchange::Response>, durable_runtime::types::exchange::Response) {
     let read = req.as_read().expect("a GET reads as a borrowed read");
     let borrowed = h.core.answer_read(&read);
     let owned = h.core.handle(req.clone()).await;
@@ -39,7 +39,7 @@ enum Expect {
     Error(u16, &'static str),
 }
 
-fn check(expect: Expect, r: &durable_core::types::exchange::Response, shown: &str) {
+fn check(expect: Expect, r: &durable_runtime::types::exchange::Response, shown: &str) {
     let body: Option<Value> = serde_json::from_slice(&r.body).ok();
     let field = |k: &str| body.as_ref().and_then(|b| b.get(k).cloned()).unwrap_or(Value::Null);
     match expect {

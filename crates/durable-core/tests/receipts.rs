@@ -4,9 +4,9 @@ use durable_runtime::test_util as harness;
 
 use std::sync::{Arc, Mutex};
 
-use durable_core::types::exchange::{Caller, Request};
-use durable_core::types::{Answer, AskOption, AskSpec, RECEIPTS_PER_GROUP, ToolInfo};
-use durable_core::{Lookup, MemoryReceiptStore, Receipt, ReceiptStore, StoreError};
+use durable_runtime::types::exchange::{Caller, Request};
+use durable_runtime::types::{Answer, AskOption, AskSpec, RECEIPTS_PER_GROUP, ToolInfo};
+use durable_runtime::{Lookup, MemoryReceiptStore, Receipt, ReceiptStore, StoreError};
 use harness::{Harness, poll_once, without_replayed};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
@@ -126,7 +126,7 @@ async fn refusals_store_nothing_so_the_same_request_id_may_try_again() {
 
 #[tokio::test]
 async fn a_request_id_names_one_action_whatever_route_repeats_it() {
-    let h = Harness::with_caps(durable_core::types::Caps::all());
+    let h = Harness::with_caps(durable_runtime::types::Caps::all());
     let pane = h.pane();
     let ask = pane.ask(yes_no("c1")).unwrap();
     let first = h.answer(ask.id(), pick("r-1", "yes")).await;
@@ -357,13 +357,13 @@ async fn applied_held_answer_becomes_the_receipt_in_the_group_of_the_asks_pane()
     let hash = spec
         .clone()
         .build(
-            &durable_core::types::Id::new("ticket-1").unwrap(),
-            durable_core::types::Timestamp::EPOCH,
+            &durable_runtime::types::Id::new("ticket-1").unwrap(),
+            durable_runtime::types::Timestamp::EPOCH,
             true,
         )
         .unwrap()
         .hash;
-    let id = durable_core::types::ask_id_for("ticket-1", "c1");
+    let id = durable_runtime::types::ask_id_for("ticket-1", "c1");
     let held = json!({"requestId": "r-1", "answer": {"optionIds": ["yes"]}, "hash": hash});
     assert_eq!(h.answer(&id, held.clone()).await.status, 202);
     let ask = pane.ask(spec).unwrap();

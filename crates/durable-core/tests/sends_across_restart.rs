@@ -6,7 +6,7 @@ use durable_runtime::test_util as harness;
 
 use std::sync::{Arc, Mutex};
 
-use durable_core::{ChatHandler, Lookup, PendingSend, Receipt, ReceiptStore, SendState, StoreError, Turn};
+use durable_runtime::{ChatHandler, Lookup, PendingSend, Receipt, ReceiptStore, SendState, StoreError, Turn};
 use harness::Harness;
 use serde_json::json;
 
@@ -188,7 +188,7 @@ struct Gated {
 
 impl ChatHandler for Gated {
     async fn turn(&self, _turn: Turn) {}
-    async fn check_send(&self, _req: durable_core::SendRequest) -> durable_core::HandlerResult {
+    async fn check_send(&self, _req: durable_runtime::SendRequest) -> durable_runtime::HandlerResult {
         self.entered.notify_one();
         self.gate.notified().await;
         Ok(())

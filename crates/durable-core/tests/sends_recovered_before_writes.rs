@@ -9,8 +9,8 @@ use durable_runtime::test_util as harness;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use durable_core::types::exchange::{Caller, Request};
-use durable_core::{ChatHandler, Lookup, PendingSend, Receipt, ReceiptStore, SendState, StoreError, Turn};
+use durable_runtime::types::exchange::{Caller, Request};
+use durable_runtime::{ChatHandler, Lookup, PendingSend, Receipt, ReceiptStore, SendState, StoreError, Turn};
 use harness::Harness;
 use serde_json::json;
 use tokio::sync::Semaphore;

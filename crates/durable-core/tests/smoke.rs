@@ -1,7 +1,7 @@
 //! A first pass through the harness: hello, state, an ask answered.
 use durable_runtime::test_util as harness;
 
-use durable_core::types::{AskOption, AskSpec};
+use durable_runtime::types::{AskOption, AskSpec};
 use harness::Harness;
 use serde_json::json;
 

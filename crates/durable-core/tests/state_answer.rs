@@ -3,9 +3,9 @@
 //! out byte for byte (the same fields, names, order and omissions).
 use durable_runtime::test_util as harness;
 
-use durable_core::types::exchange::{Caller, Request};
-use durable_core::types::{AskOption, AskSpec, Cap, Caps, StateResponse};
-use durable_core::{AskHandle, Pane, PaneOptions};
+use durable_runtime::types::exchange::{Caller, Request};
+use durable_runtime::types::{AskOption, AskSpec, Cap, Caps, StateResponse};
+use durable_runtime::{AskHandle, Pane, PaneOptions};
 use harness::Harness;
 
 /// An agent whose panes show every field of a pane view, each way it can

@@ -6,8 +6,8 @@ use durable_runtime::test_util as harness;
 
 use std::collections::HashMap;
 
-use durable_core::types::{Item, ItemBody};
-use durable_core::{Pane, PaneOptions};
+use durable_runtime::types::{Item, ItemBody};
+use durable_runtime::{Pane, PaneOptions};
 use harness::Harness;
 use proptest::prelude::*;
 
@@ -54,7 +54,7 @@ fn check(ops: &[Op]) -> Result<(), TestCaseError> {
                 }
                 Op::Write(i) => open.get(i).map(|p| {
                     let item = Item::new(
-                        durable_core::types::Id::new(format!("it-{k}")).unwrap(),
+                        durable_runtime::types::Id::new(format!("it-{k}")).unwrap(),
                         ItemBody::Reply { text: format!("{k}"), partial: false },
                     );
                     p.write(item).unwrap();

@@ -4,9 +4,9 @@
 //! phone's rename to an empty title is `400`.
 use durable_runtime::test_util as harness;
 
-use durable_core::PaneOptions;
-use durable_core::types::text::{QUOTED_CUT, QUOTED_MAX};
-use durable_core::types::{AskSpec, Caps, RuleError};
+use durable_runtime::PaneOptions;
+use durable_runtime::types::text::{QUOTED_CUT, QUOTED_MAX};
+use durable_runtime::types::{AskSpec, Caps, RuleError};
 use harness::recorder::{Handled, Log, Recorder};
 use harness::{Harness, Reply};
 use serde_json::{Value, json};
@@ -144,7 +144,7 @@ async fn id_errors_from_the_layout_and_asks_name_the_role_and_the_escaped_value(
         ("action id", pane.action(bad, "Go", None).unwrap_err()),
         ("starter id", h.core.starter(bad, "New").unwrap_err()),
         ("turn id", pane.working(bad).unwrap_err()),
-        ("ask id", pane.decide(bad, durable_core::types::Answer::option("yes")).unwrap_err()),
+        ("ask id", pane.decide(bad, durable_runtime::types::Answer::option("yes")).unwrap_err()),
     ];
     for (role, e) in cases {
         let m = e.to_string();

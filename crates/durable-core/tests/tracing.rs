@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use durable_core::types::exchange::Caller;
-use durable_core::{ChatHandler, Turn};
+use durable_runtime::types::exchange::Caller;
+use durable_runtime::{ChatHandler, Turn};
 use serde_json::json;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -141,7 +141,7 @@ const ASK: &str = "970f8a0b30368fbbcab73013d31d2d51"; // ask_id_for("ticket-1", 
 fn an_ask_raised_and_decided_are_info_events_with_id_kind_pane_outcome_and_who() {
     let rec = recorded(|| async {
         let h = Harness::new();
-        let spec = durable_core::approval_spec("refund", &json!({"order": "5521"}), "call-1");
+        let spec = durable_runtime::approval_spec("refund", &json!({"order": "5521"}), "call-1");
         let ask = h.pane().ask(spec).unwrap();
         let hash = h.state().await.json["asks"][0]["hash"].as_str().unwrap().to_owned();
         let body = json!({"requestId": "r-1", "answer": {"optionIds": ["allow"]}, "hash": hash});
@@ -229,7 +229,7 @@ fn an_ask_raised_in_a_turn_sits_under_the_turn_and_an_authors_wait_can_join_it()
     struct Asking;
     impl ChatHandler for Asking {
         async fn turn(&self, turn: Turn) {
-            let spec = durable_core::approval_spec("refund", &json!({"order": "5521"}), "call-1");
+            let spec = durable_runtime::approval_spec("refund", &json!({"order": "5521"}), "call-1");
             let ask = turn.pane().ask(spec).unwrap();
             let span = ask.span().clone();
             let _entered = span.enter();
@@ -259,7 +259,7 @@ fn a_request_is_a_span_with_its_route_pane_and_request_id_and_a_debug_event_with
     let rec = recorded(|| async {
         let h = Harness::new();
         h.pane()
-            .on_action(|_req: durable_core::ActionRequest| async move {
+            .on_action(|_req: durable_runtime::ActionRequest| async move {
                 tracing::info!(target: "my_agent", "refund pressed");
                 Ok(())
             })
@@ -270,7 +270,7 @@ fn a_request_is_a_span_with_its_route_pane_and_request_id_and_a_debug_event_with
         let state = h.state().await;
         let etag = state.etag.unwrap();
         // The poll as Collie sends it: answered at once, from a borrowed read.
-        let read = durable_core::types::exchange::Read {
+        let read = durable_runtime::types::exchange::Read {
             path: "/v1/state",
             query: None,
             if_none_match: Some(&etag),

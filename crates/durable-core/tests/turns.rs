@@ -6,8 +6,8 @@ use durable_runtime::test_util as harness;
 
 use std::sync::{Arc, Mutex};
 
-use durable_core::types::PaneState;
-use durable_core::{ChatHandler, HandlerResult, Refusal, SendRequest, SteerRequest, Turn};
+use durable_runtime::types::PaneState;
+use durable_runtime::{ChatHandler, HandlerResult, Refusal, SendRequest, SteerRequest, Turn};
 use harness::Harness;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -159,7 +159,7 @@ async fn a_turn_the_program_starts_hears_steers_and_stop_too_and_a_closed_pane_i
     assert_eq!(turn.next_steer().await, None, "a stopped turn hears no more");
     pane.close();
     assert!(!turn.is_open());
-    let err = turn.write(durable_core::types::Item::reply("late", "x").unwrap()).unwrap_err();
+    let err = turn.write(durable_runtime::types::Item::reply("late", "x").unwrap()).unwrap_err();
     assert!(err.is_closed(), "{err:?}");
     turn.end(); // ending a turn of a closed pane is a no-op
 }

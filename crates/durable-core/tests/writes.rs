@@ -5,9 +5,9 @@ use durable_runtime::test_util as harness;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use durable_core::types::exchange::{Caller, Request};
-use durable_core::types::{AskOption, AskSpec, Cap, Caps, DecidedBy, Id, Outcome};
-use durable_core::{
+use durable_runtime::types::exchange::{Caller, Request};
+use durable_runtime::types::{AskOption, AskSpec, Cap, Caps, DecidedBy, Id, Outcome};
+use durable_runtime::{
     ActionHandler, ActionRequest, ChatHandler, HandlerResult, Hooks, MemoryReceiptStore, Pane, PaneOptions,
     Refusal, SendRequest, Turn,
 };
@@ -84,7 +84,7 @@ impl ChatHandler for Gated {
             _ => Ok(()),
         }
     }
-    async fn steer(&self, req: durable_core::SteerRequest) -> HandlerResult {
+    async fn steer(&self, req: durable_runtime::SteerRequest) -> HandlerResult {
         ChatHandler::steer(&Recorder::new("gated", &self.log), req).await
     }
 }
@@ -200,7 +200,7 @@ async fn send_queued_sends_wait_for_the_next_turn_when_the_delivered_one_starts_
     h.settle().await;
     assert_eq!(log.of("send").len(), 1, "the first starts turn `a`; the second waits for it");
     assert_eq!(pane.turn_id().as_deref(), Some("a"));
-    assert_eq!(pane.current_state(), durable_core::types::PaneState::Working);
+    assert_eq!(pane.current_state(), durable_runtime::types::PaneState::Working);
     gate.add_permits(1);
     h.settle().await;
     let ids: Vec<_> = log.of("send").into_iter().map(|c| c.request_id).collect();
@@ -315,7 +315,7 @@ async fn stop_on_an_idle_pane_only_closes_its_asks_and_answers_stopped() {
     let r = h.post(STOP, json!({"requestId": "x-1"})).await;
     assert_success(&r, "stopped", "x-1", false);
     assert_eq!(ask.await.unwrap_err().outcome, Outcome::Aborted);
-    assert_eq!(pane.current_state(), durable_core::types::PaneState::Idle);
+    assert_eq!(pane.current_state(), durable_runtime::types::PaneState::Idle);
     assert_eq!(log.of("stop").len(), 1);
     // With no ask at all it still answers stopped.
     let r = h.post(STOP, json!({"requestId": "x-2"})).await;
@@ -580,7 +580,7 @@ async fn a_write_answers_once_its_handler_accepted_not_when_the_work_is_finished
     pane.handlers(Recorder::holding("pane", &log, Arc::new(Semaphore::new(0)))).unwrap();
     let r = h.post(SEND, json!({"requestId": "1", "text": "long job"})).await;
     assert_success(&r, "sent", "1", false);
-    assert_eq!(pane.current_state(), durable_core::types::PaneState::Working);
+    assert_eq!(pane.current_state(), durable_runtime::types::PaneState::Working);
 }
 
 // ---------------------------------------------------------------------------
@@ -1114,7 +1114,7 @@ async fn pane_lock_answers_and_stop_skip_it_while_rename_and_close_of_the_pane_w
 struct LayoutHooks;
 
 impl Hooks for LayoutHooks {
-    async fn on_rename(&self, _req: durable_core::RenameRequest) -> HandlerResult {
+    async fn on_rename(&self, _req: durable_runtime::RenameRequest) -> HandlerResult {
         Ok(())
     }
 }
@@ -1187,17 +1187,17 @@ async fn sends_queued_when_the_pane_closed_are_delivered_when_it_is_reopened() {
 /// A store whose `put` always fails (a disk full).
 struct FailingStore;
 
-impl durable_core::ReceiptStore for FailingStore {
-    async fn get(&self, _id: &str) -> Result<durable_core::Lookup, durable_core::StoreError> {
-        Ok(durable_core::Lookup::Unknown)
+impl durable_runtime::ReceiptStore for FailingStore {
+    async fn get(&self, _id: &str) -> Result<durable_runtime::Lookup, durable_runtime::StoreError> {
+        Ok(durable_runtime::Lookup::Unknown)
     }
     async fn put(
         &self,
         _id: &str,
-        _r: durable_core::Receipt,
+        _r: durable_runtime::Receipt,
         _g: &str,
-    ) -> Result<(), durable_core::StoreError> {
-        Err(durable_core::StoreError::new("disk full"))
+    ) -> Result<(), durable_runtime::StoreError> {
+        Err(durable_runtime::StoreError::new("disk full"))
     }
 }
 

@@ -7,7 +7,7 @@
 //! tests run too.
 use durable_runtime::test_util as harness;
 
-use durable_core::MemoryReceiptStore;
+use durable_runtime::MemoryReceiptStore;
 use harness::exactly_once::{At, CAPACITY, op, scenario};
 use proptest::prelude::*;
 

@@ -22,7 +22,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use durable_core::Core;
+use durable_runtime::Core;
 use durable_types::exchange::{Caller, Method, Read, Request, Response};
 use durable_types::{ErrorBody, ErrorCode};
 

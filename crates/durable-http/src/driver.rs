@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use durable_core::{Core, Job};
+use durable_runtime::{Core, Job};
 use durable_types::Timestamp;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
@@ -99,7 +99,7 @@ mod tests {
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use durable_core::{Clock, ManualClock};
+    use durable_runtime::{Clock, ManualClock};
 
     use super::*;
     use crate::system::SystemClock;
@@ -200,8 +200,8 @@ mod tests {
     #[tokio::test]
     async fn the_driver_stops_on_shutdown() {
         let clock = ManualClock::new(Timestamp::from_millis(1));
-        let core = durable_core::create_core(
-            durable_core::CoreOptions::builder().clock(clock).epoch("0123456789abcdef").build().unwrap(),
+        let core = durable_runtime::create_core(
+            durable_runtime::CoreOptions::builder().clock(clock).epoch("0123456789abcdef").build().unwrap(),
         );
         let stop = CancellationToken::new();
         let driver = spawn_driver(core, stop.clone());

@@ -1,11 +1,12 @@
 //! The hyper/tokio glue that both durable servers share.
 //!
-//! The protocol lives in `durable-core`; this crate only carries requests to
-//! it and drives it. Both the private Unix socket server (`durable-socket`)
-//! and the HTTPS server (`durable-tls`) are built from these pieces:
+//! The protocol lives in `durable-core`, served by `durable-runtime`; this
+//! crate only carries requests to it and drives it. Both the private Unix
+//! socket server (`durable-socket`) and the HTTPS server (`durable-tls`)
+//! are built from these pieces:
 //!
 //! - [`SystemClock`], [`random_epoch`] and [`stderr_warn`]: what a server
-//!   hands [`CoreOptions`](durable_core::CoreOptions) (the core reads no
+//!   hands [`CoreOptions`](durable_runtime::CoreOptions) (the core reads no
 //!   clock, no random source and writes nowhere by itself).
 //! - [`to_core_request`] (and [`to_core_request_without_body`] for a
 //!   bodiless request, [`read_of`] for a `GET` borrowed as the core's

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use durable_core::Core;
+use durable_runtime::Core;
 use durable_types::exchange::Caller;
 
 use crate::caller::CallerSource;
@@ -298,7 +298,7 @@ mod tests {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::time::Instant;
 
-    use durable_core::{CoreOptions, ManualClock, create_core};
+    use durable_runtime::{CoreOptions, ManualClock, create_core};
     use durable_types::Timestamp;
     use durable_types::exchange::{Caller, Request, Response};
     use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};

@@ -4,10 +4,10 @@
 use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use durable_core::Clock;
+use durable_runtime::Clock;
 use durable_types::Timestamp;
 
-/// The system's wall clock, for [`CoreOptions`](durable_core::CoreOptions).
+/// The system's wall clock, for [`CoreOptions`](durable_runtime::CoreOptions).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemClock;
 

@@ -9,8 +9,8 @@ use std::fmt;
 use std::io;
 use std::sync::{Arc, Mutex};
 
-use durable_core::{CoreOptions, ManualClock, create_core};
 use durable_http::{Accepted, CallerSource, Limits, Listen, Server};
+use durable_runtime::{CoreOptions, ManualClock, create_core};
 use durable_types::Timestamp;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};

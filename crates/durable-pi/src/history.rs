@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use durable_core::{HistoryError, HistoryProvider, ItemsPage, RowsPage};
+use durable_runtime::{HistoryError, HistoryProvider, ItemsPage, RowsPage};
 use durable_types::{ConversationState, Cursor, HistoryRow, check_id};
 
 use crate::Error;

@@ -17,7 +17,7 @@
 //! | conversation → pane | [`items`] | [`pane_view`], [`items_since`]: entries as items with stable ids, the name as the title |
 //! | a sessions folder | [`folder`] | [`SessionFolder`]: the sessions listed newest first |
 //! | the store trait | [`store`] | [`ConversationStore`]: what the history reads; a sessions folder is one, a Pi Durable reader could be another |
-//! | store → history | [`history`] | [`PiHistory`]: a [`HistoryProvider`](durable_core::HistoryProvider) over a store |
+//! | store → history | [`history`] | [`PiHistory`]: a [`HistoryProvider`](durable_runtime::HistoryProvider) over a store |
 //! | Pi Durable's store | [`durable`] | [`DurableFolder`]: the JSONL storage (format 1) read as it grows, a second [`ConversationStore`] |
 //! | a live Pi | [`live`] | [`PiConversation`]: `pi --mode rpc` behind a pane (send, steer, stop, rename), streaming as partial items, the gate that turns a risky call into a card ([`GateOptions`]) |
 //!
@@ -134,9 +134,9 @@ pub enum Error {
 
 /// `?` on Pi's errors inside a handler refuses the write with the error's
 /// words (`409 refused`, nothing stored).
-impl From<Error> for durable_core::Refusal {
+impl From<Error> for durable_runtime::Refusal {
     fn from(e: Error) -> Self {
-        durable_core::Refusal::new(e.to_string())
+        durable_runtime::Refusal::new(e.to_string())
     }
 }
 

@@ -10,11 +10,11 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use durable_core::types::ask_id_for;
-use durable_core::types::exchange::{Caller, Request};
-use durable_core::{Core, CoreOptions, Pane, PaneOptions, create_core};
 use durable_http::{CancellationToken, SystemClock, random_epoch, spawn_driver};
 use durable_pi::{Block, GateOptions, Message, PiCommand, PiConversation, PiOptions, SessionFolder};
+use durable_runtime::types::ask_id_for;
+use durable_runtime::types::exchange::{Caller, Request};
+use durable_runtime::{Core, CoreOptions, Pane, PaneOptions, create_core};
 use serde_json::{Value, json};
 
 const PI_CLI: &str = "node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js";

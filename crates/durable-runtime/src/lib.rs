@@ -1,22 +1,112 @@
-//! The async runtime layer around `durable-core`'s protocol machine: the
+//! The async runtime around `durable-core`'s protocol machine: the Rust
+//! form of the seed's `createCore` — the machine behind one lock, the
 //! program's handles, the jobs that run its handlers and its receipt store,
 //! and the deadlines.
 //!
-//! Today this crate re-exports [`durable_core`] whole: the handles and the
-//! jobs still live there, and move here step by step (issue #41; the plan
-//! is `docs/design/core-machine.md` in the repository), so that
-//! `durable-core` ends as the machine alone — no lock, no channel, no
-//! future. The transports and the adapters take their paths from here once
-//! they move; an agent's author depends on `durable-sdk`.
+//! # The contract of this crate
+//!
+//! The core is deterministic and does no IO: no sockets, no files, no
+//! spawning, no sleeping, no reading of the clock or of a random source. It
+//! holds a durable agent's layout, panes, items, events, asks and receipts:
+//! the rules live in [`durable_core`]'s machine, plain data this crate keeps
+//! behind one lock; the program's handles, its handlers' and hooks' calls,
+//! the receipt store's and the kept asks' journal run here.
+//!
+//! **What goes in**
+//! - The program's calls, through the handles: [`Core::workspace`] →
+//!   [`Workspace::tab`] → [`Tab::pane`], then [`Pane::write`] (items),
+//!   [`Pane::state`], [`Pane::ask`], [`require_approval`], [`Core::ready`].
+//! - Collie's requests, as plain values: [`Core::handle`] takes a
+//!   [`Request`](durable_types::exchange::Request) (method, path, query,
+//!   `If-None-Match`, body, and who the caller is) and returns a
+//!   [`Response`](durable_types::exchange::Response) (status, `ETag`, JSON body).
+//!   A `GET` may instead go to [`Core::answer_read`] as a borrowed
+//!   [`Read`](durable_types::exchange::Read): it answers at once, with no
+//!   copy and no future, every read but the history routes (for those it
+//!   says `None`, and [`Core::handle`] answers).
+//! - Time, from the [`Clock`] given in [`CoreOptions`], and the driver's
+//!   [`Core::tick`] when a deadline passes.
+//!
+//! **What comes out**
+//! - Responses, from [`Core::handle`] (and [`Core::answer_read`]).
+//! - Deadlines: [`Core::next_deadline`] is the earliest time at which the core
+//!   wants [`Core::tick`] called (ask expiry, held answers, the 5 s `busy`
+//!   wait).
+//! - Jobs: [`Core::poll_job`] hands out work that belongs to no request: the
+//!   turn of a send a [`ChatHandler`] took, a queued send delivered once the
+//!   pane goes idle. The driver runs each to completion on its executor.
+//! - Warn lines, through the sink given in [`CoreOptions`].
+//! - `tracing` events and spans, under `durable_core::…` targets (the
+//!   machine's module paths; the runtime's `turn` span and `kept` event
+//!   name theirs explicitly), so `RUST_LOG=durable_core=debug` shows them
+//!   all: a `request` span per request
+//!   (method, route, pane, ask id, request id; `DEBUG` for a read, `INFO`
+//!   for a write) ending in a `DEBUG` `answered` event with its status; a
+//!   `turn` span around each send's turn ([`Turn::span`]) and an `ask` span
+//!   per ask ([`AskHandle::span`]); `INFO` events for Collie's hello (once
+//!   per Collie version), refused callers, asks raised and decided.
+//!
+//! **In what order a driver calls things**
+//! 1. Build the core with [`create_core`] and register a wake-up with
+//!    [`Core::set_wakeup`]: the core calls it whenever the next deadline may
+//!    have moved earlier or a job is waiting.
+//! 2. Loop: run every job from [`Core::poll_job`]; sleep until
+//!    [`Core::next_deadline`] or until woken; call [`Core::tick`] with the
+//!    clock's time.
+//! 3. For each request, await [`Core::handle`] (concurrently with others: the
+//!    future is `Send + 'static`); a `GET` may first go to
+//!    [`Core::answer_read`], and to [`Core::handle`] only when that says
+//!    `None`.
+//!
+//! The program's handles can be used from any thread at any time.
 //!
 //! With the `test-util` feature, `test_util` is the test support the
-//! core's and the SDK's tests share.
+//! core's and the SDK's tests share (for tests only; no semver promise).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-/// Everything of the protocol core, re-exported until its runtime half moves here.
-pub use durable_core::*;
+mod answer;
+mod clock;
+mod core;
+mod dispatch;
+mod handlers;
+mod handles;
+mod history;
+mod kept;
+mod links;
+mod once;
+mod options;
+mod receipts;
+mod select;
+mod signal;
+mod turn;
+mod writes;
+
+pub use clock::{Clock, ManualClock, WarnSink};
+pub use core::{Core, Job, create_core};
+pub use durable_core::{
+    AskClosed, CallerCheckMode, Decided, HandlerResult, ItemCadence, KeptAskRecord, Lookup, PaneOptions,
+    PendingSend, Receipt, Refusal, Reopen, SendState, StoreError,
+};
+pub use handlers::{
+    ActionHandler, ActionRequest, ChatHandler, CloseRequest, Hooks, RenameRequest, ReopenRequest,
+    SendRequest, Started, StarterRequest, SteerRequest, StopRequest,
+};
+pub use handles::asks::{
+    Approval, ApprovalFuture, ApprovalOptions, AskHandle, approval_spec, require_approval,
+};
+pub use handles::layout::{Pane, Tab, Workspace};
+pub use history::{HistoryError, HistoryProvider, ItemsPage, RowsPage};
+pub use kept::KeptAsk;
+pub use options::{CoreOptions, CoreOptionsBuilder, HELD_ANSWER_BYTES};
+pub use receipts::{MemoryReceiptStore, ReceiptStore};
+pub use signal::{AbortController, AbortSignal};
+pub use turn::Turn;
+pub use writes::user_item_id;
+
+/// The wire types and rules, re-exported.
+pub use durable_types as types;
 
 #[cfg(feature = "test-util")]
 #[cfg_attr(docsrs, doc(cfg(feature = "test-util")))]

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use durable_core::{
+use durable_runtime::{
     ActionHandler, CallerCheckMode, ChatHandler, CloseRequest, Core, CoreOptions, CoreOptionsBuilder,
     HandlerResult, HistoryProvider, Hooks, KeptAsk, Pane, RenameRequest, Reopen, ReopenRequest, Started,
     StarterRequest, Workspace,
@@ -144,7 +144,7 @@ pub async fn open_collie(options: impl Into<OpenOptions>) -> Result<Collie, Erro
 /// ```
 pub fn create_core(options: CoreOptionsBuilder) -> Result<Collie, Error> {
     let options = options.or_system(durable_http::SystemClock, durable_http::random_epoch, default_warn());
-    Ok(Collie::from_core(durable_core::create_core(options.build()?)))
+    Ok(Collie::from_core(durable_runtime::create_core(options.build()?)))
 }
 
 /// A durable agent: the layout the phone shows, its handlers, and the

@@ -32,7 +32,7 @@ pub enum Error {
     },
     /// The receipt store failed (reading the asks the last run kept).
     #[error("receipt store: {0}")]
-    Store(#[from] durable_core::StoreError),
+    Store(#[from] durable_runtime::StoreError),
     /// [`open_collie`](crate::open_collie) was given no transport where the
     /// private socket does not exist (Windows, or the `socket` feature off).
     #[error(
@@ -62,8 +62,8 @@ impl fmt::Debug for Error {
 
 /// `?` on the SDK's errors inside a handler refuses the write with the
 /// error's words (`409 refused`, nothing stored).
-impl From<Error> for durable_core::Refusal {
+impl From<Error> for durable_runtime::Refusal {
     fn from(e: Error) -> Self {
-        durable_core::Refusal::new(e.to_string())
+        durable_runtime::Refusal::new(e.to_string())
     }
 }

@@ -139,7 +139,8 @@
 //! # Logs
 //!
 //! What the SDK has to say goes to [`tracing`](https://docs.rs/tracing),
-//! under the module path of the code that says it, so a filter by crate
+//! under the module path of the code that says it (the runtime's under
+//! the machine's, `durable_core`), so a filter by crate
 //! works: `RUST_LOG=durable_core=debug` (the protocol: requests, turns,
 //! asks), `durable_http` (connections, the server's errors),
 //! `durable_sdk` (serving, the stores, the warn lines), `durable_pi`,
@@ -251,7 +252,7 @@ mod warn;
 #[cfg(any(all(feature = "socket", unix), feature = "tls"))]
 #[cfg_attr(docsrs, doc(cfg(any(all(feature = "socket", unix), feature = "tls"))))]
 pub use collie::{Collie, OpenOptions, create_core, open_collie};
-pub use durable_core::{
+pub use durable_runtime::{
     ActionRequest, ApprovalOptions, CoreOptions, CoreOptionsBuilder, HandlerResult, Pane, PaneOptions,
     Refusal, Tab, Turn, Workspace, require_approval,
 };
@@ -268,7 +269,7 @@ pub use serving::{Limits, Transport};
 /// times, the hello exchange, the phone's write bodies, error codes and the
 /// contract's constants.
 pub mod types {
-    pub use durable_core::{HELD_ANSWER_BYTES, user_item_id};
+    pub use durable_runtime::{HELD_ANSWER_BYTES, user_item_id};
     pub use durable_types::constants::*;
     pub use durable_types::text;
     pub use durable_types::{
@@ -286,7 +287,9 @@ pub mod types {
 /// ask gives, approvals, how an ask closes, and the ask's wire types and
 /// rules (its id, hash and summary).
 pub mod asks {
-    pub use durable_core::{Approval, ApprovalFuture, AskClosed, AskHandle, Decided, KeptAsk, approval_spec};
+    pub use durable_runtime::{
+        Approval, ApprovalFuture, AskClosed, AskHandle, Decided, KeptAsk, approval_spec,
+    };
     pub use durable_types::{
         AGENT_DATA_MAX, ASK_HASH_EXCLUDED, AnswerBody, AnswerRequest, Ask, AskKind, DecidedBy, Expiry,
         FieldType, FormField, OptionStyle, Outcome, Push, SelectOption, ToolInfo, arguments_view, ask_hash,
@@ -298,7 +301,7 @@ pub mod asks {
 /// buttons or the layout hooks (a closure does too) — and what the phone's
 /// writes carry to them.
 pub mod handlers {
-    pub use durable_core::{
+    pub use durable_runtime::{
         AbortController, AbortSignal, ActionHandler, ChatHandler, CloseRequest, Hooks, RenameRequest, Reopen,
         ReopenRequest, SendRequest, Started, StarterRequest, SteerRequest, StopRequest,
     };
@@ -307,7 +310,7 @@ pub mod handlers {
 /// History: the provider an agent gives [`Collie::history`],
 /// and the rows and pages it answers with.
 pub mod history {
-    pub use durable_core::{HistoryError, HistoryProvider, ItemsPage, RowsPage};
+    pub use durable_runtime::{HistoryError, HistoryProvider, ItemsPage, RowsPage};
     pub use durable_types::{ConversationPage, ConversationState, HistoryPage, HistoryRow};
 }
 
@@ -316,7 +319,7 @@ pub mod history {
 /// memory; `SqliteReceiptStore` (feature `sqlite-receipts`) keeps them in a
 /// file, `PgReceiptStore` (feature `postgres`) in PostgreSQL.
 pub mod stores {
-    pub use durable_core::{
+    pub use durable_runtime::{
         KeptAskRecord, Lookup, MemoryReceiptStore, PendingSend, Receipt, ReceiptStore, SendState, StoreError,
     };
 
@@ -354,7 +357,7 @@ pub mod transport {
 /// play Collie without a socket, and for custom transports;
 /// [`Collie::core`] hands out an agent's core.
 pub mod driver {
-    pub use durable_core::{CallerCheckMode, Clock, Core, Job, ManualClock, WarnSink};
+    pub use durable_runtime::{CallerCheckMode, Clock, Core, Job, ManualClock, WarnSink};
     pub use durable_types::exchange;
 }
 

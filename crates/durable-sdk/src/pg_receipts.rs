@@ -130,7 +130,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
-use durable_core::{KeptAskRecord, Lookup, PendingSend, Receipt, ReceiptStore, SendState, StoreError};
+use durable_runtime::{KeptAskRecord, Lookup, PendingSend, Receipt, ReceiptStore, SendState, StoreError};
 use durable_types::{EVICTED_MEMORY_FACTOR, RECEIPTS_PER_GROUP};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_postgres::config::Host;

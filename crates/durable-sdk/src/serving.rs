@@ -6,8 +6,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use durable_core::{CallerCheckMode, Core};
 pub use durable_http::Limits;
+use durable_runtime::{CallerCheckMode, Core};
 
 use crate::error::Error;
 

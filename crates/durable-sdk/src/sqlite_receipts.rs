@@ -104,7 +104,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
-use durable_core::{KeptAskRecord, Lookup, PendingSend, Receipt, ReceiptStore, SendState, StoreError};
+use durable_runtime::{KeptAskRecord, Lookup, PendingSend, Receipt, ReceiptStore, SendState, StoreError};
 use durable_types::{EVICTED_MEMORY_FACTOR, RECEIPTS_PER_GROUP};
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
@@ -1154,7 +1154,7 @@ mod tests {
 
     #[tokio::test]
     async fn eviction_matches_the_memory_store() {
-        use durable_core::MemoryReceiptStore;
+        use durable_runtime::MemoryReceiptStore;
         let dir = TempDir::new();
         let sqlite = SqliteReceiptStore::open_with_capacity(dir.db(), 3).unwrap();
         let memory = MemoryReceiptStore::with_capacity(3);

@@ -13,7 +13,7 @@ mod pg_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use durable_core::{
+use durable_runtime::{
     KeptAskRecord, Lookup, MemoryReceiptStore, PendingSend, Receipt, ReceiptStore, SendState,
 };
 use durable_sdk::stores::{PG_SCHEMA_VERSION, PgReceiptOptions, PgReceiptStore};
@@ -289,7 +289,7 @@ fn without_postgresql_the_tests_fail_and_say_how_to_install_it() {
 }
 
 fn kept(call: &str) -> KeptAskRecord {
-    use durable_core::types::{AskOption, AskSpec, Id, Timestamp};
+    use durable_runtime::types::{AskOption, AskSpec, Id, Timestamp};
     let ask = AskSpec::choice(call, "refund wants to run", [AskOption::new("allow", "Allow")])
         .build(&Id::new("ticket-1").unwrap(), Timestamp::from_millis(1_796_014_800_000), false)
         .unwrap();

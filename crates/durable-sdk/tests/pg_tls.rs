@@ -10,7 +10,7 @@ mod pg_support;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use durable_core::{Lookup, Receipt, ReceiptStore};
+use durable_runtime::{Lookup, Receipt, ReceiptStore};
 use durable_sdk::stores::{PgReceiptOptions, PgReceiptStore, PgSslMode, StoreError};
 use pg_support::{PASSWORD, PgServer, fresh_schema};
 use serde_json::json;

@@ -12,7 +12,7 @@ use std::fs;
 
 use tokio::net::UnixStream;
 
-use durable_core::CallerCheckMode;
+use durable_runtime::CallerCheckMode;
 use durable_types::exchange::Caller;
 
 use crate::options::CallerCheck;

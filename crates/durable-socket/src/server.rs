@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use tokio::net::{UnixListener, UnixStream};
 
-use durable_core::{CallerCheckMode, Core};
 use durable_http::{Accepted, CallerSource, Listen, Server};
+use durable_runtime::{CallerCheckMode, Core};
 
 use crate::SOCKET_ENV;
 use crate::error::SocketError;

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::{TempDir, core};
-use durable_core::{Core, PaneOptions};
+use durable_runtime::{Core, PaneOptions};
 use durable_socket::{Limits, SocketOptions, SocketOptionsBuilder, serve};
 use durable_types::Item;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -5,7 +5,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use common::{ANSWER_BODY, ANSWER_PATH, TempDir, core, curl_async};
-use durable_core::CallerCheckMode;
+use durable_runtime::CallerCheckMode;
 use durable_socket::{CallerCheck, SocketOptions, serve};
 use durable_types::exchange::Caller;
 

@@ -2,7 +2,7 @@
 //! reaches a durable agent (contract §1.2) — the only one on Windows, and the
 //! way for an agent deployed on a server.
 //!
-//! [`serve`] takes a [`Core`](durable_core::Core) and [`TlsOptions`] and serves
+//! [`serve`] takes a [`Core`](durable_runtime::Core) and [`TlsOptions`] and serves
 //! the core over TLS (rustls with the `ring` provider, ALPN `http/1.1`):
 //!
 //! - **Certificate**: a chain and key from PEM files
@@ -49,13 +49,13 @@
 //!   flood.
 //!
 //! The crate has no Unix-only dependency: an agent on Windows uses
-//! `durable-core` and `durable-tls` alone.
+//! `durable-runtime` and `durable-tls` alone.
 //!
 //! # Example
 //!
 //! ```no_run
-//! use durable_core::{CoreOptions, create_core};
 //! use durable_http::{SystemClock, random_epoch, stderr_warn};
+//! use durable_runtime::{CoreOptions, create_core};
 //! use durable_tls::{TlsOptions, serve};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {

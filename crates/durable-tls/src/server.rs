@@ -10,8 +10,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 
-use durable_core::Core;
 use durable_http::{Accepted, CallerSource, CancellationToken, Listen, Server};
+use durable_runtime::Core;
 
 use crate::cert;
 use crate::error::TlsError;
@@ -212,8 +212,8 @@ impl Listen for PlainListen {
 
 #[cfg(test)]
 mod tests {
-    use durable_core::{CoreOptions, create_core};
     use durable_http::{SystemClock, random_epoch};
+    use durable_runtime::{CoreOptions, create_core};
 
     use super::*;
 

@@ -1,9 +1,9 @@
 //! What the program answers to a write from the phone: taken, refused
-//! (with a reason, or "not mine"), and what a reopen or a starter did.
+//! (with a reason, or "not mine"), and what a reopen did.
 
 use std::fmt;
 
-use durable_types::{Id, RuleError};
+use durable_types::RuleError;
 
 use super::decided::AskClosed;
 
@@ -82,7 +82,7 @@ impl From<AskClosed> for Refusal {
 /// What a handler answers: `Ok` takes the write, `Err` refuses it.
 pub type HandlerResult<T = ()> = Result<T, Refusal>;
 
-/// What [`Hooks::on_reopen`](crate::Hooks::on_reopen) did.
+/// What `Hooks::on_reopen` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Reopen {
@@ -91,27 +91,4 @@ pub enum Reopen {
     /// The hook reopened the conversation itself (typically with
     /// `tab.pane(..)` again).
     Reopened,
-}
-
-/// What [`Hooks::on_starter`](crate::Hooks::on_starter) created.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Started {
-    pane: Option<Id>,
-}
-
-impl Started {
-    /// The starter opened the pane with this id.
-    pub fn from_id(pane: Id) -> Self {
-        Started { pane: Some(pane) }
-    }
-
-    /// The starter ran but opened no pane (the answer's `pane` is `null`).
-    pub fn without_pane() -> Self {
-        Started { pane: None }
-    }
-
-    /// The pane it opened.
-    pub fn pane_id(&self) -> Option<&Id> {
-        self.pane.as_ref()
-    }
 }

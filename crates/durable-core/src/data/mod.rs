@@ -3,7 +3,7 @@
 //! says of the caller check. These modules import nothing of the crate but
 //! each other, so every other module can use them without a cycle.
 
-pub(crate) mod answer;
-pub(crate) mod caller_check;
-pub(crate) mod decided;
-pub(crate) mod receipt;
+pub mod answer;
+pub mod caller_check;
+pub mod decided;
+pub mod receipt;

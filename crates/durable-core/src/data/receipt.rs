@@ -96,7 +96,7 @@ impl<'de> Deserialize<'de> for Receipt {
     }
 }
 
-/// What a [`ReceiptStore`](crate::ReceiptStore) knows of a request id.
+/// What a `ReceiptStore` knows of a request id.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Lookup {

@@ -7,7 +7,7 @@
 //! Today the machine answers the reads (`GET /hello`, the state poll, a
 //! pane's events) and the capability gate, and keeps the rules of the
 //! layout (`layout.rs`) and of asks and answers (`asks.rs`); the writes,
-//! receipts and the kept asks' journal still run in the core around it
+//! receipts and the kept asks' journal still run in durable-runtime's `Core` around it
 //! (issue #41's plan, `docs/design/core-machine.md`, moves them in step by
 //! step).
 
@@ -21,32 +21,33 @@ use crate::timers::Timer;
 
 /// What the machine is built with and never changes.
 #[derive(Debug, Clone)]
-pub(crate) struct MachineConfig {
+pub struct MachineConfig {
     /// `GET /hello`'s `host`.
-    pub(crate) host_name: String,
+    pub host_name: String,
     /// `GET /hello`'s `runtime`.
-    pub(crate) runtime: String,
+    pub runtime: String,
     /// The capabilities declared, or `None` to say what was registered.
-    pub(crate) caps: Option<Caps>,
+    pub caps: Option<Caps>,
     /// This run's epoch.
-    pub(crate) epoch: String,
+    pub epoch: String,
     /// Raw events each pane keeps.
-    pub(crate) tail_limit: usize,
+    pub tail_limit: usize,
     /// Whether asks may offer allow-always options until a transport says not.
-    pub(crate) allow_always: bool,
+    pub allow_always: bool,
     /// Whether the receipt store keeps open asks (§7.2): each raise and
     /// close is then journalled.
-    pub(crate) keeps_asks: bool,
+    pub keeps_asks: bool,
     /// How long an answer to an ask not raised yet is held (§7.1).
-    pub(crate) hold_ms: u64,
+    pub hold_ms: u64,
     /// The bytes all held answers may keep.
-    pub(crate) held_answer_bytes: usize,
+    pub held_answer_bytes: usize,
 }
 
 /// The protocol's state and rules, owned by one caller at a time.
-pub(crate) struct Machine {
-    pub(crate) state: State,
-    pub(crate) config: Arc<MachineConfig>,
+#[derive(Debug)]
+pub struct Machine {
+    pub state: State,
+    pub config: Arc<MachineConfig>,
     allow_always: bool,
     caller_check: CallerCheckMode,
     /// A graceful stop began: no new turn starts.
@@ -56,7 +57,7 @@ pub(crate) struct Machine {
 }
 
 impl Machine {
-    pub(crate) fn new(config: MachineConfig) -> Machine {
+    pub fn new(config: MachineConfig) -> Machine {
         Machine {
             state: State::new(config.tail_limit),
             allow_always: config.allow_always,
@@ -71,7 +72,7 @@ impl Machine {
     /// (§4: asks always; send, steer and abort with a chat handler; actions
     /// and abort with an action handler; the layout hooks; starters with a
     /// hook and a starter; history with a provider).
-    pub(crate) fn caps(&self) -> Caps {
+    pub fn caps(&self) -> Caps {
         if let Some(c) = self.config.caps {
             return c;
         }
@@ -96,53 +97,53 @@ impl Machine {
     }
 
     /// What `GET /hello` says of the caller check on the socket.
-    pub(crate) fn caller_check(&self) -> CallerCheckMode {
+    pub fn caller_check(&self) -> CallerCheckMode {
         self.caller_check
     }
 
-    pub(crate) fn set_caller_check(&mut self, mode: CallerCheckMode) {
+    pub fn set_caller_check(&mut self, mode: CallerCheckMode) {
         self.caller_check = mode;
     }
 
     /// Whether asks may offer allow-always options (§1.2).
-    pub(crate) fn allow_always(&self) -> bool {
+    pub fn allow_always(&self) -> bool {
         self.allow_always
     }
 
     /// An HTTPS transport serves the agent: allow-always is off for good.
-    pub(crate) fn forbid_allow_always(&mut self) {
+    pub fn forbid_allow_always(&mut self) {
         self.allow_always = false;
     }
 
     /// A graceful stop begins: from now on no turn starts.
-    pub(crate) fn begin_stop(&mut self) {
+    pub fn begin_stop(&mut self) {
         self.stopping = true;
     }
 
     /// Whether a graceful stop began.
-    pub(crate) fn is_stopping(&self) -> bool {
+    pub fn is_stopping(&self) -> bool {
         self.stopping
     }
 
     /// The agent is ready (`GET /hello` and the state say so). `true` the
     /// first time: the sends and asks the last run left are taken up then.
-    pub(crate) fn ready(&mut self) -> bool {
+    pub fn ready(&mut self) -> bool {
         self.state.mark_ready();
         !std::mem::replace(&mut self.readied, true)
     }
 
     /// Whether `ready()` was called.
-    pub(crate) fn was_readied(&self) -> bool {
+    pub fn was_readied(&self) -> bool {
         self.readied
     }
 
     /// Asks for a line in the program's warn sink.
-    pub(crate) fn warn(&mut self, line: String) {
+    pub fn warn(&mut self, line: String) {
         self.state.effect(Effect::Warn(line));
     }
 
     /// Adds a deadline; the driver is woken when it is the earliest.
-    pub(crate) fn add_timer(&mut self, at: Timestamp, timer: Timer) {
+    pub fn add_timer(&mut self, at: Timestamp, timer: Timer) {
         if self.state.add_timer(at, timer) {
             self.state.effect(Effect::WakeDriver);
         }

@@ -12,30 +12,32 @@ use super::{Link, State};
 const DECIDED_MEMORY: usize = 10_000;
 
 /// Answers held at once, at most: each may carry up to 1 MiB, so the bytes
-/// they keep are bounded too (`CoreOptions::held_answer_bytes`, default
-/// [`HELD_ANSWER_BYTES`](crate::HELD_ANSWER_BYTES)).
+/// they keep are bounded too (durable-runtime's
+/// `CoreOptions::held_answer_bytes`, default `HELD_ANSWER_BYTES`).
 const HOLDS_MAX: usize = 1000;
 
 /// One open ask.
-pub(crate) struct OpenAsk {
+#[derive(Debug)]
+pub struct OpenAsk {
     /// Shared with the pane's `ask` event.
-    pub(crate) ask: Arc<Ask>,
+    pub ask: Arc<Ask>,
     order: u64,
     /// The program's awaitable (and its abort watcher), resolved through
     /// [`Effect::Decide`](super::Effect::Decide).
-    pub(crate) link: Link,
+    pub link: Link,
     /// The ask's `tracing` span: its closing is told inside it.
-    pub(crate) span: tracing::Span,
+    pub span: tracing::Span,
 }
 
 /// An answer to an unknown ask, held for a while (§7.1).
-pub(crate) struct Hold {
-    pub(crate) request_id: Id,
-    pub(crate) hash: String,
-    pub(crate) answer: durable_types::AnswerBody,
-    pub(crate) confirm_always: bool,
-    pub(crate) arrived_at: Timestamp,
-    pub(crate) expires_at: Timestamp,
+#[derive(Debug)]
+pub struct Hold {
+    pub request_id: Id,
+    pub hash: String,
+    pub answer: durable_types::AnswerBody,
+    pub confirm_always: bool,
+    pub arrived_at: Timestamp,
+    pub expires_at: Timestamp,
 }
 
 impl Hold {
@@ -52,36 +54,36 @@ impl Hold {
 
 impl State {
     /// The open ask with this id.
-    pub(crate) fn ask(&self, id: &str) -> Option<&Ask> {
+    pub fn ask(&self, id: &str) -> Option<&Ask> {
         self.asks.get(id).map(|a| &*a.ask)
     }
 
-    pub(crate) fn is_ask_open(&self, id: &str) -> bool {
+    pub fn is_ask_open(&self, id: &str) -> bool {
         self.asks.contains_key(id)
     }
 
     /// Every open ask, oldest first.
-    pub(crate) fn asks_in_order(&self) -> Vec<&Ask> {
+    pub fn asks_in_order(&self) -> Vec<&Ask> {
         let mut v: Vec<&OpenAsk> = self.asks.values().collect();
         v.sort_by_key(|a| a.order);
         v.into_iter().map(|a| &*a.ask).collect()
     }
 
     /// The ids of a pane's open asks, oldest first.
-    pub(crate) fn open_asks_of(&self, pane: &Id) -> Vec<String> {
+    pub fn open_asks_of(&self, pane: &Id) -> Vec<String> {
         let mut v: Vec<&OpenAsk> = self.asks.values().filter(|a| &a.ask.pane == pane).collect();
         v.sort_by_key(|a| a.order);
         v.into_iter().map(|a| a.ask.id.clone()).collect()
     }
 
     /// Who decided an ask that is no longer open, and when.
-    pub(crate) fn decided(&self, id: &str) -> Option<(DecidedBy, Timestamp)> {
+    pub fn decided(&self, id: &str) -> Option<(DecidedBy, Timestamp)> {
         self.decided.get(id).map(|&(by, at, _)| (by, at))
     }
 
     /// Opens an ask (its `ask` event on the pane). The caller checked that
     /// its pane is open and its id is not.
-    pub(crate) fn open_ask(&mut self, ask: Ask, now: Timestamp, link: Link, span: tracing::Span) {
+    pub fn open_ask(&mut self, ask: Ask, now: Timestamp, link: Link, span: tracing::Span) {
         let ask = Arc::new(ask);
         let id = ask.id.clone();
         // Raised again: it is open, no longer decided.
@@ -96,7 +98,7 @@ impl State {
     /// Closes an open ask: the `ask-closed` event and, unless the phone
     /// decided, one chat notice. Returns the ask, whose awaitable the caller
     /// resolves; `None` when it was not open.
-    pub(crate) fn close_ask(
+    pub fn close_ask(
         &mut self,
         id: &str,
         by: DecidedBy,
@@ -134,7 +136,7 @@ impl State {
         Some(open)
     }
 
-    pub(crate) fn remember_decided(&mut self, id: &str, by: DecidedBy, at: Timestamp) {
+    pub fn remember_decided(&mut self, id: &str, by: DecidedBy, at: Timestamp) {
         self.decided_gen += 1;
         let generation = self.decided_gen;
         // One copy of the id, shared by the map and the order.
@@ -157,7 +159,7 @@ impl State {
     // Held answers.
 
     /// The ask an answer with this request id is held for.
-    pub(crate) fn held_ask_of(&self, request_id: &Id) -> Option<&str> {
+    pub fn held_ask_of(&self, request_id: &Id) -> Option<&str> {
         self.hold_by_request.get(request_id).map(String::as_str)
     }
 
@@ -165,7 +167,7 @@ impl State {
     /// the older one; past [`HOLDS_MAX`] holds, or past `max_bytes` held
     /// bytes in all, the oldest go until the new one fits (the new one is
     /// always kept). Either way their request ids are free again.
-    pub(crate) fn hold_answer(&mut self, id: String, hold: Hold, max_bytes: usize) {
+    pub fn hold_answer(&mut self, id: String, hold: Hold, max_bytes: usize) {
         self.take_hold(&id);
         let bytes = hold.bytes(&id);
         while !self.holds.is_empty()
@@ -185,7 +187,7 @@ impl State {
     }
 
     /// Removes the answer held for ask `id`; its request id is free again.
-    pub(crate) fn take_hold(&mut self, id: &str) -> Option<Hold> {
+    pub fn take_hold(&mut self, id: &str) -> Option<Hold> {
         let hold = self.holds.remove(id)?;
         self.held_bytes -= hold.bytes(id);
         self.hold_by_request.remove(&hold.request_id);
@@ -193,7 +195,7 @@ impl State {
     }
 
     /// Drops the answer held for ask `id` if its time is over.
-    pub(crate) fn expire_hold(&mut self, id: &str, now: Timestamp) {
+    pub fn expire_hold(&mut self, id: &str, now: Timestamp) {
         if self.holds.get(id).is_some_and(|h| h.expires_at <= now) {
             self.take_hold(id);
         }

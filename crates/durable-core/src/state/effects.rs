@@ -9,15 +9,15 @@ use crate::data::receipt::{KeptAskRecord, Receipt};
 
 /// Names one thing on the program's side: an ask's awaitable, a turn's
 /// steer inbox, a stop signal, a handler, a waiter. Numbers are handed out
-/// by the core's `Links` and never reused, so an old turn cannot end a
+/// by durable-runtime's `Links` and never reused, so an old turn cannot end a
 /// newer one.
-pub(crate) type Link = u64;
+pub type Link = u64;
 
-/// Something the driver does once the machine changed. The core applies
-/// them in order when it lets the machine go: all under its lock but
+/// Something the driver does once the machine changed. durable-runtime
+/// applies them in order when it lets the machine go: all under its lock but
 /// [`Effect::Warn`], which runs the program's sink after it.
 #[derive(Debug)]
-pub(crate) enum Effect {
+pub enum Effect {
     /// An ask closed: resolve its awaitable, end its abort watcher.
     Decide { ask: Link, result: Result<Decided, AskClosed> },
     /// Fire a stop signal (a stop, or its pane closed).

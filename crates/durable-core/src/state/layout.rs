@@ -8,23 +8,25 @@ use super::panes::PaneData;
 
 /// A tab's place: workspace id and tab id.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
-pub(crate) struct TabKey {
-    pub(crate) ws: ScopeId,
-    pub(crate) tab: ScopeId,
+pub struct TabKey {
+    pub ws: ScopeId,
+    pub tab: ScopeId,
 }
 
 impl TabKey {
-    pub(crate) fn wire(&self) -> String {
+    pub fn wire(&self) -> String {
         durable_types::tab_wire_id(&self.ws, &self.tab)
     }
 }
 
+#[derive(Debug)]
 pub(super) struct WorkspaceData {
     id: ScopeId,
     title: String,
     tabs: Vec<TabData>,
 }
 
+#[derive(Debug)]
 pub(super) struct TabData {
     id: ScopeId,
     title: String,
@@ -32,7 +34,7 @@ pub(super) struct TabData {
 }
 
 impl State {
-    pub(crate) fn workspaces_view(&self) -> Vec<WorkspaceView> {
+    pub fn workspaces_view(&self) -> Vec<WorkspaceView> {
         self.workspaces
             .iter()
             .map(|w| WorkspaceView {
@@ -52,12 +54,12 @@ impl State {
     }
 
     /// Open panes in the layout's order: workspaces, tabs, then panes in their tab.
-    pub(crate) fn panes_in_layout_order(&self) -> impl Iterator<Item = &PaneData> {
+    pub fn panes_in_layout_order(&self) -> impl Iterator<Item = &PaneData> {
         ids_in_layout(&self.workspaces).filter_map(|id| self.panes.get(id).map(|p| &**p))
     }
 
     /// Learns each pane's place in the layout, if the layout changed since.
-    pub(crate) fn refresh_layout_order(&mut self) {
+    pub fn refresh_layout_order(&mut self) {
         if self.layout_pos_seq != Some(self.layout_seq) {
             let at = self.layout_seq;
             let mut i = 0;
@@ -83,26 +85,26 @@ impl State {
         self.workspace_mut(&key.ws)?.tabs.iter_mut().find(|t| t.id == key.tab)
     }
 
-    pub(crate) fn has_workspace(&self, id: &ScopeId) -> bool {
+    pub fn has_workspace(&self, id: &ScopeId) -> bool {
         self.workspace(id).is_some()
     }
 
-    pub(crate) fn has_tab(&self, key: &TabKey) -> bool {
+    pub fn has_tab(&self, key: &TabKey) -> bool {
         self.workspace(&key.ws).is_some_and(|w| w.tabs.iter().any(|t| t.id == key.tab))
     }
 
     /// The workspace's tab ids; `None` when it is not open.
-    pub(crate) fn workspace_tabs(&self, id: &ScopeId) -> Option<Vec<ScopeId>> {
+    pub fn workspace_tabs(&self, id: &ScopeId) -> Option<Vec<ScopeId>> {
         self.workspace(id).map(|w| w.tabs.iter().map(|t| t.id.clone()).collect())
     }
 
     /// The tab's pane ids in order; `None` when it is not open.
-    pub(crate) fn tab_panes(&self, key: &TabKey) -> Option<Vec<Id>> {
+    pub fn tab_panes(&self, key: &TabKey) -> Option<Vec<Id>> {
         self.workspace(&key.ws)?.tabs.iter().find(|t| t.id == key.tab).map(|t| t.panes.clone())
     }
 
     /// Adds a workspace unless one with this id is open.
-    pub(crate) fn add_workspace(&mut self, id: ScopeId, title: String) {
+    pub fn add_workspace(&mut self, id: ScopeId, title: String) {
         if !self.has_workspace(&id) {
             self.workspaces.push(WorkspaceData { id, title, tabs: Vec::new() });
             self.bump_layout();
@@ -110,7 +112,7 @@ impl State {
     }
 
     /// Retitles a workspace; `false` when it is not open.
-    pub(crate) fn rename_workspace(&mut self, id: &ScopeId, title: String) -> bool {
+    pub fn rename_workspace(&mut self, id: &ScopeId, title: String) -> bool {
         let Some(w) = self.workspace_mut(id) else { return false };
         w.title = title;
         self.bump_layout();
@@ -118,14 +120,14 @@ impl State {
     }
 
     /// Takes a workspace out of the layout (its tabs closed first).
-    pub(crate) fn remove_workspace(&mut self, id: &ScopeId) {
+    pub fn remove_workspace(&mut self, id: &ScopeId) {
         self.workspaces.retain(|w| &w.id != id);
         self.bump_layout();
     }
 
     /// Adds a tab unless one with this key is open. `false`: its workspace
     /// is not open.
-    pub(crate) fn add_tab(&mut self, key: &TabKey, title: String) -> bool {
+    pub fn add_tab(&mut self, key: &TabKey, title: String) -> bool {
         let Some(ws) = self.workspace_mut(&key.ws) else { return false };
         if !ws.tabs.iter().any(|t| t.id == key.tab) {
             ws.tabs.push(TabData { id: key.tab.clone(), title, panes: Vec::new() });
@@ -153,7 +155,7 @@ impl State {
     }
 
     /// Retitles a tab; `false` when it is not open.
-    pub(crate) fn rename_tab(&mut self, key: &TabKey, title: String) -> bool {
+    pub fn rename_tab(&mut self, key: &TabKey, title: String) -> bool {
         let Some(t) = self.find_tab_mut(key) else { return false };
         t.title = title;
         self.bump_layout();
@@ -161,7 +163,7 @@ impl State {
     }
 
     /// Takes a tab out of the layout (its panes closed first).
-    pub(crate) fn remove_tab(&mut self, key: &TabKey) {
+    pub fn remove_tab(&mut self, key: &TabKey) {
         if let Some(w) = self.workspace_mut(&key.ws) {
             w.tabs.retain(|t| t.id != key.tab);
         }
@@ -170,16 +172,16 @@ impl State {
 
     // Starters.
 
-    pub(crate) fn starters(&self) -> &[StarterView] {
+    pub fn starters(&self) -> &[StarterView] {
         &self.starters
     }
 
-    pub(crate) fn has_starter(&self, id: &Id) -> bool {
+    pub fn has_starter(&self, id: &Id) -> bool {
         self.starters.iter().any(|s| &s.id == id)
     }
 
     /// Adds a starter, or relabels the one with this id.
-    pub(crate) fn set_starter(&mut self, id: Id, label: String) {
+    pub fn set_starter(&mut self, id: Id, label: String) {
         match self.starters.iter_mut().find(|s| s.id == id) {
             Some(s) => s.label = label,
             None => self.starters.push(StarterView { id, label }),
@@ -187,7 +189,7 @@ impl State {
         self.bump_layout();
     }
 
-    pub(crate) fn remove_starter(&mut self, id: &str) {
+    pub fn remove_starter(&mut self, id: &str) {
         let before = self.starters.len();
         self.starters.retain(|s| s.id != id);
         if self.starters.len() != before {

@@ -31,10 +31,10 @@ use durable_types::{DecidedBy, Id, STATE_SEQ_MEMORY, StarterView, Timestamp};
 use crate::data::receipt::Receipt;
 use crate::timers::{Timer, Timers};
 
-pub(crate) use asks::Hold;
-pub(crate) use effects::{Effect, Link};
-pub(crate) use layout::TabKey;
-pub(crate) use panes::{PaneData, PaneFields, QueuedSend, SessionId, Takers};
+pub use asks::Hold;
+pub use effects::{Effect, Link};
+pub use layout::TabKey;
+pub use panes::{PaneData, PaneFields, QueuedSend, SessionId, Takers};
 
 use asks::OpenAsk;
 use layout::WorkspaceData;
@@ -44,8 +44,10 @@ use panes::ClosedPane;
 /// comes from the network); past it the oldest is forgotten.
 const WARNED_VERSIONS_MAX: usize = 64;
 
-/// The whole mutable state, behind one lock held only between awaits.
-pub(crate) struct State {
+/// The whole mutable state (durable-runtime keeps it behind one lock, held
+/// only between awaits).
+#[derive(Debug)]
+pub struct State {
     /// Raw events each pane keeps (from the options).
     tail_limit: usize,
     ready: bool,
@@ -78,7 +80,8 @@ pub(crate) struct State {
     has_chat: bool,
     has_actions: bool,
     has_hooks: bool,
-    /// What the core applies to the program's side before the lock goes.
+    /// What durable-runtime applies to the program's side before it lets the
+    /// state go.
     effects: Vec<Effect>,
     /// The last event seq of each pane id closed in this process: a pane
     /// opened again under that id goes on counting from there, so a reader's
@@ -105,7 +108,7 @@ pub(crate) struct State {
 }
 
 impl State {
-    pub(crate) fn new(tail_limit: usize) -> Self {
+    pub fn new(tail_limit: usize) -> Self {
         State {
             tail_limit,
             ready: false,
@@ -145,23 +148,23 @@ impl State {
     }
 
     /// Asks for something to be done on the program's side.
-    pub(crate) fn effect(&mut self, effect: Effect) {
+    pub fn effect(&mut self, effect: Effect) {
         self.effects.push(effect);
     }
 
     /// What was asked for since the last call, oldest first (the queue
     /// keeps its room for the next ones).
-    pub(crate) fn drain_effects(&mut self) -> std::vec::Drain<'_, Effect> {
+    pub fn drain_effects(&mut self) -> std::vec::Drain<'_, Effect> {
         self.effects.drain(..)
     }
 
     /// The full state answer kept for `seq`, if it is the current one.
-    pub(crate) fn full_answer(&self) -> Option<Bytes> {
+    pub fn full_answer(&self) -> Option<Bytes> {
         self.full_answer.as_ref().filter(|(seq, _)| *seq == self.seq).map(|(_, b)| b.clone())
     }
 
     /// The snapshot answer kept for `pane` at the current seq.
-    pub(crate) fn snapshot_answer(&self, pane: &Id) -> Option<Bytes> {
+    pub fn snapshot_answer(&self, pane: &Id) -> Option<Bytes> {
         self.snapshot_answer
             .as_ref()
             .filter(|(seq, id, _)| *seq == self.seq && id == pane)
@@ -170,23 +173,23 @@ impl State {
 
     /// Keeps a pane's snapshot answer of the current seq (one pane's: the
     /// readers behind at one time mostly read the same pane).
-    pub(crate) fn keep_snapshot_answer(&mut self, pane: &Id, body: Bytes) {
+    pub fn keep_snapshot_answer(&mut self, pane: &Id, body: Bytes) {
         self.snapshot_answer = Some((self.seq, pane.clone(), body));
     }
 
     /// Keeps the full state answer of the current seq.
-    pub(crate) fn keep_full_answer(&mut self, body: Bytes) {
+    pub fn keep_full_answer(&mut self, body: Bytes) {
         self.full_answer = Some((self.seq, body));
     }
 
     /// The size of the last full state answer kept, current or not: the
     /// next one is about as large.
-    pub(crate) fn full_answer_len(&self) -> usize {
+    pub fn full_answer_len(&self) -> usize {
         self.full_answer.as_ref().map_or(0, |(_, b)| b.len())
     }
 
     /// The delta answer since `since` kept at the current seq, if any.
-    pub(crate) fn delta_answer(&self, since: u64) -> Option<Bytes> {
+    pub fn delta_answer(&self, since: u64) -> Option<Bytes> {
         self.delta_answer
             .as_ref()
             .filter(|(seq, n, _)| *seq == self.seq && *n == since)
@@ -194,12 +197,12 @@ impl State {
     }
 
     /// Keeps the delta answer since `since` at the current seq.
-    pub(crate) fn keep_delta_answer(&mut self, since: u64, body: Bytes) {
+    pub fn keep_delta_answer(&mut self, since: u64, body: Bytes) {
         self.delta_answer = Some((self.seq, since, body));
     }
 
     /// The state's `ETag` at the current seq: `"<epoch>-<seq>"`.
-    pub(crate) fn etag(&mut self, epoch: &str) -> Tag {
+    pub fn etag(&mut self, epoch: &str) -> Tag {
         let seq = self.seq;
         match &self.etag {
             Some((at, tag)) if *at == seq => tag.clone(),
@@ -214,7 +217,7 @@ impl State {
     /// The open panes changed after `seq`, in layout order (as of the last
     /// [`refresh_layout_order`](Self::refresh_layout_order)): O(changes),
     /// not O(panes).
-    pub(crate) fn panes_changed_since(&self, seq: u64) -> Vec<&PaneData> {
+    pub fn panes_changed_since(&self, seq: u64) -> Vec<&PaneData> {
         let mut changed: Vec<(usize, &PaneData)> = self
             .changes
             .range(seq.saturating_add(1)..)
@@ -226,21 +229,21 @@ impl State {
     }
 
     /// The change sequence the state poll reads.
-    pub(crate) fn seq(&self) -> u64 {
+    pub fn seq(&self) -> u64 {
         self.seq
     }
 
     /// The sequence of the last layout change.
-    pub(crate) fn layout_seq(&self) -> u64 {
+    pub fn layout_seq(&self) -> u64 {
         self.layout_seq
     }
 
-    pub(crate) fn is_ready(&self) -> bool {
+    pub fn is_ready(&self) -> bool {
         self.ready
     }
 
     /// The agent is ready; the poll sees it once.
-    pub(crate) fn mark_ready(&mut self) {
+    pub fn mark_ready(&mut self) {
         if !self.ready {
             self.ready = true;
             self.bump();
@@ -260,66 +263,66 @@ impl State {
 
     // What the program registered, for the default capabilities (§4).
 
-    pub(crate) fn has_chat(&self) -> bool {
+    pub fn has_chat(&self) -> bool {
         self.has_chat
     }
 
-    pub(crate) fn has_actions(&self) -> bool {
+    pub fn has_actions(&self) -> bool {
         self.has_actions
     }
 
-    pub(crate) fn has_hooks(&self) -> bool {
+    pub fn has_hooks(&self) -> bool {
         self.has_hooks
     }
 
-    pub(crate) fn has_history(&self) -> bool {
+    pub fn has_history(&self) -> bool {
         self.has_history
     }
 
     /// An agent-wide chat handler was set.
-    pub(crate) fn note_chat_handler(&mut self) {
+    pub fn note_chat_handler(&mut self) {
         self.has_chat = true;
     }
 
     /// An agent-wide action handler was set.
-    pub(crate) fn note_action_handler(&mut self) {
+    pub fn note_action_handler(&mut self) {
         self.has_actions = true;
     }
 
     /// Layout hooks were set.
-    pub(crate) fn note_hooks(&mut self) {
+    pub fn note_hooks(&mut self) {
         self.has_hooks = true;
     }
 
     // Deadlines.
 
     /// Adds a deadline; says whether it is now the earliest.
-    pub(crate) fn add_timer(&mut self, at: Timestamp, timer: Timer) -> bool {
+    pub fn add_timer(&mut self, at: Timestamp, timer: Timer) -> bool {
         self.timers.add(at, timer)
     }
 
-    pub(crate) fn next_deadline(&self) -> Option<Timestamp> {
+    pub fn next_deadline(&self) -> Option<Timestamp> {
         self.timers.next_deadline()
     }
 
     /// Removes and returns every deadline at or before `now`.
-    pub(crate) fn take_due(&mut self, now: Timestamp) -> Vec<Timer> {
+    pub fn take_due(&mut self, now: Timestamp) -> Vec<Timer> {
         self.timers.due(now)
     }
 
     // Receipts kept in memory.
 
-    pub(crate) fn memory_receipt(&self, request_id: &Id) -> Option<&Receipt> {
+    pub fn memory_receipt(&self, request_id: &Id) -> Option<&Receipt> {
         self.memory_receipts.get(request_id)
     }
 
     /// Keeps a receipt that is applied but not in the store (yet).
-    pub(crate) fn keep_receipt(&mut self, request_id: Id, receipt: Receipt) {
+    pub fn keep_receipt(&mut self, request_id: Id, receipt: Receipt) {
         self.memory_receipts.insert(request_id, receipt);
     }
 
     /// The store has the receipt now.
-    pub(crate) fn forget_receipt(&mut self, request_id: &Id) {
+    pub fn forget_receipt(&mut self, request_id: &Id) {
         self.memory_receipts.remove(request_id);
     }
 
@@ -328,13 +331,13 @@ impl State {
     /// from the network; a full memory forgets its oldest rather than
     /// silencing every version after it (a flood of made-up versions can
     /// make a real one warned about again, never unwarned).
-    pub(crate) fn first_warning_for(&mut self, version: String) -> bool {
+    pub fn first_warning_for(&mut self, version: String) -> bool {
         first_of(&mut self.warned_versions, version)
     }
 
     /// Whether this is the first `POST /hello` from a Collie version (among
     /// the last [`WARNED_VERSIONS_MAX`], as [`first_warning_for`](Self::first_warning_for)).
-    pub(crate) fn first_hello_from(&mut self, version: &str) -> bool {
+    pub fn first_hello_from(&mut self, version: &str) -> bool {
         if self.greeted_versions.iter().any(|v| v == version) {
             return false;
         }
@@ -352,7 +355,7 @@ impl State {
 
     /// Pane ids removed after `seq` and not open again, each once (a pane
     /// closed, brought back and closed again is listed once).
-    pub(crate) fn removed_since(&self, seq: u64) -> Vec<String> {
+    pub fn removed_since(&self, seq: u64) -> Vec<String> {
         let mut seen = HashSet::new();
         self.removed
             .iter()

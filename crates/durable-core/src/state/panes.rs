@@ -19,7 +19,7 @@ const SCRATCH_KEPT: usize = 64 * 1024;
 
 /// What `tab.pane()` was told of the session id.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum SessionId {
+pub enum SessionId {
     /// Nothing: the pane id once a history provider is set, else null.
     Unset,
     /// This id.
@@ -29,15 +29,17 @@ pub(crate) enum SessionId {
 }
 
 /// What a new pane is opened with (already cleaned to the rules).
-pub(crate) struct PaneFields {
-    pub(crate) title: String,
-    pub(crate) harness: String,
-    pub(crate) cwd: Option<String>,
-    pub(crate) session_id: SessionId,
+#[derive(Debug)]
+pub struct PaneFields {
+    pub title: String,
+    pub harness: String,
+    pub cwd: Option<String>,
+    pub session_id: SessionId,
 }
 
 /// One pane: its fields, its view and its raw event tail.
-pub(crate) struct PaneData {
+#[derive(Debug)]
+pub struct PaneData {
     id: Id,
     tab: TabKey,
     title: String,
@@ -70,7 +72,7 @@ pub(crate) struct PaneData {
     takers: Takers,
     /// The stop signal armed for the pane's turn (a stop fires it).
     stop_armed: Option<Link>,
-    /// The running [`Turn`](crate::Turn)'s steer inbox.
+    /// The running durable-runtime's `Turn`'s steer inbox.
     turn: Option<Link>,
     queued: VecDeque<QueuedSend>,
 }
@@ -81,7 +83,8 @@ pub(crate) struct PaneData {
 /// once. What it holds is immutable (an item or an ask is an `Arc` the
 /// writer cannot change), so the bytes are the ones a write-time encoding
 /// would have made.
-pub(crate) enum TailEvent {
+#[derive(Debug)]
+pub enum TailEvent {
     /// As written.
     Written(Event),
     /// As the events route sends it.
@@ -89,7 +92,7 @@ pub(crate) enum TailEvent {
 }
 
 impl TailEvent {
-    pub(crate) fn seq(&self) -> u64 {
+    pub fn seq(&self) -> u64 {
         match self {
             TailEvent::Written(e) => e.seq,
             TailEvent::Encoded { seq, .. } => *seq,
@@ -100,7 +103,7 @@ impl TailEvent {
     /// a page reads first, under the same lock; an event it did not reach
     /// (none) or could not encode (it never happens: every field is plain
     /// data) reads as `null` rather than being lost from the count.
-    pub(crate) fn json(&self) -> &[u8] {
+    pub fn json(&self) -> &[u8] {
         match self {
             TailEvent::Encoded { json, .. } => json,
             TailEvent::Written(_) => b"null",
@@ -126,9 +129,9 @@ impl TailEvent {
 /// `durable_types::PaneView` borrowing the pane: the same fields, names
 /// and order (a test reads the state answer back as `StateResponse` and
 /// writes it again byte for byte).
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, Debug)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct PaneViewRef<'a> {
+pub struct PaneViewRef<'a> {
     id: &'a Id,
     tab: String,
     title: &'a str,
@@ -144,20 +147,22 @@ pub(crate) struct PaneViewRef<'a> {
 }
 
 /// A send that arrived during a turn, delivered once the pane goes idle.
-pub(crate) struct QueuedSend {
-    pub(crate) request_id: Id,
-    pub(crate) text: String,
+#[derive(Debug)]
+pub struct QueuedSend {
+    pub request_id: Id,
+    pub text: String,
 }
 
 /// A pane's own handlers (the agent-wide ones serve a pane without), by link.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Takers {
-    pub(crate) chat: Option<Link>,
-    pub(crate) actions: Option<Link>,
+pub struct Takers {
+    pub chat: Option<Link>,
+    pub actions: Option<Link>,
 }
 
 /// A pane closed by this process, kept so that reopen can restore it.
-pub(super) struct ClosedPane {
+#[derive(Debug)]
+pub(crate) struct ClosedPane {
     view: ClosedView,
     data: Box<PaneData>,
 }
@@ -191,38 +196,38 @@ impl PaneData {
         }
     }
 
-    pub(crate) fn id(&self) -> &Id {
+    pub fn id(&self) -> &Id {
         &self.id
     }
 
-    pub(crate) fn state(&self) -> PaneState {
+    pub fn state(&self) -> PaneState {
         self.state
     }
 
-    pub(crate) fn turn_id(&self) -> Option<&str> {
+    pub fn turn_id(&self) -> Option<&str> {
         self.turn_id.as_deref()
     }
 
-    pub(crate) fn last_seq(&self) -> u64 {
+    pub fn last_seq(&self) -> u64 {
         self.last_seq
     }
 
     /// The pane's place in the layout, if it was learnt at `layout_seq`.
-    pub(crate) fn layout_pos_at(&self, layout_seq: u64) -> Option<usize> {
+    pub fn layout_pos_at(&self, layout_seq: u64) -> Option<usize> {
         let (at, pos) = self.layout_pos;
         (at == layout_seq).then_some(pos)
     }
 
-    pub(crate) fn set_layout_pos(&mut self, layout_seq: u64, pos: usize) {
+    pub fn set_layout_pos(&mut self, layout_seq: u64, pos: usize) {
         self.layout_pos = (layout_seq, pos);
     }
 
     /// The sequence of the pane's last change (for `since` in the poll).
-    pub(crate) fn changed_at(&self) -> u64 {
+    pub fn changed_at(&self) -> u64 {
         self.changed_at
     }
 
-    pub(crate) fn takers(&self) -> Takers {
+    pub fn takers(&self) -> Takers {
         self.takers
     }
 
@@ -233,28 +238,28 @@ impl PaneData {
         handlers.chain(self.stop_armed.map(Effect::ForgetStop)).chain(self.turn.map(Effect::ForgetTurn))
     }
 
-    pub(crate) fn has_action(&self, id: &Id) -> bool {
+    pub fn has_action(&self, id: &Id) -> bool {
         self.actions.iter().any(|a| &a.id == id)
     }
 
-    pub(crate) fn has_queued(&self) -> bool {
+    pub fn has_queued(&self) -> bool {
         !self.queued.is_empty()
     }
 
-    pub(crate) fn queued_len(&self) -> usize {
+    pub fn queued_len(&self) -> usize {
         self.queued.len()
     }
 
-    pub(crate) fn title(&self) -> &str {
+    pub fn title(&self) -> &str {
         &self.title
     }
 
-    pub(crate) fn tab(&self) -> &TabKey {
+    pub fn tab(&self) -> &TabKey {
         &self.tab
     }
 
     /// The time of the pane's first event, if it had one.
-    pub(crate) fn started_at(&self) -> Option<Timestamp> {
+    pub fn started_at(&self) -> Option<Timestamp> {
         self.started_at
     }
 
@@ -268,7 +273,7 @@ impl PaneData {
         }
     }
 
-    pub(crate) fn session_id(&self, has_history: bool) -> Option<String> {
+    pub fn session_id(&self, has_history: bool) -> Option<String> {
         match (&self.session_id, has_history) {
             (SessionId::Named(s), _) => Some(s.clone()),
             (SessionId::Unset, true) => Some(self.id.to_string()),
@@ -279,7 +284,7 @@ impl PaneData {
     /// The pane as the state poll shows it (`durable_types::PaneView`),
     /// borrowed: written straight into the answer, no owned copy of its
     /// strings.
-    pub(crate) fn view_ref<'a>(&'a self, has_history: bool, open_asks: &'a [&'a str]) -> PaneViewRef<'a> {
+    pub fn view_ref<'a>(&'a self, has_history: bool, open_asks: &'a [&'a str]) -> PaneViewRef<'a> {
         PaneViewRef {
             id: &self.id,
             tab: self.tab.wire(),
@@ -297,13 +302,13 @@ impl PaneData {
 
     /// The events of the tail after `after` (seqs are contiguous in the
     /// tail, so the first one is found by its position).
-    pub(crate) fn events_after(&self, after: u64) -> impl Iterator<Item = &TailEvent> {
+    pub fn events_after(&self, after: u64) -> impl Iterator<Item = &TailEvent> {
         self.events.iter().skip(self.tail_position(after))
     }
 
     /// Encodes the events of the tail after `after` that are not yet,
     /// through `scratch`, and returns the length of their JSON in all.
-    pub(crate) fn encode_tail_after(&mut self, after: u64, scratch: &mut Vec<u8>) -> usize {
+    pub fn encode_tail_after(&mut self, after: u64, scratch: &mut Vec<u8>) -> usize {
         let skip = self.tail_position(after);
         let mut bytes = 0;
         for e in self.events.iter_mut().skip(skip) {
@@ -321,18 +326,18 @@ impl PaneData {
 
     /// The view's newest items (at most [`VIEW_LIMIT`]), and whether older
     /// ones are no longer kept.
-    pub(crate) fn view_items(&self) -> (Vec<&Item>, bool) {
+    pub fn view_items(&self) -> (Vec<&Item>, bool) {
         let skip = self.view.len().saturating_sub(VIEW_LIMIT);
         (self.view.values().skip(skip).map(|i| &**i).collect(), self.dropped || skip > 0)
     }
 
     /// How many items the view holds.
-    pub(crate) fn view_len(&self) -> usize {
+    pub fn view_len(&self) -> usize {
         self.view.len()
     }
 
     /// Whether the view lost its oldest items to [`VIEW_LIMIT`].
-    pub(crate) fn view_dropped(&self) -> bool {
+    pub fn view_dropped(&self) -> bool {
         self.dropped
     }
 
@@ -341,7 +346,7 @@ impl PaneData {
     /// order, and the place of the page's last item when more follow. A
     /// place is the item's order of first appearance, so it holds while
     /// items are appended, rewritten in place or dropped from the front.
-    pub(crate) fn view_page(&self, after: u64, limit: usize) -> (Vec<Item>, Option<u64>) {
+    pub fn view_page(&self, after: u64, limit: usize) -> (Vec<Item>, Option<u64>) {
         let mut rest = self.view.range(after.saturating_add(1)..);
         let mut items = Vec::with_capacity(limit.min(self.view.len()));
         let mut last = after;
@@ -354,7 +359,7 @@ impl PaneData {
     }
 
     /// The seq of the oldest event still in the tail (last_seq + 1 if none).
-    pub(crate) fn first_retained(&self) -> u64 {
+    pub fn first_retained(&self) -> u64 {
         self.events.front().map_or(self.last_seq + 1, TailEvent::seq)
     }
 
@@ -404,14 +409,14 @@ impl PaneData {
 }
 
 impl State {
-    pub(crate) fn pane(&self, id: &Id) -> Option<&PaneData> {
+    pub fn pane(&self, id: &Id) -> Option<&PaneData> {
         self.panes.get(id).map(|p| &**p)
     }
 
     /// `pane` with the events of its tail after `after` encoded
     /// ([`PaneData::encode_tail_after`]), and the length of their JSON in
     /// all; `None` for no open pane.
-    pub(crate) fn encode_tail_after(&mut self, pane: &Id, after: u64) -> Option<(&PaneData, usize)> {
+    pub fn encode_tail_after(&mut self, pane: &Id, after: u64) -> Option<(&PaneData, usize)> {
         let p = self.panes.get_mut(pane)?;
         let bytes = p.encode_tail_after(after, &mut self.event_scratch);
         Some((&**p, bytes))
@@ -421,12 +426,12 @@ impl State {
     /// order, if several name the same one); `None` when no open pane has it.
     /// History serves such a pane's view when the provider knows no
     /// conversation by that id (§10).
-    pub(crate) fn open_pane_of_session(&self, session: &str) -> Option<&PaneData> {
+    pub fn open_pane_of_session(&self, session: &str) -> Option<&PaneData> {
         let has_history = self.has_history;
         self.panes_in_layout_order().find(|p| p.has_session_id(session, has_history))
     }
 
-    pub(crate) fn is_open(&self, id: &Id) -> bool {
+    pub fn is_open(&self, id: &Id) -> bool {
         self.panes.contains_key(id)
     }
 
@@ -442,7 +447,7 @@ impl State {
     }
 
     /// Appends an event to an open pane and marks it changed.
-    pub(crate) fn pane_event(&mut self, pane: &Id, ts: Timestamp, body: EventBody) {
+    pub fn pane_event(&mut self, pane: &Id, ts: Timestamp, body: EventBody) {
         let tail_limit = self.tail_limit;
         if let Some(p) = self.panes.get_mut(pane) {
             p.push_event(ts, body, tail_limit);
@@ -452,7 +457,7 @@ impl State {
 
     /// Opens a pane at the end of its tab (the caller checked the id is not
     /// open). `false`: the tab is not open.
-    pub(crate) fn add_pane(&mut self, tab: &TabKey, id: Id, fields: PaneFields) -> bool {
+    pub fn add_pane(&mut self, tab: &TabKey, id: Id, fields: PaneFields) -> bool {
         let Some(t) = self.find_tab_mut(tab) else { return false };
         t.panes.push(id.clone());
         let last_seq = self.seq_floor.get(&id).copied().unwrap_or(0);
@@ -467,7 +472,7 @@ impl State {
     /// Takes a pane out of the layout into the closed list, stopping its
     /// turn. Its open asks are the caller's to close first. Returns whether
     /// it was open.
-    pub(crate) fn close_pane(&mut self, pane: &Id) -> bool {
+    pub fn close_pane(&mut self, pane: &Id) -> bool {
         let Some(mut data) = self.panes.remove(pane) else { return false };
         self.changes.remove(&data.changed_at);
         if let Some(stop) = data.stop_armed.take() {
@@ -504,7 +509,7 @@ impl State {
 
     /// Puts back a pane this process closed (idle; with its tab and
     /// workspace if they are gone). Returns whether it could.
-    pub(crate) fn restore_pane(&mut self, pane: &Id, now: Timestamp) -> bool {
+    pub fn restore_pane(&mut self, pane: &Id, now: Timestamp) -> bool {
         let Some(pos) = self.closed.iter().position(|c| c.view.id == pane.as_str()) else { return false };
         if self.panes.contains_key(pane) {
             return false;
@@ -530,7 +535,7 @@ impl State {
 
     /// A history provider was set: every pane (closed ones too) gets its
     /// session id.
-    pub(crate) fn enable_history(&mut self) {
+    pub fn enable_history(&mut self) {
         self.has_history = true;
         let ids: Vec<_> = self.panes.keys().cloned().collect();
         for id in ids {
@@ -542,7 +547,7 @@ impl State {
         self.bump_layout();
     }
 
-    pub(crate) fn closed_views(&self) -> Vec<ClosedView> {
+    pub fn closed_views(&self) -> Vec<ClosedView> {
         self.closed.iter().map(|c| c.view.clone()).collect()
     }
 
@@ -550,7 +555,7 @@ impl State {
     /// finalizes the items still marked partial. `None`: the pane is not
     /// open; else the ids of the items finalized that the program should
     /// hear about (once per pane; empty otherwise).
-    pub(crate) fn set_pane_state(
+    pub fn set_pane_state(
         &mut self,
         pane: &Id,
         state: PaneState,
@@ -580,7 +585,7 @@ impl State {
     }
 
     /// Sets a pane's title (a `title` event). Returns whether it is open.
-    pub(crate) fn rename_pane(&mut self, pane: &Id, title: String, now: Timestamp) -> bool {
+    pub fn rename_pane(&mut self, pane: &Id, title: String, now: Timestamp) -> bool {
         let Some(p) = self.panes.get_mut(pane) else { return false };
         p.title = title.clone();
         self.pane_event(pane, now, EventBody::Title { title });
@@ -589,7 +594,7 @@ impl State {
 
     /// Adds an action button, or replaces the one with its id. Returns
     /// whether the pane is open.
-    pub(crate) fn set_action(&mut self, pane: &Id, view: ActionView) -> bool {
+    pub fn set_action(&mut self, pane: &Id, view: ActionView) -> bool {
         let Some(p) = self.panes.get_mut(pane) else { return false };
         match p.actions.iter_mut().find(|a| a.id == view.id) {
             Some(a) => *a = view,
@@ -599,7 +604,7 @@ impl State {
         true
     }
 
-    pub(crate) fn remove_action(&mut self, pane: &Id, id: &str) {
+    pub fn remove_action(&mut self, pane: &Id, id: &str) {
         if let Some(p) = self.panes.get_mut(pane) {
             p.actions.retain(|a| a.id != id);
             self.touch_pane(pane);
@@ -607,7 +612,7 @@ impl State {
     }
 
     /// Sets the pane's own chat handler. Returns whether the pane is open.
-    pub(crate) fn set_pane_chat(&mut self, pane: &Id, handler: Link) -> bool {
+    pub fn set_pane_chat(&mut self, pane: &Id, handler: Link) -> bool {
         let Some(p) = self.panes.get_mut(pane) else { return false };
         let old = p.takers.chat.replace(handler);
         self.has_chat = true;
@@ -616,7 +621,7 @@ impl State {
     }
 
     /// Sets the pane's own action handler. Returns whether the pane is open.
-    pub(crate) fn set_pane_actions(&mut self, pane: &Id, handler: Link) -> bool {
+    pub fn set_pane_actions(&mut self, pane: &Id, handler: Link) -> bool {
         let Some(p) = self.panes.get_mut(pane) else { return false };
         let old = p.takers.actions.replace(handler);
         self.has_actions = true;
@@ -630,7 +635,7 @@ impl State {
     /// meanwhile fires it.
     /// Returns whether the pane is open; a stop signal of a closed pane is
     /// the caller's to drop.
-    pub(crate) fn arm_turn_stop(&mut self, pane: &Id, stop: Link) -> bool {
+    pub fn arm_turn_stop(&mut self, pane: &Id, stop: Link) -> bool {
         let Some(p) = self.panes.get_mut(pane) else { return false };
         let old = p.stop_armed.replace(stop);
         self.effects.extend(old.map(Effect::ForgetStop));
@@ -638,7 +643,7 @@ impl State {
     }
 
     /// Fires the pane's stop signal, if a turn armed one.
-    pub(crate) fn stop_turn(&mut self, pane: &Id) {
+    pub fn stop_turn(&mut self, pane: &Id) {
         if let Some(stop) = self.panes.get_mut(pane).and_then(|p| p.stop_armed.take()) {
             self.effect(Effect::Abort(stop));
         }
@@ -647,7 +652,7 @@ impl State {
     /// Makes a turn the pane's current one: its stop signal and steer
     /// inbox. Returns whether the pane is open (else both are the caller's
     /// to drop).
-    pub(crate) fn install_turn(&mut self, pane: &Id, stop: Link, turn: Link) -> bool {
+    pub fn install_turn(&mut self, pane: &Id, stop: Link, turn: Link) -> bool {
         if !self.arm_turn_stop(pane, stop) {
             return false;
         }
@@ -657,7 +662,7 @@ impl State {
     }
 
     /// Forgets the pane's current turn if it is this one; says whether it was.
-    pub(crate) fn uninstall_turn(&mut self, pane: &Id, turn: Link) -> bool {
+    pub fn uninstall_turn(&mut self, pane: &Id, turn: Link) -> bool {
         let Some(p) = self.panes.get_mut(pane) else { return false };
         if p.turn == Some(turn) {
             p.turn = None;
@@ -669,7 +674,7 @@ impl State {
 
     /// Hands a steer to the running turn (a program that set `working` by
     /// hand has no inbox: its handler had the text).
-    pub(crate) fn steer_turn(&mut self, pane: &Id, text: String) {
+    pub fn steer_turn(&mut self, pane: &Id, text: String) {
         if let Some(turn) = self.panes.get(pane).and_then(|p| p.turn) {
             self.effect(Effect::Steer { turn, text });
         }
@@ -677,14 +682,14 @@ impl State {
 
     // Queued sends.
 
-    pub(crate) fn queue_send(&mut self, pane: &Id, send: QueuedSend) {
+    pub fn queue_send(&mut self, pane: &Id, send: QueuedSend) {
         if let Some(p) = self.panes.get_mut(pane) {
             p.queued.push_back(send);
         }
     }
 
     /// Puts a send taken from the queue back at its head.
-    pub(crate) fn requeue_send(&mut self, pane: &Id, send: QueuedSend) {
+    pub fn requeue_send(&mut self, pane: &Id, send: QueuedSend) {
         if let Some(p) = self.panes.get_mut(pane) {
             p.queued.push_front(send);
         }
@@ -692,7 +697,7 @@ impl State {
 
     /// The oldest queued send, taken, when the pane is idle and asks
     /// nothing: a send is never delivered while a question waits.
-    pub(crate) fn next_queued_send(&mut self, pane: &Id) -> Option<QueuedSend> {
+    pub fn next_queued_send(&mut self, pane: &Id) -> Option<QueuedSend> {
         let asking = !self.open_asks_of(pane).is_empty();
         match self.panes.get_mut(pane) {
             Some(p) if p.state == PaneState::Idle && !asking => p.queued.pop_front(),

@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
-use durable_core::Core;
+use durable_runtime::Core;
 
 /// What happened in one schedule, in order; recorded only when a failing
 /// schedule is replayed to be reported (formatting every line of every

@@ -12,7 +12,7 @@ use std::future::{Future, poll_fn};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
-use durable_core::{Lookup, PendingSend, Receipt, ReceiptStore, SendState, StoreError};
+use durable_runtime::{Lookup, PendingSend, Receipt, ReceiptStore, SendState, StoreError};
 
 use super::Trace;
 

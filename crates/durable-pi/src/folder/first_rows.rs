@@ -194,7 +194,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Condvar};
 
-    use durable_core::RowsPage;
+    use durable_runtime::RowsPage;
 
     use super::*;
     use crate::history::PiHistory;

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use durable_core::{AbortController, ChatHandler, HandlerResult, Pane, Refusal, SteerRequest, Turn};
+use durable_runtime::{AbortController, ChatHandler, HandlerResult, Pane, Refusal, SteerRequest, Turn};
 use durable_types::{AskSpec, Item, NoticeTone};
 use serde_json::{Value, json};
 use tokio::time::Instant;

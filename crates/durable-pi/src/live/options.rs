@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use durable_core::approval_spec;
+use durable_runtime::approval_spec;
 use durable_types::AskSpec;
 use serde_json::Value;
 

@@ -12,7 +12,7 @@
 //! and a card no conversation takes up ([`close_kept_card`]) each leave a
 //! notice that the call did not run.
 
-use durable_core::{KeptAsk, Pane};
+use durable_runtime::{KeptAsk, Pane};
 use durable_types::{Item, NoticeTone};
 use serde_json::{Value, json};
 

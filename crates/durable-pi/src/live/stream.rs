@@ -12,7 +12,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use durable_core::ItemCadence;
+use durable_runtime::ItemCadence;
 use durable_types::{Id, Item, ItemBody, NoticeTone, ToolStatus, call_summary};
 use serde_json::Value;
 

@@ -14,8 +14,8 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use durable_core::ReceiptStore;
-use durable_core::types::EVICTED_MEMORY_FACTOR;
+use crate::ReceiptStore;
+use crate::types::EVICTED_MEMORY_FACTOR;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

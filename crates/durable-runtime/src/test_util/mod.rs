@@ -4,9 +4,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use durable_core::types::exchange::{Body, Caller, Method, Request, Response};
-use durable_core::types::{Caps, Timestamp};
-use durable_core::{Core, CoreOptions, CoreOptionsBuilder, ManualClock, Pane, PaneOptions, create_core};
+use crate::types::exchange::{Body, Caller, Method, Request, Response};
+use crate::types::{Caps, Timestamp};
+use crate::{Core, CoreOptions, CoreOptionsBuilder, ManualClock, Pane, PaneOptions, create_core};
 use serde_json::Value;
 
 /// The harness's start time: 2026-11-30T05:00:00.000Z.
@@ -190,7 +190,7 @@ pub trait NowTs {
 
 impl NowTs for ManualClock {
     fn now_ts(&self) -> Timestamp {
-        durable_core::Clock::now(self)
+        crate::Clock::now(self)
     }
 }
 
@@ -199,7 +199,7 @@ impl NowTs for ManualClock {
 
 impl Harness {
     /// A `GET` as `caller`.
-    pub async fn get_as(&self, path: &str, caller: durable_core::types::exchange::Caller) -> Reply {
+    pub async fn get_as(&self, path: &str, caller: crate::types::exchange::Caller) -> Reply {
         self.request(Request::get(path, caller)).await
     }
 
@@ -287,21 +287,21 @@ pub fn without_replayed(v: &Value) -> Value {
 /// A history provider with no conversation, to turn history on.
 pub struct EmptyHistory;
 
-impl durable_core::HistoryProvider for EmptyHistory {
+impl crate::HistoryProvider for EmptyHistory {
     async fn rows(
         &self,
-        _after: Option<durable_core::types::Cursor>,
+        _after: Option<crate::types::Cursor>,
         _limit: usize,
-    ) -> Result<durable_core::RowsPage, durable_core::HistoryError> {
-        Ok(durable_core::RowsPage { rows: Vec::new(), next: None })
+    ) -> Result<crate::RowsPage, crate::HistoryError> {
+        Ok(crate::RowsPage { rows: Vec::new(), next: None })
     }
 
     async fn items(
         &self,
         _session_id: &str,
-        _after: Option<durable_core::types::Cursor>,
+        _after: Option<crate::types::Cursor>,
         _limit: usize,
-    ) -> Result<Option<durable_core::ItemsPage>, durable_core::HistoryError> {
+    ) -> Result<Option<crate::ItemsPage>, crate::HistoryError> {
         Ok(None)
     }
 }

@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use durable_core::types::{Id, RuleError};
-use durable_core::{
+use crate::types::{Id, RuleError};
+use crate::{
     AbortSignal, ActionHandler, ActionRequest, ChatHandler, CloseRequest, Core, HandlerResult, Hooks, Pane,
     Refusal, RenameRequest, Reopen, ReopenRequest, SendRequest, Started, StarterRequest, SteerRequest,
     StopRequest, Turn,

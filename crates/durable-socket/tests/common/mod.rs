@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use durable_core::{Core, CoreOptions, create_core};
 use durable_http::{SystemClock, random_epoch, stderr_warn};
+use durable_runtime::{Core, CoreOptions, create_core};
 
 /// A write the core refuses from the agent itself (an answer to an ask).
 pub const ANSWER_PATH: &str = "/v1/asks/970f8a0b30368fbbcab73013d31d2d51";

@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use durable_core::{Core, CoreOptions, PaneOptions, create_core};
 use durable_http::{SystemClock, random_epoch, stderr_warn};
+use durable_runtime::{Core, CoreOptions, PaneOptions, create_core};
 use durable_tls::{Limits, TlsOptions, serve};
 use durable_types::Item;
 

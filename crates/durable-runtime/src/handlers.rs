@@ -18,10 +18,10 @@ use std::sync::Arc;
 
 use durable_types::{Id, Target};
 
-pub use crate::data::answer::{HandlerResult, Refusal, Reopen, Started};
 use crate::handles::layout::Pane;
 use crate::signal::AbortSignal;
 use crate::turn::Turn;
+pub(crate) use durable_core::data::answer::{HandlerResult, Refusal, Reopen};
 
 /// A boxed future, for the erased handler calls.
 pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -125,11 +125,31 @@ pub struct StarterRequest {
     pub text: Option<String>,
 }
 
-// Made from a handle here, so that the data module needs none.
+/// What [`Hooks::on_starter`](Hooks::on_starter) created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Started {
+    pane: Option<Id>,
+}
+
 impl Started {
     /// The starter opened this pane: the phone goes to it.
     pub fn pane(pane: &Pane) -> Self {
         Id::new(pane.id()).map_or_else(|_| Started::without_pane(), Started::from_id)
+    }
+
+    /// The starter opened the pane with this id.
+    pub fn from_id(pane: Id) -> Self {
+        Started { pane: Some(pane) }
+    }
+
+    /// The starter ran but opened no pane (the answer's `pane` is `null`).
+    pub fn without_pane() -> Self {
+        Started { pane: None }
+    }
+
+    /// The pane it opened.
+    pub fn pane_id(&self) -> Option<&Id> {
+        self.pane.as_ref()
     }
 }
 

@@ -9,9 +9,9 @@ use durable_types::{Answer, AskSpec, Id, Item, PaneState, RuleError, ScopeId};
 use crate::core::Core;
 use crate::handlers::{ActionHandler, ChatHandler};
 use crate::handles::asks::AskHandle;
-use crate::layout::{PaneOptions, closed_pane};
 use crate::signal::AbortSignal;
-use crate::state::TabKey;
+use durable_core::layout::{PaneOptions, closed_pane};
+use durable_core::state::TabKey;
 
 /// A workspace handle: a group of tabs on the phone.
 #[derive(Clone)]

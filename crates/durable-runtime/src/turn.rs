@@ -77,7 +77,7 @@ impl Pane {
         }
         // A root of its own: a turn outlives the request that began it (and
         // its connection), which it only follows from.
-        let span = tracing::info_span!(parent: None, "turn", pane = self.id(), turn = start.turn_id.as_str());
+        let span = tracing::info_span!(target: "durable_core::turn", parent: None, "turn", pane = self.id(), turn = start.turn_id.as_str());
         span.follows_from(tracing::Span::current());
         Ok(Turn {
             pane: self.clone(),

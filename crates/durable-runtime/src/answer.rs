@@ -11,9 +11,9 @@
 use durable_types::exchange::Response;
 use durable_types::{AnswerRequest, Id};
 
-use crate::asks::held_response;
 use crate::core::Core;
 use crate::once::Ran;
+use durable_core::asks::held_response;
 
 pub(crate) async fn answer(core: &Core, ask_id: Id, parsed: AnswerRequest) -> Response {
     let request_id = parsed.request_id.clone();

@@ -1,6 +1,7 @@
 //! Asks on the program's side: raising one and its awaitable (§7, §7.2),
 //! the abort signal's watcher, and `require_approval` (§7.3). The rules
-//! (closing, held answers, expiry) are the machine's, in `asks.rs`.
+//! (closing, held answers, expiry) are the machine's, in durable-core's
+//! `asks.rs`.
 
 use std::fmt;
 use std::future::Future;
@@ -11,12 +12,12 @@ use durable_types::{Answer, AskOption, AskSpec, DecidedBy, Id, Outcome, RuleErro
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use crate::asks::Raised;
 use crate::core::Core;
-use crate::data::decided::{AskClosed, Decided};
 use crate::handles::layout::Pane;
 use crate::select::{Either, select};
 use crate::signal::AbortSignal;
+use durable_core::asks::Raised;
+use durable_core::data::decided::{AskClosed, Decided};
 
 /// The awaitable of a raised ask. Resolves to the answer, or fails with
 /// [`AskClosed`]. Dropping it does *not* close the ask: like a shutdown, it

@@ -15,9 +15,9 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 use crate::core::Core;
-use crate::data::receipt::{Lookup, Receipt, SendState};
 use crate::receipts::DynReceiptStore;
-use crate::respond;
+use durable_core::data::receipt::{Lookup, Receipt, SendState};
+use durable_core::respond;
 
 /// What the first request for an id ended with: its receipt, or nothing
 /// (refused, failed, or dropped), in which case a waiting repeat runs itself.

@@ -9,8 +9,8 @@ use std::sync::Mutex;
 use std::future::Future;
 use std::sync::Arc;
 
-use crate::data::receipt::{KeptAskRecord, Lookup, PendingSend, Receipt, SendState, StoreError};
 use crate::handlers::BoxFuture;
+use durable_core::data::receipt::{KeptAskRecord, Lookup, PendingSend, Receipt, SendState, StoreError};
 use durable_types::{EVICTED_MEMORY_FACTOR, RECEIPTS_PER_GROUP};
 
 /// Where receipts live. `get` finds an id whatever group it was put in;

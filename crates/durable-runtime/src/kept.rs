@@ -12,8 +12,8 @@ use durable_types::{Ask, AskSpec, DecidedBy, EventBody, Id, Item, ItemBody, Noti
 use serde_json::Value;
 
 use crate::core::Core;
-use crate::data::receipt::{KeptAskRecord, StoreError};
 use crate::handles::asks::{ApprovalFuture, AskHandle, approval_of};
+use durable_core::data::receipt::{KeptAskRecord, StoreError};
 
 /// Where the asks of the last run stand in this one.
 enum Phase {
@@ -285,7 +285,7 @@ impl Core {
                     st.pane_event(&ask.pane, now, EventBody::Item { item: item.into() });
                 }
             }
-            tracing::info!(ask_id = %ask.id, pane = %ask.pane, "kept ask closed unclaimed");
+            tracing::info!(target: "durable_core::kept", ask_id = %ask.id, pane = %ask.pane, "kept ask closed unclaimed");
             // Under the state lock, as a raise pushes its keep: the store's
             // writes for one id keep the order of its opens and closes.
             self.journal_ask(Op::Forget(ask.id));

@@ -16,16 +16,16 @@ use crate::handlers::{
     ActionHandler, ChatHandler, CloseRequest, DynHooks, HandlerResult, HookSlots, Hooks, RenameRequest,
     Reopen, ReopenRequest, Started, StarterRequest, hook_fn,
 };
-use crate::machine::{Machine, MachineConfig};
 use crate::options::CoreOptions;
 use crate::signal::AbortController;
-use crate::state::{Effect, State};
-use crate::timers::Timer;
+use durable_core::machine::{Machine, MachineConfig};
+use durable_core::state::{Effect, State};
+use durable_core::timers::Timer;
 
 /// Work that belongs to no request; the driver runs it to completion.
 pub type Job = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
-pub use crate::data::caller_check::CallerCheckMode;
+use durable_core::data::caller_check::CallerCheckMode;
 
 /// A durable agent's protocol core. Cheap to clone: clones share one state.
 #[derive(Clone)]
@@ -109,7 +109,7 @@ impl Core {
     pub fn handle(&self, request: Request) -> impl Future<Output = Response> + Send + 'static {
         use tracing::Instrument;
         let core = self.clone();
-        let span = crate::routes::request_span(&request.method, &request.path);
+        let span = durable_core::routes::request_span(&request.method, &request.path);
         async move { crate::dispatch::route(&core, request).await }.instrument(span)
     }
 
@@ -124,12 +124,12 @@ impl Core {
     /// it costs no owned copy of its path, query and `If-None-Match`, and
     /// no future.
     pub fn answer_read(&self, read: &Read<'_>) -> Option<Response> {
-        let span = crate::routes::request_span(&durable_types::exchange::Method::Get, read.path);
+        let span = durable_core::routes::request_span(&durable_types::exchange::Method::Get, read.path);
         let _in_span = span.enter();
         let response = self.lock().machine_mut().answer_read(read);
         // `None` goes on to `handle`, whose own span says how it ended.
         if let Some(response) = &response {
-            crate::routes::answered(response);
+            durable_core::routes::answered(response);
         }
         response
     }
@@ -385,7 +385,7 @@ impl Core {
         }
         st.links().forget_stop(stop);
         st.links().forget_turn(turn);
-        Err(crate::layout::closed_pane(pane))
+        Err(durable_core::layout::closed_pane(pane))
     }
 
     /// Forgets the pane's current turn if it is this one; says whether it was.

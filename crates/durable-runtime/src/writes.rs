@@ -18,19 +18,19 @@ use tokio::sync::{Notify, OwnedMutexGuard, oneshot};
 use tracing::Instrument;
 
 use crate::core::Core;
-use crate::data::receipt::{Lookup, PendingSend, SendState};
 use crate::handlers::{
     ActionRequest, BoxFuture, CloseRequest, HandlerResult, PaneTakers, Refusal, RenameRequest, Reopen,
     ReopenRequest, SendRequest, StarterRequest, SteerRequest, StopRequest,
 };
 use crate::handles::layout::Pane;
 use crate::once::Ran;
-use crate::respond;
 use crate::select::{Either, select};
 use crate::signal::AbortController;
-use crate::state::{QueuedSend, TabKey};
-use crate::timers::Timer;
 use crate::turn::TurnStart;
+use durable_core::data::receipt::{Lookup, PendingSend, SendState};
+use durable_core::respond;
+use durable_core::state::{QueuedSend, TabKey};
+use durable_core::timers::Timer;
 
 /// One write lock per pane, and whether the sends the last run left are
 /// back in their queues.

@@ -6,9 +6,9 @@ use durable_types::exchange::{Request, Response};
 use durable_types::{Cap, ErrorCode};
 
 use crate::core::Core;
-use crate::request::{body, path_id};
-use crate::respond;
-use crate::routes::{Route, answered, gate, read_now};
+use durable_core::request::{body, path_id};
+use durable_core::respond;
+use durable_core::routes::{Route, answered, gate, read_now};
 
 /// Answers one request (inside its span, `routes::request_span`).
 pub(crate) async fn route(core: &Core, req: Request) -> Response {
@@ -32,7 +32,7 @@ async fn dispatch(core: &Core, route: Route<'_>, req: &Request) -> Result<Respon
     // When a write came, for its receipt and events; a read needs no clock.
     let arrival = || core.now();
     Ok(match route {
-        Route::Hello => crate::poll::hello_post(core.lock().machine_mut(), body(req)?),
+        Route::Hello => durable_core::poll::hello_post(core.lock().machine_mut(), body(req)?),
         // The gate lets only a GET through to these, answered above; should
         // that change, an error rather than a panic.
         Route::State | Route::Events(_) => {

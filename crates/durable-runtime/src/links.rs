@@ -10,11 +10,11 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
 
-use crate::data::decided::{AskClosed, Decided};
 use crate::handlers::{DynActions, DynChat, HookSlots, PaneTakers};
 use crate::history::DynHistory;
 use crate::signal::AbortController;
-use crate::state::{Effect, Link, Takers};
+use durable_core::data::decided::{AskClosed, Decided};
+use durable_core::state::{Effect, Link, Takers};
 
 /// An open ask's awaitable and the watcher of its abort signal.
 struct AskLink {

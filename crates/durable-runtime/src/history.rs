@@ -15,8 +15,8 @@ use durable_types::{
 };
 
 use crate::core::Core;
-use crate::request::{Query, RequestError};
-use crate::respond;
+use durable_core::request::{Query, RequestError};
+use durable_core::respond;
 
 /// One page of conversation rows.
 #[derive(Debug, Clone, PartialEq, Eq)]

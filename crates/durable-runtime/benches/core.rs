@@ -1,4 +1,4 @@
-//! `cargo bench -p durable-core`: what the core costs per request, measured
+//! `cargo bench -p durable-runtime`: what the core costs per request, measured
 //! against a baseline taken in the same run — `serde_json` writing a value
 //! of the same size as the answer (the floor any JSON agent pays). Prints
 //! figures; asserts nothing (machines here are shared and noisy).
@@ -6,9 +6,9 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use durable_core::types::exchange::{Caller, Request};
-use durable_core::types::{AskOption, AskSpec, Id, Item, ItemBody, Timestamp};
-use durable_core::{CoreOptions, ManualClock, PaneOptions, create_core};
+use durable_runtime::types::exchange::{Caller, Request};
+use durable_runtime::types::{AskOption, AskSpec, Id, Item, ItemBody, Timestamp};
+use durable_runtime::{CoreOptions, ManualClock, PaneOptions, create_core};
 
 const PANES: usize = 100;
 const ITEMS: usize = 50;
@@ -106,7 +106,7 @@ fn main() {
     });
 
     println!(
-        "durable-core, {PANES} panes × {ITEMS} items; ns per call (ratio to the baseline of the same size)"
+        "durable-runtime, {PANES} panes × {ITEMS} items; ns per call (ratio to the baseline of the same size)"
     );
     println!(
         "baseline  serde_json write of the full state  {:>10.0} ns  (1.00×, {} bytes)",
