@@ -38,11 +38,7 @@ pub(crate) struct Shared {
     pub(crate) state: Mutex<Locked>,
     pub(crate) driver: Mutex<DriverState>,
     pub(crate) writes: crate::writes::WriteLocks,
-    pub(crate) inflight: crate::once::InFlight,
     pub(crate) wake_pending: AtomicBool,
-    /// Turns of sends running on the driver, and who waits for none.
-    pub(crate) turns_running: std::sync::atomic::AtomicUsize,
-    pub(crate) turns_idle: tokio::sync::Notify,
     /// The asks the last run left open, and the store's ask journal (§7.2).
     pub(crate) kept: crate::kept::KeptAsks,
 }
@@ -90,10 +86,7 @@ impl Core {
                 state: Mutex::new(Locked { machine, links: crate::links::Links::default() }),
                 driver: Mutex::new(DriverState { jobs: VecDeque::new(), wakeups: Vec::new() }),
                 writes: crate::writes::WriteLocks::default(),
-                inflight: crate::once::InFlight::default(),
                 wake_pending: AtomicBool::new(false),
-                turns_running: std::sync::atomic::AtomicUsize::new(0),
-                turns_idle: tokio::sync::Notify::new(),
                 kept: crate::kept::KeptAsks::default(),
             }),
         }
@@ -188,32 +181,36 @@ impl Core {
 
     /// How many turns of sends run now.
     pub fn turns_running(&self) -> usize {
-        self.shared.turns_running.load(Ordering::SeqCst)
+        self.lock().turns_running()
     }
 
     /// Resolves once no turn of a send runs (at once if none does). A
     /// driver bounds the wait with its own timer: the shutdown grace.
     pub async fn turns_done(&self) {
         loop {
-            let mut idle = std::pin::pin!(self.shared.turns_idle.notified());
-            // Registered before the count is read: a last turn ending in
-            // between still wakes this wait.
-            idle.as_mut().enable();
-            if self.turns_running() == 0 {
-                return;
-            }
-            idle.await;
+            // The count and the wait are one step under the lock: a last
+            // turn ending in between still wakes it. Looked at again once
+            // woken: a turn may have begun since.
+            let idle = {
+                let mut st = self.lock();
+                if st.turns_running() == 0 {
+                    return;
+                }
+                let (wake, idle) = tokio::sync::oneshot::channel();
+                let waiter = st.links().add_wake(wake);
+                st.wait_for_idle(waiter);
+                idle
+            };
+            let _ = idle.await;
         }
     }
 
     pub(crate) fn turn_began(&self) {
-        self.shared.turns_running.fetch_add(1, Ordering::SeqCst);
+        self.lock().turn_began();
     }
 
     pub(crate) fn turn_ended(&self) {
-        if self.shared.turns_running.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.shared.turns_idle.notify_waiters();
-        }
+        self.lock().turn_ended();
     }
 
     /// Turns allow-always off for the asks raised from now on (a driver's

@@ -1,6 +1,7 @@
 //! The program's side of what the state names by number: asks'
 //! awaitables, turns' steer inboxes and stop signals, panes' handlers,
-//! waiters' wake-ups; and the agent-wide handlers, hooks and history
+//! waiters' wake-ups, repeats of a request id waiting for its first; and
+//! the agent-wide handlers, hooks and history
 //! provider. The state holds only the numbers ([`Link`]) and asks for
 //! changes as [`Effect`]s; the core applies them here under the same lock,
 //! and drops the handlers let go of (`released`) once the lock is gone.
@@ -14,6 +15,7 @@ use crate::handlers::{DynActions, DynChat, HookSlots, PaneTakers};
 use crate::history::DynHistory;
 use crate::signal::AbortController;
 use durable_core::data::decided::{AskClosed, Decided};
+use durable_core::data::receipt::Receipt;
 use durable_core::state::{Effect, Link, Takers};
 
 /// An open ask's awaitable and the watcher of its abort signal.
@@ -32,6 +34,8 @@ pub(crate) struct Links {
     chats: HashMap<Link, Arc<dyn DynChat>>,
     actions: HashMap<Link, Arc<dyn DynActions>>,
     wakes: HashMap<Link, oneshot::Sender<()>>,
+    /// Repeats of a request id waiting for its first request's outcome.
+    settles: HashMap<Link, oneshot::Sender<Option<Receipt>>>,
     /// The agent-wide chat and action handlers (a pane without its own).
     pub(crate) wide: PaneTakers,
     /// The agent-wide layout hooks.
@@ -140,6 +144,12 @@ impl Links {
         }
     }
 
+    pub(crate) fn add_settle(&mut self, settle: oneshot::Sender<Option<Receipt>>) -> Link {
+        let link = self.next();
+        self.settles.insert(link, settle);
+        link
+    }
+
     /// Applies an effect that touches a link.
     pub(crate) fn apply(&mut self, effect: Effect) {
         match effect {
@@ -162,6 +172,13 @@ impl Links {
             }
             Effect::ForgetHandler(link) => self.forget_handler(link),
             Effect::ForgetTurn(turn) => self.forget_turn(turn),
+            Effect::Wake(waiter) => self.wake(waiter),
+            Effect::Settle { waiter, receipt } => {
+                // A repeat that stopped waiting (its request dropped) is gone.
+                if let Some(settle) = self.settles.remove(&waiter) {
+                    let _ = settle.send(receipt);
+                }
+            }
             // The core's own, applied by the state guard: no link to touch.
             Effect::Warn(_)
             | Effect::WakeDriver

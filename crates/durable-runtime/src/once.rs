@@ -4,80 +4,30 @@
 //! receipt-dropped`; only a `200` is stored, and it is stored before the
 //! response leaves.
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::pin::pin;
-use std::sync::{Arc, Mutex, OnceLock};
 
 use durable_types::exchange::Response;
 use durable_types::{ErrorCode, Id};
 use serde_json::Value;
-use tokio::sync::Notify;
+use tokio::sync::oneshot;
 
 use crate::core::Core;
 use crate::receipts::DynReceiptStore;
 use durable_core::data::receipt::{Lookup, Receipt, SendState};
 use durable_core::respond;
 
-/// What the first request for an id ended with: its receipt, or nothing
-/// (refused, failed, or dropped), in which case a waiting repeat runs itself.
-/// Set once; the repeats waiting for it are woken then.
-#[derive(Default)]
-struct Settled {
-    outcome: OnceLock<Option<Receipt>>,
-    /// One `Notify`, not a `watch` channel, which goes through eight of
-    /// them at every send: about 700 instructions less an answer, with
-    /// nobody waiting (`docs/benchmarks.md`).
-    done: Notify,
-    /// Tests only: runs where a settle from another thread can land,
-    /// between `wait`'s look at the outcome and its await.
-    #[cfg(test)]
-    between_check_and_await: Option<fn(&Settled)>,
-}
-
-impl Settled {
-    fn settle(&self, receipt: Option<Receipt>) {
-        // Only the first counts: the drop of a settled claim sets nothing.
-        let _ = self.outcome.set(receipt);
-        self.done.notify_waiters();
-    }
-
-    async fn wait(&self) -> Option<Receipt> {
-        loop {
-            // Registered before the check: a settle between the check and
-            // the await still wakes it.
-            let mut notified = pin!(self.done.notified());
-            notified.as_mut().enable();
-            if let Some(outcome) = self.outcome.get() {
-                return outcome.clone();
-            }
-            #[cfg(test)]
-            if let Some(land) = self.between_check_and_await {
-                land(self);
-            }
-            notified.await;
-        }
-    }
-}
-
-/// Request ids being processed now.
-#[derive(Default)]
-pub(crate) struct InFlight {
-    map: Mutex<HashMap<Id, Arc<Settled>>>,
-}
-
-/// The first request's hold on its id. When it ends, however it ends, the
-/// id leaves the map and then the waiting repeats are woken with the
-/// outcome (nothing, if none was given): a repeat woken with nothing finds
-/// the id free.
-struct Claim<'a> {
-    inflight: &'a InFlight,
+/// The first request's hold on its id, in the machine's claim table
+/// (`State::claim_request`). When it ends, however it ends — a settle, or
+/// the request dropped — the id is free and then the waiting repeats hear
+/// the outcome (nothing, if none was given): a repeat that hears nothing
+/// claims the id itself.
+struct RequestClaim<'a> {
+    core: &'a Core,
     id: &'a Id,
-    settled: Arc<Settled>,
     ended: bool,
 }
 
-impl Claim<'_> {
+impl RequestClaim<'_> {
     fn settle(mut self, receipt: Option<Receipt>) {
         self.end(receipt);
     }
@@ -86,12 +36,11 @@ impl Claim<'_> {
         if std::mem::replace(&mut self.ended, true) {
             return;
         }
-        self.inflight.map.lock().unwrap_or_else(|e| e.into_inner()).remove(self.id);
-        self.settled.settle(receipt);
+        self.core.lock().settle_request(self.id, receipt);
     }
 }
 
-impl Drop for Claim<'_> {
+impl Drop for RequestClaim<'_> {
     fn drop(&mut self) {
         self.end(None);
     }
@@ -185,20 +134,20 @@ impl Core {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Ran>,
     {
-        let inflight = &self.shared.inflight;
         let claim = loop {
-            let first = {
-                let mut map = inflight.map.lock().unwrap_or_else(|e| e.into_inner());
-                match map.get(request_id) {
-                    Some(first) => Arc::clone(first),
-                    None => {
-                        let settled = Arc::new(Settled::default());
-                        map.insert(request_id.clone(), Arc::clone(&settled));
-                        break Claim { inflight, id: request_id, settled, ended: false };
-                    }
+            // The look at the claim and the wait are one step under the
+            // lock: a settle cannot land between them.
+            let waiting = {
+                let mut st = self.lock();
+                if st.claim_request(request_id) {
+                    break RequestClaim { core: self, id: request_id, ended: false };
                 }
+                let (settle, settled) = oneshot::channel();
+                let waiter = st.links().add_settle(settle);
+                st.wait_for_request(request_id, waiter);
+                settled
             };
-            if let Some(receipt) = first.wait().await {
+            if let Ok(Some(receipt)) = waiting.await {
                 // A send's replay says where it stands (§9.1) also when it
                 // waited for the first: the same path as a later repeat.
                 return self.replay_of(request_id, &receipt).await;
@@ -276,24 +225,5 @@ impl Core {
                 ran.response
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::task::{Context, Poll, Waker};
-
-    use super::*;
-
-    /// The settle lands between a repeat's look at the outcome and its
-    /// await, every time: the repeat must still wake, at its first poll. It
-    /// would wait forever, were it registered only after its look. (The
-    /// model check polls on one thread and never runs a settle there.)
-    #[test]
-    fn a_settle_between_the_check_and_the_await_still_wakes_the_repeat() {
-        let settled = Settled { between_check_and_await: Some(|s| s.settle(None)), ..Settled::default() };
-        let mut wait = pin!(settled.wait());
-        let polled = wait.as_mut().poll(&mut Context::from_waker(Waker::noop()));
-        assert!(matches!(polled, Poll::Ready(None)), "the repeat was never woken");
     }
 }

@@ -43,6 +43,11 @@ pub enum Effect {
     DeliverQueued(Id),
     /// A pane closed: its write lock goes.
     PaneClosed(Id),
+    /// Wake a waiter (no turn runs any more).
+    Wake(Link),
+    /// The request a repeat waited for ended: hand the waiter its receipt
+    /// (to replay), or nothing (it claims the id itself).
+    Settle { waiter: Link, receipt: Option<Receipt> },
     /// An answer held before its ask was raised applied: store its receipt.
     PutHeldReceipt { request_id: Id, receipt: Receipt, group: String },
 }

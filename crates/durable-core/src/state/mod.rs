@@ -71,6 +71,12 @@ pub struct State {
     held_bytes: usize,
     /// Receipts applied but not (yet) in the store: a repeat replays them.
     memory_receipts: HashMap<Id, Receipt>,
+    /// Request ids being processed now (§9), each with the repeats waiting
+    /// for its first request's outcome, in arrival order.
+    claims: HashMap<Id, Vec<Link>>,
+    /// Turns of sends running on the driver, and who waits for none.
+    turns_running: usize,
+    idle_waiters: Vec<Link>,
     timers: Timers,
     warned_versions: VecDeque<String>,
     /// Collie versions whose `POST /hello` was told to `tracing`.
@@ -128,6 +134,9 @@ impl State {
             hold_by_request: HashMap::new(),
             held_bytes: 0,
             memory_receipts: HashMap::new(),
+            claims: HashMap::new(),
+            turns_running: 0,
+            idle_waiters: Vec::new(),
             timers: Timers::default(),
             warned_versions: VecDeque::new(),
             greeted_versions: VecDeque::new(),
@@ -308,6 +317,79 @@ impl State {
     /// Removes and returns every deadline at or before `now`.
     pub fn take_due(&mut self, now: Timestamp) -> Vec<Timer> {
         self.timers.due(now)
+    }
+
+    // Request ids being processed now (§9): the first request of an id
+    // holds it; a repeat that comes meanwhile waits for its outcome, and
+    // replays its receipt or, when it has none (refused, failed, dropped),
+    // claims the id again itself.
+
+    /// Claims `request_id` for a request about to be processed: `true` when
+    /// no other request holds it. Otherwise the caller waits for the
+    /// holder's outcome ([`State::wait_for_request`], under the same lock).
+    pub fn claim_request(&mut self, request_id: &Id) -> bool {
+        if self.claims.contains_key(request_id) {
+            return false;
+        }
+        self.claims.insert(request_id.clone(), Vec::new());
+        true
+    }
+
+    /// `waiter` hears the outcome of the request holding `request_id`
+    /// ([`Effect::Settle`]); at once, with nothing, when none holds it.
+    pub fn wait_for_request(&mut self, request_id: &Id, waiter: Link) {
+        match self.claims.get_mut(request_id) {
+            Some(waiters) => waiters.push(waiter),
+            None => self.effects.push(Effect::Settle { waiter, receipt: None }),
+        }
+    }
+
+    /// The request holding `request_id` ended with `receipt` (`None`:
+    /// refused, failed or dropped): the id is free, and each repeat waiting
+    /// for it hears the outcome, in the order they came. Only the first
+    /// settle of a claim counts.
+    pub fn settle_request(&mut self, request_id: &Id, receipt: Option<Receipt>) {
+        let Some(waiters) = self.claims.remove(request_id) else { return };
+        for waiter in waiters {
+            self.effects.push(Effect::Settle { waiter, receipt: receipt.clone() });
+        }
+    }
+
+    /// How many request ids are being processed now.
+    pub fn claimed_requests(&self) -> usize {
+        self.claims.len()
+    }
+
+    // Turns of sends running (a graceful stop waits for none).
+
+    /// A send's turn began on the driver.
+    pub fn turn_began(&mut self) {
+        self.turns_running += 1;
+    }
+
+    /// A send's turn ended (or its job was dropped): the last one wakes
+    /// who waits for none.
+    pub fn turn_ended(&mut self) {
+        self.turns_running = self.turns_running.saturating_sub(1);
+        if self.turns_running == 0 {
+            for waiter in std::mem::take(&mut self.idle_waiters) {
+                self.effects.push(Effect::Wake(waiter));
+            }
+        }
+    }
+
+    /// How many turns of sends run now.
+    pub fn turns_running(&self) -> usize {
+        self.turns_running
+    }
+
+    /// `waiter` is woken once no turn of a send runs (at once if none does).
+    pub fn wait_for_idle(&mut self, waiter: Link) {
+        if self.turns_running == 0 {
+            self.effects.push(Effect::Wake(waiter));
+        } else {
+            self.idle_waiters.push(waiter);
+        }
     }
 
     // Receipts kept in memory.
