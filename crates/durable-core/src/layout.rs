@@ -11,7 +11,7 @@ use durable_types::{
 };
 
 use crate::machine::Machine;
-use crate::state::{Effect, PaneFields, SessionId, TabKey};
+use crate::state::{PaneFields, SessionId, TabKey};
 
 /// A title (or label) cleaned by the line rule and cut to 256 bytes; one
 /// that shows nothing once cleaned (empty, or white space alone) is an
@@ -152,7 +152,7 @@ impl Machine {
         if !self.state.close_pane(pane) {
             return false;
         }
-        self.state.effect(Effect::PaneClosed(pane.clone()));
+        self.state.writes_pane_closed(pane);
         true
     }
 

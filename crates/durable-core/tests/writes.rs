@@ -410,6 +410,70 @@ async fn busy_a_write_that_gets_the_lock_within_five_seconds_runs_normally() {
     assert_eq!(log.count("s-1"), 1);
 }
 
+#[tokio::test]
+async fn busy_writes_waiting_for_a_pane_run_in_arrival_order() {
+    let h = Harness::with_caps(Caps::all());
+    let (_pane, log, gate) = gated(&h, |_| Handled::Accepted);
+    let first = spawn_post(&h, SEND, json!({"requestId": "r-1", "text": "slow"})).await;
+    let mut waiting = Vec::new();
+    for id in ["a-3", "a-1", "a-2"] {
+        waiting.push(spawn_post(&h, REFUND, json!({"requestId": id})).await);
+    }
+    gate.add_permits(1);
+    h.settle().await;
+    assert_success(&first.await.unwrap(), "sent", "r-1", false);
+    for w in waiting {
+        assert_eq!(w.await.unwrap().status, 200);
+    }
+    let order: Vec<String> = log.of("action").iter().map(|c| c.request_id.to_string()).collect();
+    assert_eq!(order, ["a-3", "a-1", "a-2"], "the order they came in");
+}
+
+#[tokio::test]
+async fn busy_a_write_waiting_for_a_pane_the_program_closes_is_404_at_once() {
+    let h = Harness::with_caps(Caps::all());
+    let (pane, log, gate) = gated(&h, |_| Handled::Accepted);
+    let first = spawn_post(&h, SEND, json!({"requestId": "r-1", "text": "slow"})).await;
+    let second = spawn_post(&h, REFUND, json!({"requestId": "a-1"})).await;
+    assert!(!second.is_finished(), "it waits for the pane");
+    pane.close();
+    h.settle().await;
+    // The first still holds the pane: the second did not wait for it to end.
+    assert!(!first.is_finished());
+    let r = tokio::time::timeout(std::time::Duration::from_secs(20), second)
+        .await
+        .expect("the waiting write did not hear of the close")
+        .unwrap();
+    assert_eq!(r.status, 404, "{:?}", r.json);
+    assert!(log.of("action").is_empty());
+    gate.add_permits(1);
+    h.settle().await;
+    let _ = first.await.unwrap();
+}
+
+#[tokio::test]
+async fn busy_a_waiting_write_that_is_dropped_leaves_its_place_to_the_next() {
+    let h = Harness::with_caps(Caps::all());
+    let (_pane, log, gate) = gated(&h, |_| Handled::Accepted);
+    let first = spawn_post(&h, SEND, json!({"requestId": "r-1", "text": "slow"})).await;
+    let dropped = spawn_post(&h, REFUND, json!({"requestId": "a-1"})).await;
+    let next = spawn_post(&h, REFUND, json!({"requestId": "a-2"})).await;
+    // The caller goes away while its write waits (its connection closed).
+    dropped.abort();
+    assert!(dropped.await.unwrap_err().is_cancelled());
+    gate.add_permits(1);
+    h.settle().await;
+    assert_success(&first.await.unwrap(), "sent", "r-1", false);
+    // No time passes: a place kept for the dropped write would hold the
+    // pane for ever, and this would never end.
+    let r = tokio::time::timeout(std::time::Duration::from_secs(20), next)
+        .await
+        .expect("the write after a dropped one never got the pane")
+        .unwrap();
+    assert_success(&r, "done", "a-2", false);
+    assert_eq!(log.count("a-1"), 0, "the dropped write ran nothing");
+}
+
 // ---------------------------------------------------------------------------
 // actions, handlers and hooks
 

@@ -37,7 +37,6 @@ pub(crate) struct Shared {
     pub(crate) options: CoreOptions,
     pub(crate) state: Mutex<Locked>,
     pub(crate) driver: Mutex<DriverState>,
-    pub(crate) writes: crate::writes::WriteLocks,
     pub(crate) wake_pending: AtomicBool,
     /// The asks the last run left open, and the store's ask journal (§7.2).
     pub(crate) kept: crate::kept::KeptAsks,
@@ -85,7 +84,6 @@ impl Core {
                 options,
                 state: Mutex::new(Locked { machine, links: crate::links::Links::default() }),
                 driver: Mutex::new(DriverState { jobs: VecDeque::new(), wakeups: Vec::new() }),
-                writes: crate::writes::WriteLocks::default(),
                 wake_pending: AtomicBool::new(false),
                 kept: crate::kept::KeptAsks::default(),
             }),
@@ -252,7 +250,15 @@ impl Core {
     /// claim from [`kept_asks`](Self::kept_asks) (§7.2), each with the chat
     /// line `Stopped before an answer: <title>`.
     pub fn ready(&self) {
-        let first = self.lock().machine_mut().ready();
+        let first = {
+            let mut st = self.lock();
+            let first = st.machine_mut().ready();
+            // A store without the sends journal has nothing to put back.
+            if first && self.shared.options.receipts.keeps_sends_dyn() {
+                st.begin_send_recovery();
+            }
+            first
+        };
         if first {
             let core = self.clone();
             self.push_job(async move {
@@ -520,7 +526,6 @@ impl Drop for StateGuard<'_> {
                         let core = self.core.clone();
                         self.core.push_job(async move { core.deliver_queued(&pane) });
                     }
-                    Effect::PaneClosed(pane) => self.core.shared.writes.remove(&pane),
                     Effect::PutHeldReceipt { request_id, receipt, group } => {
                         self.core.put_held_receipt(request_id, receipt, group)
                     }

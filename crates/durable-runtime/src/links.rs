@@ -131,6 +131,16 @@ impl Links {
         }
     }
 
+    /// A number for a waiter whose wake-up may be set later
+    /// ([`set_wake`](Self::set_wake)): a pane's writer.
+    pub(crate) fn new_link(&mut self) -> Link {
+        self.next()
+    }
+
+    pub(crate) fn set_wake(&mut self, link: Link, wake: oneshot::Sender<()>) {
+        self.wakes.insert(link, wake);
+    }
+
     pub(crate) fn add_wake(&mut self, wake: oneshot::Sender<()>) -> Link {
         let link = self.next();
         self.wakes.insert(link, wake);
@@ -185,7 +195,6 @@ impl Links {
             | Effect::KeepAsk(_)
             | Effect::ForgetAsk(_)
             | Effect::DeliverQueued(_)
-            | Effect::PaneClosed(_)
             | Effect::PutHeldReceipt { .. } => {}
         }
     }

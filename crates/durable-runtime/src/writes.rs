@@ -3,10 +3,7 @@
 //! all writes on one pane but answers and stop share one lock, waited for at
 //! most 5 s from the request's arrival (`409 busy`).
 
-use std::collections::HashMap;
-use std::pin::pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use durable_types::exchange::Response;
 use durable_types::{
@@ -14,7 +11,7 @@ use durable_types::{
     ReopenBody, ScopeId, SendBody, StarterBody, SteerBody, Target, Timestamp, WriteResponse,
 };
 use serde_json::Value;
-use tokio::sync::{Notify, OwnedMutexGuard, oneshot};
+use tokio::sync::oneshot;
 use tracing::Instrument;
 
 use crate::core::Core;
@@ -29,52 +26,32 @@ use crate::signal::AbortController;
 use crate::turn::TurnStart;
 use durable_core::data::receipt::{Lookup, PendingSend, SendState};
 use durable_core::respond;
-use durable_core::state::{QueuedSend, TabKey};
+use durable_core::state::{Link, QueuedSend, TabKey};
 use durable_core::timers::Timer;
 
-/// One write lock per pane, and whether the sends the last run left are
-/// back in their queues.
-#[derive(Default)]
-pub(crate) struct WriteLocks {
-    map: Mutex<HashMap<Id, Arc<tokio::sync::Mutex<()>>>>,
-    /// Set once [`Core::recover_sends`] is over (however it ends).
-    recovered: AtomicBool,
-    recovered_now: Notify,
+/// A pane's write, held or waited for (the machine's `Writers`): when it
+/// ends — done, given up, or its request dropped — the next writer holds
+/// the pane.
+pub(crate) struct PaneWrite<'a> {
+    core: &'a Core,
+    pane: Id,
+    writer: Link,
 }
 
-impl WriteLocks {
-    fn get(&self, pane: &Id) -> Arc<tokio::sync::Mutex<()>> {
-        self.map.lock().unwrap_or_else(|e| e.into_inner()).entry(pane.clone()).or_default().clone()
-    }
-
-    /// Forgets a closed pane's lock (a write holding it keeps its `Arc`).
-    pub(crate) fn remove(&self, pane: &Id) {
-        self.map.lock().unwrap_or_else(|e| e.into_inner()).remove(pane);
-    }
-
-    /// Returns once the recovery of the last run's sends is over.
-    async fn recovered(&self) {
-        loop {
-            // Registered before the look: an end between the two still wakes it.
-            let mut over = pin!(self.recovered_now.notified());
-            over.as_mut().enable();
-            if self.recovered.load(Ordering::SeqCst) {
-                return;
-            }
-            over.await;
-        }
+impl Drop for PaneWrite<'_> {
+    fn drop(&mut self) {
+        self.core.lock().end_write(&self.pane, self.writer);
     }
 }
 
-/// Marks the recovery over when dropped: an early return, or a recovery
-/// dropped midway, never keeps the panes' writes waiting (were it never to
-/// begin, they would wait their 5 s and answer `409 busy`).
-struct RecoveryOver<'a>(&'a WriteLocks);
+/// Marks the recovery of the sends over when dropped: an early return, or
+/// a recovery dropped midway, never keeps the panes' writes waiting (were
+/// it never to end, they would wait their 5 s and answer `409 busy`).
+struct RecoveryOver<'a>(&'a Core);
 
 impl Drop for RecoveryOver<'_> {
     fn drop(&mut self) {
-        self.0.recovered.store(true, Ordering::SeqCst);
-        self.0.recovered_now.notify_waiters();
+        self.0.lock().end_send_recovery();
     }
 }
 
@@ -143,50 +120,41 @@ fn no_pane(pane: &Id) -> Ran {
 }
 
 impl Core {
-    /// Whether the sends the last run left may still be on their way back
-    /// to their queues: [`ready`](Core::ready) began their recovery and it
-    /// is not over.
-    fn recovering_sends(&self) -> bool {
-        // A store without the sends journal has nothing to put back, and a
-        // core driven by hand (no driver runs the job) must not wait for it.
-        self.lock().machine().was_readied()
-            && !self.shared.writes.recovered.load(Ordering::SeqCst)
-            && self.shared.options.receipts.keeps_sends_dyn()
-    }
-
-    /// Waits for the pane's write lock, at most until `arrival + 5 s`.
-    ///
-    /// While the sends the last run left are being put back in their
-    /// queues, it waits for that first: a send that arrives meanwhile goes
-    /// behind them (not before), and a repeat of one of them is decided
-    /// once the recovery has looked at it, never twice (issue 29).
-    async fn lock_pane(&self, pane: &Id, arrival: Timestamp) -> Result<OwnedMutexGuard<()>, Ran> {
-        // No lock is made for a pane that is not open (the route answers 404).
-        if !self.lock().is_open(pane) {
-            return Err(no_pane(pane));
-        }
-        let lock = self.shared.writes.get(pane);
-        let recovering = self.recovering_sends();
-        if !recovering {
-            if let Ok(guard) = lock.clone().try_lock_owned() {
-                return Ok(guard);
-            }
-        }
-        let (tx, rx) = oneshot::channel();
-        {
+    /// Asks for the pane's write and waits for it: at most until `arrival
+    /// + 5 s` for a write from the phone (`409 busy`, and it waits first
+    /// for the sends the last run left to be back in their queues: a send
+    /// that arrives meanwhile goes behind them, and a repeat of one of
+    /// them is decided once the recovery has looked at it, never twice —
+    /// issue 29), for ever for a delivery of queued sends (`arrival` `None`).
+    async fn write_pane(&self, pane: &Id, arrival: Option<Timestamp>) -> Result<PaneWrite<'_>, Ran> {
+        let (write, granted, busy) = {
             let mut st = self.lock();
-            let wake = st.links().add_wake(tx);
-            st.machine_mut().add_timer(arrival.plus_millis(BUSY_MS), Timer::Wake(wake));
-        }
-        let writes = &self.shared.writes;
-        let locked = async move {
-            if recovering {
-                writes.recovered().await;
+            // No write waits for a pane that is not open (the route answers 404).
+            if arrival.is_some() && !st.is_open(pane) {
+                return Err(no_pane(pane));
             }
-            lock.lock_owned().await
+            let writer = st.links().new_link();
+            if st.request_write(pane, writer, arrival.is_some()) {
+                return Ok(PaneWrite { core: self, pane: pane.clone(), writer });
+            }
+            let (tx, granted) = oneshot::channel();
+            st.links().set_wake(writer, tx);
+            let busy = arrival.map(|arrival| {
+                let (tx, busy) = oneshot::channel();
+                let wake = st.links().add_wake(tx);
+                st.machine_mut().add_timer(arrival.plus_millis(BUSY_MS), Timer::Wake(wake));
+                busy
+            });
+            (PaneWrite { core: self, pane: pane.clone(), writer }, granted, busy)
         };
-        match select(locked, rx).await {
-            Either::Left(guard) => Ok(guard),
+        let Some(busy) = busy else {
+            let _ = granted.await;
+            return Ok(write);
+        };
+        match select(granted, busy).await {
+            Either::Left(_) => Ok(write),
+            // Granted as the wait ran out: it holds the pane, and goes on.
+            Either::Right(_) if self.lock().holds_write(pane, write.writer) => Ok(write),
             Either::Right(_) => Err(Ran::unstored(respond::error(
                 ErrorCode::Busy,
                 format!("pane {pane} is busy with another write; try again"),
@@ -221,9 +189,9 @@ impl Core {
         pane: &Id,
         arrival: Timestamp,
         what: &str,
-    ) -> Result<(OwnedMutexGuard<()>, Takers), Ran> {
-        let guard = self.lock_pane(pane, arrival).await?;
-        Ok((guard, self.takers(pane, what)?))
+    ) -> Result<(PaneWrite<'_>, Takers), Ran> {
+        let write = self.write_pane(pane, Some(arrival)).await?;
+        Ok((write, self.takers(pane, what)?))
     }
 
     fn pane_handle(&self, pane: &Id) -> Pane {
@@ -327,7 +295,7 @@ impl Core {
     /// goes back in its pane's queue; one whose turn was running is closed
     /// with a notice on its pane; one whose pane is gone is closed.
     pub(crate) async fn recover_sends(&self) {
-        let _over = RecoveryOver(&self.shared.writes);
+        let _over = RecoveryOver(self);
         let receipts = self.shared.options.receipts.clone();
         let sends = match receipts.unfinished_sends_dyn().await {
             Ok(sends) => sends,
@@ -411,7 +379,7 @@ impl Core {
         let core = self.clone();
         let pane = pane.clone();
         self.push_job(async move {
-            let _guard = core.shared.writes.get(&pane).lock_owned().await;
+            let Ok(_write) = core.write_pane(&pane, None).await else { return };
             // Deliver in order while the pane stays idle: a handler that
             // starts a turn stops the loop (the rest waits for that turn);
             // one that accepts and stays idle lets the next one through.
@@ -718,18 +686,18 @@ fn resolve(core: &Core, target: Target, id: &str) -> Option<Resolved> {
 
 /// Finds a rename or close target (`404` when there is none) and, for a
 /// pane, waits for its write lock (`409 busy` after 5 s).
-async fn resolve_and_lock(
-    core: &Core,
+async fn resolve_and_lock<'a>(
+    core: &'a Core,
     target: Target,
     id: &str,
     arrival: Timestamp,
     verb: &str,
-) -> Result<(Resolved, Option<OwnedMutexGuard<()>>), Ran> {
+) -> Result<(Resolved, Option<PaneWrite<'a>>), Ran> {
     let Some(resolved) = resolve(core, target, id) else {
         return Err(Ran::unstored(respond::not_found(format!("nothing to {verb} at {id}"))));
     };
     let guard = match &resolved {
-        Resolved::Pane(p) => Some(core.lock_pane(p, arrival).await?),
+        Resolved::Pane(p) => Some(core.write_pane(p, Some(arrival)).await?),
         _ => None,
     };
     Ok((resolved, guard))

@@ -41,8 +41,6 @@ pub enum Effect {
     ForgetAsk(String),
     /// A pane's last ask closed and sends wait in its queue: deliver them.
     DeliverQueued(Id),
-    /// A pane closed: its write lock goes.
-    PaneClosed(Id),
     /// Wake a waiter (no turn runs any more).
     Wake(Link),
     /// The request a repeat waited for ended: hand the waiter its receipt

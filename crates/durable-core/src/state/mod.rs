@@ -19,6 +19,7 @@ mod asks;
 mod effects;
 mod layout;
 mod panes;
+mod writers;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -35,6 +36,7 @@ pub use asks::Hold;
 pub use effects::{Effect, Link};
 pub use layout::TabKey;
 pub use panes::{PaneData, PaneFields, QueuedSend, SessionId, Takers};
+pub use writers::Writers;
 
 use asks::OpenAsk;
 use layout::WorkspaceData;
@@ -77,6 +79,8 @@ pub struct State {
     /// Turns of sends running on the driver, and who waits for none.
     turns_running: usize,
     idle_waiters: Vec<Link>,
+    /// Each pane's writer, and who waits (§8).
+    writers: Writers,
     timers: Timers,
     warned_versions: VecDeque<String>,
     /// Collie versions whose `POST /hello` was told to `tracing`.
@@ -137,6 +141,7 @@ impl State {
             claims: HashMap::new(),
             turns_running: 0,
             idle_waiters: Vec::new(),
+            writers: Writers::default(),
             timers: Timers::default(),
             warned_versions: VecDeque::new(),
             greeted_versions: VecDeque::new(),
@@ -358,6 +363,45 @@ impl State {
     /// How many request ids are being processed now.
     pub fn claimed_requests(&self) -> usize {
         self.claims.len()
+    }
+
+    // Each pane's writer (`writers.rs`).
+
+    /// `writer` asks for `pane`'s write: `true` when it holds it now;
+    /// otherwise it is woken ([`Effect::Wake`]) when it does.
+    pub fn request_write(&mut self, pane: &Id, writer: Link, from_phone: bool) -> bool {
+        self.writers.request(pane, writer, from_phone)
+    }
+
+    /// Whether `writer` holds `pane`'s write now.
+    pub fn holds_write(&self, pane: &Id, writer: Link) -> bool {
+        self.writers.holds(pane, writer)
+    }
+
+    /// `writer` is done with `pane`'s write, or stopped waiting for it.
+    pub fn end_write(&mut self, pane: &Id, writer: Link) {
+        self.writers.end(pane, writer, &mut self.effects);
+    }
+
+    /// The sends the last run left are being put back in their queues: the
+    /// phone's writes wait for that.
+    pub fn begin_send_recovery(&mut self) {
+        self.writers.begin_recovery();
+    }
+
+    /// The recovery of the sends is over, however it ended.
+    pub fn end_send_recovery(&mut self) {
+        self.writers.end_recovery(&mut self.effects);
+    }
+
+    /// Whether the phone's writes wait for the recovery of the sends now.
+    pub fn recovering_sends(&self) -> bool {
+        self.writers.recovering()
+    }
+
+    /// A pane closed: the writes waiting for it are woken (and find it closed).
+    pub fn writes_pane_closed(&mut self, pane: &Id) {
+        self.writers.pane_closed(pane, &mut self.effects);
     }
 
     // Turns of sends running (a graceful stop waits for none).
