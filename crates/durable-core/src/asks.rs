@@ -135,7 +135,7 @@ impl Machine {
         let kind = ask.kind.name();
         // Kept before anything can close it: the store's writes keep this order.
         if self.config.keeps_asks {
-            self.state.effect(Effect::KeepAsk(Box::new(KeptAskRecord::new(ask.clone(), agent_data))));
+            self.state.journal_keep(KeptAskRecord::new(ask.clone(), agent_data));
         }
         let span = tracing::info_span!("ask", pane = pane.as_str(), ask_id = id.as_str());
         self.state.open_ask(ask, now, link, span.clone());
@@ -205,7 +205,7 @@ impl Machine {
         let pane = &open.ask.pane;
         tracing::info!(parent: &open.span, ask_id = %id, outcome = %outcome, decided_by = %by, pane = %pane, "ask decided");
         if self.config.keeps_asks {
-            self.state.effect(Effect::ForgetAsk(id.to_owned()));
+            self.state.journal_forget(id.to_owned());
         }
         let result = match answer {
             Some(answer) => Ok(Decided { answer, decided_by: by, decided_at: now }),

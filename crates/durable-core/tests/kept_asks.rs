@@ -316,6 +316,8 @@ enum Held {
     Forget,
     /// The first `keep_ask` panics (an author's store with a bug).
     PanicOnFirstKeep,
+    /// The read of the last run's asks.
+    Read,
 }
 
 /// A store one of whose ask writes waits for the test to let it through.
@@ -370,6 +372,7 @@ impl ReceiptStore for Gated {
         self.inner.forget_ask(ask_id).await
     }
     async fn kept_asks(&self) -> Result<Vec<KeptAskRecord>, StoreError> {
+        self.pass(Held::Read).await?;
         self.inner.kept_asks().await
     }
 }
@@ -499,4 +502,54 @@ async fn a_card_raised_again_after_its_expiry_takes_an_answer_held_in_time() {
     h.advance(20_000).await;
     let mut handle = Box::pin(pane.ask(spec).unwrap());
     assert!(poll_once(&mut handle).expect("decided at raise").is_err(), "timed out");
+}
+
+/// The last run's asks are read once: `ready()` coming while the agent's
+/// `kept_asks()` reads them waits for that read, and closes only what the
+/// agent did not take.
+#[tokio::test]
+async fn ready_during_the_agents_read_of_its_kept_asks_waits_for_it_and_closes_only_what_is_left() {
+    let store = Gated::new(Held::Read);
+    let (id, _) = first_run(&store.inner, refund("refund-1")).await;
+    let h = gated_run(&store);
+    h.pane();
+    let core = h.core.clone();
+    let mut reading = tokio::spawn(async move { core.kept_asks().await });
+    h.settle().await;
+    assert!(poll_once(&mut reading).is_none(), "the read waits for the store");
+    h.core.ready();
+    h.settle().await;
+    assert!(h.notices("ticket-1").await.is_empty(), "ready() closed nothing while the read ran");
+    store.gate.add_permits(1);
+    let kept =
+        tokio::time::timeout(std::time::Duration::from_secs(10), reading).await.unwrap().unwrap().unwrap();
+    assert_eq!(kept.iter().map(|k| k.id().to_owned()).collect::<Vec<_>>(), std::slice::from_ref(&id));
+    let handle = kept.into_iter().next().unwrap().raise().unwrap();
+    h.settle().await;
+    assert!(h.notices("ticket-1").await.is_empty(), "the agent's ask was not closed");
+    assert_eq!(h.open_ask_ids().await, [id]);
+    assert!(h.core.kept_asks().await.unwrap().is_empty(), "handed out once");
+    drop(handle);
+}
+
+/// `ready()` reading first: the agent's `kept_asks()` that comes meanwhile
+/// waits, and gets nothing (`ready()` closed them all).
+#[tokio::test]
+async fn kept_asks_during_readys_read_waits_and_gets_nothing_once_ready_closed_them() {
+    let store = Gated::new(Held::Read);
+    let (_, _) = first_run(&store.inner, refund("refund-1")).await;
+    let h = gated_run(&store);
+    h.pane();
+    h.core.ready();
+    h.settle().await;
+    let core = h.core.clone();
+    let mut late = tokio::spawn(async move { core.kept_asks().await });
+    h.settle().await;
+    assert!(poll_once(&mut late).is_none(), "waits for ready()'s read");
+    store.gate.add_permits(1);
+    let kept =
+        tokio::time::timeout(std::time::Duration::from_secs(10), late).await.unwrap().unwrap().unwrap();
+    assert!(kept.is_empty());
+    h.settle().await;
+    assert_eq!(h.notices("ticket-1").await, ["Stopped before an answer: refund wants to run"]);
 }

@@ -38,8 +38,6 @@ pub(crate) struct Shared {
     pub(crate) state: Mutex<Locked>,
     pub(crate) driver: Mutex<DriverState>,
     pub(crate) wake_pending: AtomicBool,
-    /// The asks the last run left open, and the store's ask journal (§7.2).
-    pub(crate) kept: crate::kept::KeptAsks,
 }
 
 /// What the state lock guards: the state, and the program's side of what
@@ -85,7 +83,6 @@ impl Core {
                 state: Mutex::new(Locked { machine, links: crate::links::Links::default() }),
                 driver: Mutex::new(DriverState { jobs: VecDeque::new(), wakeups: Vec::new() }),
                 wake_pending: AtomicBool::new(false),
-                kept: crate::kept::KeptAsks::default(),
             }),
         }
     }
@@ -520,8 +517,7 @@ impl Drop for StateGuard<'_> {
                 match effect {
                     Effect::Warn(line) => warnings.push(line),
                     Effect::WakeDriver => self.core.shared.wake_pending.store(true, Ordering::SeqCst),
-                    Effect::KeepAsk(record) => self.core.journal_keep(*record),
-                    Effect::ForgetAsk(id) => self.core.journal_forget(id),
+                    Effect::DrainAsks => self.core.drain_asks(),
                     Effect::DeliverQueued(pane) => {
                         let core = self.core.clone();
                         self.core.push_job(async move { core.deliver_queued(&pane) });

@@ -4,9 +4,7 @@
 //! lands) or closed — by the agent, or by the core at `ready()` for those
 //! nobody claimed, with the chat line "Stopped before an answer: …".
 
-use std::collections::VecDeque;
 use std::fmt;
-use std::sync::Mutex;
 
 use durable_types::{Ask, AskSpec, DecidedBy, EventBody, Id, Item, ItemBody, NoticeTone, RuleError};
 use serde_json::Value;
@@ -14,61 +12,28 @@ use serde_json::Value;
 use crate::core::Core;
 use crate::handles::asks::{ApprovalFuture, AskHandle, approval_of};
 use durable_core::data::receipt::{KeptAskRecord, StoreError};
+use durable_core::state::{AskOp, KeptLoad};
 
-/// Where the asks of the last run stand in this one.
-enum Phase {
-    /// Not read from the store yet.
-    NotLoaded,
-    /// Read; these are not handed to the agent (or were handed back).
-    Loaded(Vec<KeptAskRecord>),
-    /// `ready()` closed those nobody claimed: nothing more is handed out.
-    Settled,
+/// A read of the last run's asks from the store, this caller's to make:
+/// dropped before it says how it went, it failed, and the next caller
+/// reads again (nobody waits for it for ever).
+struct KeptLoadTurn<'a> {
+    core: &'a Core,
+    done: bool,
 }
 
-/// A store write about asks, applied in the order the asks opened and closed.
-enum Op {
-    Keep(Box<KeptAskRecord>),
-    Forget(String),
+impl KeptLoadTurn<'_> {
+    fn loaded(mut self, records: Vec<KeptAskRecord>) {
+        self.done = true;
+        self.core.lock().kept_loaded(records);
+    }
 }
 
-/// The core's part: the last run's asks and the ordered journal of writes.
-pub(crate) struct KeptAsks {
-    phase: Mutex<Phase>,
-    /// One load at a time: the agent's `kept_asks()` and `ready()`'s settle.
-    load: tokio::sync::Mutex<()>,
-    journal: Mutex<Journal>,
-    /// Woken as each op is applied.
-    applied: tokio::sync::Notify,
-}
-
-#[derive(Default)]
-struct Journal {
-    ops: VecDeque<Op>,
-    draining: bool,
-    /// Ops pushed and ops applied (or failed), ever: a write waits for the
-    /// ops pushed before its answer to be applied.
-    pushed: u64,
-    applied: u64,
-}
-
-impl Default for KeptAsks {
-    fn default() -> Self {
-        KeptAsks {
-            phase: Mutex::new(Phase::NotLoaded),
-            load: tokio::sync::Mutex::new(()),
-            journal: Mutex::default(),
-            applied: tokio::sync::Notify::new(),
+impl Drop for KeptLoadTurn<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.core.lock().kept_load_failed();
         }
-    }
-}
-
-impl KeptAsks {
-    fn phase(&self) -> std::sync::MutexGuard<'_, Phase> {
-        self.phase.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn journal(&self) -> std::sync::MutexGuard<'_, Journal> {
-        self.journal.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -179,13 +144,9 @@ impl KeptAsk {
 impl Drop for KeptAsk {
     fn drop(&mut self) {
         let Some(record) = self.record.take() else { return };
-        let mut phase = self.core.shared.kept.phase();
-        match &mut *phase {
-            Phase::Loaded(left) => left.push(*record),
-            Phase::NotLoaded | Phase::Settled => {
-                drop(phase);
-                self.core.close_kept(*record);
-            }
+        let left = self.core.lock().give_back_kept(*record);
+        if let Some(record) = left {
+            self.core.close_kept(record);
         }
     }
 }
@@ -198,23 +159,35 @@ impl Core {
     /// store that keeps no asks (the default, in memory), after `ready()`,
     /// and on a second call (the first handed them all out).
     pub async fn kept_asks(&self) -> Result<Vec<KeptAsk>, StoreError> {
-        let kept = &self.shared.kept;
-        let _one = kept.load.lock().await;
-        if matches!(*kept.phase(), Phase::NotLoaded) {
-            let records = self.load_kept().await?;
-            let mut phase = kept.phase();
-            if matches!(*phase, Phase::NotLoaded) {
-                *phase = Phase::Loaded(records);
-            }
+        if let Some(turn) = self.kept_load_turn().await {
+            turn.loaded(self.load_kept().await?);
         }
-        let records = match &mut *kept.phase() {
-            Phase::Loaded(left) => std::mem::take(left),
-            _ => Vec::new(),
-        };
+        let records = self.lock().take_kept();
         Ok(records
             .into_iter()
             .map(|record| KeptAsk { core: self.clone(), record: Some(Box::new(record)) })
             .collect())
+    }
+
+    /// This caller's turn to read the last run's asks (`Some`), once any
+    /// other read ended; `None` when they were read already.
+    async fn kept_load_turn(&self) -> Option<KeptLoadTurn<'_>> {
+        loop {
+            let read = {
+                let mut st = self.lock();
+                match st.begin_kept_load() {
+                    KeptLoad::Load => return Some(KeptLoadTurn { core: self, done: false }),
+                    KeptLoad::Done => return None,
+                    _ => {
+                        let (wake, read) = tokio::sync::oneshot::channel();
+                        let waiter = st.links().add_wake(wake);
+                        st.wait_for_kept_load(waiter);
+                        read
+                    }
+                }
+            };
+            let _ = read.await;
+        }
     }
 
     async fn load_kept(&self) -> Result<Vec<KeptAskRecord>, StoreError> {
@@ -234,11 +207,9 @@ impl Core {
                 "collie: the receipt store keeps no asks: a card open when the agent stops is gone at its next start (see ReceiptStore::keeps_asks)",
             );
         }
-        let kept = &self.shared.kept;
-        let _one = kept.load.lock().await;
-        let loaded = matches!(*kept.phase(), Phase::NotLoaded);
         let mut records = Vec::new();
-        if loaded {
+        let turn = self.kept_load_turn().await;
+        if turn.is_some() {
             match self.load_kept().await {
                 Ok(found) => records = found,
                 Err(e) => {
@@ -246,9 +217,12 @@ impl Core {
                 }
             }
         }
-        let left = std::mem::replace(&mut *kept.phase(), Phase::Settled);
-        if let Phase::Loaded(more) = left {
-            records.extend(more);
+        // Settled while the read is still this caller's: an agent's
+        // `kept_asks()` waiting for it wakes to nothing more handed out,
+        // and never reads them again after `ready()`.
+        records.extend(self.lock().settle_kept());
+        if let Some(mut turn) = turn {
+            turn.done = true;
         }
         for record in records {
             self.close_kept(record);
@@ -271,7 +245,7 @@ impl Core {
             // Decided already in this run (raised again and answered): its
             // decision stands, and its record is forgotten.
             if st.decided(&ask.id).is_some() {
-                self.journal_ask(Op::Forget(ask.id));
+                st.journal_forget(ask.id);
                 return;
             }
             st.take_hold(&ask.id);
@@ -288,18 +262,8 @@ impl Core {
             tracing::info!(target: "durable_core::kept", ask_id = %ask.id, pane = %ask.pane, "kept ask closed unclaimed");
             // Under the state lock, as a raise pushes its keep: the store's
             // writes for one id keep the order of its opens and closes.
-            self.journal_ask(Op::Forget(ask.id));
+            st.journal_forget(ask.id);
         }
-    }
-
-    /// An ask opened: a store that keeps asks keeps it.
-    pub(crate) fn journal_keep(&self, record: KeptAskRecord) {
-        self.journal_ask(Op::Keep(Box::new(record)));
-    }
-
-    /// An ask closed: the store forgets it.
-    pub(crate) fn journal_forget(&self, id: String) {
-        self.journal_ask(Op::Forget(id));
     }
 
     /// Waits until the store has applied every ask write pushed so far: a
@@ -311,56 +275,36 @@ impl Core {
         if !self.shared.options.receipts.keeps_asks_dyn() {
             return;
         }
-        let kept = &self.shared.kept;
-        let target = kept.journal().pushed;
-        loop {
-            let applied = kept.applied.notified();
-            let mut applied = std::pin::pin!(applied);
-            applied.as_mut().enable();
-            if kept.journal().applied >= target {
+        let applied = {
+            let mut st = self.lock();
+            let target = st.ask_ops_pushed();
+            if st.ask_ops_applied(target) {
                 return;
             }
-            applied.await;
-        }
-    }
-
-    /// Applies the store writes one at a time, in order, on one job: an ask
-    /// closed right after it opened is never kept after its forget.
-    fn journal_ask(&self, op: Op) {
-        let start = {
-            let mut journal = self.shared.kept.journal();
-            journal.ops.push_back(op);
-            journal.pushed += 1;
-            !std::mem::replace(&mut journal.draining, true)
+            let (wake, applied) = tokio::sync::oneshot::channel();
+            let waiter = st.links().add_wake(wake);
+            st.wait_for_ask_ops(target, waiter);
+            applied
         };
-        if start {
-            self.drain_asks();
-        }
+        let _ = applied.await;
     }
 
-    /// The job that applies the journal's ops until none is left.
-    fn drain_asks(&self) {
+    /// The job that applies the store's journal of asks, one op at a time
+    /// and in order, until none is left (the machine asked for it:
+    /// `Effect::DrainAsks`).
+    pub(crate) fn drain_asks(&self) {
         let core = self.clone();
         self.push_job(async move {
             loop {
-                let op = {
-                    let mut journal = core.shared.kept.journal();
-                    match journal.ops.pop_front() {
-                        Some(op) => op,
-                        None => {
-                            journal.draining = false;
-                            return;
-                        }
-                    }
-                };
+                let Some(op) = core.lock().next_ask_op() else { return };
                 let mut in_flight = OpInFlight { core: &core, done: false };
                 let store = &core.shared.options.receipts;
                 let (what, id, result) = match op {
-                    Op::Keep(record) => {
+                    AskOp::Keep(record) => {
                         let id = record.ask.id.clone();
                         ("kept", id, store.keep_ask_dyn(*record).await)
                     }
-                    Op::Forget(id) => {
+                    AskOp::Forget(id) => {
                         let result = store.forget_ask_dyn(&id).await;
                         ("forgotten", id, result)
                     }
@@ -369,8 +313,7 @@ impl Core {
                 if let Err(e) = result {
                     core.warn(&format!("collie: ask {id} could not be {what} by the receipt store ({e})"));
                 }
-                core.shared.kept.journal().applied += 1;
-                core.shared.kept.applied.notify_waiters();
+                core.lock().ask_op_applied();
             }
         });
     }
@@ -390,17 +333,7 @@ impl Drop for OpInFlight<'_> {
         if self.done {
             return;
         }
-        let kept = &self.core.shared.kept;
-        let more = {
-            let mut journal = kept.journal();
-            journal.applied += 1;
-            journal.draining = !journal.ops.is_empty();
-            journal.draining
-        };
-        kept.applied.notify_waiters();
+        self.core.lock().ask_op_dropped();
         self.core.warn("collie: the receipt store stopped while writing an ask (it panicked?); that card may not survive a restart");
-        if more {
-            self.core.drain_asks();
-        }
     }
 }

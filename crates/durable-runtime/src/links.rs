@@ -192,8 +192,7 @@ impl Links {
             // The core's own, applied by the state guard: no link to touch.
             Effect::Warn(_)
             | Effect::WakeDriver
-            | Effect::KeepAsk(_)
-            | Effect::ForgetAsk(_)
+            | Effect::DrainAsks
             | Effect::DeliverQueued(_)
             | Effect::PutHeldReceipt { .. } => {}
         }

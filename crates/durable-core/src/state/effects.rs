@@ -5,7 +5,7 @@
 use durable_types::Id;
 
 use crate::data::decided::{AskClosed, Decided};
-use crate::data::receipt::{KeptAskRecord, Receipt};
+use crate::data::receipt::Receipt;
 
 /// Names one thing on the program's side: an ask's awaitable, a turn's
 /// steer inbox, a stop signal, a handler, a waiter. Numbers are handed out
@@ -35,10 +35,9 @@ pub enum Effect {
     Warn(String),
     /// The earliest deadline moved earlier: wake the driver.
     WakeDriver,
-    /// An ask was raised: the store's ask journal keeps it (§7.2).
-    KeepAsk(Box<KeptAskRecord>),
-    /// An ask closed: the store's ask journal forgets it.
-    ForgetAsk(String),
+    /// The store's journal of asks has ops and no job applies them: start
+    /// one (it takes them with `State::next_ask_op`).
+    DrainAsks,
     /// A pane's last ask closed and sends wait in its queue: deliver them.
     DeliverQueued(Id),
     /// Wake a waiter (no turn runs any more).

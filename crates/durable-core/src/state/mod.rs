@@ -17,6 +17,8 @@
 
 mod asks;
 mod effects;
+mod journal;
+mod kept;
 mod layout;
 mod panes;
 mod writers;
@@ -29,11 +31,13 @@ use bytes::Bytes;
 use durable_types::exchange::Tag;
 use durable_types::{DecidedBy, Id, STATE_SEQ_MEMORY, StarterView, Timestamp};
 
-use crate::data::receipt::Receipt;
+use crate::data::receipt::{KeptAskRecord, Receipt};
 use crate::timers::{Timer, Timers};
 
 pub use asks::Hold;
 pub use effects::{Effect, Link};
+pub use journal::{AskOp, AsksJournal};
+pub use kept::{KeptLoad, KeptPhase};
 pub use layout::TabKey;
 pub use panes::{PaneData, PaneFields, QueuedSend, SessionId, Takers};
 pub use writers::Writers;
@@ -81,6 +85,10 @@ pub struct State {
     idle_waiters: Vec<Link>,
     /// Each pane's writer, and who waits (§8).
     writers: Writers,
+    /// The store's journal of asks (§7.2).
+    asks_journal: AsksJournal,
+    /// The asks the last run left open (§7.2).
+    kept: KeptPhase,
     timers: Timers,
     warned_versions: VecDeque<String>,
     /// Collie versions whose `POST /hello` was told to `tracing`.
@@ -142,6 +150,8 @@ impl State {
             turns_running: 0,
             idle_waiters: Vec::new(),
             writers: Writers::default(),
+            asks_journal: AsksJournal::default(),
+            kept: KeptPhase::default(),
             timers: Timers::default(),
             warned_versions: VecDeque::new(),
             greeted_versions: VecDeque::new(),
@@ -363,6 +373,87 @@ impl State {
     /// How many request ids are being processed now.
     pub fn claimed_requests(&self) -> usize {
         self.claims.len()
+    }
+
+    // The store's journal of asks (`journal.rs`).
+
+    /// An ask opened: a store that keeps asks keeps it.
+    pub fn journal_keep(&mut self, record: KeptAskRecord) {
+        self.asks_journal.push(AskOp::Keep(Box::new(record)), &mut self.effects);
+    }
+
+    /// An ask closed: the store forgets it.
+    pub fn journal_forget(&mut self, ask_id: String) {
+        self.asks_journal.push(AskOp::Forget(ask_id), &mut self.effects);
+    }
+
+    /// The next op for the store, or `None`: the job that applies them ends.
+    pub fn next_ask_op(&mut self) -> Option<AskOp> {
+        self.asks_journal.take_next()
+    }
+
+    /// The store applied (or failed) the op taken.
+    pub fn ask_op_applied(&mut self) {
+        self.asks_journal.applied(&mut self.effects);
+    }
+
+    /// The op taken was dropped before the store said anything.
+    pub fn ask_op_dropped(&mut self) {
+        self.asks_journal.dropped(&mut self.effects);
+    }
+
+    /// How many ops were pushed so far.
+    pub fn ask_ops_pushed(&self) -> u64 {
+        self.asks_journal.pushed()
+    }
+
+    /// Whether the store applied the first `target` ops.
+    pub fn ask_ops_applied(&self, target: u64) -> bool {
+        self.asks_journal.has_applied(target)
+    }
+
+    /// `waiter` is woken once the store applied the first `target` ops.
+    pub fn wait_for_ask_ops(&mut self, target: u64, waiter: Link) {
+        self.asks_journal.wait(target, waiter, &mut self.effects);
+    }
+
+    // The asks the last run left open (`kept.rs`).
+
+    /// Who reads the last run's asks from the store.
+    pub fn begin_kept_load(&mut self) -> KeptLoad {
+        self.kept.begin_load()
+    }
+
+    /// `waiter` is woken when the read of the last run's asks ends.
+    pub fn wait_for_kept_load(&mut self, waiter: Link) {
+        self.kept.wait(waiter, &mut self.effects);
+    }
+
+    /// The read of the last run's asks ended with `records`.
+    pub fn kept_loaded(&mut self, records: Vec<KeptAskRecord>) {
+        self.kept.loaded(records, &mut self.effects);
+    }
+
+    /// The read of the last run's asks failed or was dropped.
+    pub fn kept_load_failed(&mut self) {
+        self.kept.load_failed(&mut self.effects);
+    }
+
+    /// The last run's asks not handed out yet, handed out now.
+    pub fn take_kept(&mut self) -> Vec<KeptAskRecord> {
+        self.kept.take()
+    }
+
+    /// An ask handed out and dropped unclaimed comes back, or is the
+    /// caller's to close (`Some`).
+    pub fn give_back_kept(&mut self, record: KeptAskRecord) -> Option<KeptAskRecord> {
+        self.kept.give_back(record)
+    }
+
+    /// `ready()`: nothing more is handed out; the asks left are returned,
+    /// to close.
+    pub fn settle_kept(&mut self) -> Vec<KeptAskRecord> {
+        self.kept.settle(&mut self.effects)
     }
 
     // Each pane's writer (`writers.rs`).

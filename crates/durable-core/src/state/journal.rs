@@ -1,0 +1,147 @@
+//! The store's journal of asks (§7.2): with a store that keeps asks, each
+//! ask raised is kept and each closed is forgotten, in the order they
+//! opened and closed, applied by the store one at a time (an ask closed
+//! right after it opened is never kept after its forget). A write that
+//! raised or closed an ask answers once the store has applied every op
+//! pushed before its answer.
+
+use std::collections::VecDeque;
+
+use super::{Effect, Link};
+use crate::data::receipt::KeptAskRecord;
+
+/// One store write about asks.
+#[derive(Debug)]
+pub enum AskOp {
+    /// Keep an ask that opened.
+    Keep(Box<KeptAskRecord>),
+    /// Forget an ask that closed, by its id.
+    Forget(String),
+}
+
+/// The ops waiting for the store, and who waits for them.
+#[derive(Debug, Default)]
+pub struct AsksJournal {
+    ops: VecDeque<AskOp>,
+    /// A job applies the ops now ([`Effect::DrainAsks`] started it).
+    draining: bool,
+    /// Ops pushed and ops applied (or failed, or dropped), ever.
+    pushed: u64,
+    applied: u64,
+    /// Writes waiting for the ops pushed before them: (that count, waiter).
+    waiters: Vec<(u64, Link)>,
+}
+
+impl AsksJournal {
+    /// An op for the store; a job is started to apply it when none runs.
+    pub fn push(&mut self, op: AskOp, effects: &mut Vec<Effect>) {
+        self.ops.push_back(op);
+        self.pushed += 1;
+        if !std::mem::replace(&mut self.draining, true) {
+            effects.push(Effect::DrainAsks);
+        }
+    }
+
+    /// The next op to apply, or `None`: the job ends (the next push starts
+    /// another).
+    pub fn take_next(&mut self) -> Option<AskOp> {
+        let op = self.ops.pop_front();
+        if op.is_none() {
+            self.draining = false;
+        }
+        op
+    }
+
+    /// The store applied (or failed) the op the job took.
+    pub fn applied(&mut self, effects: &mut Vec<Effect>) {
+        self.applied += 1;
+        let applied = self.applied;
+        self.waiters.retain(|(target, waiter)| {
+            let done = *target <= applied;
+            if done {
+                effects.push(Effect::Wake(*waiter));
+            }
+            !done
+        });
+    }
+
+    /// The op the job took was dropped before the store said anything (its
+    /// future panicked, or the job was dropped): it counts as applied, and
+    /// the rest goes on in a new job, so that no write waits for ever.
+    pub fn dropped(&mut self, effects: &mut Vec<Effect>) {
+        self.applied(effects);
+        self.draining = !self.ops.is_empty();
+        if self.draining {
+            effects.push(Effect::DrainAsks);
+        }
+    }
+
+    /// How many ops were pushed so far: what a write waits for.
+    pub fn pushed(&self) -> u64 {
+        self.pushed
+    }
+
+    /// `waiter` is woken once the store applied the first `target` ops (at
+    /// once if it has).
+    pub fn wait(&mut self, target: u64, waiter: Link, effects: &mut Vec<Effect>) {
+        if self.applied >= target {
+            effects.push(Effect::Wake(waiter));
+        } else {
+            self.waiters.push((target, waiter));
+        }
+    }
+
+    /// Whether the store applied the first `target` ops.
+    pub fn has_applied(&self, target: u64) -> bool {
+        self.applied >= target
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn woken(effects: &[Effect]) -> Vec<Link> {
+        effects.iter().filter_map(|e| if let Effect::Wake(l) = e { Some(*l) } else { None }).collect()
+    }
+
+    fn drains(effects: &[Effect]) -> usize {
+        effects.iter().filter(|e| matches!(e, Effect::DrainAsks)).count()
+    }
+
+    #[test]
+    fn ops_go_in_order_on_one_job_and_writes_wake_once_theirs_are_applied() {
+        let (mut j, mut fx) = (AsksJournal::default(), Vec::new());
+        j.push(AskOp::Forget("a".into()), &mut fx);
+        j.push(AskOp::Forget("b".into()), &mut fx);
+        assert_eq!(drains(&fx), 1, "one job for both");
+        j.wait(j.pushed(), 7, &mut fx);
+        j.wait(1, 8, &mut fx);
+        assert!(matches!(j.take_next(), Some(AskOp::Forget(id)) if id == "a"));
+        j.applied(&mut fx);
+        assert_eq!(woken(&fx), [8]);
+        assert!(matches!(j.take_next(), Some(AskOp::Forget(id)) if id == "b"));
+        j.applied(&mut fx);
+        assert_eq!(woken(&fx), [8, 7]);
+        assert!(j.take_next().is_none());
+        j.push(AskOp::Forget("c".into()), &mut fx);
+        assert_eq!(drains(&fx), 2, "the job ended: a new one");
+        j.wait(1, 9, &mut fx);
+        assert_eq!(woken(&fx), [8, 7, 9], "applied already");
+    }
+
+    #[test]
+    fn a_dropped_op_counts_as_applied_and_the_rest_goes_on() {
+        let (mut j, mut fx) = (AsksJournal::default(), Vec::new());
+        j.push(AskOp::Forget("a".into()), &mut fx);
+        j.push(AskOp::Forget("b".into()), &mut fx);
+        j.wait(1, 5, &mut fx);
+        let _ = j.take_next();
+        j.dropped(&mut fx);
+        assert_eq!((woken(&fx), drains(&fx)), (vec![5], 2));
+        let _ = j.take_next();
+        j.dropped(&mut fx);
+        assert_eq!(drains(&fx), 2, "nothing left: no new job");
+        assert!(j.has_applied(2));
+    }
+}
