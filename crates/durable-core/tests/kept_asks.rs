@@ -553,3 +553,35 @@ async fn kept_asks_during_readys_read_waits_and_gets_nothing_once_ready_closed_t
     h.settle().await;
     assert_eq!(h.notices("ticket-1").await, ["Stopped before an answer: refund wants to run"]);
 }
+
+/// A write waiting for the store to keep its card, whose caller goes away,
+/// leaves nothing behind (a store that hangs, with the phone retrying).
+#[tokio::test]
+async fn a_write_waiting_for_the_store_that_goes_away_leaves_nothing_behind() {
+    let store = Gated::new(Held::Keep);
+    let h = gated_run(&store);
+    let pane = h.pane();
+    pane.action("refund", "Refund", None).unwrap();
+    pane.on_action(|req: durable_runtime::ActionRequest| async move {
+        let _card = req.pane.ask(refund("refund-1"))?;
+        Ok(())
+    })
+    .unwrap();
+    h.settle().await;
+    let links = harness::links_in_use(&h.core);
+    let press = h.core.handle(durable_runtime::types::exchange::Request::post(
+        "/v1/panes/ticket-1/actions/refund",
+        r#"{"requestId":"b-1"}"#,
+        durable_runtime::types::exchange::Caller::OtherProcess,
+    ));
+    let press = tokio::spawn(press);
+    h.settle().await;
+    assert!(!press.is_finished(), "it waits for the store");
+    press.abort();
+    assert!(press.await.unwrap_err().is_cancelled());
+    // The card stays open (the action ran); its awaitable is the one link more.
+    assert_eq!(harness::links_in_use(&h.core), links + 1, "the waiter that went away left nothing");
+    store.gate.add_permits(1);
+    h.settle().await;
+    assert_eq!(store.inner.kept_ids(), [ask_id_for("ticket-1", "refund-1")]);
+}

@@ -374,6 +374,7 @@ async fn busy_a_write_that_waits_five_seconds_from_its_arrival_for_the_pane_lock
     let h = Harness::with_caps(Caps::all());
     let (_pane, log, gate) = gated(&h, |_| Handled::Accepted);
     let first = spawn_post(&h, SEND, json!({"requestId": "r-1", "text": "slow"})).await;
+    let links = harness::links_in_use(&h.core);
     h.advance(1_000).await;
     // Arrives at T0 + 1 s: busy at T0 + 6 s.
     let second = spawn_post(&h, REFUND, json!({"requestId": "a-1"})).await;
@@ -384,6 +385,7 @@ async fn busy_a_write_that_waits_five_seconds_from_its_arrival_for_the_pane_lock
     let r = second.await.unwrap();
     assert_status(&r, 409, "busy");
     assert!(log.of("action").is_empty(), "the busy write ran nothing");
+    assert_eq!(harness::links_in_use(&h.core), links, "the busy write left nothing behind");
     // The first finishes; busy stored nothing, so the same id now runs.
     gate.add_permits(1);
     h.settle().await;
@@ -472,6 +474,48 @@ async fn busy_a_waiting_write_that_is_dropped_leaves_its_place_to_the_next() {
         .unwrap();
     assert_success(&r, "done", "a-2", false);
     assert_eq!(log.count("a-1"), 0, "the dropped write ran nothing");
+}
+
+#[tokio::test]
+async fn busy_writes_waiting_for_a_pane_closed_and_opened_again_are_404_and_never_run_beside_its_writer() {
+    let h = Harness::with_caps(Caps::all());
+    let (pane, log, gate) = gated(&h, |_| Handled::Accepted);
+    let first = spawn_post(&h, SEND, json!({"requestId": "r-1", "text": "slow"})).await;
+    let waiting = spawn_post(&h, REFUND, json!({"requestId": "a-1"})).await;
+    // The program closes the pane and opens it again under its id, with
+    // its handlers, while the first write still holds it.
+    pane.close();
+    let (again, _, _) = gated(&h, |_| Handled::Accepted);
+    assert!(again.is_open());
+    h.settle().await;
+    let r = tokio::time::timeout(std::time::Duration::from_secs(20), waiting)
+        .await
+        .expect("the waiting write did not hear of the close")
+        .unwrap();
+    assert_eq!(r.status, 404, "it waited for the pane that closed: {:?}", r.json);
+    assert!(log.of("action").is_empty(), "it never ran beside the first write");
+    gate.add_permits(1);
+    h.settle().await;
+    let _ = first.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_repeat_that_goes_away_while_its_first_runs_leaves_nothing_behind() {
+    let h = Harness::with_caps(Caps::all());
+    let (_pane, log, gate) = gated(&h, |_| Handled::Accepted);
+    let first = spawn_post(&h, SEND, json!({"requestId": "r-1", "text": "slow"})).await;
+    let links = harness::links_in_use(&h.core);
+    for _ in 0..3 {
+        let repeat = spawn_post(&h, SEND, json!({"requestId": "r-1", "text": "slow"})).await;
+        assert!(!repeat.is_finished(), "a repeat waits for the first");
+        repeat.abort();
+        assert!(repeat.await.unwrap_err().is_cancelled());
+    }
+    assert_eq!(harness::links_in_use(&h.core), links, "the repeats that went away left nothing");
+    gate.add_permits(1);
+    h.settle().await;
+    assert_success(&first.await.unwrap(), "sent", "r-1", false);
+    assert_eq!(log.count("r-1"), 1);
 }
 
 // ---------------------------------------------------------------------------

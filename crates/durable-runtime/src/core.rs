@@ -247,11 +247,13 @@ impl Core {
     /// claim from [`kept_asks`](Self::kept_asks) (§7.2), each with the chat
     /// line `Stopped before an answer: <title>`.
     pub fn ready(&self) {
+        // A store without the sends journal has nothing to put back. Asked
+        // before the lock: it is the program's code.
+        let keeps_sends = self.shared.options.receipts.keeps_sends_dyn();
         let first = {
             let mut st = self.lock();
             let first = st.machine_mut().ready();
-            // A store without the sends journal has nothing to put back.
-            if first && self.shared.options.receipts.keeps_sends_dyn() {
+            if first && keeps_sends {
                 st.begin_send_recovery();
             }
             first
@@ -259,6 +261,9 @@ impl Core {
         if first {
             let core = self.clone();
             self.push_job(async move {
+                // However this job ends (the kept asks' settle panicking
+                // included), the phone's writes are not held back for ever.
+                let _over = crate::writes::RecoveryOver(&core);
                 core.settle_kept().await;
                 core.recover_sends().await;
             });

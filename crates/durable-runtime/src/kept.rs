@@ -23,9 +23,14 @@ struct KeptLoadTurn<'a> {
 }
 
 impl KeptLoadTurn<'_> {
-    fn loaded(mut self, records: Vec<KeptAskRecord>) {
+    /// The read ended with `records`, which this caller takes at once:
+    /// under the same lock, so that `ready()` woken by the end of the read
+    /// never closes them first.
+    fn loaded_and_taken(mut self, records: Vec<KeptAskRecord>) -> Vec<KeptAskRecord> {
         self.done = true;
-        self.core.lock().kept_loaded(records);
+        let mut st = self.core.lock();
+        st.kept_loaded(records);
+        st.take_kept()
     }
 }
 
@@ -159,10 +164,10 @@ impl Core {
     /// store that keeps no asks (the default, in memory), after `ready()`,
     /// and on a second call (the first handed them all out).
     pub async fn kept_asks(&self) -> Result<Vec<KeptAsk>, StoreError> {
-        if let Some(turn) = self.kept_load_turn().await {
-            turn.loaded(self.load_kept().await?);
-        }
-        let records = self.lock().take_kept();
+        let records = match self.kept_load_turn().await {
+            Some(turn) => turn.loaded_and_taken(self.load_kept().await?),
+            None => self.lock().take_kept(),
+        };
         Ok(records
             .into_iter()
             .map(|record| KeptAsk { core: self.clone(), record: Some(Box::new(record)) })
@@ -275,7 +280,7 @@ impl Core {
         if !self.shared.options.receipts.keeps_asks_dyn() {
             return;
         }
-        let applied = {
+        let (mut waiting, applied) = {
             let mut st = self.lock();
             let target = st.ask_ops_pushed();
             if st.ask_ops_applied(target) {
@@ -284,9 +289,10 @@ impl Core {
             let (wake, applied) = tokio::sync::oneshot::channel();
             let waiter = st.links().add_wake(wake);
             st.wait_for_ask_ops(target, waiter);
-            applied
+            (AsksWaiting { core: self, waiter, woken: false }, applied)
         };
         let _ = applied.await;
+        waiting.woken = true;
     }
 
     /// The job that applies the store's journal of asks, one op at a time
@@ -316,6 +322,25 @@ impl Core {
                 core.lock().ask_op_applied();
             }
         });
+    }
+}
+
+/// A write waiting for the store's ops. Dropped while it waits (its
+/// caller went away), it leaves the journal's waiters and the links: a
+/// store that hangs with the phone retrying keeps nothing.
+struct AsksWaiting<'a> {
+    core: &'a Core,
+    waiter: durable_core::state::Link,
+    woken: bool,
+}
+
+impl Drop for AsksWaiting<'_> {
+    fn drop(&mut self) {
+        if !self.woken {
+            let mut st = self.core.lock();
+            st.stop_waiting_for_ask_ops(self.waiter);
+            st.links().forget_wake(self.waiter);
+        }
     }
 }
 

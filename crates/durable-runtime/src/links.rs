@@ -141,6 +141,16 @@ impl Links {
         self.wakes.insert(link, wake);
     }
 
+    /// A waiter that stopped waiting: its wake-up goes unsent.
+    pub(crate) fn forget_wake(&mut self, link: Link) {
+        self.wakes.remove(&link);
+    }
+
+    /// A repeat that stopped waiting: its settle goes unsent.
+    pub(crate) fn forget_settle(&mut self, link: Link) {
+        self.settles.remove(&link);
+    }
+
     pub(crate) fn add_wake(&mut self, wake: oneshot::Sender<()>) -> Link {
         let link = self.next();
         self.wakes.insert(link, wake);
@@ -158,6 +168,19 @@ impl Links {
         let link = self.next();
         self.settles.insert(link, settle);
         link
+    }
+
+    /// How many things of the program's side are named now (tests: a
+    /// waiter that went away must leave nothing behind).
+    #[cfg(feature = "test-util")]
+    pub(crate) fn len(&self) -> usize {
+        self.asks.len()
+            + self.stops.len()
+            + self.turns.len()
+            + self.chats.len()
+            + self.actions.len()
+            + self.wakes.len()
+            + self.settles.len()
     }
 
     /// Applies an effect that touches a link.

@@ -15,6 +15,7 @@ use crate::core::Core;
 use crate::receipts::DynReceiptStore;
 use durable_core::data::receipt::{Lookup, Receipt, SendState};
 use durable_core::respond;
+use durable_core::state::Link;
 
 /// The first request's hold on its id, in the machine's claim table
 /// (`State::claim_request`). When it ends, however it ends — a settle, or
@@ -43,6 +44,26 @@ impl RequestClaim<'_> {
 impl Drop for RequestClaim<'_> {
     fn drop(&mut self) {
         self.end(None);
+    }
+}
+
+/// A repeat waiting for the first request of its id. Dropped while it
+/// waits (its caller went away), it leaves the claim's waiters and the
+/// links: a handler stuck for long with its phone retrying keeps nothing.
+struct RepeatWaiting<'a> {
+    core: &'a Core,
+    id: &'a Id,
+    waiter: Link,
+    settled: bool,
+}
+
+impl Drop for RepeatWaiting<'_> {
+    fn drop(&mut self) {
+        if !self.settled {
+            let mut st = self.core.lock();
+            st.stop_waiting_for_request(self.id, self.waiter);
+            st.links().forget_settle(self.waiter);
+        }
     }
 }
 
@@ -137,7 +158,7 @@ impl Core {
         let claim = loop {
             // The look at the claim and the wait are one step under the
             // lock: a settle cannot land between them.
-            let waiting = {
+            let (mut waiting, settled) = {
                 let mut st = self.lock();
                 if st.claim_request(request_id) {
                     break RequestClaim { core: self, id: request_id, ended: false };
@@ -145,9 +166,11 @@ impl Core {
                 let (settle, settled) = oneshot::channel();
                 let waiter = st.links().add_settle(settle);
                 st.wait_for_request(request_id, waiter);
-                settled
+                (RepeatWaiting { core: self, id: request_id, waiter, settled: false }, settled)
             };
-            if let Ok(Some(receipt)) = waiting.await {
+            let outcome = settled.await;
+            waiting.settled = true;
+            if let Ok(Some(receipt)) = outcome {
                 // A send's replay says where it stands (§9.1) also when it
                 // waited for the first: the same path as a later repeat.
                 return self.replay_of(request_id, &receipt).await;

@@ -40,14 +40,18 @@ pub(crate) struct PaneWrite<'a> {
 
 impl Drop for PaneWrite<'_> {
     fn drop(&mut self) {
-        self.core.lock().end_write(&self.pane, self.writer);
+        let mut st = self.core.lock();
+        st.end_write(&self.pane, self.writer);
+        // A waiter that gave up (busy, or its request dropped) was never
+        // woken: its wake-up goes too.
+        st.links().forget_wake(self.writer);
     }
 }
 
 /// Marks the recovery of the sends over when dropped: an early return, or
 /// a recovery dropped midway, never keeps the panes' writes waiting (were
 /// it never to end, they would wait their 5 s and answer `409 busy`).
-struct RecoveryOver<'a>(&'a Core);
+pub(crate) struct RecoveryOver<'a>(pub(crate) &'a Core);
 
 impl Drop for RecoveryOver<'_> {
     fn drop(&mut self) {
@@ -149,10 +153,10 @@ impl Core {
         };
         let Some(busy) = busy else {
             let _ = granted.await;
-            return Ok(write);
+            return self.woken(pane, write);
         };
         match select(granted, busy).await {
-            Either::Left(_) => Ok(write),
+            Either::Left(_) => self.woken(pane, write),
             // Granted as the wait ran out: it holds the pane, and goes on.
             Either::Right(_) if self.lock().holds_write(pane, write.writer) => Ok(write),
             Either::Right(_) => Err(Ran::unstored(respond::error(
@@ -160,6 +164,14 @@ impl Core {
                 format!("pane {pane} is busy with another write; try again"),
             ))),
         }
+    }
+
+    /// A waiting write woken: it holds the pane — or the pane closed
+    /// meanwhile (`404`: a pane opened again under its id is written by
+    /// those who ask for it from then on).
+    #[allow(clippy::result_large_err)]
+    fn woken<'a>(&'a self, pane: &Id, write: PaneWrite<'a>) -> Result<PaneWrite<'a>, Ran> {
+        if self.lock().holds_write(pane, write.writer) { Ok(write) } else { Err(no_pane(pane)) }
     }
 
     /// The pane's handlers and the agent-wide ones; `None` when the pane is closed.

@@ -91,6 +91,11 @@ impl AsksJournal {
         }
     }
 
+    /// `waiter` stopped waiting (its request was dropped).
+    pub fn stop_waiting(&mut self, waiter: Link) {
+        self.waiters.retain(|(_, w)| *w != waiter);
+    }
+
     /// Whether the store applied the first `target` ops.
     pub fn has_applied(&self, target: u64) -> bool {
         self.applied >= target

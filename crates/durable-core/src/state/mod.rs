@@ -359,6 +359,13 @@ impl State {
         }
     }
 
+    /// `waiter` stopped waiting for `request_id` (its request was dropped).
+    pub fn stop_waiting_for_request(&mut self, request_id: &Id, waiter: Link) {
+        if let Some(waiters) = self.claims.get_mut(request_id) {
+            waiters.retain(|w| *w != waiter);
+        }
+    }
+
     /// The request holding `request_id` ended with `receipt` (`None`:
     /// refused, failed or dropped): the id is free, and each repeat waiting
     /// for it hears the outcome, in the order they came. Only the first
@@ -415,6 +422,11 @@ impl State {
     /// `waiter` is woken once the store applied the first `target` ops.
     pub fn wait_for_ask_ops(&mut self, target: u64, waiter: Link) {
         self.asks_journal.wait(target, waiter, &mut self.effects);
+    }
+
+    /// `waiter` stopped waiting for the store's ops (its request was dropped).
+    pub fn stop_waiting_for_ask_ops(&mut self, waiter: Link) {
+        self.asks_journal.stop_waiting(waiter);
     }
 
     // The asks the last run left open (`kept.rs`).

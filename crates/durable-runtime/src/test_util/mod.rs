@@ -264,6 +264,13 @@ impl Harness {
     }
 }
 
+/// How many things of the program's side the core names now (asks'
+/// awaitables, turns' inboxes and stop signals, handlers, waiters): a
+/// write or a repeat that went away must leave none behind.
+pub fn links_in_use(core: &Core) -> usize {
+    core.lock().links_ref().len()
+}
+
 /// Polls a future once without a runtime's help: `Some` when it is ready.
 pub fn poll_once<F: std::future::Future + Unpin>(f: &mut F) -> Option<F::Output> {
     let waker = std::task::Waker::noop();
