@@ -377,11 +377,6 @@ impl State {
         }
     }
 
-    /// How many request ids are being processed now.
-    pub fn claimed_requests(&self) -> usize {
-        self.claims.len()
-    }
-
     // The store's journal of asks (`journal.rs`).
 
     /// An ask opened: a store that keeps asks keeps it.
@@ -495,11 +490,6 @@ impl State {
     /// The recovery of the sends is over, however it ended.
     pub fn end_send_recovery(&mut self) {
         self.writers.end_recovery(&mut self.effects);
-    }
-
-    /// Whether the phone's writes wait for the recovery of the sends now.
-    pub fn recovering_sends(&self) -> bool {
-        self.writers.recovering()
     }
 
     /// A pane closed: the writes waiting for it are woken (and find it closed).

@@ -98,11 +98,6 @@ impl Writers {
         }
     }
 
-    /// Whether the phone's writes are held back now.
-    pub fn recovering(&self) -> bool {
-        self.recovering
-    }
-
     /// A pane closed: who waits for it is woken (and finds it closed); the
     /// one holding it goes on to its end.
     pub fn pane_closed(&mut self, pane: &Id, effects: &mut Vec<Effect>) {
