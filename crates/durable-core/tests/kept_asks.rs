@@ -383,10 +383,14 @@ fn gated_run(store: &Gated) -> Harness {
     Harness::with(move |b| b.receipts(store))
 }
 
-#[tokio::test]
-async fn a_button_that_raises_a_card_answers_only_once_the_store_has_the_card() {
-    let store = Gated::new(Held::Keep);
-    let h = gated_run(&store);
+/// The ticket pane with a Refund button whose action raises the card
+/// `refund-1`, and the phone's press of it (`b-1`), not sent yet.
+fn refund_button(
+    h: &Harness,
+) -> (
+    durable_runtime::Pane,
+    futures_util::future::BoxFuture<'static, durable_runtime::types::exchange::Response>,
+) {
     let pane = h.pane();
     pane.action("refund", "Refund", None).unwrap();
     pane.on_action(|req: durable_runtime::ActionRequest| async move {
@@ -399,6 +403,14 @@ async fn a_button_that_raises_a_card_answers_only_once_the_store_has_the_card() 
         r#"{"requestId":"b-1"}"#,
         durable_runtime::types::exchange::Caller::OtherProcess,
     ));
+    (pane, Box::pin(press))
+}
+
+#[tokio::test]
+async fn a_button_that_raises_a_card_answers_only_once_the_store_has_the_card() {
+    let store = Gated::new(Held::Keep);
+    let h = gated_run(&store);
+    let (_pane, press) = refund_button(&h);
     let mut press = tokio::spawn(press);
     h.settle().await;
     assert!(poll_once(&mut press).is_none(), "answered before the store kept the card");
@@ -415,18 +427,7 @@ async fn a_button_that_raises_a_card_answers_only_once_the_store_has_the_card() 
 async fn a_store_that_panics_on_an_ask_write_never_holds_up_the_writes_behind_it() {
     let store = Gated::new(Held::PanicOnFirstKeep);
     let h = gated_run(&store);
-    let pane = h.pane();
-    pane.action("refund", "Refund", None).unwrap();
-    pane.on_action(|req: durable_runtime::ActionRequest| async move {
-        let _card = req.pane.ask(refund("refund-1"))?;
-        Ok(())
-    })
-    .unwrap();
-    let press = h.core.handle(durable_runtime::types::exchange::Request::post(
-        "/v1/panes/ticket-1/actions/refund",
-        r#"{"requestId":"b-1"}"#,
-        durable_runtime::types::exchange::Caller::OtherProcess,
-    ));
+    let (pane, press) = refund_button(&h);
     let response = tokio::time::timeout(std::time::Duration::from_secs(10), tokio::spawn(press))
         .await
         .expect("the press waited forever behind the store's panic")
@@ -560,13 +561,7 @@ async fn kept_asks_during_readys_read_waits_and_gets_nothing_once_ready_closed_t
 async fn a_write_waiting_for_the_store_that_goes_away_leaves_nothing_behind() {
     let store = Gated::new(Held::Keep);
     let h = gated_run(&store);
-    let pane = h.pane();
-    pane.action("refund", "Refund", None).unwrap();
-    pane.on_action(|req: durable_runtime::ActionRequest| async move {
-        let _card = req.pane.ask(refund("refund-1"))?;
-        Ok(())
-    })
-    .unwrap();
+    let _ = refund_button(&h);
     h.settle().await;
     let links = harness::links_in_use(&h.core);
     let press = h.core.handle(durable_runtime::types::exchange::Request::post(
