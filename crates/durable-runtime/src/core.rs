@@ -191,8 +191,7 @@ impl Core {
                 if st.turns_running() == 0 {
                     return;
                 }
-                let (wake, idle) = tokio::sync::oneshot::channel();
-                let waiter = st.links().add_wake(wake);
+                let (waiter, idle) = st.links().add_waiter();
                 st.wait_for_idle(waiter);
                 idle
             };

@@ -184,8 +184,7 @@ impl Core {
                     KeptLoad::Load => return Some(KeptLoadTurn { core: self, done: false }),
                     KeptLoad::Done => return None,
                     _ => {
-                        let (wake, read) = tokio::sync::oneshot::channel();
-                        let waiter = st.links().add_wake(wake);
+                        let (waiter, read) = st.links().add_waiter();
                         st.wait_for_kept_load(waiter);
                         read
                     }
@@ -286,8 +285,7 @@ impl Core {
             if st.ask_ops_applied(target) {
                 return;
             }
-            let (wake, applied) = tokio::sync::oneshot::channel();
-            let waiter = st.links().add_wake(wake);
+            let (waiter, applied) = st.links().add_waiter();
             st.wait_for_ask_ops(target, waiter);
             (AsksWaiting { core: self, waiter, woken: false }, applied)
         };

@@ -151,10 +151,13 @@ impl Links {
         self.settles.remove(&link);
     }
 
-    pub(crate) fn add_wake(&mut self, wake: oneshot::Sender<()>) -> Link {
+    /// A waiter: its number, for the machine, and what it awaits until an
+    /// [`Effect::Wake`] of that number.
+    pub(crate) fn add_waiter(&mut self) -> (Link, oneshot::Receiver<()>) {
+        let (wake, woken) = oneshot::channel();
         let link = self.next();
         self.wakes.insert(link, wake);
-        link
+        (link, woken)
     }
 
     /// Wakes a waiter (gone already when it stopped waiting: nothing to do).
@@ -164,10 +167,13 @@ impl Links {
         }
     }
 
-    pub(crate) fn add_settle(&mut self, settle: oneshot::Sender<Option<Receipt>>) -> Link {
+    /// A repeat waiting for the first request of its id: its number, and
+    /// what it awaits until an [`Effect::Settle`] of that number.
+    pub(crate) fn add_settle(&mut self) -> (Link, oneshot::Receiver<Option<Receipt>>) {
+        let (settle, settled) = oneshot::channel();
         let link = self.next();
         self.settles.insert(link, settle);
-        link
+        (link, settled)
     }
 
     /// How many things of the program's side are named now (tests: a

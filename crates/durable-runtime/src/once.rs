@@ -9,7 +9,6 @@ use std::future::Future;
 use durable_types::exchange::Response;
 use durable_types::{ErrorCode, Id};
 use serde_json::Value;
-use tokio::sync::oneshot;
 
 use crate::core::Core;
 use crate::receipts::DynReceiptStore;
@@ -163,8 +162,7 @@ impl Core {
                 if st.claim_request(request_id) {
                     break RequestClaim { core: self, id: request_id, ended: false };
                 }
-                let (settle, settled) = oneshot::channel();
-                let waiter = st.links().add_settle(settle);
+                let (waiter, settled) = st.links().add_settle();
                 st.wait_for_request(request_id, waiter);
                 (RepeatWaiting { core: self, id: request_id, waiter, settled: false }, settled)
             };

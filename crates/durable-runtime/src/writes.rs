@@ -144,8 +144,7 @@ impl Core {
             let (tx, granted) = oneshot::channel();
             st.links().set_wake(writer, tx);
             let busy = arrival.map(|arrival| {
-                let (tx, busy) = oneshot::channel();
-                let wake = st.links().add_wake(tx);
+                let (wake, busy) = st.links().add_waiter();
                 st.machine_mut().add_timer(arrival.plus_millis(BUSY_MS), Timer::Wake(wake));
                 busy
             });
@@ -306,8 +305,9 @@ impl Core {
     /// (a send never answered is the phone's to repeat). One still queued
     /// goes back in its pane's queue; one whose turn was running is closed
     /// with a notice on its pane; one whose pane is gone is closed.
+    /// The phone's writes held back meanwhile go once the job that runs
+    /// this ends (its `RecoveryOver`, however it ends).
     pub(crate) async fn recover_sends(&self) {
-        let _over = RecoveryOver(self);
         let receipts = self.shared.options.receipts.clone();
         let sends = match receipts.unfinished_sends_dyn().await {
             Ok(sends) => sends,
