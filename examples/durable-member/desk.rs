@@ -17,7 +17,8 @@ use tokio::time::Instant;
 use crate::asks;
 use crate::store::{PaneRow, Store, TAB_BOARD, TAB_MAIN, WORKSPACE};
 
-/// How many stored items a pane shows again when it is rebuilt.
+/// How many stored items a pane shows again when it is rebuilt over a
+/// receipt store that keeps no conversations (PostgreSQL, today).
 const REPLAY_ITEMS: usize = 500;
 
 #[derive(Debug, Clone, Copy)]
@@ -111,8 +112,10 @@ impl Desk {
     }
 
     /// Shows a stored pane: a ticket gets the refund action and its
-    /// handlers; the announcements pane gets none. Its kept items are shown
-    /// again.
+    /// handlers; the announcements pane gets none. A receipt store that
+    /// keeps conversations (SQLite) gives it back the items it showed (the
+    /// wire, §9.2); over one that does not, the desk shows its own kept
+    /// items again (its store keeps them for history either way).
     pub(crate) fn show_pane(self: &Arc<Self>, row: &PaneRow) -> Result<Pane, RuleError> {
         let tab = self.tab(&row.tab)?;
         let pane = tab.pane(&row.id, PaneOptions::new(row.title.clone()).harness(row.harness.clone()))?;
@@ -121,8 +124,10 @@ impl Desk {
             pane.on_send(TicketHandlers { desk: self.clone() })?;
             pane.on_action(TicketHandlers { desk: self.clone() })?;
         }
-        for item in self.store.last_items(&row.id, REPLAY_ITEMS).unwrap_or_default() {
-            let _ = pane.write(item);
+        if !self.core.keeps_conversations() {
+            for item in self.store.last_items(&row.id, REPLAY_ITEMS).unwrap_or_default() {
+                let _ = pane.write(item);
+            }
         }
         Ok(pane)
     }

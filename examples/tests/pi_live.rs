@@ -170,6 +170,10 @@ impl PiAgent {
 
     fn items(&self, pane: &str) -> Vec<Value> {
         let (_, events) = self.curl(&[&format!("http://collie/v1/panes/{pane}/events?after=0")]);
+        if events["snapshot"] == true {
+            // A pane restored after a restart over items written first (§9.2).
+            return events["items"].as_array().cloned().unwrap_or_default();
+        }
         let mut latest: Vec<Value> = Vec::new();
         for e in events["events"].as_array().into_iter().flatten().filter(|e| e["type"] == "item") {
             match latest.iter_mut().find(|i| i["id"] == e["item"]["id"]) {

@@ -211,7 +211,7 @@ struct PaneSnapshotRef<'a> {
 pub fn events(m: &mut Machine, query: Option<&str>, pane: Id) -> Result<Response, Response> {
     let after = Query::parse(query).u64("after")?.unwrap_or(0);
     let st = &mut m.state;
-    let Some(p) = st.pane(&pane) else {
+    let Some(p) = st.pane_events_read(&pane) else {
         return Err(respond::error(ErrorCode::NotFound, format!("no open pane {pane}")));
     };
     let behind = after.saturating_add(1) < p.first_retained();

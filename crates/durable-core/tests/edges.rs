@@ -32,6 +32,9 @@ async fn a_pane_opened_again_under_a_closed_id_goes_on_counting_its_events() {
     let caught_up = h.events("p", 0).await.json["next"].as_u64().unwrap();
     assert_eq!(caught_up, 3);
     p.close();
+    // A new conversation under the id: the kept one (the memory store keeps
+    // them) would come back first otherwise (docs/wire.md §9.2).
+    h.core.forget_conversation("p");
     let p = tab.pane("p", PaneOptions::new("P again")).unwrap();
     for i in 0..5 {
         p.write(reply(&format!("new-{i}"), "y")).unwrap();

@@ -74,6 +74,7 @@ impl Core {
             tail_limit: options.tail_limit,
             allow_always: options.allow_always,
             keeps_asks: options.receipts.keeps_asks_dyn(),
+            keeps_conversations: options.receipts.keeps_conversations_dyn(),
             hold_ms: options.hold_ms,
             held_answer_bytes: options.held_answer_bytes,
         });
@@ -263,6 +264,9 @@ impl Core {
                 // However this job ends (the kept asks' settle panicking
                 // included), the phone's writes are not held back for ever.
                 let _over = crate::writes::RecoveryOver(&core);
+                // The panes get their kept items back before anything the
+                // recovery writes into them.
+                core.conversations_restored().await;
                 core.settle_kept().await;
                 core.recover_sends().await;
             });
@@ -522,6 +526,7 @@ impl Drop for StateGuard<'_> {
                     Effect::Warn(line) => warnings.push(line),
                     Effect::WakeDriver => self.core.shared.wake_pending.store(true, Ordering::SeqCst),
                     Effect::DrainAsks => self.core.drain_asks(),
+                    Effect::DrainConversations => self.core.drain_conversations(),
                     Effect::DeliverQueued(pane) => {
                         let core = self.core.clone();
                         self.core.push_job(async move { core.deliver_queued(&pane) });

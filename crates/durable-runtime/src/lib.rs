@@ -68,6 +68,7 @@
 
 mod answer;
 mod clock;
+mod conversations;
 mod core;
 mod dispatch;
 mod handlers;
@@ -86,8 +87,9 @@ mod writes;
 pub use clock::{Clock, ManualClock, WarnSink};
 pub use core::{Core, Job, create_core};
 pub use durable_core::{
-    AskClosed, CallerCheckMode, Decided, HandlerResult, ItemCadence, KeptAskRecord, Lookup, PaneOptions,
-    PendingSend, Receipt, Refusal, Reopen, SendState, StoreError,
+    AskClosed, CallerCheckMode, ConversationOp, Decided, HandlerResult, ItemCadence,
+    KEPT_ITEMS_PER_CONVERSATION, KeptAskRecord, KeptConversation, Lookup, PaneOptions, PendingSend, Receipt,
+    Refusal, Reopen, SendState, StoreError,
 };
 pub use handlers::{
     ActionHandler, ActionRequest, ChatHandler, CloseRequest, Hooks, RenameRequest, ReopenRequest,
@@ -100,7 +102,7 @@ pub use handles::layout::{Pane, Tab, Workspace};
 pub use history::{HistoryError, HistoryProvider, ItemsPage, RowsPage};
 pub use kept::KeptAsk;
 pub use options::{CoreOptions, CoreOptionsBuilder, HELD_ANSWER_BYTES};
-pub use receipts::{MemoryReceiptStore, ReceiptStore};
+pub use receipts::{MEMORY_CONVERSATIONS, MemoryReceiptStore, ReceiptStore};
 pub use signal::{AbortController, AbortSignal};
 pub use turn::Turn;
 pub use writes::user_item_id;

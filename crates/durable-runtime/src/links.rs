@@ -222,6 +222,7 @@ impl Links {
             Effect::Warn(_)
             | Effect::WakeDriver
             | Effect::DrainAsks
+            | Effect::DrainConversations
             | Effect::DeliverQueued(_)
             | Effect::PutHeldReceipt { .. } => {}
         }

@@ -10,7 +10,11 @@ use std::future::Future;
 use std::sync::Arc;
 
 use crate::handlers::BoxFuture;
+use durable_core::data::conversation::{
+    ConversationOp, ItemsInOrder, KEPT_ITEMS_PER_CONVERSATION, KeptConversation,
+};
 use durable_core::data::receipt::{KeptAskRecord, Lookup, PendingSend, Receipt, SendState, StoreError};
+use durable_types::Item;
 use durable_types::{EVICTED_MEMORY_FACTOR, RECEIPTS_PER_GROUP};
 
 /// Where receipts live. `get` finds an id whatever group it was put in;
@@ -232,6 +236,38 @@ pub trait ReceiptStore: Send + Sync + 'static {
     fn kept_asks(&self) -> impl Future<Output = Result<Vec<KeptAskRecord>, StoreError>> + Send {
         async { Ok(Vec::new()) }
     }
+
+    /// Whether this store keeps each pane's conversation: then the core
+    /// hands it, in order, every item and title a pane shows
+    /// ([`keep_conversation`](Self::keep_conversation)), and reads a pane's
+    /// back ([`kept_conversation`](Self::kept_conversation)) as the pane is
+    /// first declared in a run, so that the chat survives a restart with no
+    /// code of the program's. The default: `false`.
+    fn keeps_conversations(&self) -> bool {
+        false
+    }
+
+    /// Applies changes to kept conversations, in order, as one write (a
+    /// store that can should commit them together). An item replaces the
+    /// conversation's item of its id in place, or goes at its end; past
+    /// [`KEPT_ITEMS_PER_CONVERSATION`] items the oldest are dropped and the
+    /// conversation remembers that some were. Returns once kept.
+    fn keep_conversation(
+        &self,
+        ops: Vec<ConversationOp>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let _ = ops;
+        async { Ok(()) }
+    }
+
+    /// What is kept of the pane's conversation (`None`: nothing).
+    fn kept_conversation(
+        &self,
+        pane: &str,
+    ) -> impl Future<Output = Result<Option<KeptConversation>, StoreError>> + Send {
+        let _ = pane;
+        async { Ok(None) }
+    }
 }
 
 /// A shared store is a store: `receipts(Arc::clone(&store))` keeps a handle
@@ -288,6 +324,21 @@ impl<S: ReceiptStore> ReceiptStore for Arc<S> {
     fn kept_asks(&self) -> impl Future<Output = Result<Vec<KeptAskRecord>, StoreError>> + Send {
         S::kept_asks(self)
     }
+    fn keeps_conversations(&self) -> bool {
+        S::keeps_conversations(self)
+    }
+    fn keep_conversation(
+        &self,
+        ops: Vec<ConversationOp>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        S::keep_conversation(self, ops)
+    }
+    fn kept_conversation(
+        &self,
+        pane: &str,
+    ) -> impl Future<Output = Result<Option<KeptConversation>, StoreError>> + Send {
+        S::kept_conversation(self, pane)
+    }
 }
 
 /// The erased form the core keeps.
@@ -317,6 +368,12 @@ pub(crate) trait DynReceiptStore: Send + Sync {
     fn keep_ask_dyn(&self, ask: KeptAskRecord) -> BoxFuture<'_, Result<(), StoreError>>;
     fn forget_ask_dyn<'a>(&'a self, ask_id: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
     fn kept_asks_dyn(&self) -> BoxFuture<'_, Result<Vec<KeptAskRecord>, StoreError>>;
+    fn keeps_conversations_dyn(&self) -> bool;
+    fn keep_conversation_dyn(&self, ops: Vec<ConversationOp>) -> BoxFuture<'_, Result<(), StoreError>>;
+    fn kept_conversation_dyn<'a>(
+        &'a self,
+        pane: &'a str,
+    ) -> BoxFuture<'a, Result<Option<KeptConversation>, StoreError>>;
 }
 
 impl<S: ReceiptStore> DynReceiptStore for S {
@@ -354,6 +411,18 @@ impl<S: ReceiptStore> DynReceiptStore for S {
     fn kept_asks_dyn(&self) -> BoxFuture<'_, Result<Vec<KeptAskRecord>, StoreError>> {
         Box::pin(self.kept_asks())
     }
+    fn keeps_conversations_dyn(&self) -> bool {
+        self.keeps_conversations()
+    }
+    fn keep_conversation_dyn(&self, ops: Vec<ConversationOp>) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(self.keep_conversation(ops))
+    }
+    fn kept_conversation_dyn<'a>(
+        &'a self,
+        pane: &'a str,
+    ) -> BoxFuture<'a, Result<Option<KeptConversation>, StoreError>> {
+        Box::pin(self.kept_conversation(pane))
+    }
     fn get_dyn<'a>(&'a self, request_id: &'a str) -> BoxFuture<'a, Result<Lookup, StoreError>> {
         Box::pin(self.get(request_id))
     }
@@ -376,7 +445,11 @@ impl<S: ReceiptStore> DynReceiptStore for S {
 /// The default store: in memory, the `per_group` (default
 /// [`RECEIPTS_PER_GROUP`]) most recent receipts of each group; evicted ids
 /// are remembered until `10 × per_group` further ids of the group have passed.
-/// Everything is gone with the process.
+/// It keeps conversations too (the [`KEPT_ITEMS_PER_CONVERSATION`] newest
+/// items of each, and the [`MEMORY_CONVERSATIONS`] conversations written to
+/// last), so that a pane declared again in the process — or a core made
+/// again over the same store — gets its items back. Everything is gone
+/// with the process.
 pub struct MemoryReceiptStore {
     per_group: usize,
     inner: Mutex<MemoryInner>,
@@ -388,6 +461,45 @@ struct MemoryInner {
     receipts: HashMap<Arc<str>, Receipt>,
     groups: HashMap<String, GroupLog>,
     evicted: HashSet<Arc<str>>,
+    conversations: HashMap<String, MemoryConversation>,
+    conversation_writes: u64,
+}
+
+impl MemoryInner {
+    /// The conversation of `pane`, made if new (forgetting the one written
+    /// to least recently past [`MEMORY_CONVERSATIONS`]), marked as written now.
+    fn conversation(&mut self, pane: String) -> &mut MemoryConversation {
+        self.conversation_writes += 1;
+        if !self.conversations.contains_key(&pane) && self.conversations.len() >= MEMORY_CONVERSATIONS {
+            let oldest = self.conversations.iter().min_by_key(|(_, c)| c.written).map(|(p, _)| p.clone());
+            if let Some(oldest) = oldest {
+                self.conversations.remove(&oldest);
+            }
+        }
+        let written = self.conversation_writes;
+        let c = self.conversations.entry(pane).or_default();
+        c.written = written;
+        c
+    }
+}
+
+/// The conversations the memory store keeps: past it, the one written to
+/// least recently is forgotten (the items of 1,000 conversations at most,
+/// not one per pane the agent ever showed).
+pub const MEMORY_CONVERSATIONS: usize = 1_000;
+
+/// A kept conversation.
+struct MemoryConversation {
+    title: Option<String>,
+    items: ItemsInOrder,
+    /// The store's write count at its last change (the oldest is forgotten first).
+    written: u64,
+}
+
+impl Default for MemoryConversation {
+    fn default() -> Self {
+        MemoryConversation { title: None, items: ItemsInOrder::new(KEPT_ITEMS_PER_CONVERSATION), written: 0 }
+    }
 }
 
 #[derive(Default)]
@@ -481,5 +593,34 @@ impl ReceiptStore for MemoryReceiptStore {
             }
         }
         Ok(())
+    }
+
+    fn keeps_conversations(&self) -> bool {
+        true
+    }
+
+    async fn keep_conversation(&self, ops: Vec<ConversationOp>) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        for op in ops {
+            match op {
+                ConversationOp::Item { pane, item } => inner.conversation(pane).items.put(item),
+                ConversationOp::Title { pane, title } => inner.conversation(pane).title = Some(title),
+                ConversationOp::Forget { pane } => {
+                    inner.conversations.remove(&pane);
+                }
+                // A later kind of op this store does not know: keeping it
+                // wrong would be worse than not keeping it.
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    async fn kept_conversation(&self, pane: &str) -> Result<Option<KeptConversation>, StoreError> {
+        let inner = self.lock();
+        Ok(inner.conversations.get(pane).map(|c| {
+            let items = c.items.iter().map(|i| Item::clone(i)).collect();
+            KeptConversation::new(c.title.clone(), items, c.items.dropped())
+        }))
     }
 }

@@ -239,11 +239,15 @@ impl Collie {
     /// stops: no new connection, requests in flight finish within the
     /// grace, a socket file is removed. A turn still running past the grace
     /// is cut, and a store that keeps sends closes it with a notice at the
-    /// next start. Open asks stay open: a shutdown is not an answer.
+    /// next start. Open asks stay open: a shutdown is not an answer. What
+    /// the panes showed is in a store that keeps conversations before
+    /// serving stops (within a grace of its own).
     pub async fn close(&self) {
         self.core.begin_stop();
         let grace = *self.grace.lock().unwrap_or_else(PoisonError::into_inner);
         let _ = tokio::time::timeout(grace, self.core.turns_done()).await;
+        // The store's job runs on the transports' driver: before they stop.
+        let _ = tokio::time::timeout(grace, self.core.conversations_kept()).await;
         let served = std::mem::take(&mut *self.served());
         for s in served {
             s.close().await;
@@ -266,6 +270,28 @@ impl Collie {
     /// nobody claimed, so call it once the panes and their handlers are set.
     pub fn ready(&self) {
         self.core.ready();
+    }
+
+    /// Waits until a store that keeps conversations has what every pane
+    /// showed so far, and the panes declared so far have their kept items
+    /// back (immediate with a store that keeps none). No write waits for
+    /// this; [`close`](Self::close) does.
+    pub async fn conversations_kept(&self) {
+        self.core.conversations_kept().await
+    }
+
+    /// Whether the receipt store keeps conversations (`SqliteReceiptStore`
+    /// and the in-memory default do): then each pane declared gets back the
+    /// items kept under its id, and the program need not show them again.
+    pub fn keeps_conversations(&self) -> bool {
+        self.core.keeps_conversations()
+    }
+
+    /// Deletes the conversation kept under `pane` (a pane id) from a store
+    /// that keeps conversations: a pane declared under that id later
+    /// starts empty. An open pane of that id keeps what it shows.
+    pub fn forget_conversation(&self, pane: &str) {
+        self.core.forget_conversation(pane)
     }
 
     /// The asks (cards) open when the agent last stopped, kept by a receipt

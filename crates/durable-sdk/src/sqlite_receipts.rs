@@ -25,7 +25,7 @@
 //! its SHA-256. The database holds the same id and its own count (table
 //! `store_identity`, layout version 3); every transaction that changes the
 //! store — a receipt, a send recorded or moved on, an ask kept or
-//! forgotten — adds one to the count. After it commits (fsyncing the WAL)
+//! forgotten, a batch of conversation changes — adds one to the count. After it commits (fsyncing the WAL)
 //! the witness is written and synced, *then* the call returns: every
 //! acknowledged write is covered by the witness. A crash between the two
 //! leaves the database one write ahead, a write never acknowledged, which
@@ -83,6 +83,16 @@
 //! where it stands (the `Durable-Delivery` header). Finished sends are kept for that, the
 //! newest 100,000.
 //!
+//! # Conversations
+//! Each pane's conversation is kept too (layout version 4, tables
+//! `conversation` and `conversation_item`): its items as last written, in
+//! order, each as its JSON text, and its title; the 2,000 newest items
+//! ([`KEPT_ITEMS_PER_CONVERSATION`]), older ones dropped and the
+//! conversation marked so. The core hands the changes over in batches, one
+//! transaction each, and reads a pane's back as the pane is first declared
+//! in a run (the wire, §9.2). An item whose text no longer reads is skipped
+//! with a warning.
+//!
 //! # Threading
 //! SQLite calls block. The store owns one connection on a dedicated thread
 //! and talks to it through a channel: `get` and `put` send a command and
@@ -104,8 +114,11 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
-use durable_runtime::{KeptAskRecord, Lookup, PendingSend, Receipt, ReceiptStore, SendState, StoreError};
-use durable_types::{EVICTED_MEMORY_FACTOR, RECEIPTS_PER_GROUP};
+use durable_runtime::{
+    ConversationOp, KEPT_ITEMS_PER_CONVERSATION, KeptAskRecord, KeptConversation, Lookup, PendingSend,
+    Receipt, ReceiptStore, SendState, StoreError,
+};
+use durable_types::{EVICTED_MEMORY_FACTOR, Item, RECEIPTS_PER_GROUP};
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use tokio::sync::oneshot;
@@ -145,9 +158,10 @@ CREATE INDEX IF NOT EXISTS pending_send_by_state ON pending_send (state, seq);
 /// the receipts, evicted ids, groups and the sends journal, which
 /// SDKs before this one wrote as version 0; version 2 adds the kept asks;
 /// version 3 the store's identity (its id and write count, which the
-/// witness is checked against: see "Damage" in the module's docs).
+/// witness is checked against: see "Damage" in the module's docs);
+/// version 4 the conversations.
 /// A newer file is refused: this SDK would not know its meaning.
-pub const SQLITE_SCHEMA_VERSION: i64 = 3;
+pub const SQLITE_SCHEMA_VERSION: i64 = 4;
 
 /// Version 2: the asks open at a stop, each as its record's JSON text.
 const KEPT_ASKS: &str = "
@@ -166,6 +180,27 @@ CREATE TABLE IF NOT EXISTS store_identity (
     store_id BLOB NOT NULL,
     writes INTEGER NOT NULL
 );
+";
+
+/// Version 4: each pane's conversation — its title, its item count, the
+/// next item's place, whether older items were dropped — and its items as
+/// last written, each as its JSON text, by place.
+const CONVERSATIONS: &str = "
+CREATE TABLE IF NOT EXISTS conversation (
+    pane TEXT PRIMARY KEY NOT NULL,
+    title TEXT,
+    items INTEGER NOT NULL DEFAULT 0,
+    next_place INTEGER NOT NULL DEFAULT 0,
+    dropped INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS conversation_item (
+    pane TEXT NOT NULL,
+    item_id TEXT NOT NULL,
+    place INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (pane, item_id)
+);
+CREATE INDEX IF NOT EXISTS conversation_item_by_place ON conversation_item (pane, place);
 ";
 
 /// Finished sends (`done`, `closed`) kept for replays to say so; older ones
@@ -210,6 +245,14 @@ enum Command {
     },
     KeptAsks {
         reply: oneshot::Sender<Result<Vec<KeptAskRecord>, StoreError>>,
+    },
+    KeepConversation {
+        ops: Vec<ConversationOp>,
+        reply: oneshot::Sender<Result<(), StoreError>>,
+    },
+    KeptConversation {
+        pane: String,
+        reply: oneshot::Sender<Result<Option<KeptConversation>, StoreError>>,
     },
 }
 
@@ -618,6 +661,22 @@ impl ReceiptStore for SqliteReceiptStore {
         self.send(Command::KeptAsks { reply })?;
         rx.await.map_err(|_| StoreError::new("the receipt store's thread stopped"))?
     }
+
+    fn keeps_conversations(&self) -> bool {
+        true
+    }
+
+    async fn keep_conversation(&self, ops: Vec<ConversationOp>) -> Result<(), StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Command::KeepConversation { ops, reply })?;
+        rx.await.map_err(|_| StoreError::new("the receipt store's thread stopped"))?
+    }
+
+    async fn kept_conversation(&self, pane: &str) -> Result<Option<KeptConversation>, StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Command::KeptConversation { pane: pane.to_owned(), reply })?;
+        rx.await.map_err(|_| StoreError::new("the receipt store's thread stopped"))?
+    }
 }
 
 /// Brings the file to [`SQLITE_SCHEMA_VERSION`] in one transaction; a
@@ -635,6 +694,7 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     tx.execute_batch(SCHEMA).map_err(err)?;
     tx.execute_batch(KEPT_ASKS).map_err(|e| open_err(path, "schema version 2", e))?;
     tx.execute_batch(STORE_IDENTITY).map_err(|e| open_err(path, "schema version 3", e))?;
+    tx.execute_batch(CONVERSATIONS).map_err(|e| open_err(path, "schema version 4", e))?;
     let mut store_id = [0u8; 16];
     getrandom::fill(&mut store_id)
         .map_err(|e| StoreError::new(format!("sqlite: no random store id from the system: {e}")))?;
@@ -726,6 +786,12 @@ impl Worker {
                 }
                 Command::KeptAsks { reply } => {
                     let _ = reply.send(self.kept_asks());
+                }
+                Command::KeepConversation { ops, reply } => {
+                    let _ = reply.send(self.write("keep conversation", |tx| keep_conversation(tx, &ops)));
+                }
+                Command::KeptConversation { pane, reply } => {
+                    let _ = reply.send(kept_conversation(&self.conn, &pane));
                 }
             }
         }
@@ -848,6 +914,98 @@ fn put(
         params![group, oldest_live.saturating_sub(remembered)],
     )?;
     Ok(true)
+}
+
+/// Applies changes to conversations (one transaction: the caller's).
+/// Whether anything was asked.
+fn keep_conversation(tx: &Transaction<'_>, ops: &[ConversationOp]) -> Result<bool, StoreError> {
+    let err = |e| sql_err("keep conversation", e);
+    let limit = i64::try_from(KEPT_ITEMS_PER_CONVERSATION).unwrap_or(i64::MAX);
+    for op in ops {
+        match op {
+            ConversationOp::Item { pane, item } => {
+                let body = serde_json::to_string(&**item)
+                    .map_err(|e| StoreError::new(format!("an item is not JSON: {e}")))?;
+                let rewritten = tx
+                    .prepare_cached("UPDATE conversation_item SET body = ?3 WHERE pane = ?1 AND item_id = ?2")
+                    .and_then(|mut st| st.execute(params![pane, item.id.as_str(), body]))
+                    .map_err(err)?;
+                if rewritten > 0 {
+                    continue;
+                }
+                tx.prepare_cached(
+                    "INSERT INTO conversation (pane, items, next_place) VALUES (?1, 1, 1) \
+                     ON CONFLICT (pane) DO UPDATE SET items = items + 1, next_place = next_place + 1",
+                )
+                .and_then(|mut st| st.execute([pane]))
+                .map_err(err)?;
+                let (place, items): (i64, i64) = tx
+                    .prepare_cached("SELECT next_place, items FROM conversation WHERE pane = ?1")
+                    .and_then(|mut st| st.query_row([pane], |r| Ok((r.get(0)?, r.get(1)?))))
+                    .map_err(err)?;
+                tx.prepare_cached(
+                    "INSERT INTO conversation_item (pane, item_id, place, body) VALUES (?1, ?2, ?3, ?4)",
+                )
+                .and_then(|mut st| st.execute(params![pane, item.id.as_str(), place, body]))
+                .map_err(err)?;
+                if items > limit {
+                    // The oldest go first; the conversation says some went.
+                    tx.prepare_cached("DELETE FROM conversation_item WHERE pane = ?1 AND place <= ?2 - ?3")
+                        .and_then(|mut st| st.execute(params![pane, place, limit]))
+                        .map_err(err)?;
+                    tx.prepare_cached(
+                        "UPDATE conversation SET items = (SELECT COUNT(*) FROM conversation_item WHERE pane = ?1), dropped = 1 WHERE pane = ?1",
+                    )
+                    .and_then(|mut st| st.execute([pane]))
+                    .map_err(err)?;
+                }
+            }
+            ConversationOp::Title { pane, title } => {
+                tx.prepare_cached(
+                    "INSERT INTO conversation (pane, title) VALUES (?1, ?2) ON CONFLICT (pane) DO UPDATE SET title = ?2",
+                )
+                .and_then(|mut st| st.execute(params![pane, title]))
+                .map_err(err)?;
+            }
+            ConversationOp::Forget { pane } => {
+                tx.execute("DELETE FROM conversation_item WHERE pane = ?1", [pane]).map_err(err)?;
+                tx.execute("DELETE FROM conversation WHERE pane = ?1", [pane]).map_err(err)?;
+            }
+            // A later kind of op this store does not know: keeping it wrong
+            // would be worse than not keeping it.
+            _ => {}
+        }
+    }
+    Ok(!ops.is_empty())
+}
+
+/// A pane's kept conversation. An item whose text no longer reads is
+/// skipped with a warning: one bad row must not cost the rest.
+fn kept_conversation(conn: &Connection, pane: &str) -> Result<Option<KeptConversation>, StoreError> {
+    let err = |e| sql_err("kept conversation", e);
+    let head: Option<(Option<String>, bool)> = conn
+        .query_row("SELECT title, dropped FROM conversation WHERE pane = ?1", [pane], |r| {
+            Ok((r.get(0)?, r.get::<_, i64>(1)? != 0))
+        })
+        .optional()
+        .map_err(err)?;
+    let Some((title, dropped)) = head else { return Ok(None) };
+    let mut stmt = conn
+        .prepare("SELECT item_id, body FROM conversation_item WHERE pane = ?1 ORDER BY place")
+        .map_err(err)?;
+    let rows =
+        stmt.query_map([pane], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))).map_err(err)?;
+    let mut items = Vec::new();
+    for row in rows {
+        let (item_id, body) = row.map_err(err)?;
+        match serde_json::from_str::<Item>(&body) {
+            Ok(item) => items.push(item),
+            Err(e) => {
+                tracing::warn!(pane = %pane, item_id = %item_id, error = %e, "sqlite: a kept item is damaged; it is skipped");
+            }
+        }
+    }
+    Ok(Some(KeptConversation::new(title, items, dropped)))
 }
 
 /// A send recorded again (a retry of one never answered) starts over, last

@@ -307,9 +307,11 @@ async fn a_database_failing_quick_check_is_refused_naming_the_problem() {
     drop(store); // checkpointed: every page in the database file
     let mut bytes = std::fs::read(dir.db()).unwrap();
     assert!(bytes.len() > 8 * 4096, "{} bytes", bytes.len());
-    // Scribble the middle of a page past the schema's: an index or table page.
-    let at = bytes.len() / 2 + 100;
-    for b in &mut bytes[at..at + 2000] {
+    // Scribble a whole page in the middle, past the schema's: an index or
+    // table page, its header included (a part of a page may be the unused
+    // gap between its cells, which no check reads).
+    let at = bytes.len() / 4096 / 2 * 4096;
+    for b in &mut bytes[at..at + 4096] {
         *b = 0x5a;
     }
     std::fs::write(dir.db(), &bytes).unwrap();

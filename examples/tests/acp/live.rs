@@ -162,6 +162,10 @@ impl LiveAgent {
     /// The pane's items, each at its last version.
     pub(crate) fn items(&self, pane: &str) -> Vec<Value> {
         let page = self.get(&format!("/v1/panes/{pane}/events?after=0"));
+        if page["snapshot"] == true {
+            // A pane restored after a restart over items written first (§9.2).
+            return page["items"].as_array().cloned().unwrap_or_default();
+        }
         let mut shown: Vec<Value> = Vec::new();
         for event in page["events"].as_array().into_iter().flatten().filter(|e| e["type"] == "item") {
             let item = &event["item"];

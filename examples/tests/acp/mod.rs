@@ -210,9 +210,15 @@ impl Acp {
     }
 
     /// The pane's items, each as last written, in order of first appearance.
+    /// A snapshot (a pane restored after a restart over items written
+    /// first, §9.2) gives them as they stand.
     pub fn items(&self, pane: &str) -> Vec<Value> {
+        let page = self.get(&format!("/v1/panes/{pane}/events?after=0"));
+        if page["snapshot"] == true {
+            return page["items"].as_array().cloned().unwrap_or_default();
+        }
         let mut latest: Vec<Value> = Vec::new();
-        for e in self.events(pane).into_iter().filter(|e| e["type"] == "item") {
+        for e in page["events"].as_array().into_iter().flatten().filter(|e| e["type"] == "item") {
             match latest.iter_mut().find(|i| i["id"] == e["item"]["id"]) {
                 Some(i) => *i = e["item"].clone(),
                 None => latest.push(e["item"].clone()),

@@ -220,9 +220,16 @@ impl Desk {
     }
 
     /// The pane's view: items in order of first appearance, a known id replaced in place.
+    /// A snapshot (a pane restored after a restart over items written
+    /// first, §9.2) gives them as they stand.
     pub fn items(&self, pane: &str) -> Vec<Value> {
+        let (status, page) = self.get(&format!("/v1/panes/{pane}/events?after=0"));
+        assert_eq!(status, 200, "{page}");
+        if page["snapshot"] == true {
+            return page["items"].as_array().cloned().unwrap_or_default();
+        }
         let mut view: Vec<Value> = Vec::new();
-        for e in self.events(pane) {
+        for e in page["events"].as_array().cloned().unwrap_or_default() {
             if e["type"] == "item" {
                 let item = e["item"].clone();
                 match view.iter_mut().find(|i| i["id"] == item["id"]) {

@@ -4,14 +4,21 @@
 //! store with its witness, in the same run, rounds taken by turns so that
 //! the disk's moods fall on all three; the witness's write alone, in place
 //! (what the store does) against a new file renamed into place (the
-//! alternative); and what the checks cost `open` on a store of 100,000
-//! receipts, against an open without them.
+//! alternative); what the checks cost `open` on a store of 100,000
+//! receipts, against an open without them; and a scripted instant turn
+//! (a send, its turn's reply, the store's writes) with the memory store,
+//! the SQLite store keeping no conversations, and the SQLite store.
 
 use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 use std::time::Instant;
 
-use durable_sdk::stores::{MemoryReceiptStore, Receipt, ReceiptStore, SqliteReceiptStore};
+use durable_sdk::driver::exchange::{Caller, Request};
+use durable_sdk::stores::{
+    KeptAskRecord, Lookup, MemoryReceiptStore, PendingSend, Receipt, ReceiptStore, SendState,
+    SqliteReceiptStore, StoreError,
+};
+use durable_sdk::{Collie, CoreOptions, PaneOptions, Turn};
 
 use crate::pi::middle;
 
@@ -123,7 +130,122 @@ pub(crate) async fn run(dir: &Path) -> Result<(), String> {
         size as f64 / (1024.0 * 1024.0),
         checked / unchecked
     );
+    turns(&dir).await?;
     let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// Turns in a round of the turn case.
+const TURNS: usize = 100;
+
+/// The SQLite store with its conversations hidden: what a turn cost before
+/// stores kept them.
+struct WithoutConversations(SqliteReceiptStore);
+
+impl ReceiptStore for WithoutConversations {
+    async fn get(&self, request_id: &str) -> Result<Lookup, StoreError> {
+        self.0.get(request_id).await
+    }
+    async fn put(&self, request_id: &str, receipt: Receipt, group: &str) -> Result<(), StoreError> {
+        self.0.put(request_id, receipt, group).await
+    }
+    async fn claim(&self, request_id: &str) -> Result<Lookup, StoreError> {
+        self.0.claim(request_id).await
+    }
+    fn release(&self, request_id: &str) {
+        self.0.release(request_id)
+    }
+    async fn record_send(&self, send: PendingSend) -> Result<(), StoreError> {
+        self.0.record_send(send).await
+    }
+    async fn set_send_state(&self, request_id: &str, state: SendState) -> Result<(), StoreError> {
+        self.0.set_send_state(request_id, state).await
+    }
+    async fn send_state(&self, request_id: &str) -> Result<Option<SendState>, StoreError> {
+        self.0.send_state(request_id).await
+    }
+    async fn unfinished_sends(&self) -> Result<Vec<PendingSend>, StoreError> {
+        self.0.unfinished_sends().await
+    }
+    fn keeps_sends(&self) -> bool {
+        true
+    }
+    fn keeps_asks(&self) -> bool {
+        true
+    }
+    async fn keep_ask(&self, ask: KeptAskRecord) -> Result<(), StoreError> {
+        self.0.keep_ask(ask).await
+    }
+    async fn forget_ask(&self, ask_id: &str) -> Result<(), StoreError> {
+        self.0.forget_ask(ask_id).await
+    }
+    async fn kept_asks(&self) -> Result<Vec<KeptAskRecord>, StoreError> {
+        self.0.kept_asks().await
+    }
+}
+
+/// An agent over `store` with one pane whose turns reply at once, its jobs
+/// run on this runtime as a transport's driver runs them.
+fn agent(store: impl ReceiptStore) -> Result<Collie, String> {
+    let collie =
+        durable_sdk::create_core(CoreOptions::builder().receipts(store)).map_err(|e| e.to_string())?;
+    let core = collie.core().clone();
+    collie.core().set_wakeup(move || {
+        while let Some(job) = core.poll_job() {
+            tokio::spawn(job);
+        }
+    });
+    let tab =
+        collie.workspace("bench", "Bench").and_then(|w| w.tab("main", "Main")).map_err(|e| e.to_string())?;
+    let pane = tab.pane("p", PaneOptions::new("Bench")).map_err(|e| e.to_string())?;
+    pane.on_send(|turn: Turn| async move { turn.reply(format!("did: {}", turn.text())) })
+        .map_err(|e| e.to_string())?;
+    collie.ready();
+    Ok(collie)
+}
+
+/// µs per turn over `TURNS` sends, one after the other, each counted until
+/// its turn ended and the store has what the pane showed.
+async fn turn_round(collie: &Collie, first: usize) -> Result<f64, String> {
+    let started = Instant::now();
+    for n in first..first + TURNS {
+        let body = format!(r#"{{"requestId":"t-{n}","text":"hello {n}"}}"#);
+        let r = collie.core().handle(Request::post("/v1/panes/p/send", body, Caller::OtherProcess)).await;
+        if r.status != 200 {
+            return Err(format!("a send was refused: {}", r.status));
+        }
+        collie.core().turns_done().await;
+        collie.conversations_kept().await;
+    }
+    Ok(started.elapsed().as_secs_f64() * 1e6 / TURNS as f64)
+}
+
+/// A scripted instant turn with each store, rounds taken by turns.
+async fn turns(dir: &Path) -> Result<(), String> {
+    let err = |e: StoreError| e.to_string();
+    let memory = agent(MemoryReceiptStore::new())?;
+    let bare =
+        agent(WithoutConversations(SqliteReceiptStore::open(dir.join("turns-bare.sqlite3")).map_err(err)?))?;
+    let kept = agent(SqliteReceiptStore::open(dir.join("turns.sqlite3")).map_err(err)?)?;
+    let (mut mem_t, mut bare_t, mut kept_t) = (Vec::new(), Vec::new(), Vec::new());
+    for r in 0..ROUNDS {
+        let first = r * TURNS;
+        mem_t.push(turn_round(&memory, first).await?);
+        bare_t.push(turn_round(&bare, first).await?);
+        kept_t.push(turn_round(&kept, first).await?);
+    }
+    let (mem, bare, kept) = (middle(mem_t), middle(bare_t), middle(kept_t));
+    println!(
+        "turns: µs per scripted instant turn (send, reply, the store's writes), the median of {ROUNDS} rounds of {TURNS}"
+    );
+    println!("  memory store (conversations in memory)     {mem:>9.1}");
+    println!("  SQLite, no conversations                   {bare:>9.1}  {:.2}× the memory store", bare / mem);
+    println!(
+        "  SQLite keeping conversations               {kept:>9.1}  {:.2}× the memory store, {:.2}× SQLite without (+{:.0} µs)",
+        kept / mem,
+        kept / bare,
+        kept - bare
+    );
     Ok(())
 }
 

@@ -5,5 +5,6 @@
 
 pub mod answer;
 pub mod caller_check;
+pub mod conversation;
 pub mod decided;
 pub mod receipt;

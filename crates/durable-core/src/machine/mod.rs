@@ -37,6 +37,9 @@ pub struct MachineConfig {
     /// Whether the receipt store keeps open asks (§7.2): each raise and
     /// close is then journalled.
     pub keeps_asks: bool,
+    /// Whether the receipt store keeps conversations: what each pane shows
+    /// is then journalled, and a pane is restored as it is first declared.
+    pub keeps_conversations: bool,
     /// How long an answer to an ask not raised yet is held (§7.1).
     pub hold_ms: u64,
     /// The bytes all held answers may keep.
@@ -58,8 +61,12 @@ pub struct Machine {
 
 impl Machine {
     pub fn new(config: MachineConfig) -> Machine {
+        let mut state = State::new(config.tail_limit);
+        if config.keeps_conversations {
+            state.keep_conversations();
+        }
         Machine {
-            state: State::new(config.tail_limit),
+            state,
             allow_always: config.allow_always,
             caller_check: CallerCheckMode::Unavailable,
             stopping: false,

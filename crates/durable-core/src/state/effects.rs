@@ -38,6 +38,9 @@ pub enum Effect {
     /// The store's journal of asks has ops and no job applies them: start
     /// one (it takes them with `State::next_ask_op`).
     DrainAsks,
+    /// The store's journal of conversations has steps and no job applies
+    /// them: start one (it takes them with `State::next_conversation_steps`).
+    DrainConversations,
     /// A pane's last ask closed and sends wait in its queue: deliver them.
     DeliverQueued(Id),
     /// Wake a waiter (no turn runs any more).

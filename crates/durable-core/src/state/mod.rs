@@ -16,6 +16,7 @@
 //! lock, but for the warn lines and the handlers let go of, after it).
 
 mod asks;
+mod conversations;
 mod effects;
 mod journal;
 mod kept;
@@ -35,8 +36,9 @@ use crate::data::receipt::{KeptAskRecord, Receipt};
 use crate::timers::{Timer, Timers};
 
 pub use asks::Hold;
+pub use conversations::{ConversationStep, ConversationsJournal};
 pub use effects::{Effect, Link};
-pub use journal::{AskOp, AsksJournal};
+pub use journal::{AskOp, AsksJournal, Journal};
 pub use kept::{KeptLoad, KeptPhase};
 pub use layout::TabKey;
 pub use panes::{PaneData, PaneFields, QueuedSend, SessionId, Takers};
@@ -87,6 +89,15 @@ pub struct State {
     writers: Writers,
     /// The store's journal of asks (§7.2).
     asks_journal: AsksJournal,
+    /// The store's journal of conversations, when it keeps them.
+    conversations: ConversationsJournal,
+    keeps_conversations: bool,
+    /// Each item whose op waits in the journal, by (pane, item id): the
+    /// op's number there (stale once taken; cleared when none waits).
+    queued_items: HashMap<(String, Id), u64>,
+    /// Restore numbers handed out, and the journal's length at the last.
+    restores: u64,
+    restores_pushed_at: u64,
     /// The asks the last run left open (§7.2).
     kept: KeptPhase,
     timers: Timers,
@@ -150,7 +161,12 @@ impl State {
             turns_running: 0,
             idle_waiters: Vec::new(),
             writers: Writers::default(),
-            asks_journal: AsksJournal::default(),
+            asks_journal: AsksJournal::new(|| Effect::DrainAsks),
+            conversations: conversations::journal(),
+            keeps_conversations: false,
+            queued_items: HashMap::new(),
+            restores: 0,
+            restores_pushed_at: 0,
             kept: KeptPhase::default(),
             timers: Timers::default(),
             warned_versions: VecDeque::new(),
@@ -396,12 +412,12 @@ impl State {
 
     /// The store applied (or failed) the op taken.
     pub fn ask_op_applied(&mut self) {
-        self.asks_journal.applied(&mut self.effects);
+        self.asks_journal.applied(1, &mut self.effects);
     }
 
     /// The op taken was dropped before the store said anything.
     pub fn ask_op_dropped(&mut self) {
-        self.asks_journal.dropped(&mut self.effects);
+        self.asks_journal.dropped(1, &mut self.effects);
     }
 
     /// How many ops were pushed so far.

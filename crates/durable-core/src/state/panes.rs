@@ -2,13 +2,14 @@
 //! sends, and the panes closed by this process (kept for reopen).
 
 use bytes::Bytes;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use durable_types::{ActionView, ClosedView, Event, EventBody, Id, Item, PaneState, Timestamp, VIEW_LIMIT};
 
 use super::layout::TabKey;
 use super::{Effect, Link, State};
+use crate::data::conversation::{ConversationOp, ItemsInOrder};
 
 /// Closed panes kept for reopen (and listed in the state's `closed`).
 const CLOSED_MEMORY: usize = 500;
@@ -49,14 +50,21 @@ pub struct PaneData {
     state: PaneState,
     turn_id: Option<String>,
     last_seq: u64,
+    /// The last seq when the pane was declared: its events since are
+    /// `declared_seq + 1 ..= last_seq`.
+    declared_seq: u64,
+    /// A reader asked for the pane's events since it was declared.
+    events_read: bool,
+    /// The restore number of the store's kept items this pane is still
+    /// owed (`State::restore_conversation`).
+    pub(super) restore: Option<u64>,
     /// The tail: each event kept as written until a reader first asks for
     /// it, then as the JSON the events route sends (a read copies bytes, it
     /// never encodes again).
     events: VecDeque<TailEvent>,
-    view: BTreeMap<u64, Arc<Item>>,
-    view_index: HashMap<Id, u64>,
-    next_order: u64,
-    dropped: bool,
+    /// The view: items in order of first appearance, the newest
+    /// [`VIEW_LIMIT`] kept.
+    view: ItemsInOrder,
     actions: Vec<ActionView>,
     /// The time of the pane's first event (history's `startedAt` for an
     /// open pane, §10); `None` until it has one.
@@ -179,11 +187,11 @@ impl PaneData {
             state: PaneState::Idle,
             turn_id: None,
             last_seq,
+            declared_seq: last_seq,
+            events_read: false,
+            restore: None,
             events: VecDeque::new(),
-            view: BTreeMap::new(),
-            view_index: HashMap::new(),
-            next_order: 0,
-            dropped: false,
+            view: ItemsInOrder::new(VIEW_LIMIT),
             actions: Vec::new(),
             started_at: None,
             changed_at: 0,
@@ -327,8 +335,7 @@ impl PaneData {
     /// The view's newest items (at most [`VIEW_LIMIT`]), and whether older
     /// ones are no longer kept.
     pub fn view_items(&self) -> (Vec<&Item>, bool) {
-        let skip = self.view.len().saturating_sub(VIEW_LIMIT);
-        (self.view.values().skip(skip).map(|i| &**i).collect(), self.dropped || skip > 0)
+        (self.view.iter().map(|i| &**i).collect(), self.view.dropped())
     }
 
     /// How many items the view holds.
@@ -338,7 +345,7 @@ impl PaneData {
 
     /// Whether the view lost its oldest items to [`VIEW_LIMIT`].
     pub fn view_dropped(&self) -> bool {
-        self.dropped
+        self.view.dropped()
     }
 
     /// A page of the view for history (§10): at most `limit` items (copied)
@@ -347,12 +354,12 @@ impl PaneData {
     /// place is the item's order of first appearance, so it holds while
     /// items are appended, rewritten in place or dropped from the front.
     pub fn view_page(&self, after: u64, limit: usize) -> (Vec<Item>, Option<u64>) {
-        let mut rest = self.view.range(after.saturating_add(1)..);
+        let mut rest = self.view.after(after);
         let mut items = Vec::with_capacity(limit.min(self.view.len()));
         let mut last = after;
         for (order, item) in rest.by_ref().take(limit) {
             items.push(Item::clone(item));
-            last = *order;
+            last = order;
         }
         let next = rest.next().is_some().then_some(last);
         (items, next)
@@ -369,7 +376,7 @@ impl PaneData {
         self.last_seq += 1;
         self.started_at.get_or_insert(ts);
         if let EventBody::Item { item } = &body {
-            self.put_in_view(item.clone());
+            self.view.put(item.clone());
         }
         self.events.push_back(TailEvent::Written(Event { seq: self.last_seq, ts, body }));
         while self.events.len() > tail_limit {
@@ -377,27 +384,63 @@ impl PaneData {
         }
     }
 
-    /// Puts an item in the view: in place for a known id, else at the end.
-    fn put_in_view(&mut self, item: Arc<Item>) {
-        if let Some(order) = self.view_index.get(&item.id) {
-            self.view.insert(*order, item);
+    /// Puts kept items back in front of the view: see
+    /// [`State::restore_conversation`].
+    pub(super) fn restore_items(
+        &mut self,
+        kept: Vec<Item>,
+        dropped: bool,
+        now: Timestamp,
+        tail_limit: usize,
+    ) {
+        let whole_tail = self.events.len() as u64 == self.last_seq - self.declared_seq
+            && self.events.iter().all(|e| matches!(e, TailEvent::Written(_)));
+        if !self.events_read && whole_tail {
+            // No reader has seen the pane's events: the kept items become
+            // its first events and what it showed since follows them,
+            // renumbered (an item of a kept id lands in that item's place).
+            let since = std::mem::take(&mut self.events);
+            self.last_seq = self.declared_seq;
+            self.view.take_all();
+            for item in kept {
+                self.push_event(now, EventBody::Item { item: Arc::new(item) }, tail_limit);
+            }
+            for event in since {
+                if let TailEvent::Written(e) = event {
+                    self.push_event(e.ts, e.body, tail_limit);
+                }
+            }
+            if dropped {
+                self.view.mark_dropped();
+            }
             return;
         }
-        self.next_order += 1;
-        self.view_index.insert(item.id.clone(), self.next_order);
-        self.view.insert(self.next_order, item);
-        while self.view.len() > VIEW_LIMIT {
-            if let Some((_, old)) = self.view.pop_first() {
-                self.view_index.remove(&old.id);
-                self.dropped = true;
+        let written_since = self.view.take_all();
+        let mut newer: HashMap<Id, Arc<Item>> =
+            written_since.iter().map(|i| (i.id.clone(), Arc::clone(i))).collect();
+        for item in kept {
+            let item = newer.remove(&item.id).unwrap_or_else(|| Arc::new(item));
+            self.view.put(item);
+        }
+        for item in written_since {
+            if newer.contains_key(&item.id) {
+                self.view.put(item);
             }
         }
+        if dropped {
+            self.view.mark_dropped();
+        }
+        self.started_at.get_or_insert(now);
+        // The tail starts again past a seq no event has: every reader's
+        // `after` is then behind it and gets the view.
+        self.events.clear();
+        self.last_seq += 1;
     }
 
     /// The view's items still marked partial, finalized.
     fn finalized_partials(&self) -> Vec<Item> {
         self.view
-            .values()
+            .iter()
             .filter(|i| i.body.is_partial())
             .map(|i| {
                 let mut item = Item::clone(i);
@@ -409,6 +452,14 @@ impl PaneData {
 }
 
 impl State {
+    /// The pane whose events a reader asks for: a restore from now on
+    /// starts its tail again rather than renumbering it.
+    pub fn pane_events_read(&mut self, id: &Id) -> Option<&PaneData> {
+        let p = self.panes.get_mut(id)?;
+        p.events_read = true;
+        Some(p)
+    }
+
     pub fn pane(&self, id: &Id) -> Option<&PaneData> {
         self.panes.get(id).map(|p| &**p)
     }
@@ -436,7 +487,7 @@ impl State {
     }
 
     /// A pane's field or tail changed.
-    fn touch_pane(&mut self, pane: &Id) {
+    pub(super) fn touch_pane(&mut self, pane: &Id) {
         let seq = self.bump();
         if let Some(p) = self.panes.get_mut(pane) {
             let before = std::mem::replace(&mut p.changed_at, seq);
@@ -447,12 +498,25 @@ impl State {
     }
 
     /// Appends an event to an open pane and marks it changed.
+    /// With a store that keeps conversations, an item or title is
+    /// journaled for it.
     pub fn pane_event(&mut self, pane: &Id, ts: Timestamp, body: EventBody) {
         let tail_limit = self.tail_limit;
-        if let Some(p) = self.panes.get_mut(pane) {
-            p.push_event(ts, body, tail_limit);
-        }
+        let Some(p) = self.panes.get_mut(pane) else { return };
+        let kept = match (&body, self.keeps_conversations) {
+            (EventBody::Item { item }, true) => {
+                Some(ConversationOp::Item { pane: pane.to_string(), item: Arc::clone(item) })
+            }
+            (EventBody::Title { title }, true) => {
+                Some(ConversationOp::Title { pane: pane.to_string(), title: title.clone() })
+            }
+            _ => None,
+        };
+        p.push_event(ts, body, tail_limit);
         self.touch_pane(pane);
+        if let Some(op) = kept {
+            self.keep_conversation(op);
+        }
     }
 
     /// Opens a pane at the end of its tab (the caller checked the id is not
@@ -461,7 +525,9 @@ impl State {
         let Some(t) = self.find_tab_mut(tab) else { return false };
         t.panes.push(id.clone());
         let last_seq = self.seq_floor.get(&id).copied().unwrap_or(0);
-        let data = PaneData::new(id.clone(), tab.clone(), fields, last_seq);
+        let restore = self.conversation_opened(&id, &fields.title);
+        let mut data = PaneData::new(id.clone(), tab.clone(), fields, last_seq);
+        data.restore = restore;
         self.forget_closed(&id);
         self.panes.insert(id.clone(), Box::new(data));
         self.bump_layout();
@@ -497,6 +563,26 @@ impl State {
         self.bump_layout();
         self.record_removed(pane.clone());
         true
+    }
+
+    /// The pane of this id, open or closed, if it is owed restore number
+    /// `restore`.
+    pub(super) fn owed_restore(&mut self, pane: &Id, restore: u64) -> Option<&mut PaneData> {
+        let owed = |p: &PaneData| p.restore == Some(restore);
+        if self.panes.get(pane).is_some_and(|p| owed(p)) {
+            return self.panes.get_mut(pane).map(|b| &mut **b);
+        }
+        self.closed.iter_mut().map(|c| &mut *c.data).find(|p| &p.id == pane && owed(p))
+    }
+
+    /// The pane of this id, open or closed, is owed no kept items any more.
+    pub(super) fn cancel_restore(&mut self, pane: &Id) {
+        if let Some(p) = self.panes.get_mut(pane) {
+            p.restore = None;
+        }
+        for c in self.closed.iter_mut().filter(|c| &c.data.id == pane) {
+            c.data.restore = None;
+        }
     }
 
     /// Forgets a closed pane of this id (a new one takes its place), and

@@ -76,11 +76,14 @@ impl Harness {
     /// A core built with extra options.
     pub fn with(f: impl FnOnce(CoreOptionsBuilder) -> CoreOptionsBuilder) -> Harness {
         let h = Self::without_driver(f);
-        // Jobs run on the test's runtime, as a driver would run them.
+        // Jobs run on the test's runtime, as a driver would run them; a
+        // test with no runtime leaves them queued, as a program does until
+        // its driver runs.
         let waker_core = h.core.clone();
         h.core.set_wakeup(move || {
+            let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
             while let Some(job) = waker_core.poll_job() {
-                tokio::spawn(job);
+                runtime.spawn(job);
             }
         });
         h

@@ -1,0 +1,170 @@
+//! A pane's conversation as the receipt store keeps it: what the phone was
+//! shown (the program's items as last written, the user items of sends,
+//! the SDK's own notices and closing lines) and the pane's title, so that
+//! a pane declared again after a restart comes back with its items.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use durable_types::{Id, Item};
+
+/// Items a store keeps per conversation: the view's own bound (§6, 2,000).
+/// Past it the oldest are dropped and the conversation says so
+/// ([`KeptConversation::dropped`]).
+pub const KEPT_ITEMS_PER_CONVERSATION: usize = durable_types::VIEW_LIMIT;
+
+/// One change to a kept conversation, in the order the pane saw it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ConversationOp {
+    /// An item as last written: it replaces the conversation's item of the
+    /// same id in place, or goes at its end.
+    Item {
+        /// The pane id, which names the conversation.
+        pane: String,
+        /// The item, as the phone was shown it.
+        item: Arc<Item>,
+    },
+    /// The pane's title (declared or renamed).
+    Title {
+        /// The pane id.
+        pane: String,
+        /// Its title.
+        title: String,
+    },
+    /// Forget the conversation (the program deleted it).
+    Forget {
+        /// The pane id.
+        pane: String,
+    },
+}
+
+impl ConversationOp {
+    /// An item of `pane`'s conversation, as last written.
+    pub fn item(pane: impl Into<String>, item: Item) -> Self {
+        ConversationOp::Item { pane: pane.into(), item: Arc::new(item) }
+    }
+
+    /// `pane`'s title.
+    pub fn title(pane: impl Into<String>, title: impl Into<String>) -> Self {
+        ConversationOp::Title { pane: pane.into(), title: title.into() }
+    }
+
+    /// Forget `pane`'s conversation.
+    pub fn forget(pane: impl Into<String>) -> Self {
+        ConversationOp::Forget { pane: pane.into() }
+    }
+
+    /// The pane whose conversation this changes.
+    pub fn pane(&self) -> &str {
+        match self {
+            ConversationOp::Item { pane, .. }
+            | ConversationOp::Title { pane, .. }
+            | ConversationOp::Forget { pane } => pane,
+        }
+    }
+}
+
+/// What a store kept of a pane's conversation.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct KeptConversation {
+    /// The last title kept (the program's declared title still wins: this
+    /// one is for the pane's history row).
+    pub title: Option<String>,
+    /// The items, oldest first, each as last written.
+    pub items: Vec<Item>,
+    /// Whether older items were dropped (the store's bound per
+    /// conversation).
+    pub dropped: bool,
+}
+
+impl KeptConversation {
+    /// A conversation of these items, oldest first.
+    pub fn new(title: Option<String>, items: Vec<Item>, dropped: bool) -> Self {
+        KeptConversation { title, items, dropped }
+    }
+}
+
+/// Items in order of first appearance, each as last written, the newest
+/// `limit` kept: a pane's view, and a store's kept conversation. An item
+/// written again under a known id replaces the earlier one in its place.
+/// A place is the item's order of first appearance: it holds while items
+/// are appended, rewritten in place or dropped from the front.
+#[derive(Debug, Clone)]
+pub struct ItemsInOrder {
+    items: BTreeMap<u64, Arc<Item>>,
+    places: HashMap<Id, u64>,
+    next: u64,
+    dropped: bool,
+    limit: usize,
+}
+
+impl ItemsInOrder {
+    /// No items yet; at most `limit` kept (at least 1).
+    pub fn new(limit: usize) -> Self {
+        ItemsInOrder {
+            items: BTreeMap::new(),
+            places: HashMap::new(),
+            next: 0,
+            dropped: false,
+            limit: limit.max(1),
+        }
+    }
+
+    /// Puts an item in its place (a known id) or at the end, dropping the
+    /// oldest past the limit.
+    pub fn put(&mut self, item: Arc<Item>) {
+        if let Some(place) = self.places.get(&item.id) {
+            self.items.insert(*place, item);
+            return;
+        }
+        self.next += 1;
+        self.places.insert(item.id.clone(), self.next);
+        self.items.insert(self.next, item);
+        while self.items.len() > self.limit {
+            if let Some((_, old)) = self.items.pop_first() {
+                self.places.remove(&old.id);
+                self.dropped = true;
+            }
+        }
+    }
+
+    /// Takes every item out, in order; places start again from 1 (whether
+    /// older items were dropped is kept).
+    pub fn take_all(&mut self) -> Vec<Arc<Item>> {
+        self.places.clear();
+        self.next = 0;
+        std::mem::take(&mut self.items).into_values().collect()
+    }
+
+    /// Marks that older items are no longer kept.
+    pub fn mark_dropped(&mut self) {
+        self.dropped = true;
+    }
+
+    /// Whether older items are no longer kept.
+    pub fn dropped(&self) -> bool {
+        self.dropped
+    }
+
+    /// How many items are kept.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether none is kept.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// The items, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Item>> {
+        self.items.values()
+    }
+
+    /// The items whose place comes after `place`, with their places.
+    pub fn after(&self, place: u64) -> impl Iterator<Item = (u64, &Arc<Item>)> {
+        self.items.range(place.saturating_add(1)..).map(|(p, i)| (*p, i))
+    }
+}

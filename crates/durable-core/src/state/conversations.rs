@@ -1,0 +1,229 @@
+//! Each pane's conversation, kept by a store that keeps conversations:
+//! what a pane shows goes into a journal that a job of the runtime applies
+//! to the store in batches ([`Effect::DrainConversations`]), and a pane
+//! declared is first given back what is kept under its id
+//! ([`ConversationStep::Restore`], in the same journal, so the store is
+//! read before any newer write of that pane).
+
+use durable_types::{Id, Timestamp};
+
+use super::{Effect, Journal, Link, State};
+use crate::data::conversation::{ConversationOp, KeptConversation};
+
+/// One step of the conversations' journal.
+#[derive(Debug)]
+pub enum ConversationStep {
+    /// A change for the store (applied in batches).
+    Keep(ConversationOp),
+    /// Read what the store kept of this pane and give it back to the pane
+    /// declared with this restore number, if it is still owed one
+    /// ([`State::restore_conversation`]).
+    Restore {
+        /// The pane id.
+        pane: Id,
+        /// Which declaration of the pane asked for it.
+        restore: u64,
+    },
+}
+
+/// The journal of conversations.
+pub type ConversationsJournal = Journal<ConversationStep>;
+
+/// A new journal of conversations.
+pub(super) fn journal() -> ConversationsJournal {
+    Journal::new(|| Effect::DrainConversations)
+}
+
+impl State {
+    /// The store keeps conversations: from now on, what panes show is
+    /// journaled, and each pane declared is given back what is kept under
+    /// its id.
+    pub fn keep_conversations(&mut self) {
+        self.keeps_conversations = true;
+    }
+
+    /// Whether the store keeps conversations.
+    pub fn keeps_conversations(&self) -> bool {
+        self.keeps_conversations
+    }
+
+    /// Journals a change of a pane's conversation (nothing when the store
+    /// keeps none).
+    ///
+    /// An item written again while its earlier form still waits for the
+    /// store replaces that form in the journal (the store would only have
+    /// replaced it): a reply streamed while the store is slow costs one
+    /// queued op, not one per partial write.
+    pub(super) fn keep_conversation(&mut self, op: ConversationOp) {
+        if !self.keeps_conversations {
+            return;
+        }
+        if self.conversations.queued() == 0 {
+            self.queued_items.clear();
+        } else if self.queued_items.len() > 2 * self.conversations.queued() + 64 {
+            // The store never caught up long enough to clear them: drop the
+            // entries of ops it took.
+            let first = self.conversations.pushed() - self.conversations.queued() as u64;
+            self.queued_items.retain(|_, index| *index >= first);
+        }
+        match op {
+            ConversationOp::Item { pane, item } => {
+                let key = (pane, item.id.clone());
+                if let Some(&index) = self.queued_items.get(&key) {
+                    if let Some(ConversationStep::Keep(ConversationOp::Item { item: queued, .. })) =
+                        self.conversations.queued_mut(index)
+                    {
+                        *queued = item;
+                        return;
+                    }
+                }
+                let op = ConversationOp::Item { pane: key.0.clone(), item };
+                self.conversations.push(ConversationStep::Keep(op), &mut self.effects);
+                self.queued_items.insert(key, self.conversations.pushed() - 1);
+            }
+            ConversationOp::Forget { pane } => {
+                // A later write of an item starts over after the forget.
+                self.queued_items.retain(|(p, _), _| *p != pane);
+                self.conversations
+                    .push(ConversationStep::Keep(ConversationOp::Forget { pane }), &mut self.effects);
+            }
+            op => self.conversations.push(ConversationStep::Keep(op), &mut self.effects),
+        }
+    }
+
+    /// A pane was declared (the first time in this run, or again after a
+    /// close): it is owed what is kept under its id, then its declared
+    /// title is kept. Returns the restore number the pane waits for.
+    pub(super) fn conversation_opened(&mut self, pane: &Id, title: &str) -> Option<u64> {
+        if !self.keeps_conversations {
+            return None;
+        }
+        self.restores += 1;
+        let restore = self.restores;
+        self.conversations.push(ConversationStep::Restore { pane: pane.clone(), restore }, &mut self.effects);
+        self.restores_pushed_at = self.conversations.pushed();
+        self.keep_conversation(ConversationOp::Title { pane: pane.to_string(), title: title.to_owned() });
+        Some(restore)
+    }
+
+    /// The program deletes a conversation from the store. A pane of that id
+    /// still owed its kept items is no longer (it starts empty); an open
+    /// one keeps what it shows, and what it shows next is kept anew.
+    pub fn forget_conversation(&mut self, pane: &str) {
+        if let Ok(id) = Id::new(pane) {
+            self.cancel_restore(&id);
+        }
+        self.keep_conversation(ConversationOp::Forget { pane: pane.to_owned() });
+    }
+
+    /// The next steps for the store, in order, at most `max`: a run the
+    /// runtime applies as the restores' reads, in order, then the changes
+    /// in one call (one commit). The run ends before a restore of a pane
+    /// whose items or forget it holds, so that a read sees every change
+    /// journaled before it. Empty: the job ends.
+    pub fn next_conversation_steps(&mut self, max: usize) -> Vec<ConversationStep> {
+        let Some(first) = self.conversations.take_next() else { return Vec::new() };
+        // The panes whose items (or forget) the run holds.
+        let mut changed: Vec<String> = Vec::new();
+        let note = |step: &ConversationStep, changed: &mut Vec<String>| {
+            if let ConversationStep::Keep(op) = step {
+                if !matches!(op, ConversationOp::Title { .. }) && !changed.iter().any(|p| p == op.pane()) {
+                    changed.push(op.pane().to_owned());
+                }
+            }
+        };
+        note(&first, &mut changed);
+        let mut steps = vec![first];
+        while steps.len() < max {
+            let next = self.conversations.take_next_if(|s| match s {
+                ConversationStep::Restore { pane, .. } => !changed.iter().any(|p| p == pane.as_str()),
+                ConversationStep::Keep(_) => true,
+            });
+            let Some(step) = next else { break };
+            note(&step, &mut changed);
+            steps.push(step);
+        }
+        steps
+    }
+
+    /// The store applied (or failed) the `count` steps taken last.
+    pub fn conversation_steps_applied(&mut self, count: usize) {
+        self.conversations.applied(count as u64, &mut self.effects);
+    }
+
+    /// The `count` steps taken last were dropped before the store answered.
+    pub fn conversation_steps_dropped(&mut self, count: usize) {
+        self.conversations.dropped(count as u64, &mut self.effects);
+    }
+
+    /// How many steps were pushed so far: what a waiter for everything
+    /// waits for.
+    pub fn conversation_steps_pushed(&self) -> u64 {
+        self.conversations.pushed()
+    }
+
+    /// The steps up to the last restore asked for: what a waiter for the
+    /// panes' kept items waits for.
+    pub fn conversation_restores_pushed(&self) -> u64 {
+        self.restores_pushed_at
+    }
+
+    /// Whether the store applied the first `target` steps.
+    pub fn conversation_steps_applied_up_to(&self, target: u64) -> bool {
+        self.conversations.has_applied(target)
+    }
+
+    /// `waiter` is woken once the store applied the first `target` steps.
+    pub fn wait_for_conversation_steps(&mut self, target: u64, waiter: Link) {
+        self.conversations.wait(target, waiter, &mut self.effects);
+    }
+
+    /// `waiter` stopped waiting.
+    pub fn stop_waiting_for_conversation_steps(&mut self, waiter: Link) {
+        self.conversations.stop_waiting(waiter);
+    }
+
+    /// Gives the pane declared with restore number `restore` what the store
+    /// kept under its id, if it is still owed it (open, or closed since):
+    /// the kept items first, in their order, each in its newest form (the
+    /// program may have written it again since it declared the pane) and
+    /// finalized (a partial item cut by a restart streams no more); the
+    /// items written since follow. While no reader asked for the pane's
+    /// events they are renumbered behind the kept ones; after, the tail
+    /// starts again and readers get the view (a snapshot, §6). Kept items
+    /// that break the item rules are left out. Returns whether the pane
+    /// changed.
+    pub fn restore_conversation(
+        &mut self,
+        pane: &Id,
+        restore: u64,
+        kept: KeptConversation,
+        now: Timestamp,
+    ) -> bool {
+        let tail_limit = self.tail_limit;
+        let mut items = Vec::with_capacity(kept.items.len());
+        let mut broken = 0;
+        for item in kept.items {
+            match item.sanitized() {
+                Ok((mut item, _)) => {
+                    item.body.finalize();
+                    items.push(item);
+                }
+                Err(_) => broken += 1,
+            }
+        }
+        if broken > 0 {
+            self.effect(Effect::Warn(format!(
+                "collie: {broken} kept item(s) of pane {pane} break the item rules; they are left out"
+            )));
+        }
+        let Some(p) = self.owed_restore(pane, restore) else { return false };
+        p.restore = None;
+        if items.is_empty() && !kept.dropped {
+            return false;
+        }
+        p.restore_items(items, kept.dropped, now, tail_limit);
+        self.touch_pane(pane);
+        true
+    }
+}

@@ -1,0 +1,398 @@
+//! Conversations kept by the receipt store: a pane declared again after a
+//! restart comes back with what the phone was shown — the program's items
+//! as last written, the user items of sends, the SDK's own notices — and a
+//! reader of its events gets that view. Here the restart is a new core over
+//! the same memory store (the SQLite store's own test restarts over a file:
+//! `durable-sdk/tests/conversations.rs`).
+use durable_runtime::test_util as harness;
+
+use std::sync::Arc;
+
+use durable_runtime::types::{Item, NoticeTone};
+use durable_runtime::{
+    ChatHandler, ConversationOp, Lookup, MemoryReceiptStore, Receipt, ReceiptStore, StoreError, Turn,
+};
+use harness::Harness;
+use serde_json::{Value, json};
+
+/// Answers each send at once.
+struct Echo;
+
+impl ChatHandler for Echo {
+    async fn turn(&self, turn: Turn) {
+        turn.reply(format!("did: {}", turn.text()));
+    }
+}
+
+/// One run of the agent over `store`: the standard pane, its chat.
+fn run(store: &Arc<MemoryReceiptStore>) -> Harness {
+    let h = Harness::with(|b| b.receipts(Arc::clone(store)));
+    h.pane().on_send(Echo).unwrap();
+    h
+}
+
+fn items(view: &Value) -> Vec<Value> {
+    view["items"].as_array().cloned().unwrap_or_default()
+}
+
+fn texts(view: &Value) -> Vec<String> {
+    items(view).iter().map(|i| i["text"].as_str().unwrap_or("").to_owned()).collect()
+}
+
+#[tokio::test]
+async fn a_pane_declared_after_a_restart_comes_back_with_its_items_each_as_last_written() {
+    let store = Arc::new(MemoryReceiptStore::new());
+    let first = run(&store);
+    let pane = first.core.pane("ticket-1").unwrap();
+    first.core.ready();
+    pane.write(Item::partial_reply("r-a", "Looking").unwrap()).unwrap();
+    pane.write(Item::notice("n-1", "Order 5521 found", NoticeTone::Info).unwrap()).unwrap();
+    pane.write(Item::reply("r-a", "Looking at order 5521.").unwrap()).unwrap();
+    let sent = first.post("/v1/panes/ticket-1/send", json!({"requestId": "r-1", "text": "refund?"})).await;
+    assert_eq!(sent.status, 200, "{:?}", sent.json);
+    first.settle().await;
+    first.core.conversations_kept().await;
+    let before = first.view("ticket-1").await;
+    assert_eq!(
+        texts(&before),
+        ["Looking at order 5521.", "Order 5521 found", "refund?", "did: refund?"],
+        "the rewrite is in place, the send's user item and reply follow"
+    );
+
+    // The restart: a new core over the same store declares the pane again.
+    let second = run(&store);
+    second.core.ready();
+    second.core.conversations_kept().await;
+    let after = second.view("ticket-1").await;
+    assert_eq!(items(&after), items(&before), "the same items, in the same order, each as last written");
+    assert_eq!(after["dropped"], false);
+    // The pane showed nothing yet: the kept items are its first events.
+    let tail: Vec<Value> = second.all_events("ticket-1").await.iter().map(|e| e["item"].clone()).collect();
+    assert_eq!(tail, items(&before), "one item event each");
+    // A reader from the last run (its `after` beyond the pane's last seq) gets the view.
+    let r = second.events("ticket-1", before["next"].as_u64().unwrap()).await;
+    assert_eq!(r.json["snapshot"], true, "{:?}", r.json);
+    assert_eq!(items(&r.json), items(&before));
+    // The pane goes on from there: new items follow the kept ones.
+    let again = second.post("/v1/panes/ticket-1/send", json!({"requestId": "r-2", "text": "thanks"})).await;
+    assert_eq!(again.status, 200, "{:?}", again.json);
+    second.settle().await;
+    assert_eq!(texts(&second.view("ticket-1").await)[4..], ["thanks", "did: thanks"]);
+}
+
+/// A first run that kept a, b and c on the standard pane; then a second
+/// run over the same store, with no driver yet (its restore waits in the
+/// journal, as it would before `serve`), that writes a welcome item and
+/// b again before its panes are restored.
+async fn second_run_writing_before_the_restore(store: &Arc<MemoryReceiptStore>) -> Harness {
+    let first = run(store);
+    let pane = first.core.pane("ticket-1").unwrap();
+    for (id, text) in [("a", "one"), ("b", "two"), ("c", "three")] {
+        pane.write(Item::reply(id, text).unwrap()).unwrap();
+    }
+    first.core.conversations_kept().await;
+    let second = Harness::without_driver(|b| b.receipts(Arc::clone(store)));
+    let pane = second.pane();
+    pane.write(Item::reply("welcome", "Hello again").unwrap()).unwrap();
+    pane.write(Item::reply("b", "two, edited").unwrap()).unwrap();
+    second
+}
+
+async fn restore(h: &Harness) {
+    while let Some(job) = h.core.poll_job() {
+        job.await;
+    }
+}
+
+const RESTORED: [&str; 4] = ["one", "two, edited", "three", "Hello again"];
+
+#[tokio::test]
+async fn items_written_before_the_restore_follow_the_kept_ones_as_events_renumbered_when_nobody_read_them() {
+    let store = Arc::new(MemoryReceiptStore::new());
+    let second = second_run_writing_before_the_restore(&store).await;
+    restore(&second).await;
+    let events = second.all_events("ticket-1").await;
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, [1, 2, 3, 4, 5], "the kept items, then the two writes, from seq 1");
+    let texts_in_order: Vec<&str> = events.iter().map(|e| e["item"]["text"].as_str().unwrap()).collect();
+    assert_eq!(texts_in_order, ["one", "two", "three", "Hello again", "two, edited"]);
+    assert_eq!(texts(&second.view("ticket-1").await), RESTORED, "b's newer form in b's place");
+}
+
+#[tokio::test]
+async fn items_written_before_the_restore_follow_the_kept_ones_and_a_reader_of_them_gets_the_view() {
+    let store = Arc::new(MemoryReceiptStore::new());
+    let second = second_run_writing_before_the_restore(&store).await;
+    assert_eq!(texts(&second.view("ticket-1").await), ["Hello again", "two, edited"], "not restored yet");
+    restore(&second).await;
+    assert_eq!(
+        texts(&second.view("ticket-1").await),
+        RESTORED,
+        "kept items first; b's newer form in b's place"
+    );
+    // The tail started again: a reader of the events written before the
+    // restore gets the view, never a tail that lacks the kept items.
+    for after in [0, 2] {
+        let r = second.events("ticket-1", after).await;
+        assert_eq!(r.json["snapshot"], true, "after={after}: {:?}", r.json);
+        assert_eq!(texts(&r.json), RESTORED);
+    }
+    // The store agrees: a third run sees the same.
+    let kept = store.kept_conversation("ticket-1").await.unwrap().expect("kept");
+    let kept_texts: Vec<String> = kept
+        .items
+        .iter()
+        .map(|i| serde_json::to_value(i).unwrap()["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(kept_texts, RESTORED);
+    assert_eq!(kept.title.as_deref(), Some("Maria Lopez"));
+}
+
+#[tokio::test]
+async fn a_pane_closed_and_declared_again_gets_its_items_back_until_the_program_forgets_them() {
+    let store = Arc::new(MemoryReceiptStore::new());
+    let h = run(&store);
+    let pane = h.core.pane("ticket-1").unwrap();
+    pane.write(Item::reply("a", "old").unwrap()).unwrap();
+    let seen = h.all_events("ticket-1").await.len() as u64;
+    pane.close();
+    // Declared again in the same run (as a reopen hook does): the kept
+    // items come back, and seqs go on from the closed pane's, so a reader
+    // from before reads on from where it was.
+    let pane = h.pane();
+    pane.write(Item::reply("b", "new").unwrap()).unwrap();
+    h.settle().await;
+    h.core.conversations_kept().await;
+    assert_eq!(texts(&h.view("ticket-1").await), ["old", "new"]);
+    let r = h.events("ticket-1", seen).await;
+    assert_eq!(r.json["snapshot"], false, "{:?}", r.json);
+    let read_on: Vec<&str> =
+        r.json["events"].as_array().unwrap().iter().map(|e| e["item"]["text"].as_str().unwrap()).collect();
+    assert_eq!(read_on, ["old", "new"]);
+
+    // Forgotten: the next declaration starts empty.
+    h.core.forget_conversation("ticket-1");
+    pane.close();
+    h.pane();
+    h.settle().await;
+    h.core.conversations_kept().await;
+    assert_eq!(texts(&h.view("ticket-1").await), Vec::<String>::new());
+    let kept = store.kept_conversation("ticket-1").await.unwrap().expect("its title is kept");
+    assert!(kept.items.is_empty(), "{:?}", kept.items);
+}
+
+/// A store of receipts alone, as one written before conversations were.
+struct ReceiptsOnly(MemoryReceiptStore);
+
+impl ReceiptStore for ReceiptsOnly {
+    async fn get(&self, request_id: &str) -> Result<Lookup, StoreError> {
+        self.0.get(request_id).await
+    }
+    async fn put(&self, request_id: &str, receipt: Receipt, group: &str) -> Result<(), StoreError> {
+        self.0.put(request_id, receipt, group).await
+    }
+}
+
+#[tokio::test]
+async fn a_store_that_keeps_no_conversations_restores_nothing() {
+    let h = Harness::with(|b| b.receipts(ReceiptsOnly(MemoryReceiptStore::new())));
+    h.pane().write(Item::reply("a", "one").unwrap()).unwrap();
+    h.core.ready();
+    h.core.conversations_kept().await; // immediate: nothing is journaled
+    h.settle().await;
+    assert_eq!(h.all_events("ticket-1").await.len(), 1, "the tail as written: no restore started it again");
+}
+
+#[tokio::test]
+async fn a_conversation_keeps_its_newest_items_and_says_older_ones_were_dropped() {
+    let store = Arc::new(MemoryReceiptStore::new());
+    let first = run(&store);
+    let pane = first.core.pane("ticket-1").unwrap();
+    let limit = durable_runtime::KEPT_ITEMS_PER_CONVERSATION;
+    for n in 0..limit + 3 {
+        pane.write(Item::reply(&format!("i{n}"), format!("n{n}")).unwrap()).unwrap();
+    }
+    first.core.conversations_kept().await;
+    let second = run(&store);
+    second.core.conversations_kept().await;
+    let view = second.view("ticket-1").await;
+    assert_eq!(view["dropped"], true);
+    let texts = texts(&view);
+    assert_eq!(texts.len(), limit);
+    assert_eq!(texts[0], "n3", "the three oldest went");
+}
+
+#[tokio::test]
+async fn the_memory_store_forgets_the_conversation_written_to_least_recently_past_its_bound() {
+    let store = MemoryReceiptStore::new();
+    let item = |n: usize| ConversationOp::item(format!("p{n}"), Item::reply("a", format!("n{n}")).unwrap());
+    for n in 0..durable_runtime::MEMORY_CONVERSATIONS {
+        store.keep_conversation(vec![item(n)]).await.unwrap();
+    }
+    // p0 is written to again: p1 is now the least recent.
+    store.keep_conversation(vec![ConversationOp::title("p0", "First")]).await.unwrap();
+    store.keep_conversation(vec![item(durable_runtime::MEMORY_CONVERSATIONS)]).await.unwrap();
+    assert!(store.kept_conversation("p0").await.unwrap().is_some());
+    assert_eq!(store.kept_conversation("p1").await.unwrap(), None, "the least recent went");
+    assert!(store.kept_conversation("p2").await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn a_conversation_forgotten_before_the_store_answered_is_not_given_back() {
+    let store = Arc::new(MemoryReceiptStore::new());
+    let first = run(&store);
+    first.core.pane("ticket-1").unwrap().write(Item::reply("a", "old").unwrap()).unwrap();
+    first.core.conversations_kept().await;
+
+    let second = Harness::without_driver(|b| b.receipts(Arc::clone(&store)));
+    second.pane();
+    second.core.forget_conversation("ticket-1");
+    restore(&second).await;
+    assert_eq!(
+        texts(&second.view("ticket-1").await),
+        Vec::<String>::new(),
+        "the forget won over the read before it"
+    );
+}
+
+#[tokio::test]
+async fn a_pane_closed_before_the_store_answered_gets_its_items_when_it_is_reopened() {
+    let store = Arc::new(MemoryReceiptStore::new());
+    let first = run(&store);
+    first.core.pane("ticket-1").unwrap().write(Item::reply("a", "kept").unwrap()).unwrap();
+    first.core.conversations_kept().await;
+
+    let second =
+        Harness::without_driver(|b| b.receipts(Arc::clone(&store)).caps(durable_runtime::types::Caps::all()));
+    second.pane().close();
+    restore(&second).await;
+    let reopened = second.post("/v1/reopen", json!({"requestId": "o-1", "id": "ticket-1"}));
+    let mut reopened = std::pin::pin!(reopened);
+    let reply = loop {
+        // The reopen's jobs run here: the harness has no driver.
+        if let Some(reply) = harness::poll_once(&mut reopened) {
+            break reply;
+        }
+        restore(&second).await;
+        tokio::task::yield_now().await;
+    };
+    assert_eq!(reply.status, 200, "{:?}", reply.json);
+    assert_eq!(texts(&second.view("ticket-1").await), ["kept"]);
+}
+
+#[tokio::test]
+async fn a_pane_declared_twice_before_the_store_answered_gets_its_items_once() {
+    let store = Arc::new(MemoryReceiptStore::new());
+    let first = run(&store);
+    first.core.pane("ticket-1").unwrap().write(Item::reply("a", "kept").unwrap()).unwrap();
+    first.core.conversations_kept().await;
+
+    let second = Harness::without_driver(|b| b.receipts(Arc::clone(&store)));
+    second.pane().close();
+    second.pane();
+    restore(&second).await;
+    assert_eq!(texts(&second.view("ticket-1").await), ["kept"]);
+    let items: Vec<Value> = second.all_events("ticket-1").await;
+    assert_eq!(items.len(), 1, "one event for the kept item, not one per declaration: {items:?}");
+}
+
+/// A store whose kept conversation was written by another program: a
+/// partial reply a crash cut, text with invisible characters, and an item
+/// whose link breaks the rules.
+struct WrittenElsewhere(MemoryReceiptStore);
+
+impl ReceiptStore for WrittenElsewhere {
+    async fn get(&self, request_id: &str) -> Result<Lookup, StoreError> {
+        self.0.get(request_id).await
+    }
+    async fn put(&self, request_id: &str, receipt: Receipt, group: &str) -> Result<(), StoreError> {
+        self.0.put(request_id, receipt, group).await
+    }
+    fn keeps_conversations(&self) -> bool {
+        true
+    }
+    async fn kept_conversation(
+        &self,
+        _pane: &str,
+    ) -> Result<Option<durable_runtime::KeptConversation>, StoreError> {
+        let items: Vec<Item> = serde_json::from_value(json!([
+            {"id": "r-1", "kind": "reply", "text": "Checking the ord", "partial": true},
+            {"id": "r-2", "kind": "reply", "text": "Re\u{200b}fund\u{202e} issued"},
+            {"id": "l-1", "kind": "link", "text": "Order", "href": "javascript:alert(1)"},
+        ]))
+        .unwrap();
+        Ok(Some(durable_runtime::KeptConversation::new(None, items, false)))
+    }
+}
+
+#[tokio::test]
+async fn kept_items_come_back_final_and_meeting_the_item_rules() {
+    let h = Harness::with(|b| b.receipts(WrittenElsewhere(MemoryReceiptStore::new())));
+    h.pane();
+    h.core.conversations_kept().await;
+    let view = h.view("ticket-1").await;
+    assert_eq!(texts(&view), ["Checking the ord", "Refund issued"], "{view}");
+    assert!(items(&view).iter().all(|i| i.get("partial").is_none()), "a cut partial streams no more: {view}");
+    assert!(h.warns().iter().any(|w| w.contains("1 kept item(s)")), "{:?}", h.warns());
+}
+
+/// A memory store that also notes each batch of changes it is handed.
+#[derive(Default)]
+struct Noting {
+    store: MemoryReceiptStore,
+    batches: std::sync::Mutex<Vec<Vec<String>>>,
+}
+
+impl ReceiptStore for Noting {
+    async fn get(&self, request_id: &str) -> Result<Lookup, StoreError> {
+        self.store.get(request_id).await
+    }
+    async fn put(&self, request_id: &str, receipt: Receipt, group: &str) -> Result<(), StoreError> {
+        self.store.put(request_id, receipt, group).await
+    }
+    fn keeps_conversations(&self) -> bool {
+        true
+    }
+    async fn keep_conversation(&self, ops: Vec<ConversationOp>) -> Result<(), StoreError> {
+        let noted = ops
+            .iter()
+            .map(|op| match op {
+                ConversationOp::Item { item, .. } => {
+                    format!("item {}", serde_json::to_value(&**item).unwrap()["text"].as_str().unwrap())
+                }
+                ConversationOp::Title { title, .. } => format!("title {title}"),
+                _ => "other".to_owned(),
+            })
+            .collect();
+        self.batches.lock().unwrap().push(noted);
+        self.store.keep_conversation(ops).await
+    }
+    async fn kept_conversation(
+        &self,
+        pane: &str,
+    ) -> Result<Option<durable_runtime::KeptConversation>, StoreError> {
+        self.store.kept_conversation(pane).await
+    }
+}
+
+#[tokio::test]
+async fn an_item_written_again_while_the_store_is_behind_is_one_op_in_its_first_place() {
+    let store = Arc::new(Noting::default());
+    let h = Harness::without_driver(|b| b.receipts(Arc::clone(&store)));
+    let pane = h.pane();
+    for text in ["Chec", "Checking", "Checking the order"] {
+        pane.write(Item::partial_reply("r-1", text).unwrap()).unwrap();
+    }
+    pane.write(Item::reply("r-2", "Done").unwrap()).unwrap();
+    pane.write(Item::reply("r-1", "Checked the order.").unwrap()).unwrap();
+    restore(&h).await;
+    assert_eq!(
+        *store.batches.lock().unwrap(),
+        [vec!["title Maria Lopez", "item Checked the order.", "item Done"]],
+        "one batch; r-1 once, in its first place, in its last form"
+    );
+    // Taken by the store, an item written again is a new op.
+    pane.write(Item::reply("r-1", "Checked the order again.").unwrap()).unwrap();
+    restore(&h).await;
+    assert_eq!(store.batches.lock().unwrap()[1], ["item Checked the order again."]);
+}

@@ -1,0 +1,148 @@
+//! The job that applies the conversations' journal to the receipt store
+//! (the machine pushes the steps: `durable_core::state::ConversationStep`),
+//! and the wait for it.
+
+use durable_core::data::conversation::KeptConversation;
+use durable_core::state::{ConversationStep, Link};
+
+use crate::core::Core;
+
+/// Changes a job hands the store in one call (one commit for a store that
+/// can): a burst of items is a few commits, not one per item.
+const BATCH: usize = 256;
+
+impl Core {
+    /// Waits until the receipt store has what every pane showed so far,
+    /// and the panes declared so far have their kept items back. Immediate
+    /// with a store that keeps no conversations.
+    ///
+    /// No write waits for this (a pane's items are kept in the
+    /// background); a program that is about to exit, or a test, may.
+    pub async fn conversations_kept(&self) {
+        let target = self.lock().conversation_steps_pushed();
+        self.wait_for_conversation_steps(target).await;
+    }
+
+    /// Whether the receipt store keeps conversations: then each pane
+    /// declared gets back the items kept under its id (docs/wire.md §9.2).
+    pub fn keeps_conversations(&self) -> bool {
+        self.lock().keeps_conversations()
+    }
+
+    /// Deletes the conversation kept under `pane` from a store that keeps
+    /// conversations, after what was journaled before: a pane declared
+    /// under that id later starts empty. An open pane of that id keeps what
+    /// it shows, and what it shows next is kept anew.
+    pub fn forget_conversation(&self, pane: &str) {
+        self.lock().forget_conversation(pane);
+    }
+
+    /// The job that applies the journal in order until none is left (the
+    /// machine asked for it: `Effect::DrainConversations`): each run of
+    /// steps as the restores' reads, in order, each given back to its pane,
+    /// then the changes in one call.
+    pub(crate) fn drain_conversations(&self) {
+        let core = self.clone();
+        self.push_job(async move {
+            loop {
+                let steps = core.lock().next_conversation_steps(BATCH);
+                if steps.is_empty() {
+                    return;
+                }
+                let mut in_flight = StepsInFlight { core: &core, count: steps.len(), done: false };
+                let store = &core.shared.options.receipts;
+                let mut ops = Vec::with_capacity(steps.len());
+                for step in steps {
+                    match step {
+                        ConversationStep::Keep(op) => ops.push(op),
+                        ConversationStep::Restore { pane, restore } => {
+                            let kept = match store.kept_conversation_dyn(pane.as_str()).await {
+                                Ok(kept) => kept.unwrap_or_default(),
+                                Err(e) => {
+                                    core.warn(&format!(
+                                        "collie: pane {pane}'s kept conversation could not be read from the receipt store ({e}); it starts empty"
+                                    ));
+                                    KeptConversation::default()
+                                }
+                            };
+                            // The clock is the program's: asked before the lock.
+                            let now = core.now();
+                            core.lock().restore_conversation(&pane, restore, kept, now);
+                        }
+                    }
+                }
+                let count = ops.len();
+                let result = match ops.is_empty() {
+                    true => Ok(()),
+                    false => store.keep_conversation_dyn(ops).await,
+                };
+                in_flight.done = true;
+                if let Err(e) = result {
+                    core.warn(&format!(
+                        "collie: {count} change(s) of conversations could not be kept by the receipt store ({e}); they will not survive a restart"
+                    ));
+                }
+                core.lock().conversation_steps_applied(in_flight.count);
+            }
+        });
+    }
+
+    /// Waits until the panes declared so far have their kept items back
+    /// (the restores asked for so far are applied; the changes after them
+    /// may still be on their way).
+    pub(crate) async fn conversations_restored(&self) {
+        let target = self.lock().conversation_restores_pushed();
+        self.wait_for_conversation_steps(target).await;
+    }
+
+    async fn wait_for_conversation_steps(&self, target: u64) {
+        let (mut waiting, applied) = {
+            let mut st = self.lock();
+            if st.conversation_steps_applied_up_to(target) {
+                return;
+            }
+            let (waiter, applied) = st.links().add_waiter();
+            st.wait_for_conversation_steps(target, waiter);
+            (Waiting { core: self, waiter, woken: false }, applied)
+        };
+        let _ = applied.await;
+        waiting.woken = true;
+    }
+}
+
+/// A caller of [`Core::conversations_kept`]. Dropped while it waits, it
+/// leaves the journal's waiters and the links.
+struct Waiting<'a> {
+    core: &'a Core,
+    waiter: Link,
+    woken: bool,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if !self.woken {
+            let mut st = self.core.lock();
+            st.stop_waiting_for_conversation_steps(self.waiter);
+            st.links().forget_wake(self.waiter);
+        }
+    }
+}
+
+/// Steps the store is applying. Dropped before the store answered (its
+/// future panicked, or the job was dropped), they count as applied, with a
+/// warning, and the rest of the journal goes on in a new job.
+struct StepsInFlight<'a> {
+    core: &'a Core,
+    count: usize,
+    done: bool,
+}
+
+impl Drop for StepsInFlight<'_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        self.core.lock().conversation_steps_dropped(self.count);
+        self.core.warn("collie: the receipt store stopped while keeping conversations or reading one back (it panicked?); some items may not survive a restart, or a pane was not given its kept items");
+    }
+}

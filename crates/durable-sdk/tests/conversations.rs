@@ -1,0 +1,163 @@
+//! Conversations kept in the SQLite store across restarts: a pane declared
+//! again comes back with what the phone was shown, and the notice the SDK
+//! writes for a turn a restart cut is still there after a second restart.
+//! Each run is a new core over the database opened again; the run a
+//! "crash" ends is left as it is, never dropped (nothing of it runs again:
+//! its turn is stuck, as in a process killed in it).
+#![cfg(feature = "sqlite-receipts")]
+
+use std::path::PathBuf;
+
+use durable_runtime::test_util::Harness;
+use durable_runtime::{ChatHandler, Turn};
+use durable_sdk::Item;
+use durable_sdk::stores::{ReceiptStore, SqliteReceiptStore};
+use serde_json::{Value, json};
+
+mod common;
+use common::TempDir;
+
+fn db(dir: &TempDir) -> PathBuf {
+    dir.0.join("receipts.sqlite3")
+}
+
+/// The first run's chat: its turn never ends (the process dies in it).
+struct Stuck;
+
+impl ChatHandler for Stuck {
+    async fn turn(&self, turn: Turn) {
+        turn.reply("Checking the order…");
+        std::future::pending::<()>().await
+    }
+}
+
+/// The later runs' chat: answers at once.
+struct Echo;
+
+impl ChatHandler for Echo {
+    async fn turn(&self, turn: Turn) {
+        turn.reply(format!("did: {}", turn.text()));
+    }
+}
+
+/// One run: the store opened again, the pane declared, `ready()`, and the
+/// panes given their kept items back.
+async fn run(dir: &TempDir, chat: impl ChatHandler) -> Harness {
+    let store = SqliteReceiptStore::open(db(dir)).expect("the store opens");
+    let h = Harness::with(|b| b.receipts(store));
+    h.pane().on_send(chat).unwrap();
+    h.core.ready();
+    h.core.conversations_kept().await;
+    h.settle().await;
+    h
+}
+
+/// The pane's item texts once they are `want` (the recovery reads the
+/// store on its thread: it takes a few turns of the runtime), or as they
+/// stand after 10 s.
+async fn texts_once(h: &Harness, want: &[&str]) -> Vec<String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let shown = texts(&h.view("ticket-1").await);
+        if shown == want || std::time::Instant::now() > deadline {
+            return shown;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+fn texts(view: &Value) -> Vec<String> {
+    view["items"].as_array().unwrap().iter().map(|i| i["text"].as_str().unwrap_or("").to_owned()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_notice_of_a_turn_a_restart_cut_is_in_the_pane_after_a_second_restart() {
+    let dir = TempDir::new("conversations-notice");
+    let first = run(&dir, Stuck).await;
+    let sent =
+        first.post("/v1/panes/ticket-1/send", json!({"requestId": "r-1", "text": "refund 5521"})).await;
+    assert_eq!(sent.json["result"], "sent", "{:?}", sent.json);
+    first.settle().await;
+    first.core.conversations_kept().await;
+    assert_eq!(texts(&first.view("ticket-1").await), ["refund 5521", "Checking the order…"]);
+    // The crash: nothing of the first run happens again.
+    std::mem::forget(first);
+
+    let second = run(&dir, Echo).await;
+    let notice = "The agent restarted while answering “refund 5521”; that answer did not finish.";
+    let want = ["refund 5521", "Checking the order…", notice];
+    assert_eq!(texts_once(&second, &want).await, want, "restored, then the notice");
+    second.core.conversations_kept().await;
+    drop(second);
+
+    let third = run(&dir, Echo).await;
+    assert_eq!(
+        texts_once(&third, &want).await,
+        want,
+        "the second restart keeps the notice: the user's message is never left without a word"
+    );
+    let replay =
+        third.post("/v1/panes/ticket-1/send", json!({"requestId": "r-1", "text": "refund 5521"})).await;
+    assert_eq!(replay.json["replayed"], true, "{:?}", replay.json);
+    assert_eq!(texts(&third.view("ticket-1").await).len(), 3, "a replay adds nothing");
+}
+
+#[tokio::test]
+async fn items_are_kept_as_last_written_in_order_and_a_new_pane_under_the_id_starts_afresh() {
+    let dir = TempDir::new("conversations-kept");
+    let store = SqliteReceiptStore::open(db(&dir)).unwrap();
+    assert!(store.keeps_conversations());
+    let ops = |pane: &str, items: &[(&str, &str)]| {
+        items
+            .iter()
+            .map(|(id, text)| {
+                durable_sdk::stores::ConversationOp::item(pane, Item::reply(id, *text).unwrap())
+            })
+            .collect::<Vec<_>>()
+    };
+    store.keep_conversation(ops("p", &[("a", "one"), ("b", "two")])).await.unwrap();
+    store.keep_conversation(ops("p", &[("a", "one, edited"), ("c", "three")])).await.unwrap();
+    store.keep_conversation(ops("q", &[("a", "other pane")])).await.unwrap();
+    drop(store);
+
+    let store = SqliteReceiptStore::open(db(&dir)).unwrap();
+    let kept = store.kept_conversation("p").await.unwrap().expect("kept");
+    let texts: Vec<Value> =
+        kept.items.iter().map(|i| serde_json::to_value(i).unwrap()["text"].clone()).collect();
+    assert_eq!(texts, [json!("one, edited"), json!("two"), json!("three")]);
+    assert!(!kept.dropped);
+    assert_eq!(store.kept_conversation("nobody").await.unwrap(), None);
+    store.keep_conversation(vec![durable_sdk::stores::ConversationOp::forget("p")]).await.unwrap();
+    assert_eq!(store.kept_conversation("p").await.unwrap(), None);
+    assert_eq!(store.kept_conversation("q").await.unwrap().unwrap().items.len(), 1, "only p forgotten");
+}
+
+#[tokio::test]
+async fn a_conversation_past_its_bound_drops_its_oldest_items_and_says_so() {
+    let dir = TempDir::new("conversations-bound");
+    let store = SqliteReceiptStore::open(db(&dir)).unwrap();
+    let limit = durable_sdk::stores::KEPT_ITEMS_PER_CONVERSATION;
+    let ops: Vec<_> = (0..limit + 5)
+        .map(|n| {
+            durable_sdk::stores::ConversationOp::item(
+                "p",
+                Item::reply(&format!("i{n}"), format!("n{n}")).unwrap(),
+            )
+        })
+        .collect();
+    store.keep_conversation(ops).await.unwrap();
+    let kept = store.kept_conversation("p").await.unwrap().unwrap();
+    assert!(kept.dropped);
+    assert_eq!(kept.items.len(), limit);
+    assert_eq!(kept.items[0].id.as_str(), "i5");
+    // Written again, a dropped id comes back at the end.
+    store
+        .keep_conversation(vec![durable_sdk::stores::ConversationOp::item(
+            "p",
+            Item::reply("i0", "back").unwrap(),
+        )])
+        .await
+        .unwrap();
+    let kept = store.kept_conversation("p").await.unwrap().unwrap();
+    assert_eq!((kept.items.len(), kept.items.last().unwrap().id.as_str()), (limit, "i0"));
+}
