@@ -396,3 +396,29 @@ async fn an_item_written_again_while_the_store_is_behind_is_one_op_in_its_first_
     restore(&h).await;
     assert_eq!(store.batches.lock().unwrap()[1], ["item Checked the order again."]);
 }
+
+#[tokio::test]
+async fn an_item_written_again_past_a_conversations_bound_of_newer_ones_is_not_folded_into_its_old_place() {
+    let store = Arc::new(Noting::default());
+    let h = Harness::without_driver(|b| b.receipts(Arc::clone(&store)));
+    let pane = h.pane();
+    pane.write(Item::reply("x", "first").unwrap()).unwrap();
+    for n in 0..durable_runtime::KEPT_ITEMS_PER_CONVERSATION {
+        pane.write(Item::reply(&format!("i{n}"), "n").unwrap()).unwrap();
+    }
+    pane.write(Item::reply("x", "last").unwrap()).unwrap();
+    restore(&h).await;
+    let written: Vec<String> = store.batches.lock().unwrap().concat();
+    assert_eq!(written.iter().filter(|w| w.starts_with("item first")).count(), 1);
+    assert_eq!(
+        written.last().map(String::as_str),
+        Some("item last"),
+        "a new op at the end, as the view has it"
+    );
+    let kept = store.kept_conversation("ticket-1").await.unwrap().unwrap();
+    assert_eq!(
+        kept.items.last().unwrap().id.as_str(),
+        "x",
+        "the store keeps x, newest, as the pane shows it"
+    );
+}

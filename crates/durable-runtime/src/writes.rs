@@ -290,6 +290,12 @@ impl Core {
                 // Counted until the turn ends, or its job is dropped unpolled.
                 let _running = running;
                 handler.turn_dyn(turn).await;
+                // `done` only once the store has what the turn showed: a
+                // restart then never brings back a done send's reply in an
+                // earlier form (a cut one is closed with its notice).
+                if receipts.keeps_sends_dyn() {
+                    core.conversations_kept().await;
+                }
                 if let Err(e) = receipts.set_send_state_dyn(id.as_str(), SendState::Done).await {
                     core.warn(&format!(
                         "send {id}: its end could not be recorded ({e}); a restart will close it as cut"

@@ -130,11 +130,12 @@ impl ItemsInOrder {
         }
     }
 
-    /// Takes every item out, in order; places start again from 1 (whether
-    /// older items were dropped is kept).
+    /// Takes every item out, in order. Places go on counting (and whether
+    /// older items were dropped is kept): a place handed out before is
+    /// below every place given after, so a reader paging from it reads the
+    /// items put back from their start, and misses none.
     pub fn take_all(&mut self) -> Vec<Arc<Item>> {
         self.places.clear();
-        self.next = 0;
         std::mem::take(&mut self.items).into_values().collect()
     }
 
@@ -166,5 +167,50 @@ impl ItemsInOrder {
     /// The items whose place comes after `place`, with their places.
     pub fn after(&self, place: u64) -> impl Iterator<Item = (u64, &Arc<Item>)> {
         self.items.range(place.saturating_add(1)..).map(|(p, i)| (*p, i))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(id: &str) -> Arc<Item> {
+        Arc::new(Item::reply(id, id.to_uppercase()).unwrap())
+    }
+
+    fn ids(items: &ItemsInOrder, after: u64) -> Vec<String> {
+        items.after(after).map(|(_, i)| i.id.to_string()).collect()
+    }
+
+    #[test]
+    fn an_item_written_again_keeps_its_place_and_the_oldest_go_past_the_limit() {
+        let mut items = ItemsInOrder::new(3);
+        for id in ["a", "b", "c"] {
+            items.put(item(id));
+        }
+        items.put(Arc::new(Item::reply("a", "again").unwrap()));
+        assert_eq!(ids(&items, 0), ["a", "b", "c"]);
+        items.put(item("d"));
+        assert_eq!((ids(&items, 0), items.dropped()), (vec!["b".into(), "c".into(), "d".into()], true));
+    }
+
+    #[test]
+    fn places_handed_out_before_a_take_all_are_below_every_place_after_it() {
+        let mut items = ItemsInOrder::new(10);
+        items.put(item("a"));
+        items.put(item("b"));
+        let (read_up_to, _) = items.after(0).next().unwrap(); // a reader paged one item
+        let taken = items.take_all();
+        for id in ["k1", "k2"] {
+            items.put(item(id));
+        }
+        for i in taken {
+            items.put(i);
+        }
+        assert_eq!(
+            ids(&items, read_up_to),
+            ["k1", "k2", "a", "b"],
+            "a cursor from before reads everything put back"
+        );
     }
 }

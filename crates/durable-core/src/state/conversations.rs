@@ -8,7 +8,7 @@
 use durable_types::{Id, Timestamp};
 
 use super::{Effect, Journal, Link, State};
-use crate::data::conversation::{ConversationOp, KeptConversation};
+use crate::data::conversation::{ConversationOp, KEPT_ITEMS_PER_CONVERSATION, KeptConversation};
 
 /// One step of the conversations' journal.
 #[derive(Debug)]
@@ -69,7 +69,11 @@ impl State {
         match op {
             ConversationOp::Item { pane, item } => {
                 let key = (pane, item.id.clone());
-                if let Some(&index) = self.queued_items.get(&key) {
+                // Within a conversation's bound of the queued form only: past
+                // it the store would drop that place before the pane did.
+                let near = |index: u64, pushed: u64| pushed - index < KEPT_ITEMS_PER_CONVERSATION as u64;
+                let pushed = self.conversations.pushed();
+                if let Some(&index) = self.queued_items.get(&key).filter(|&&i| near(i, pushed)) {
                     if let Some(ConversationStep::Keep(ConversationOp::Item { item: queued, .. })) =
                         self.conversations.queued_mut(index)
                     {
@@ -200,7 +204,13 @@ impl State {
         kept: KeptConversation,
         now: Timestamp,
     ) -> bool {
-        let tail_limit = self.tail_limit;
+        match self.open_or_closed_mut(pane) {
+            Some(p) if p.restore == Some(restore) => p.restore = None,
+            _ => return false,
+        }
+        if kept.items.is_empty() && !kept.dropped {
+            return false;
+        }
         let mut items = Vec::with_capacity(kept.items.len());
         let mut broken = 0;
         for item in kept.items {
@@ -217,13 +227,13 @@ impl State {
                 "collie: {broken} kept item(s) of pane {pane} break the item rules; they are left out"
             )));
         }
-        let Some(p) = self.owed_restore(pane, restore) else { return false };
-        p.restore = None;
-        if items.is_empty() && !kept.dropped {
-            return false;
-        }
+        let tail_limit = self.tail_limit;
+        let Some(p) = self.open_or_closed_mut(pane) else { return false };
         p.restore_items(items, kept.dropped, now, tail_limit);
-        self.touch_pane(pane);
+        // A closed pane shows nothing to a poll until it is reopened.
+        if self.is_open(pane) {
+            self.touch_pane(pane);
+        }
         true
     }
 }

@@ -402,8 +402,14 @@ impl PaneData {
             let since = std::mem::take(&mut self.events);
             self.last_seq = self.declared_seq;
             self.view.take_all();
+            // Stamped no later than what follows them: the tail's times
+            // never go back.
+            let ts = match since.front() {
+                Some(TailEvent::Written(e)) => e.ts.min(now),
+                _ => now,
+            };
             for item in kept {
-                self.push_event(now, EventBody::Item { item: Arc::new(item) }, tail_limit);
+                self.push_event(ts, EventBody::Item { item: Arc::new(item) }, tail_limit);
             }
             for event in since {
                 if let TailEvent::Written(e) = event {
@@ -565,14 +571,13 @@ impl State {
         true
     }
 
-    /// The pane of this id, open or closed, if it is owed restore number
-    /// `restore`.
-    pub(super) fn owed_restore(&mut self, pane: &Id, restore: u64) -> Option<&mut PaneData> {
-        let owed = |p: &PaneData| p.restore == Some(restore);
-        if self.panes.get(pane).is_some_and(|p| owed(p)) {
+    /// The pane of this id: the open one, else the closed one.
+    pub(super) fn open_or_closed_mut(&mut self, pane: &Id) -> Option<&mut PaneData> {
+        if self.panes.contains_key(pane) {
             return self.panes.get_mut(pane).map(|b| &mut **b);
         }
-        self.closed.iter_mut().map(|c| &mut *c.data).find(|p| &p.id == pane && owed(p))
+        // At most one closed pane has an id (`forget_closed`).
+        self.closed.iter_mut().map(|c| &mut *c.data).find(|p| &p.id == pane)
     }
 
     /// The pane of this id, open or closed, is owed no kept items any more.
