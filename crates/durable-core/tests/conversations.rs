@@ -24,6 +24,52 @@ impl ChatHandler for Echo {
     }
 }
 
+/// The memory store as a test sees it: it may keep no conversations (a
+/// store written before they were), hand back a conversation another
+/// program wrote, and it notes each batch of changes it is handed.
+#[derive(Default)]
+struct TestStore {
+    memory: MemoryReceiptStore,
+    keeps_no_conversations: bool,
+    written_elsewhere: Option<Vec<Item>>,
+    batches: std::sync::Mutex<Vec<Vec<String>>>,
+}
+
+impl ReceiptStore for TestStore {
+    async fn get(&self, request_id: &str) -> Result<Lookup, StoreError> {
+        self.memory.get(request_id).await
+    }
+    async fn put(&self, request_id: &str, receipt: Receipt, group: &str) -> Result<(), StoreError> {
+        self.memory.put(request_id, receipt, group).await
+    }
+    fn keeps_conversations(&self) -> bool {
+        !self.keeps_no_conversations
+    }
+    async fn keep_conversation(&self, ops: Vec<ConversationOp>) -> Result<(), StoreError> {
+        let noted = ops
+            .iter()
+            .map(|op| match op {
+                ConversationOp::Item { item, .. } => {
+                    format!("item {}", serde_json::to_value(&**item).unwrap()["text"].as_str().unwrap())
+                }
+                ConversationOp::Title { title, .. } => format!("title {title}"),
+                _ => "other".to_owned(),
+            })
+            .collect();
+        self.batches.lock().unwrap().push(noted);
+        self.memory.keep_conversation(ops).await
+    }
+    async fn kept_conversation(
+        &self,
+        pane: &str,
+    ) -> Result<Option<durable_runtime::KeptConversation>, StoreError> {
+        match &self.written_elsewhere {
+            Some(items) => Ok(Some(durable_runtime::KeptConversation::new(None, items.clone(), false))),
+            None => self.memory.kept_conversation(pane).await,
+        }
+    }
+}
+
 /// One run of the agent over `store`: the standard pane, its chat.
 fn run(store: &Arc<MemoryReceiptStore>) -> Harness {
     let h = Harness::with(|b| b.receipts(Arc::clone(store)));
@@ -181,26 +227,16 @@ async fn a_pane_closed_and_declared_again_gets_its_items_back_until_the_program_
     assert!(kept.items.is_empty(), "{:?}", kept.items);
 }
 
-/// A store of receipts alone, as one written before conversations were.
-struct ReceiptsOnly(MemoryReceiptStore);
-
-impl ReceiptStore for ReceiptsOnly {
-    async fn get(&self, request_id: &str) -> Result<Lookup, StoreError> {
-        self.0.get(request_id).await
-    }
-    async fn put(&self, request_id: &str, receipt: Receipt, group: &str) -> Result<(), StoreError> {
-        self.0.put(request_id, receipt, group).await
-    }
-}
-
 #[tokio::test]
 async fn a_store_that_keeps_no_conversations_restores_nothing() {
-    let h = Harness::with(|b| b.receipts(ReceiptsOnly(MemoryReceiptStore::new())));
+    let store = Arc::new(TestStore { keeps_no_conversations: true, ..TestStore::default() });
+    let h = Harness::with(|b| b.receipts(Arc::clone(&store)));
     h.pane().write(Item::reply("a", "one").unwrap()).unwrap();
     h.core.ready();
     h.core.conversations_kept().await; // immediate: nothing is journaled
     h.settle().await;
     assert_eq!(h.all_events("ticket-1").await.len(), 1, "the tail as written: no restore started it again");
+    assert!(store.batches.lock().unwrap().is_empty(), "the store was handed nothing to keep");
 }
 
 #[tokio::test]
@@ -296,38 +332,18 @@ async fn a_pane_declared_twice_before_the_store_answered_gets_its_items_once() {
     assert_eq!(items.len(), 1, "one event for the kept item, not one per declaration: {items:?}");
 }
 
-/// A store whose kept conversation was written by another program: a
-/// partial reply a crash cut, text with invisible characters, and an item
-/// whose link breaks the rules.
-struct WrittenElsewhere(MemoryReceiptStore);
-
-impl ReceiptStore for WrittenElsewhere {
-    async fn get(&self, request_id: &str) -> Result<Lookup, StoreError> {
-        self.0.get(request_id).await
-    }
-    async fn put(&self, request_id: &str, receipt: Receipt, group: &str) -> Result<(), StoreError> {
-        self.0.put(request_id, receipt, group).await
-    }
-    fn keeps_conversations(&self) -> bool {
-        true
-    }
-    async fn kept_conversation(
-        &self,
-        _pane: &str,
-    ) -> Result<Option<durable_runtime::KeptConversation>, StoreError> {
-        let items: Vec<Item> = serde_json::from_value(json!([
-            {"id": "r-1", "kind": "reply", "text": "Checking the ord", "partial": true},
-            {"id": "r-2", "kind": "reply", "text": "Re\u{200b}fund\u{202e} issued"},
-            {"id": "l-1", "kind": "link", "text": "Order", "href": "javascript:alert(1)"},
-        ]))
-        .unwrap();
-        Ok(Some(durable_runtime::KeptConversation::new(None, items, false)))
-    }
-}
-
 #[tokio::test]
 async fn kept_items_come_back_final_and_meeting_the_item_rules() {
-    let h = Harness::with(|b| b.receipts(WrittenElsewhere(MemoryReceiptStore::new())));
+    // As another program wrote it: a partial reply a crash cut, text with
+    // invisible characters, and an item whose link breaks the rules.
+    let written: Vec<Item> = serde_json::from_value(json!([
+        {"id": "r-1", "kind": "reply", "text": "Checking the ord", "partial": true},
+        {"id": "r-2", "kind": "reply", "text": "Re\u{200b}fund\u{202e} issued"},
+        {"id": "l-1", "kind": "link", "text": "Order", "href": "javascript:alert(1)"},
+    ]))
+    .unwrap();
+    let h =
+        Harness::with(|b| b.receipts(TestStore { written_elsewhere: Some(written), ..TestStore::default() }));
     h.pane();
     h.core.conversations_kept().await;
     let view = h.view("ticket-1").await;
@@ -336,48 +352,9 @@ async fn kept_items_come_back_final_and_meeting_the_item_rules() {
     assert!(h.warns().iter().any(|w| w.contains("1 kept item(s)")), "{:?}", h.warns());
 }
 
-/// A memory store that also notes each batch of changes it is handed.
-#[derive(Default)]
-struct Noting {
-    store: MemoryReceiptStore,
-    batches: std::sync::Mutex<Vec<Vec<String>>>,
-}
-
-impl ReceiptStore for Noting {
-    async fn get(&self, request_id: &str) -> Result<Lookup, StoreError> {
-        self.store.get(request_id).await
-    }
-    async fn put(&self, request_id: &str, receipt: Receipt, group: &str) -> Result<(), StoreError> {
-        self.store.put(request_id, receipt, group).await
-    }
-    fn keeps_conversations(&self) -> bool {
-        true
-    }
-    async fn keep_conversation(&self, ops: Vec<ConversationOp>) -> Result<(), StoreError> {
-        let noted = ops
-            .iter()
-            .map(|op| match op {
-                ConversationOp::Item { item, .. } => {
-                    format!("item {}", serde_json::to_value(&**item).unwrap()["text"].as_str().unwrap())
-                }
-                ConversationOp::Title { title, .. } => format!("title {title}"),
-                _ => "other".to_owned(),
-            })
-            .collect();
-        self.batches.lock().unwrap().push(noted);
-        self.store.keep_conversation(ops).await
-    }
-    async fn kept_conversation(
-        &self,
-        pane: &str,
-    ) -> Result<Option<durable_runtime::KeptConversation>, StoreError> {
-        self.store.kept_conversation(pane).await
-    }
-}
-
 #[tokio::test]
 async fn an_item_written_again_while_the_store_is_behind_is_one_op_in_its_first_place() {
-    let store = Arc::new(Noting::default());
+    let store = Arc::new(TestStore::default());
     let h = Harness::without_driver(|b| b.receipts(Arc::clone(&store)));
     let pane = h.pane();
     for text in ["Chec", "Checking", "Checking the order"] {
@@ -399,7 +376,7 @@ async fn an_item_written_again_while_the_store_is_behind_is_one_op_in_its_first_
 
 #[tokio::test]
 async fn an_item_written_again_past_a_conversations_bound_of_newer_ones_is_not_folded_into_its_old_place() {
-    let store = Arc::new(Noting::default());
+    let store = Arc::new(TestStore::default());
     let h = Harness::without_driver(|b| b.receipts(Arc::clone(&store)));
     let pane = h.pane();
     pane.write(Item::reply("x", "first").unwrap()).unwrap();

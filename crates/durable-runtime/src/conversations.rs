@@ -3,9 +3,10 @@
 //! and the wait for it.
 
 use durable_core::data::conversation::KeptConversation;
-use durable_core::state::{ConversationStep, Link};
+use durable_core::state::{ConversationStep, JournalName};
 
 use crate::core::Core;
+use crate::journals::InFlight;
 
 /// Changes a job hands the store in one call (one commit for a store that
 /// can): a burst of items is a few commits, not one per item.
@@ -19,8 +20,8 @@ impl Core {
     /// No write waits for this (a pane's items are kept in the
     /// background); a program that is about to exit, or a test, may.
     pub async fn conversations_kept(&self) {
-        let target = self.lock().conversation_steps_pushed();
-        self.wait_for_conversation_steps(target).await;
+        let target = self.lock().journal_pushed(JournalName::Conversations);
+        self.wait_for_journal(JournalName::Conversations, target).await;
     }
 
     /// Whether the receipt store keeps conversations: then each pane
@@ -49,7 +50,7 @@ impl Core {
                 if steps.is_empty() {
                     return;
                 }
-                let mut in_flight = StepsInFlight { core: &core, count: steps.len(), done: false };
+                let in_flight = InFlight::new(&core, JournalName::Conversations, steps.len(), LOST_STEPS);
                 let store = &core.shared.options.receipts;
                 let mut ops = Vec::with_capacity(steps.len());
                 for step in steps {
@@ -76,13 +77,12 @@ impl Core {
                     true => Ok(()),
                     false => store.keep_conversation_dyn(ops).await,
                 };
-                in_flight.done = true;
                 if let Err(e) = result {
                     core.warn(&format!(
                         "collie: {count} change(s) of conversations could not be kept by the receipt store ({e}); they will not survive a restart"
                     ));
                 }
-                core.lock().conversation_steps_applied(in_flight.count);
+                in_flight.finish();
             }
         });
     }
@@ -92,57 +92,9 @@ impl Core {
     /// may still be on their way).
     pub(crate) async fn conversations_restored(&self) {
         let target = self.lock().conversation_restores_pushed();
-        self.wait_for_conversation_steps(target).await;
-    }
-
-    async fn wait_for_conversation_steps(&self, target: u64) {
-        let (mut waiting, applied) = {
-            let mut st = self.lock();
-            if st.conversation_steps_applied_up_to(target) {
-                return;
-            }
-            let (waiter, applied) = st.links().add_waiter();
-            st.wait_for_conversation_steps(target, waiter);
-            (Waiting { core: self, waiter, woken: false }, applied)
-        };
-        let _ = applied.await;
-        waiting.woken = true;
+        self.wait_for_journal(JournalName::Conversations, target).await;
     }
 }
 
-/// A caller of [`Core::conversations_kept`]. Dropped while it waits, it
-/// leaves the journal's waiters and the links.
-struct Waiting<'a> {
-    core: &'a Core,
-    waiter: Link,
-    woken: bool,
-}
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        if !self.woken {
-            let mut st = self.core.lock();
-            st.stop_waiting_for_conversation_steps(self.waiter);
-            st.links().forget_wake(self.waiter);
-        }
-    }
-}
-
-/// Steps the store is applying. Dropped before the store answered (its
-/// future panicked, or the job was dropped), they count as applied, with a
-/// warning, and the rest of the journal goes on in a new job.
-struct StepsInFlight<'a> {
-    core: &'a Core,
-    count: usize,
-    done: bool,
-}
-
-impl Drop for StepsInFlight<'_> {
-    fn drop(&mut self) {
-        if self.done {
-            return;
-        }
-        self.core.lock().conversation_steps_dropped(self.count);
-        self.core.warn("collie: the receipt store stopped while keeping conversations or reading one back (it panicked?); some items may not survive a restart, or a pane was not given its kept items");
-    }
-}
+/// What a job's steps lost to a store that stopped midway says.
+const LOST_STEPS: &str = "collie: the receipt store stopped while keeping conversations or reading one back (it panicked?); some items may not survive a restart, or a pane was not given its kept items";

@@ -12,7 +12,9 @@ use serde_json::Value;
 use crate::core::Core;
 use crate::handles::asks::{ApprovalFuture, AskHandle, approval_of};
 use durable_core::data::receipt::{KeptAskRecord, StoreError};
-use durable_core::state::{AskOp, KeptLoad};
+use durable_core::state::{AskOp, JournalName, KeptLoad};
+
+use crate::journals::InFlight;
 
 /// A read of the last run's asks from the store, this caller's to make:
 /// dropped before it says how it went, it failed, and the next caller
@@ -279,18 +281,8 @@ impl Core {
         if !self.shared.options.receipts.keeps_asks_dyn() {
             return;
         }
-        let (mut waiting, applied) = {
-            let mut st = self.lock();
-            let target = st.ask_ops_pushed();
-            if st.ask_ops_applied(target) {
-                return;
-            }
-            let (waiter, applied) = st.links().add_waiter();
-            st.wait_for_ask_ops(target, waiter);
-            (AsksWaiting { core: self, waiter, woken: false }, applied)
-        };
-        let _ = applied.await;
-        waiting.woken = true;
+        let target = self.lock().journal_pushed(JournalName::Asks);
+        self.wait_for_journal(JournalName::Asks, target).await;
     }
 
     /// The job that applies the store's journal of asks, one op at a time
@@ -301,7 +293,7 @@ impl Core {
         self.push_job(async move {
             loop {
                 let Some(op) = core.lock().next_ask_op() else { return };
-                let mut in_flight = OpInFlight { core: &core, done: false };
+                let in_flight = InFlight::new(&core, JournalName::Asks, 1, LOST_ASK_OP);
                 let store = &core.shared.options.receipts;
                 let (what, id, result) = match op {
                     AskOp::Keep(record) => {
@@ -313,50 +305,14 @@ impl Core {
                         ("forgotten", id, result)
                     }
                 };
-                in_flight.done = true;
                 if let Err(e) = result {
                     core.warn(&format!("collie: ask {id} could not be {what} by the receipt store ({e})"));
                 }
-                core.lock().ask_op_applied();
+                in_flight.finish();
             }
         });
     }
 }
 
-/// A write waiting for the store's ops. Dropped while it waits (its
-/// caller went away), it leaves the journal's waiters and the links: a
-/// store that hangs with the phone retrying keeps nothing.
-struct AsksWaiting<'a> {
-    core: &'a Core,
-    waiter: durable_core::state::Link,
-    woken: bool,
-}
-
-impl Drop for AsksWaiting<'_> {
-    fn drop(&mut self) {
-        if !self.woken {
-            let mut st = self.core.lock();
-            st.stop_waiting_for_ask_ops(self.waiter);
-            st.links().forget_wake(self.waiter);
-        }
-    }
-}
-
-/// An op the store is applying. Dropped before it is done — the store's
-/// future panicked, or the job was dropped — it counts as applied (with a
-/// warning) and the rest of the journal goes on in a new job: a write
-/// waiting for its asks to be written never waits forever behind it.
-struct OpInFlight<'a> {
-    core: &'a Core,
-    done: bool,
-}
-
-impl Drop for OpInFlight<'_> {
-    fn drop(&mut self) {
-        if self.done {
-            return;
-        }
-        self.core.lock().ask_op_dropped();
-        self.core.warn("collie: the receipt store stopped while writing an ask (it panicked?); that card may not survive a restart");
-    }
-}
+/// What a job's ask op lost to a store that stopped midway says.
+const LOST_ASK_OP: &str = "collie: the receipt store stopped while writing an ask (it panicked?); that card may not survive a restart";

@@ -74,6 +74,7 @@ mod dispatch;
 mod handlers;
 mod handles;
 mod history;
+mod journals;
 mod kept;
 mod links;
 mod once;

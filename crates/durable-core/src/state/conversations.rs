@@ -7,7 +7,7 @@
 
 use durable_types::{Id, Timestamp};
 
-use super::{Effect, Journal, Link, State};
+use super::{Effect, Journal, State};
 use crate::data::conversation::{ConversationOp, KEPT_ITEMS_PER_CONVERSATION, KeptConversation};
 
 /// One step of the conversations' journal.
@@ -150,41 +150,10 @@ impl State {
         steps
     }
 
-    /// The store applied (or failed) the `count` steps taken last.
-    pub fn conversation_steps_applied(&mut self, count: usize) {
-        self.conversations.applied(count as u64, &mut self.effects);
-    }
-
-    /// The `count` steps taken last were dropped before the store answered.
-    pub fn conversation_steps_dropped(&mut self, count: usize) {
-        self.conversations.dropped(count as u64, &mut self.effects);
-    }
-
-    /// How many steps were pushed so far: what a waiter for everything
-    /// waits for.
-    pub fn conversation_steps_pushed(&self) -> u64 {
-        self.conversations.pushed()
-    }
-
     /// The steps up to the last restore asked for: what a waiter for the
     /// panes' kept items waits for.
     pub fn conversation_restores_pushed(&self) -> u64 {
         self.restores_pushed_at
-    }
-
-    /// Whether the store applied the first `target` steps.
-    pub fn conversation_steps_applied_up_to(&self, target: u64) -> bool {
-        self.conversations.has_applied(target)
-    }
-
-    /// `waiter` is woken once the store applied the first `target` steps.
-    pub fn wait_for_conversation_steps(&mut self, target: u64, waiter: Link) {
-        self.conversations.wait(target, waiter, &mut self.effects);
-    }
-
-    /// `waiter` stopped waiting.
-    pub fn stop_waiting_for_conversation_steps(&mut self, waiter: Link) {
-        self.conversations.stop_waiting(waiter);
     }
 
     /// Gives the pane declared with restore number `restore` what the store

@@ -26,6 +26,15 @@ pub enum AskOp {
 /// The journal of asks.
 pub type AsksJournal = Journal<AskOp>;
 
+/// Which of the state's journals a waiter or a job means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JournalName {
+    /// The kept asks' ([`AsksJournal`]).
+    Asks,
+    /// The conversations' (`ConversationsJournal`).
+    Conversations,
+}
+
 /// The ops waiting for the store, and who waits for them.
 #[derive(Debug)]
 pub struct Journal<Op> {

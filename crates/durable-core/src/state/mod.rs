@@ -38,7 +38,7 @@ use crate::timers::{Timer, Timers};
 pub use asks::Hold;
 pub use conversations::{ConversationStep, ConversationsJournal};
 pub use effects::{Effect, Link};
-pub use journal::{AskOp, AsksJournal, Journal};
+pub use journal::{AskOp, AsksJournal, Journal, JournalName};
 pub use kept::{KeptLoad, KeptPhase};
 pub use layout::TabKey;
 pub use panes::{PaneData, PaneFields, QueuedSend, SessionId, Takers};
@@ -410,34 +410,57 @@ impl State {
         self.asks_journal.take_next()
     }
 
-    /// The store applied (or failed) the op taken.
-    pub fn ask_op_applied(&mut self) {
-        self.asks_journal.applied(1, &mut self.effects);
+    // What the runtime asks of either journal (`journal.rs`).
+
+    /// The store applied (or failed) the `count` ops of `journal` taken last.
+    pub fn journal_applied(&mut self, journal: JournalName, count: u64) {
+        match journal {
+            JournalName::Asks => self.asks_journal.applied(count, &mut self.effects),
+            JournalName::Conversations => self.conversations.applied(count, &mut self.effects),
+        }
     }
 
-    /// The op taken was dropped before the store said anything.
-    pub fn ask_op_dropped(&mut self) {
-        self.asks_journal.dropped(1, &mut self.effects);
+    /// The `count` ops of `journal` taken last were dropped before the
+    /// store said anything.
+    pub fn journal_dropped(&mut self, journal: JournalName, count: u64) {
+        match journal {
+            JournalName::Asks => self.asks_journal.dropped(count, &mut self.effects),
+            JournalName::Conversations => self.conversations.dropped(count, &mut self.effects),
+        }
     }
 
-    /// How many ops were pushed so far.
-    pub fn ask_ops_pushed(&self) -> u64 {
-        self.asks_journal.pushed()
+    /// How many ops were pushed to `journal` so far: what a waiter for
+    /// everything waits for.
+    pub fn journal_pushed(&self, journal: JournalName) -> u64 {
+        match journal {
+            JournalName::Asks => self.asks_journal.pushed(),
+            JournalName::Conversations => self.conversations.pushed(),
+        }
     }
 
-    /// Whether the store applied the first `target` ops.
-    pub fn ask_ops_applied(&self, target: u64) -> bool {
-        self.asks_journal.has_applied(target)
+    /// Whether the store applied the first `target` ops of `journal`.
+    pub fn journal_has_applied(&self, journal: JournalName, target: u64) -> bool {
+        match journal {
+            JournalName::Asks => self.asks_journal.has_applied(target),
+            JournalName::Conversations => self.conversations.has_applied(target),
+        }
     }
 
-    /// `waiter` is woken once the store applied the first `target` ops.
-    pub fn wait_for_ask_ops(&mut self, target: u64, waiter: Link) {
-        self.asks_journal.wait(target, waiter, &mut self.effects);
+    /// `waiter` is woken once the store applied the first `target` ops of
+    /// `journal`.
+    pub fn wait_for_journal(&mut self, journal: JournalName, target: u64, waiter: Link) {
+        match journal {
+            JournalName::Asks => self.asks_journal.wait(target, waiter, &mut self.effects),
+            JournalName::Conversations => self.conversations.wait(target, waiter, &mut self.effects),
+        }
     }
 
-    /// `waiter` stopped waiting for the store's ops (its request was dropped).
-    pub fn stop_waiting_for_ask_ops(&mut self, waiter: Link) {
-        self.asks_journal.stop_waiting(waiter);
+    /// `waiter` stopped waiting for `journal` (its caller went away).
+    pub fn stop_waiting_for_journal(&mut self, journal: JournalName, waiter: Link) {
+        match journal {
+            JournalName::Asks => self.asks_journal.stop_waiting(waiter),
+            JournalName::Conversations => self.conversations.stop_waiting(waiter),
+        }
     }
 
     // The asks the last run left open (`kept.rs`).
