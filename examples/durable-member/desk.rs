@@ -113,7 +113,7 @@ impl Desk {
 
     /// Shows a stored pane: a ticket gets the refund action and its
     /// handlers; the announcements pane gets none. A receipt store that
-    /// keeps conversations (SQLite) gives it back the items it showed (the
+    /// keeps conversations (SQLite, PostgreSQL) gives it back the items it showed (the
     /// wire, §9.2); over one that does not, the desk shows its own kept
     /// items again (its store keeps them for history either way).
     pub(crate) fn show_pane(self: &Arc<Self>, row: &PaneRow) -> Result<Pane, RuleError> {

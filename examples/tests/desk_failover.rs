@@ -7,7 +7,8 @@
 //! B, returns A's identical body with `replayed: true`; none runs again
 //! (B's tickets keep their names, no ticket is opened twice); the sends A
 //! acknowledged as queued are delivered by B, once; the one whose turn the
-//! kill cut is closed with a notice.
+//! kill cut is closed with a notice; the conversation A showed comes back
+//! on B from the database (§9.2), the notice after it.
 
 mod desk_support;
 #[path = "../../crates/durable-sdk/tests/pg_support/mod.rs"]
@@ -47,6 +48,15 @@ fn desk_b_keeps_every_promise_desk_a_made_before_it_was_killed() {
         &[("DESK_RECEIPTS_URL", url.as_str())],
         &["--receipts-schema", "desk", "--turn-ms", "1000"],
     );
+    // One turn A finishes before the burst: once its replay says `done`,
+    // what the turn showed is in the database.
+    let first = json!({"requestId": "first", "text": "hello from before"});
+    assert_eq!(a.post("/v1/panes/ticket-1/send", first.clone()).0, 200);
+    a.wait_idle("ticket-1");
+    a.wait_for("the first send done", |a| {
+        let (_, _, delivery) = a.post_delivery("/v1/panes/ticket-1/send", first.clone());
+        (delivery.as_deref() == Some("done")).then_some(())
+    });
     let all = writes();
     let answers = post_twice_at_once(&a, &all);
     let state = a.state();
@@ -103,12 +113,29 @@ fn desk_b_keeps_every_promise_desk_a_made_before_it_was_killed() {
         );
     }
     assert!(!turns_b.is_empty(), "B delivered A's queued sends");
+    // A's conversation came over with the database: the turn A finished is
+    // on B's ticket as A showed it — the user's message and the final
+    // reply — though B's data folder never saw it.
+    let user = items.iter().position(|i| i["id"] == "user-first");
+    assert_eq!(user.map(|u| items[u]["text"].clone()), Some(json!("hello from before")), "{items:?}");
+    let reply =
+        items.iter().position(|i| i["text"] == "Got it: hello from before" && i.get("partial").is_none());
+    assert!(reply.is_some() && user < reply, "A's final reply, after the message: {items:?}");
     // The turn the kill cut at A: closed by B with a notice, not run again.
     let cut: Vec<&String> = deliveries.iter().filter(|(_, d)| *d == "closed").map(|(id, _)| id).collect();
     assert!(!cut.is_empty(), "the send whose turn the kill cut is closed: {deliveries:?}");
     for id in cut {
-        let notice = items.iter().find(|i| i["id"] == format!("cut-{id}"));
-        assert_eq!(notice.map(|n| n["kind"].clone()), Some(json!("notice")), "{id}: closed with a notice");
+        let notice = items.iter().position(|i| i["id"] == format!("cut-{id}"));
+        assert_eq!(
+            notice.map(|n| items[n]["kind"].clone()),
+            Some(json!("notice")),
+            "{id}: closed with a notice"
+        );
+        let message = items.iter().position(|i| i["id"] == format!("user-{id}"));
+        assert!(
+            message.is_some() && message < notice,
+            "{id}: the message A showed, then B's notice: {items:?}"
+        );
     }
     b.kill();
 }

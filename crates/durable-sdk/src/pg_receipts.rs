@@ -26,6 +26,13 @@
 //! |---|---|
 //! | `kept_ask (ask_id PRIMARY KEY, seq IDENTITY, owner_pid, owner_start, body)` | the open asks (§7.2): each as its record's JSON text, and the process that owns it |
 //!
+//! Version 3 adds:
+//!
+//! | table | holds |
+//! |---|---|
+//! | `conversation (pane PRIMARY KEY, title, items, next_place, dropped, owner_pid, owner_start)` | each pane's kept conversation: its title, its item count, the next item's place, whether older items were dropped, and the process that writes it |
+//! | `conversation_item (pane, item_id, place, body; PRIMARY KEY (pane, item_id))` | its items as last written, each as its JSON text, by place |
+//!
 //! # Exactly once across processes
 //! The core runs a write only after [`ReceiptStore::claim`] found its
 //! request id unknown, and stores the answer with [`ReceiptStore::put`]
@@ -81,6 +88,24 @@
 //! shows a session's start only to its own role (or `pg_read_all_stats`),
 //! and an owner whose start cannot be seen is taken for gone.
 //!
+//! # Conversations
+//! Each pane's conversation is kept (docs/wire.md §9.2), as in
+//! [`SqliteReceiptStore`](crate::SqliteReceiptStore): every batch of
+//! changes is one transaction, at most
+//! [`KEPT_ITEMS_PER_CONVERSATION`](crate::stores::KEPT_ITEMS_PER_CONVERSATION)
+//! items per conversation, the oldest dropped first. So the process that
+//! takes over after a failover gives each pane it declares the items the
+//! phone was shown. One process writes a conversation at a time, fenced
+//! the way asks are: a conversation belongs to the owner session that
+//! last wrote it, and while that session is alive another process can
+//! neither read it back nor write it (its batch fails, naming the owner,
+//! and changes nothing); once it is gone, the next writer makes the
+//! conversation its own. (A machine that vanishes without closing its
+//! connections — power lost, network cut — leaves its session alive until
+//! the server's TCP keepalive ends it: set `tcp_keepalives_idle` and its
+//! siblings on the server to bound how long a failover waits for its asks
+//! and conversations.)
+//!
 //! # Unreachable database
 //! Every call fails with an error that says what broke (and the core
 //! answers `500 internal`, running nothing, when the lookup fails). The
@@ -130,22 +155,25 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
-use durable_runtime::{KeptAskRecord, Lookup, PendingSend, Receipt, ReceiptStore, SendState, StoreError};
-use durable_types::{EVICTED_MEMORY_FACTOR, RECEIPTS_PER_GROUP};
+use durable_runtime::{
+    ConversationOp, KEPT_ITEMS_PER_CONVERSATION, KeptAskRecord, KeptConversation, Lookup, PendingSend,
+    Receipt, ReceiptStore, SendState, StoreError,
+};
+use durable_types::{EVICTED_MEMORY_FACTOR, Item, RECEIPTS_PER_GROUP};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_postgres::config::Host;
 
 use crate::pg_tls::{PgSslMode, PgTls};
 
 /// The layout this SDK writes (the `schema_version` table's value).
-pub const PG_SCHEMA_VERSION: i32 = 2;
+pub const PG_SCHEMA_VERSION: i32 = 3;
 
 /// Finished sends kept for replays to say so.
 const FINISHED_SENDS_KEPT: i64 = 100_000;
 
 /// Migrations, in order: `MIGRATIONS[n]` takes the schema from version `n`
 /// to `n + 1`. `{s}` is the quoted schema name.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     "
 CREATE TABLE {s}.receipt (
     request_id TEXT PRIMARY KEY,
@@ -182,6 +210,25 @@ CREATE TABLE {s}.kept_ask (
     owner_start BIGINT NOT NULL,
     body TEXT NOT NULL
 );
+",
+    "
+CREATE TABLE {s}.conversation (
+    pane TEXT PRIMARY KEY,
+    title TEXT,
+    items BIGINT NOT NULL DEFAULT 0,
+    next_place BIGINT NOT NULL DEFAULT 0,
+    dropped BOOLEAN NOT NULL DEFAULT FALSE,
+    owner_pid INTEGER NOT NULL,
+    owner_start BIGINT NOT NULL
+);
+CREATE TABLE {s}.conversation_item (
+    pane TEXT NOT NULL,
+    item_id TEXT NOT NULL,
+    place BIGINT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (pane, item_id)
+);
+CREATE INDEX conversation_item_by_place ON {s}.conversation_item (pane, place);
 ",
 ];
 
@@ -478,6 +525,26 @@ struct Sql {
     keep_ask: String,
     forget_ask: String,
     take_asks: String,
+    claim_conversation: String,
+    conversation_head: String,
+    rewrite_item: String,
+    next_place: String,
+    insert_item: String,
+    drop_oldest: String,
+    recount: String,
+    set_title: String,
+    forget_items: String,
+    forget_conversation: String,
+    kept_items: String,
+}
+
+/// The condition "the owner session `{o}.owner_pid`/`{o}.owner_start` is
+/// gone": not in `pg_stat_activity` under that pid and start.
+fn owner_gone(o: &str) -> String {
+    format!(
+        "NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = {o}.owner_pid \
+         AND (extract(epoch FROM a.backend_start) * 1000000)::bigint = {o}.owner_start)"
+    )
 }
 
 impl Sql {
@@ -533,10 +600,45 @@ impl Sql {
             // starting at once take each ask once.
             take_asks: format!(
                 "UPDATE {s}.kept_ask k SET owner_pid = $1, owner_start = $2 \
-                 WHERE NOT (k.owner_pid = $1 AND k.owner_start = $2) AND NOT EXISTS \
-                 (SELECT 1 FROM pg_stat_activity a WHERE a.pid = k.owner_pid \
-                 AND (extract(epoch FROM a.backend_start) * 1000000)::bigint = k.owner_start) \
-                 RETURNING k.seq, k.body, k.ask_id"
+                 WHERE NOT (k.owner_pid = $1 AND k.owner_start = $2) AND {} \
+                 RETURNING k.seq, k.body, k.ask_id",
+                owner_gone("k")
+            ),
+            // A conversation is this process's to write when it is new, its
+            // own, or its owner's session is gone; the row lock orders two
+            // writers. No row back: another running process owns it.
+            claim_conversation: format!(
+                "INSERT INTO {s}.conversation AS c (pane, owner_pid, owner_start) VALUES ($1, $2, $3) \
+                 ON CONFLICT (pane) DO UPDATE SET owner_pid = EXCLUDED.owner_pid, owner_start = EXCLUDED.owner_start \
+                 WHERE (c.owner_pid = $2 AND c.owner_start = $3) OR {} \
+                 RETURNING c.pane",
+                owner_gone("c")
+            ),
+            conversation_head: format!(
+                "SELECT c.title, c.dropped, (c.owner_pid = $2 AND c.owner_start = $3) OR {}, c.owner_pid \
+                 FROM {s}.conversation c WHERE c.pane = $1",
+                owner_gone("c")
+            ),
+            rewrite_item: format!(
+                "UPDATE {s}.conversation_item SET body = $3 WHERE pane = $1 AND item_id = $2"
+            ),
+            next_place: format!(
+                "UPDATE {s}.conversation SET items = items + 1, next_place = next_place + 1 \
+                 WHERE pane = $1 RETURNING next_place, items"
+            ),
+            insert_item: format!(
+                "INSERT INTO {s}.conversation_item (pane, item_id, place, body) VALUES ($1, $2, $3, $4)"
+            ),
+            drop_oldest: format!("DELETE FROM {s}.conversation_item WHERE pane = $1 AND place <= $2"),
+            recount: format!(
+                "UPDATE {s}.conversation SET dropped = TRUE, \
+                 items = (SELECT COUNT(*) FROM {s}.conversation_item WHERE pane = $1) WHERE pane = $1"
+            ),
+            set_title: format!("UPDATE {s}.conversation SET title = $2 WHERE pane = $1"),
+            forget_items: format!("DELETE FROM {s}.conversation_item WHERE pane = $1"),
+            forget_conversation: format!("DELETE FROM {s}.conversation WHERE pane = $1"),
+            kept_items: format!(
+                "SELECT item_id, body FROM {s}.conversation_item WHERE pane = $1 ORDER BY place"
             ),
         }
     }
@@ -606,8 +708,8 @@ struct Owner {
 }
 
 /// A [`ReceiptStore`] in PostgreSQL (feature `postgres`): receipts, evicted
-/// ids and the sends journal, shared by every process of one agent. See the
-/// module documentation for the guarantees.
+/// ids, the sends journal, open asks and conversations, shared by every
+/// process of one agent. See the module documentation for the guarantees.
 ///
 /// ```no_run
 /// use durable_sdk::stores::{PgReceiptOptions, PgReceiptStore};
@@ -1050,6 +1152,119 @@ impl ReceiptStore for PgReceiptStore {
         }
         taken.sort_by_key(|(seq, _)| *seq);
         Ok(taken.into_iter().map(|(_, r)| r).collect())
+    }
+
+    fn keeps_conversations(&self) -> bool {
+        true
+    }
+
+    /// One transaction for the batch; a conversation another running
+    /// process owns fails it whole (nothing of the batch is kept).
+    async fn keep_conversation(&self, ops: Vec<ConversationOp>) -> Result<(), StoreError> {
+        let what = "keeping conversations";
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let sql = &self.inner.sql;
+        let owner = &self.inner.owner;
+        let tx = self.begin(what, "").await?;
+        let c = tx.conn();
+        let e = |e| self.db_err(what, e);
+        let limit = i64::try_from(KEPT_ITEMS_PER_CONVERSATION).unwrap_or(i64::MAX);
+        let mut claimed: Vec<&str> = Vec::new();
+        for op in &ops {
+            let pane = match op {
+                ConversationOp::Item { pane, .. }
+                | ConversationOp::Title { pane, .. }
+                | ConversationOp::Forget { pane } => pane.as_str(),
+                // A later kind of op this store does not know: keeping it
+                // wrong would be worse than not keeping it.
+                _ => continue,
+            };
+            if !claimed.contains(&pane) {
+                let mine = c
+                    .query_opt(&sql.claim_conversation, &[&pane, &owner.pid, &owner.start])
+                    .await
+                    .map_err(e)?;
+                if mine.is_none() {
+                    // Dropped, the transaction rolls back: nothing of the batch is kept.
+                    return Err(self.err(
+                        what,
+                        format!(
+                            "pane {pane}'s conversation belongs to another running process (its database session is alive): one process writes a conversation at a time"
+                        ),
+                    ));
+                }
+                claimed.push(pane);
+            }
+            match op {
+                ConversationOp::Item { item, .. } => {
+                    let body = serde_json::to_string(&**item)
+                        .map_err(|e| self.err(what, format!("an item is not JSON: {e}")))?;
+                    let id = item.id.as_str();
+                    if c.execute(&sql.rewrite_item, &[&pane, &id, &body]).await.map_err(e)? > 0 {
+                        continue;
+                    }
+                    let row = c.query_one(&sql.next_place, &[&pane]).await.map_err(e)?;
+                    let (place, items): (i64, i64) = (row.get(0), row.get(1));
+                    c.execute(&sql.insert_item, &[&pane, &id, &place, &body]).await.map_err(e)?;
+                    if items > limit {
+                        // The oldest go first; the conversation says some went.
+                        c.execute(&sql.drop_oldest, &[&pane, &(place - limit)]).await.map_err(e)?;
+                        c.execute(&sql.recount, &[&pane]).await.map_err(e)?;
+                    }
+                }
+                ConversationOp::Title { title, .. } => {
+                    c.execute(&sql.set_title, &[&pane, title]).await.map_err(e)?;
+                }
+                ConversationOp::Forget { .. } => {
+                    c.execute(&sql.forget_items, &[&pane]).await.map_err(e)?;
+                    c.execute(&sql.forget_conversation, &[&pane]).await.map_err(e)?;
+                    // Forgotten, it is nobody's: a later op claims it afresh.
+                    claimed.retain(|p| *p != pane);
+                }
+                _ => {}
+            }
+        }
+        tx.end("COMMIT").await.map_err(e)
+    }
+
+    /// A pane's kept conversation, unless another running process owns it
+    /// (an error: that process is the agent's writer). An item whose text
+    /// no longer reads is skipped with a warning.
+    async fn kept_conversation(&self, pane: &str) -> Result<Option<KeptConversation>, StoreError> {
+        let what = "reading a kept conversation";
+        let sql = &self.inner.sql;
+        let owner = &self.inner.owner;
+        let conn = self.conn(what).await?;
+        let e = |e| self.db_err(what, e);
+        let Some(head) =
+            conn.query_opt(&sql.conversation_head, &[&pane, &owner.pid, &owner.start]).await.map_err(e)?
+        else {
+            return Ok(None);
+        };
+        let (title, dropped, mine, owner_pid): (Option<String>, bool, bool, i32) =
+            (head.get(0), head.get(1), head.get(2), head.get(3));
+        if !mine {
+            return Err(self.err(
+                what,
+                format!(
+                    "pane {pane}'s conversation belongs to another running process (database session {owner_pid} is alive)"
+                ),
+            ));
+        }
+        let rows = conn.query(&sql.kept_items, &[&pane]).await.map_err(e)?;
+        let mut items = Vec::with_capacity(rows.len());
+        for row in &rows {
+            match serde_json::from_str::<Item>(row.get::<_, &str>(1)) {
+                Ok(item) => items.push(item),
+                Err(err) => {
+                    let item_id: &str = row.get(0);
+                    tracing::warn!(pane = %pane, item_id = %item_id, error = %err, "postgres: a kept item is damaged; it is skipped");
+                }
+            }
+        }
+        Ok(Some(KeptConversation::new(title, items, dropped)))
     }
 
     async fn unfinished_sends(&self) -> Result<Vec<PendingSend>, StoreError> {

@@ -14,8 +14,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use durable_runtime::{
-    KeptAskRecord, Lookup, MemoryReceiptStore, PendingSend, Receipt, ReceiptStore, SendState,
+    ConversationOp, KEPT_ITEMS_PER_CONVERSATION, KeptAskRecord, Lookup, MemoryReceiptStore, PendingSend,
+    Receipt, ReceiptStore, SendState,
 };
+use durable_sdk::Item;
 use durable_sdk::stores::{PG_SCHEMA_VERSION, PgReceiptOptions, PgReceiptStore};
 use harness::Harness;
 use harness::recorder::{Log, PaneExt, Recorder};
@@ -150,7 +152,19 @@ async fn the_store_creates_its_schema_at_its_version_once_and_refuses_a_newer_on
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(tables, ["evicted", "kept_ask", "pending_send", "receipt", "receipt_group", "schema_version"]);
+    assert_eq!(
+        tables,
+        [
+            "conversation",
+            "conversation_item",
+            "evicted",
+            "kept_ask",
+            "pending_send",
+            "receipt",
+            "receipt_group",
+            "schema_version"
+        ]
+    );
     // A schema from a newer SDK is not touched.
     db.execute(&format!("UPDATE \"{schema}\".schema_version SET version = 99"), &[]).await.unwrap();
     let options = PgReceiptOptions::builder().url(server.url()).schema(&schema).build().unwrap();
@@ -306,17 +320,185 @@ async fn a_version_1_schema_is_migrated_to_keep_asks_and_its_receipts_stay() {
     // Back to the layout of version 1, as an older SDK left it.
     let db = psql(server).await;
     db.batch_execute(&format!(
-        "DROP TABLE \"{schema}\".kept_ask; UPDATE \"{schema}\".schema_version SET version = 1"
+        "DROP TABLE \"{schema}\".kept_ask; DROP TABLE \"{schema}\".conversation_item; \
+         DROP TABLE \"{schema}\".conversation; UPDATE \"{schema}\".schema_version SET version = 1"
     ))
     .await
     .unwrap();
     let store = store_on(server, &schema, 10).await;
     assert_eq!(store.get("r-old").await.unwrap(), Lookup::Found(receipt(1)));
     store.keep_ask(kept("a")).await.unwrap();
+    store.keep_conversation(vec![reply("p", "a", "kept")]).await.unwrap();
     let version: i32 =
         db.query_one(&format!("SELECT version FROM \"{schema}\".schema_version"), &[]).await.unwrap().get(0);
     assert_eq!(version, PG_SCHEMA_VERSION);
-    assert_eq!(PG_SCHEMA_VERSION, 2);
+    assert_eq!(PG_SCHEMA_VERSION, 3);
+}
+
+#[tokio::test]
+async fn a_version_2_schema_is_migrated_to_keep_conversations_and_its_asks_stay() {
+    let server = PgServer::shared();
+    let schema = fresh_schema("v2");
+    let store = store_on(server, &schema, 10).await;
+    store.put("r-old", receipt(1), "starters").await.unwrap();
+    store.keep_ask(kept("a")).await.unwrap();
+    drop(store);
+    // Back to the layout of version 2, as the last SDK left it.
+    let db = psql(server).await;
+    db.batch_execute(&format!(
+        "DROP TABLE \"{schema}\".conversation_item; DROP TABLE \"{schema}\".conversation; \
+         UPDATE \"{schema}\".schema_version SET version = 2"
+    ))
+    .await
+    .unwrap();
+    let store = store_on(server, &schema, 10).await;
+    assert_eq!(store.get("r-old").await.unwrap(), Lookup::Found(receipt(1)));
+    let taken = wait_for(|| store.kept_asks(), |asks| !asks.is_empty()).await;
+    assert_eq!(taken, [kept("a")], "the asks of the process before the migration");
+    store.keep_conversation(vec![reply("p", "a", "kept")]).await.unwrap();
+    assert_eq!(texts(&store, "p").await, ["kept"]);
+}
+
+/// An op that writes a reply item on a pane.
+fn reply(pane: &str, id: &str, text: &str) -> ConversationOp {
+    ConversationOp::item(pane, Item::reply(id, text).unwrap())
+}
+
+/// The texts of a pane's kept items, in order (empty: nothing kept).
+async fn texts(store: &PgReceiptStore, pane: &str) -> Vec<String> {
+    let kept = store.kept_conversation(pane).await.unwrap();
+    kept.map(|k| {
+        k.items
+            .iter()
+            .map(|i| serde_json::to_value(i).unwrap()["text"].as_str().unwrap().to_owned())
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// Calls `f` every 50 ms until its answer passes `done`, or 30 s went by
+/// (the server takes a moment to see a session end).
+async fn wait_for<T, F: std::future::Future<Output = Result<T, durable_runtime::StoreError>>>(
+    mut f: impl FnMut() -> F,
+    done: impl Fn(&T) -> bool,
+) -> T {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let got = f().await.unwrap();
+        if done(&got) || std::time::Instant::now() > deadline {
+            return got;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn conversations_are_kept_as_last_written_in_order_forgotten_on_request_and_bounded() {
+    let server = PgServer::shared();
+    let schema = fresh_schema("conversations");
+    let store = store_on(server, &schema, 10).await;
+    assert!(store.keeps_conversations());
+    store.keep_conversation(vec![reply("p", "a", "one"), reply("p", "b", "two")]).await.unwrap();
+    store
+        .keep_conversation(vec![
+            reply("p", "a", "one, edited"),
+            reply("p", "c", "three"),
+            ConversationOp::title("p", "Maria Lopez"),
+            reply("q", "a", "other pane"),
+        ])
+        .await
+        .unwrap();
+    drop(store);
+
+    // Another store on the schema (the next run) reads what the last one wrote.
+    let store = store_on(server, &schema, 10).await;
+    assert_eq!(texts(&store, "p").await, ["one, edited", "two", "three"]);
+    let kept = store.kept_conversation("p").await.unwrap().unwrap();
+    assert_eq!((kept.title.as_deref(), kept.dropped), (Some("Maria Lopez"), false));
+    assert_eq!(store.kept_conversation("nobody").await.unwrap(), None);
+    store.keep_conversation(vec![ConversationOp::forget("p")]).await.unwrap();
+    assert_eq!(store.kept_conversation("p").await.unwrap(), None);
+    assert_eq!(texts(&store, "q").await, ["other pane"], "only p forgotten");
+    // Forgotten, then written again in the same batch: a new conversation.
+    store
+        .keep_conversation(vec![reply("q", "x", "old"), ConversationOp::forget("q"), reply("q", "y", "new")])
+        .await
+        .unwrap();
+    assert_eq!(texts(&store, "q").await, ["new"]);
+
+    // Past the bound the oldest go, and the conversation says so.
+    let limit = KEPT_ITEMS_PER_CONVERSATION;
+    let ops: Vec<_> = (0..limit + 5).map(|n| reply("long", &format!("i{n}"), &format!("n{n}"))).collect();
+    store.keep_conversation(ops).await.unwrap();
+    let kept = store.kept_conversation("long").await.unwrap().unwrap();
+    assert!(kept.dropped);
+    assert_eq!(kept.items.len(), limit);
+    assert_eq!(kept.items[0].id.as_str(), "i5");
+    // Written again, a dropped id comes back at the end.
+    store.keep_conversation(vec![reply("long", "i0", "back")]).await.unwrap();
+    let kept = store.kept_conversation("long").await.unwrap().unwrap();
+    assert_eq!((kept.items.len(), kept.items.last().unwrap().id.as_str()), (limit, "i0"));
+}
+
+#[tokio::test]
+async fn a_batch_with_a_damaged_item_row_reads_the_others() {
+    let server = PgServer::shared();
+    let schema = fresh_schema("conv_damaged");
+    let store = store_on(server, &schema, 10).await;
+    store.keep_conversation(vec![reply("p", "a", "one"), reply("p", "b", "two")]).await.unwrap();
+    let db = psql(server).await;
+    db.execute(
+        &format!("UPDATE \"{schema}\".conversation_item SET body = '{{not json' WHERE item_id = 'a'"),
+        &[],
+    )
+    .await
+    .unwrap();
+    assert_eq!(texts(&store, "p").await, ["two"], "the damaged row is skipped, not the conversation");
+}
+
+#[tokio::test]
+async fn one_process_writes_a_conversation_at_a_time_and_the_next_takes_it_once_the_first_is_gone() {
+    let server = PgServer::shared();
+    let schema = fresh_schema("conv_owners");
+    let first = store_on(server, &schema, 10).await;
+    first.keep_conversation(vec![reply("p", "a", "from the first")]).await.unwrap();
+
+    // A second process while the first runs: it can neither read nor write p,
+    // and its failed batch keeps nothing, not even of another pane.
+    let second = store_on(server, &schema, 10).await;
+    let read = second.kept_conversation("p").await.unwrap_err().to_string();
+    assert!(read.contains("pane p") && read.contains("another running process"), "{read}");
+    let write = second
+        .keep_conversation(vec![reply("q", "z", "elsewhere"), reply("p", "b", "from the second")])
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        write.contains("pane p") && write.contains("one process writes a conversation at a time"),
+        "{write}"
+    );
+    assert_eq!(texts(&first, "p").await, ["from the first"]);
+    assert_eq!(texts(&first, "q").await, Vec::<String>::new(), "the refused batch kept nothing");
+    first.keep_conversation(vec![reply("p", "c", "still the first's")]).await.unwrap();
+
+    // The first process goes (its sessions end): the second reads p and writes it.
+    drop(first);
+    let kept = wait_for(|| async { Ok(second.kept_conversation("p").await.ok()) }, Option::is_some).await;
+    let texts_now: Vec<String> = kept
+        .flatten()
+        .map(|k| {
+            k.items
+                .iter()
+                .map(|i| serde_json::to_value(i).unwrap()["text"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(texts_now, ["from the first", "still the first's"]);
+    second.keep_conversation(vec![reply("p", "b", "from the second")]).await.unwrap();
+    // Now the second's: a third process while it runs is refused in turn.
+    let third = store_on(server, &schema, 10).await;
+    assert!(third.keep_conversation(vec![reply("p", "d", "third")]).await.is_err());
+    assert_eq!(texts(&second, "p").await, ["from the first", "still the first's", "from the second"]);
 }
 
 #[tokio::test]
