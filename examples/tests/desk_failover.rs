@@ -139,3 +139,60 @@ fn desk_b_keeps_every_promise_desk_a_made_before_it_was_killed() {
     }
     b.kill();
 }
+
+/// What a poll showed is kept (§9.2): desk A streams a reply while the
+/// database stalls (`SIGSTOP`), a reader polls A all along, A is killed,
+/// the database goes on, and desk B takes over. Every item the reader saw
+/// is on B in the form seen or a later one: while the database could not
+/// keep them, A showed no new form. (With items shown before the store has
+/// them, the reader saw forms the database never got, and B came back with
+/// earlier ones.)
+#[test]
+fn what_a_poll_showed_while_the_database_stalled_is_on_the_desk_that_takes_over() {
+    let server = PgServer::start();
+    let url = server.url();
+    let (dir_a, dir_b) = (TestDir::new("stall-a"), TestDir::new("stall-b"));
+    let schema = ["--receipts-schema", "stall"];
+    let a =
+        Desk::start(&dir_a, &[&["--receipts", url.as_str(), "--turn-ms", "3000"][..], &schema[..]].concat());
+    assert_eq!(
+        a.post("/v1/panes/ticket-1/send", json!({"requestId": "s-1", "text": "a long answer"})).0,
+        200
+    );
+    let reply_shown = |items: &[Value]| {
+        items.iter().any(|i| i["kind"] == "reply" && i["text"].as_str().is_some_and(|t| !t.is_empty()))
+    };
+    a.wait_for("a partial reply", |a| reply_shown(&a.items("ticket-1")).then_some(()));
+
+    // The database stalls for 1.5 s: two more of the reply's five writes.
+    server.pause();
+    let stalled = std::time::Instant::now();
+    let mut seen = a.items("ticket-1");
+    while stalled.elapsed() < std::time::Duration::from_millis(1500) {
+        seen = a.items("ticket-1");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(reply_shown(&seen), "polls answer while the database stalls: {seen:?}");
+    a.kill();
+    server.resume();
+    // A's sessions end as the server reads their closed sockets.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while server.client_sessions() > 1 {
+        assert!(std::time::Instant::now() < deadline, "A's database sessions are still there after 30 s");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+
+    let b =
+        Desk::start(&dir_b, &[&["--receipts", url.as_str(), "--turn-ms", "20"][..], &schema[..]].concat());
+    let back = b.wait_for("A's items on B", |b| {
+        let items = b.items("ticket-1");
+        seen.iter().all(|s| items.iter().any(|i| i["id"] == s["id"])).then_some(items)
+    });
+    for shown in &seen {
+        let again = back.iter().find(|i| i["id"] == shown["id"]).expect("found above");
+        let (was, is) = (shown["text"].as_str().unwrap_or(""), again["text"].as_str().unwrap_or(""));
+        // The desk's partial replies grow: a later form extends an earlier one.
+        assert!(is.starts_with(was), "{} came back as {is:?}, an earlier form than {was:?}", shown["id"]);
+    }
+    b.kill();
+}

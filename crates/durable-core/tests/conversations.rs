@@ -33,6 +33,13 @@ struct TestStore {
     keeps_no_conversations: bool,
     written_elsewhere: Option<Vec<Item>>,
     batches: std::sync::Mutex<Vec<Vec<String>>>,
+    /// Outlives the process (as SQLite and PostgreSQL do: it keeps sends),
+    /// so items wait for it before readers see them.
+    outlives_the_process: bool,
+    /// When set, each batch of changes waits for a permit (the store is
+    /// slow), and fails once through when `fails` is set.
+    gate: Option<tokio::sync::Semaphore>,
+    fails: bool,
 }
 
 impl ReceiptStore for TestStore {
@@ -45,7 +52,16 @@ impl ReceiptStore for TestStore {
     fn keeps_conversations(&self) -> bool {
         !self.keeps_no_conversations
     }
+    fn keeps_sends(&self) -> bool {
+        self.outlives_the_process
+    }
     async fn keep_conversation(&self, ops: Vec<ConversationOp>) -> Result<(), StoreError> {
+        if let Some(gate) = &self.gate {
+            gate.acquire().await.expect("the gate stays").forget();
+        }
+        if self.fails {
+            return Err(StoreError::new("the disk is full"));
+        }
         let noted = ops
             .iter()
             .map(|op| match op {
@@ -398,4 +414,163 @@ async fn an_item_written_again_past_a_conversations_bound_of_newer_ones_is_not_f
         "x",
         "the store keeps x, newest, as the pane shows it"
     );
+}
+
+/// A store that outlives the process, its batches held until `open`.
+fn slow_store(fails: bool) -> Arc<TestStore> {
+    Arc::new(TestStore {
+        outlives_the_process: true,
+        gate: Some(tokio::sync::Semaphore::new(0)),
+        fails,
+        ..TestStore::default()
+    })
+}
+
+fn open(store: &TestStore) {
+    store.gate.as_ref().unwrap().add_permits(1_000);
+}
+
+/// The pane's events from 0, answered at once (a poll never waits for the store).
+async fn events_now(h: &Harness, pane: &str) -> Vec<Value> {
+    let r = tokio::time::timeout(std::time::Duration::from_secs(5), h.events(pane, 0))
+        .await
+        .expect("a poll answers while the store is slow");
+    assert_eq!(r.status, 200, "{:?}", r.json);
+    assert_eq!(r.json["snapshot"], false, "{:?}", r.json);
+    r.json["events"].as_array().cloned().unwrap_or_default()
+}
+
+fn kinds(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| match e["type"].as_str().unwrap() {
+            "item" => format!("item {}", e["item"]["text"].as_str().unwrap_or("")),
+            "state" => format!("state {}", e["state"].as_str().unwrap_or("")),
+            other => other.to_owned(),
+        })
+        .collect()
+}
+
+/// The pane as the state poll shows it.
+async fn pane_in_state(h: &Harness, pane: &str) -> Value {
+    let state = h.state().await.json;
+    state["panes"].as_array().unwrap().iter().find(|p| p["id"] == pane).cloned().expect("the pane")
+}
+
+#[tokio::test]
+async fn over_a_store_that_outlives_the_process_an_item_is_shown_once_kept_and_what_follows_waits_behind_it()
+{
+    let store = slow_store(false);
+    let h = Harness::with(|b| b.receipts(Arc::clone(&store)));
+    let pane = h.pane();
+    pane.on_send(Echo).unwrap();
+    h.core.ready();
+    // The pane's restore read and its title: one batch through.
+    store.gate.as_ref().unwrap().add_permits(1);
+    h.core.conversations_kept().await;
+    let seq_before = pane_in_state(&h, "ticket-1").await["lastSeq"].clone();
+
+    // The write and the send answer at once; readers see none of it yet.
+    pane.write(Item::notice("n-1", "Order 5521 found", NoticeTone::Info).unwrap()).unwrap();
+    let sent = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        h.post("/v1/panes/ticket-1/send", json!({"requestId": "r-1", "text": "refund?"})),
+    )
+    .await
+    .expect("a send does not wait for the store");
+    assert_eq!(sent.json["result"], "sent", "{:?}", sent.json);
+    h.settle().await;
+    assert_eq!(kinds(&events_now(&h, "ticket-1").await), Vec::<String>::new(), "nothing kept, nothing shown");
+    let shown = pane_in_state(&h, "ticket-1").await;
+    assert_eq!((shown["lastSeq"].clone(), shown["state"].clone()), (seq_before, json!("idle")));
+    assert_eq!(
+        pane.current_state(),
+        durable_runtime::types::PaneState::Idle,
+        "the program's side: its turn ran"
+    );
+
+    // The store keeps them: they are shown, in the order written.
+    open(&store);
+    h.core.conversations_kept().await;
+    let events = events_now(&h, "ticket-1").await;
+    assert_eq!(
+        kinds(&events),
+        ["item Order 5521 found", "state working", "item refund?", "item did: refund?", "state idle"],
+        "each item once kept, the state changes behind them"
+    );
+    let shown = pane_in_state(&h, "ticket-1").await;
+    assert_eq!(shown["lastSeq"], events.last().unwrap()["seq"], "the state poll names the last shown seq");
+    assert_eq!(shown["state"], "idle");
+}
+
+#[tokio::test]
+async fn a_pane_shows_its_items_up_to_the_first_the_store_does_not_have_yet() {
+    let store = slow_store(false);
+    let h = Harness::with(|b| b.receipts(Arc::clone(&store)));
+    let pane = h.pane();
+    h.core.ready();
+    // The first batch (the pane's restore read and title) goes through.
+    store.gate.as_ref().unwrap().add_permits(1);
+    h.core.conversations_kept().await;
+    pane.write(Item::reply("a", "one").unwrap()).unwrap();
+    h.settle().await;
+    pane.write(Item::reply("b", "two").unwrap()).unwrap();
+    // `a` is in a batch on its way; `b` waits in the journal. One more permit: `a` only.
+    store.gate.as_ref().unwrap().add_permits(1);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while kinds(&events_now(&h, "ticket-1").await).is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert_eq!(kinds(&events_now(&h, "ticket-1").await), ["item one"], "b is not kept yet");
+    // A rewrite of `b` while it waits joins its op: shown in its newest form once kept.
+    pane.write(Item::reply("b", "two, edited").unwrap()).unwrap();
+    open(&store);
+    h.core.conversations_kept().await;
+    assert_eq!(kinds(&events_now(&h, "ticket-1").await), ["item one", "item two", "item two, edited"]);
+    assert_eq!(texts(&h.view("ticket-1").await), ["one", "two, edited"]);
+}
+
+#[tokio::test]
+async fn a_store_that_fails_to_keep_an_item_does_not_hide_it() {
+    let store = slow_store(true);
+    let h = Harness::with(|b| b.receipts(Arc::clone(&store)));
+    let pane = h.pane();
+    h.core.ready();
+    pane.write(Item::reply("a", "one").unwrap()).unwrap();
+    open(&store);
+    h.core.conversations_kept().await;
+    assert_eq!(kinds(&events_now(&h, "ticket-1").await), ["item one"]);
+    assert!(h.warns().iter().any(|w| w.contains("could not be kept")), "{:?}", h.warns());
+}
+
+#[tokio::test]
+async fn a_partial_item_waiting_for_the_store_is_finalized_when_its_pane_goes_idle() {
+    let store = slow_store(false);
+    let h = Harness::with(|b| b.receipts(Arc::clone(&store)));
+    let pane = h.pane();
+    h.core.ready();
+    pane.state(durable_runtime::types::PaneState::Working, Some("t-1")).unwrap();
+    pane.write(Item::partial_reply("a", "Look").unwrap()).unwrap();
+    pane.state(durable_runtime::types::PaneState::Idle, None).unwrap();
+    // The item waits for the store, and the idle behind it: readers still see the turn.
+    assert_eq!(pane.current_state(), durable_runtime::types::PaneState::Idle);
+    let shown = pane_in_state(&h, "ticket-1").await;
+    assert_eq!((shown["state"].clone(), shown["turnId"].clone()), (json!("working"), json!("t-1")));
+    assert_eq!(kinds(&events_now(&h, "ticket-1").await), ["state working"]);
+    open(&store);
+    h.core.conversations_kept().await;
+    let view = h.view("ticket-1").await;
+    assert_eq!(texts(&view), ["Look"]);
+    assert!(view["items"][0].get("partial").is_none(), "finalized: {view}");
+    assert!(h.warns().iter().any(|w| w.contains("went idle with partial items (a)")), "{:?}", h.warns());
+}
+
+#[tokio::test]
+async fn over_the_memory_store_an_item_is_shown_at_once() {
+    let store = Arc::new(MemoryReceiptStore::new());
+    let h = run(&store);
+    h.core.ready();
+    h.pane().write(Item::reply("a", "one").unwrap()).unwrap();
+    // No settle, no wait: the store cannot outlive the process, so nothing is gained by waiting.
+    assert_eq!(kinds(&events_now(&h, "ticket-1").await), ["item one"]);
 }

@@ -75,6 +75,8 @@ impl Core {
             allow_always: options.allow_always,
             keeps_asks: options.receipts.keeps_asks_dyn(),
             keeps_conversations: options.receipts.keeps_conversations_dyn(),
+            // A store that outlives the process: its sends journal does.
+            shows_items_once_kept: options.receipts.keeps_sends_dyn(),
             hold_ms: options.hold_ms,
             held_answer_bytes: options.held_answer_bytes,
         });

@@ -40,6 +40,10 @@ pub struct MachineConfig {
     /// Whether the receipt store keeps conversations: what each pane shows
     /// is then journalled, and a pane is restored as it is first declared.
     pub keeps_conversations: bool,
+    /// Whether the store keeps them across processes (its sends journal
+    /// outlives the process too): a pane's item is then shown to readers
+    /// only once the store has it (docs/wire.md §9.2).
+    pub shows_items_once_kept: bool,
     /// How long an answer to an ask not raised yet is held (§7.1).
     pub hold_ms: u64,
     /// The bytes all held answers may keep.
@@ -64,6 +68,9 @@ impl Machine {
         let mut state = State::new(config.tail_limit);
         if config.keeps_conversations {
             state.keep_conversations();
+            if config.shows_items_once_kept {
+                state.show_items_once_kept();
+            }
         }
         Machine {
             state,

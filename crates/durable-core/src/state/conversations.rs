@@ -47,16 +47,64 @@ impl State {
         self.keeps_conversations
     }
 
+    /// The store keeps conversations across processes: from now on a
+    /// pane's item is shown to readers only once the store has it, and
+    /// each event after it waits behind it, so that what a phone saw never
+    /// goes back after a crash (docs/wire.md §9.2). The program's side
+    /// sees every write at once; no write or read waits.
+    pub fn show_items_once_kept(&mut self) {
+        self.items_wait_for_store = self.keeps_conversations;
+    }
+
+    /// Whether items wait for the store before readers see them.
+    pub fn items_wait_for_store(&self) -> bool {
+        self.items_wait_for_store
+    }
+
+    /// Moves the events whose items the store now has (or failed to keep:
+    /// a store that fails must not hide a pane for ever) into their panes'
+    /// tails, in order, each pane up to its first item still waiting.
+    pub(super) fn show_kept_events(&mut self) {
+        if self.panes_waiting.is_empty() {
+            return;
+        }
+        let tail_limit = self.tail_limit;
+        let applied = self.conversations.applied_so_far();
+        let waiting: Vec<Id> = self.panes_waiting.iter().cloned().collect();
+        for pane in waiting {
+            let Some(p) = self.open_or_closed_mut(&pane) else {
+                self.panes_waiting.remove(&pane);
+                continue;
+            };
+            let mut shown = 0;
+            while let Some(front) = p.pending.front() {
+                if front.kept_by.is_some_and(|op| op >= applied) {
+                    break;
+                }
+                let Some(event) = p.pending.pop_front() else { break };
+                p.push_event(event.ts, event.body, tail_limit);
+                shown += 1;
+            }
+            if p.pending.is_empty() {
+                self.panes_waiting.remove(&pane);
+            }
+            if shown > 0 && self.is_open(&pane) {
+                self.touch_pane(&pane);
+            }
+        }
+    }
+
     /// Journals a change of a pane's conversation (nothing when the store
-    /// keeps none).
+    /// keeps none). For an item, returns the number of the journal's op
+    /// that keeps it (its own, or its earlier form's that it replaced).
     ///
     /// An item written again while its earlier form still waits for the
     /// store replaces that form in the journal (the store would only have
     /// replaced it): a reply streamed while the store is slow costs one
     /// queued op, not one per partial write.
-    pub(super) fn keep_conversation(&mut self, op: ConversationOp) {
+    pub(super) fn keep_conversation(&mut self, op: ConversationOp) -> Option<u64> {
         if !self.keeps_conversations {
-            return;
+            return None;
         }
         if self.conversations.queued() == 0 {
             self.queued_items.clear();
@@ -78,20 +126,26 @@ impl State {
                         self.conversations.queued_mut(index)
                     {
                         *queued = item;
-                        return;
+                        return Some(index);
                     }
                 }
                 let op = ConversationOp::Item { pane: key.0.clone(), item };
                 self.conversations.push(ConversationStep::Keep(op), &mut self.effects);
-                self.queued_items.insert(key, self.conversations.pushed() - 1);
+                let index = self.conversations.pushed() - 1;
+                self.queued_items.insert(key, index);
+                Some(index)
             }
             ConversationOp::Forget { pane } => {
                 // A later write of an item starts over after the forget.
                 self.queued_items.retain(|(p, _), _| *p != pane);
                 self.conversations
                     .push(ConversationStep::Keep(ConversationOp::Forget { pane }), &mut self.effects);
+                None
             }
-            op => self.conversations.push(ConversationStep::Keep(op), &mut self.effects),
+            op => {
+                self.conversations.push(ConversationStep::Keep(op), &mut self.effects);
+                None
+            }
         }
     }
 

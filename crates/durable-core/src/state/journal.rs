@@ -140,6 +140,12 @@ impl<Op> Journal<Op> {
         self.waiters.retain(|(_, w)| *w != waiter);
     }
 
+    /// How many ops the store applied (or failed, or dropped) so far: the
+    /// ops numbered below it are done.
+    pub fn applied_so_far(&self) -> u64 {
+        self.applied
+    }
+
     /// Whether the store applied the first `target` ops.
     pub fn has_applied(&self, target: u64) -> bool {
         self.applied >= target

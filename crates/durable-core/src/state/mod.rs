@@ -92,6 +92,11 @@ pub struct State {
     /// The store's journal of conversations, when it keeps them.
     conversations: ConversationsJournal,
     keeps_conversations: bool,
+    /// Whether a pane's item is shown only once the store has it (a store
+    /// that keeps conversations across processes), and the panes with
+    /// events waiting for it.
+    items_wait_for_store: bool,
+    panes_waiting: HashSet<Id>,
     /// Each item whose op waits in the journal, by (pane, item id): the
     /// op's number there (stale once taken; cleared when none waits).
     queued_items: HashMap<(String, Id), u64>,
@@ -164,6 +169,8 @@ impl State {
             asks_journal: AsksJournal::new(|| Effect::DrainAsks),
             conversations: conversations::journal(),
             keeps_conversations: false,
+            items_wait_for_store: false,
+            panes_waiting: HashSet::new(),
             queued_items: HashMap::new(),
             restores: 0,
             restores_pushed_at: 0,
@@ -416,7 +423,10 @@ impl State {
     pub fn journal_applied(&mut self, journal: JournalName, count: u64) {
         match journal {
             JournalName::Asks => self.asks_journal.applied(count, &mut self.effects),
-            JournalName::Conversations => self.conversations.applied(count, &mut self.effects),
+            JournalName::Conversations => {
+                self.conversations.applied(count, &mut self.effects);
+                self.show_kept_events();
+            }
         }
     }
 
@@ -425,7 +435,10 @@ impl State {
     pub fn journal_dropped(&mut self, journal: JournalName, count: u64) {
         match journal {
             JournalName::Asks => self.asks_journal.dropped(count, &mut self.effects),
-            JournalName::Conversations => self.conversations.dropped(count, &mut self.effects),
+            JournalName::Conversations => {
+                self.conversations.dropped(count, &mut self.effects);
+                self.show_kept_events();
+            }
         }
     }
 

@@ -49,6 +49,14 @@ pub struct PaneData {
     session_id: SessionId,
     state: PaneState,
     turn_id: Option<String>,
+    /// The state and turn readers see: as of the tail's last event (an
+    /// event waiting for the store, below, has not happened for them yet).
+    shown_state: PaneState,
+    shown_turn_id: Option<String>,
+    /// Events written but not in the tail yet: an item waits there until
+    /// the store has it, and every event after it waits behind it, in
+    /// order (`State::show_kept_events`).
+    pub(super) pending: VecDeque<PendingEvent>,
     last_seq: u64,
     /// The last seq when the pane was declared: its events since are
     /// `declared_seq + 1 ..= last_seq`.
@@ -154,6 +162,16 @@ pub struct PaneViewRef<'a> {
     actions: &'a [ActionView],
 }
 
+/// An event waiting for the store before readers see it.
+#[derive(Debug)]
+pub(super) struct PendingEvent {
+    pub(super) ts: Timestamp,
+    pub(super) body: EventBody,
+    /// The number of the conversations' journal op that keeps this item
+    /// (`None`: not an item; it waits only for those ahead of it).
+    pub(super) kept_by: Option<u64>,
+}
+
 /// A send that arrived during a turn, delivered once the pane goes idle.
 #[derive(Debug)]
 pub struct QueuedSend {
@@ -186,6 +204,9 @@ impl PaneData {
             session_id: fields.session_id,
             state: PaneState::Idle,
             turn_id: None,
+            shown_state: PaneState::Idle,
+            shown_turn_id: None,
+            pending: VecDeque::new(),
             last_seq,
             declared_seq: last_seq,
             events_read: false,
@@ -214,6 +235,22 @@ impl PaneData {
 
     pub fn turn_id(&self) -> Option<&str> {
         self.turn_id.as_deref()
+    }
+
+    /// The state readers see (the program's own, [`state`](Self::state),
+    /// may be ahead while events wait for the store).
+    pub fn shown_state(&self) -> PaneState {
+        self.shown_state
+    }
+
+    /// The turn readers see.
+    pub fn shown_turn_id(&self) -> Option<&str> {
+        self.shown_turn_id.as_deref()
+    }
+
+    /// How many events wait for the store before readers see them.
+    pub fn events_waiting(&self) -> usize {
+        self.pending.len()
     }
 
     pub fn last_seq(&self) -> u64 {
@@ -300,8 +337,8 @@ impl PaneData {
             harness: &self.harness,
             cwd: self.cwd.as_deref(),
             session_id: self.session_id(has_history),
-            state: self.state,
-            turn_id: self.turn_id.as_deref(),
+            state: self.shown_state,
+            turn_id: self.shown_turn_id.as_deref(),
             last_seq: self.last_seq,
             open_asks,
             actions: &self.actions,
@@ -372,11 +409,16 @@ impl PaneData {
 
     /// Appends an event to the tail (trimmed to `tail_limit`), as written:
     /// it is encoded when first read ([`TailEvent`]).
-    fn push_event(&mut self, ts: Timestamp, body: EventBody, tail_limit: usize) {
+    pub(super) fn push_event(&mut self, ts: Timestamp, body: EventBody, tail_limit: usize) {
         self.last_seq += 1;
         self.started_at.get_or_insert(ts);
-        if let EventBody::Item { item } = &body {
-            self.view.put(item.clone());
+        match &body {
+            EventBody::Item { item } => self.view.put(item.clone()),
+            EventBody::State { state, turn_id } => {
+                self.shown_state = *state;
+                self.shown_turn_id.clone_from(turn_id);
+            }
+            _ => {}
         }
         self.events.push_back(TailEvent::Written(Event { seq: self.last_seq, ts, body }));
         while self.events.len() > tail_limit {
@@ -443,17 +485,28 @@ impl PaneData {
         self.last_seq += 1;
     }
 
-    /// The view's items still marked partial, finalized.
+    /// The items still marked partial in their newest form (one waiting
+    /// for the store is newer than the view's), finalized.
     fn finalized_partials(&self) -> Vec<Item> {
-        self.view
+        let waiting: Vec<&Arc<Item>> = self
+            .pending
             .iter()
-            .filter(|i| i.body.is_partial())
-            .map(|i| {
-                let mut item = Item::clone(i);
-                item.body.finalize();
-                item
+            .filter_map(|e| match &e.body {
+                EventBody::Item { item } => Some(item),
+                _ => None,
             })
-            .collect()
+            .collect();
+        // The newest form of each waiting item: its last in the queue.
+        let newest: HashMap<&Id, usize> = waiting.iter().enumerate().map(|(at, i)| (&i.id, at)).collect();
+        let finalized = |i: &Item| {
+            let mut item = i.clone();
+            item.body.finalize();
+            item
+        };
+        let in_view = self.view.iter().filter(|i| !newest.contains_key(&i.id));
+        let in_queue =
+            waiting.iter().enumerate().filter(|(at, i)| newest.get(&i.id) == Some(at)).map(|(_, i)| *i);
+        in_view.chain(in_queue).filter(|i| i.body.is_partial()).map(|i| finalized(i)).collect()
     }
 }
 
@@ -508,7 +561,9 @@ impl State {
     /// journaled for it.
     pub fn pane_event(&mut self, pane: &Id, ts: Timestamp, body: EventBody) {
         let tail_limit = self.tail_limit;
-        let Some(p) = self.panes.get_mut(pane) else { return };
+        if !self.panes.contains_key(pane) {
+            return;
+        }
         let kept = match (&body, self.keeps_conversations) {
             (EventBody::Item { item }, true) => {
                 Some(ConversationOp::Item { pane: pane.to_string(), item: Arc::clone(item) })
@@ -518,11 +573,17 @@ impl State {
             }
             _ => None,
         };
+        let kept_by = kept.and_then(|op| self.keep_conversation(op));
+        let wait = self.items_wait_for_store;
+        let Some(p) = self.panes.get_mut(pane) else { return };
+        if wait && (kept_by.is_some() || !p.pending.is_empty()) {
+            // Shown once the store has it (and what is ahead of it).
+            p.pending.push_back(PendingEvent { ts, body, kept_by });
+            self.panes_waiting.insert(pane.clone());
+            return;
+        }
         p.push_event(ts, body, tail_limit);
         self.touch_pane(pane);
-        if let Some(op) = kept {
-            self.keep_conversation(op);
-        }
     }
 
     /// Opens a pane at the end of its tab (the caller checked the id is not

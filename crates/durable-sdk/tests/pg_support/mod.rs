@@ -230,6 +230,55 @@ impl PgServer {
         }
     }
 
+    /// Stops the server's processes where they stand (`SIGSTOP`): a
+    /// database that stalls, as one whose disk hangs. Nothing it was asked
+    /// is answered until [`resume`](Self::resume).
+    pub fn pause(&self) {
+        self.signal_all(nix::sys::signal::Signal::SIGSTOP);
+    }
+
+    /// Lets a [`pause`](Self::pause)d server go on.
+    pub fn resume(&self) {
+        self.signal_all(nix::sys::signal::Signal::SIGCONT);
+    }
+
+    /// The postmaster and every process it started (read from `/proc`).
+    fn signal_all(&self, signal: nix::sys::signal::Signal) {
+        let Some(child) = &self.child else { return };
+        let root = child.id();
+        let mut pids = vec![root];
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            // `pid (name) state ppid …`: the name may hold spaces, not a `)`.
+            let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1));
+            if ppid.and_then(|p| p.parse::<u32>().ok()) == Some(root) {
+                pids.push(pid);
+            }
+        }
+        for pid in pids {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal);
+        }
+    }
+
+    /// How many client sessions the server has (`psql`'s own counted), by
+    /// `psql` from the server's folder of programs, else from PATH.
+    pub fn client_sessions(&self) -> usize {
+        let beside = self.bin.join("psql");
+        let psql = if beside.is_file() { beside } else { PathBuf::from("psql") };
+        let out = Command::new(psql)
+            .args(["-h"])
+            .arg(self.socket_dir())
+            .args(["-U", "postgres", "-d", "postgres", "-Atc"])
+            .arg("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'")
+            .env("PGPASSWORD", PASSWORD)
+            .stdin(Stdio::null())
+            .output()
+            .expect("psql runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        text.trim().parse().unwrap_or_else(|_| panic!("psql: {text}{}", String::from_utf8_lossy(&out.stderr)))
+    }
+
     /// The Unix socket folder.
     pub fn socket_dir(&self) -> PathBuf {
         self.dir.join("sock")
