@@ -512,22 +512,79 @@ async fn a_pane_shows_its_items_up_to_the_first_the_store_does_not_have_yet() {
     // The first batch (the pane's restore read and title) goes through.
     store.gate.as_ref().unwrap().add_permits(1);
     h.core.conversations_kept().await;
+    // `a` goes in a batch the store holds; `b` waits in the journal behind
+    // it, and its rewrite joins its op there.
     pane.write(Item::reply("a", "one").unwrap()).unwrap();
     h.settle().await;
+    pane.write(Item::partial_reply("b", "tw").unwrap()).unwrap();
     pane.write(Item::reply("b", "two").unwrap()).unwrap();
-    // `a` is in a batch on its way; `b` waits in the journal. One more permit: `a` only.
     store.gate.as_ref().unwrap().add_permits(1);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     while kinds(&events_now(&h, "ticket-1").await).is_empty() && std::time::Instant::now() < deadline {
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
     assert_eq!(kinds(&events_now(&h, "ticket-1").await), ["item one"], "b is not kept yet");
-    // A rewrite of `b` while it waits joins its op: shown in its newest form once kept.
-    pane.write(Item::reply("b", "two, edited").unwrap()).unwrap();
     open(&store);
     h.core.conversations_kept().await;
-    assert_eq!(kinds(&events_now(&h, "ticket-1").await), ["item one", "item two", "item two, edited"]);
-    assert_eq!(texts(&h.view("ticket-1").await), ["one", "two, edited"]);
+    assert_eq!(
+        kinds(&events_now(&h, "ticket-1").await),
+        ["item one", "item two"],
+        "b's waiting form was replaced by its rewrite, as its op was: one event"
+    );
+    let batches = store.batches.lock().unwrap().clone();
+    assert_eq!(batches[1..], [vec!["item one".to_owned()], vec!["item two".to_owned()]], "{batches:?}");
+}
+
+#[tokio::test]
+async fn a_title_written_while_items_wait_is_a_new_state_seq_at_once() {
+    let store = slow_store(false);
+    let h = Harness::with(|b| b.receipts(Arc::clone(&store)));
+    let pane = h.pane();
+    h.core.ready();
+    store.gate.as_ref().unwrap().add_permits(1);
+    h.core.conversations_kept().await;
+    pane.write(Item::reply("a", "one").unwrap()).unwrap();
+    let before = h.state().await.json;
+    pane.rename("Maria Lopez").unwrap();
+    let after = h.state().await.json;
+    assert!(after["seq"].as_u64() > before["seq"].as_u64(), "{} then {}", before["seq"], after["seq"]);
+    let shown = pane_in_state(&h, "ticket-1").await;
+    assert_eq!(shown["title"], "Maria Lopez", "no answer at a seq shows the old title");
+    open(&store);
+}
+
+#[tokio::test]
+async fn a_store_that_never_answers_costs_a_tails_worth_of_waiting_events_then_they_are_shown_with_a_warning()
+{
+    let store = slow_store(false);
+    let h = Harness::with(|b| b.receipts(Arc::clone(&store)).tail_limit(8));
+    let pane = h.pane();
+    h.core.ready();
+    store.gate.as_ref().unwrap().add_permits(1);
+    h.core.conversations_kept().await;
+    pane.write(Item::reply("first", "held by the store").unwrap()).unwrap();
+    h.settle().await;
+    for n in 0..20 {
+        pane.write(Item::reply(&format!("i{n}"), format!("n{n}")).unwrap()).unwrap();
+    }
+    // 21 waiting, 8 kept waiting: the oldest 13 are shown, in order.
+    let view = texts(&h.view("ticket-1").await);
+    assert_eq!(view.len(), 13, "{view:?}");
+    assert_eq!((view[0].as_str(), view[12].as_str()), ("held by the store", "n11"), "{view:?}");
+    assert_eq!(
+        h.warns().iter().filter(|w| w.contains("events behind on pane ticket-1")).count(),
+        1,
+        "{:?}",
+        h.warns()
+    );
+    open(&store);
+    h.core.conversations_kept().await;
+    let view = texts(&h.view("ticket-1").await);
+    assert_eq!(
+        (view.len(), view.last().map(String::as_str)),
+        (21, Some("n19")),
+        "the rest once kept: {view:?}"
+    );
 }
 
 #[tokio::test]
@@ -573,4 +630,25 @@ async fn over_the_memory_store_an_item_is_shown_at_once() {
     h.pane().write(Item::reply("a", "one").unwrap()).unwrap();
     // No settle, no wait: the store cannot outlive the process, so nothing is gained by waiting.
     assert_eq!(kinds(&events_now(&h, "ticket-1").await), ["item one"]);
+}
+
+#[tokio::test]
+async fn a_pane_declared_again_writes_after_its_own_restore_never_into_an_op_of_the_pane_before() {
+    let store = slow_store(false);
+    let h = Harness::with(|b| b.receipts(Arc::clone(&store)));
+    let pane = h.pane();
+    h.core.ready();
+    // The store holds the first batch: everything below waits in the journal.
+    pane.write(Item::partial_reply("a", "x").unwrap()).unwrap();
+    pane.close();
+    let again = h.pane();
+    again.write(Item::partial_reply("a", "xy").unwrap()).unwrap();
+    open(&store);
+    h.core.conversations_kept().await;
+    // The second pane's restore reads what the first kept ("x", finalized);
+    // its own write follows it, not folded into the first pane's op.
+    let items: Vec<Value> = h.all_events("ticket-1").await.iter().map(|e| e["item"].clone()).collect();
+    let texts: Vec<&str> = items.iter().map(|i| i["text"].as_str().unwrap_or("")).collect();
+    assert_eq!(texts, ["x", "xy"], "{items:?}");
+    assert!(items[0].get("partial").is_none() && items[1]["partial"] == true, "{items:?}");
 }

@@ -98,9 +98,12 @@
 //! phone was shown. One process writes a conversation at a time, fenced
 //! the way asks are: a conversation belongs to the owner session that
 //! last wrote it, and while that session is alive another process can
-//! neither read it back nor write it (its batch fails, naming the owner,
-//! and changes nothing); once it is gone, the next writer makes the
-//! conversation its own. (A machine that vanishes without closing its
+//! neither read it back nor write it (a batch leaves that conversation's
+//! changes out, keeps the rest, and fails naming it); once it is gone, the
+//! next writer makes the conversation its own. As with asks, a running
+//! process that loses its owner session (the database restarted) is taken
+//! for gone: a process starting then may write its conversations too.
+//! (A machine that vanishes without closing its
 //! connections — power lost, network cut — leaves its session alive until
 //! the server's TCP keepalive ends it: set `tcp_keepalives_idle` and its
 //! siblings on the server to bound how long a failover waits for its asks
@@ -525,6 +528,7 @@ struct Sql {
     keep_ask: String,
     forget_ask: String,
     take_asks: String,
+    fresh_sessions: String,
     claim_conversation: String,
     conversation_head: String,
     rewrite_item: String,
@@ -607,6 +611,7 @@ impl Sql {
             // A conversation is this process's to write when it is new, its
             // own, or its owner's session is gone; the row lock orders two
             // writers. No row back: another running process owns it.
+            fresh_sessions: "SELECT pg_stat_clear_snapshot()".to_owned(),
             claim_conversation: format!(
                 "INSERT INTO {s}.conversation AS c (pane, owner_pid, owner_start) VALUES ($1, $2, $3) \
                  ON CONFLICT (pane) DO UPDATE SET owner_pid = EXCLUDED.owner_pid, owner_start = EXCLUDED.owner_start \
@@ -1158,8 +1163,9 @@ impl ReceiptStore for PgReceiptStore {
         true
     }
 
-    /// One transaction for the batch; a conversation another running
-    /// process owns fails it whole (nothing of the batch is kept).
+    /// One transaction for the batch. The changes of a conversation another
+    /// running process owns are left out (the others are kept), and the
+    /// call then fails naming it.
     async fn keep_conversation(&self, ops: Vec<ConversationOp>) -> Result<(), StoreError> {
         let what = "keeping conversations";
         if ops.is_empty() {
@@ -1172,6 +1178,7 @@ impl ReceiptStore for PgReceiptStore {
         let e = |e| self.db_err(what, e);
         let limit = i64::try_from(KEPT_ITEMS_PER_CONVERSATION).unwrap_or(i64::MAX);
         let mut claimed: Vec<&str> = Vec::new();
+        let mut fenced: Vec<&str> = Vec::new();
         for op in &ops {
             let pane = match op {
                 ConversationOp::Item { pane, .. }
@@ -1181,19 +1188,21 @@ impl ReceiptStore for PgReceiptStore {
                 // wrong would be worse than not keeping it.
                 _ => continue,
             };
+            if fenced.contains(&pane) {
+                continue;
+            }
             if !claimed.contains(&pane) {
+                // The sessions as they are now: a transaction otherwise
+                // reads pg_stat_activity as it was at its first look, and
+                // would take a session started since for gone.
+                c.execute(&sql.fresh_sessions, &[]).await.map_err(e)?;
                 let mine = c
                     .query_opt(&sql.claim_conversation, &[&pane, &owner.pid, &owner.start])
                     .await
                     .map_err(e)?;
                 if mine.is_none() {
-                    // Dropped, the transaction rolls back: nothing of the batch is kept.
-                    return Err(self.err(
-                        what,
-                        format!(
-                            "pane {pane}'s conversation belongs to another running process (its database session is alive): one process writes a conversation at a time"
-                        ),
-                    ));
+                    fenced.push(pane);
+                    continue;
                 }
                 claimed.push(pane);
             }
@@ -1226,7 +1235,17 @@ impl ReceiptStore for PgReceiptStore {
                 _ => {}
             }
         }
-        tx.end("COMMIT").await.map_err(e)
+        tx.end("COMMIT").await.map_err(e)?;
+        if fenced.is_empty() {
+            return Ok(());
+        }
+        Err(self.err(
+            what,
+            format!(
+                "the conversation of pane(s) {} belongs to another running process (its database session is alive): one process writes a conversation at a time; the other panes' changes are kept",
+                fenced.join(", ")
+            ),
+        ))
     }
 
     /// A pane's kept conversation, unless another running process owns it

@@ -463,8 +463,8 @@ async fn one_process_writes_a_conversation_at_a_time_and_the_next_takes_it_once_
     let first = store_on(server, &schema, 10).await;
     first.keep_conversation(vec![reply("p", "a", "from the first")]).await.unwrap();
 
-    // A second process while the first runs: it can neither read nor write p,
-    // and its failed batch keeps nothing, not even of another pane.
+    // A second process while the first runs: it can neither read nor write
+    // p; its batch keeps the rest (q) and fails naming p.
     let second = store_on(server, &schema, 10).await;
     let read = second.kept_conversation("p").await.unwrap_err().to_string();
     assert!(read.contains("pane p") && read.contains("another running process"), "{read}");
@@ -474,11 +474,11 @@ async fn one_process_writes_a_conversation_at_a_time_and_the_next_takes_it_once_
         .unwrap_err()
         .to_string();
     assert!(
-        write.contains("pane p") && write.contains("one process writes a conversation at a time"),
+        write.contains("pane(s) p ") && write.contains("one process writes a conversation at a time"),
         "{write}"
     );
     assert_eq!(texts(&first, "p").await, ["from the first"]);
-    assert_eq!(texts(&first, "q").await, Vec::<String>::new(), "the refused batch kept nothing");
+    assert_eq!(texts(&second, "q").await, ["elsewhere"], "the other pane's change is kept");
     first.keep_conversation(vec![reply("p", "c", "still the first's")]).await.unwrap();
 
     // The first process goes (its sessions end): the second reads p and writes it.
@@ -497,7 +497,8 @@ async fn one_process_writes_a_conversation_at_a_time_and_the_next_takes_it_once_
     second.keep_conversation(vec![reply("p", "b", "from the second")]).await.unwrap();
     // Now the second's: a third process while it runs is refused in turn.
     let third = store_on(server, &schema, 10).await;
-    assert!(third.keep_conversation(vec![reply("p", "d", "third")]).await.is_err());
+    let refused = third.keep_conversation(vec![reply("p", "d", "third")]).await.unwrap_err().to_string();
+    assert!(refused.contains("pane(s) p ") && refused.contains("another running process"), "{refused}");
     assert_eq!(texts(&second, "p").await, ["from the first", "still the first's", "from the second"]);
 }
 

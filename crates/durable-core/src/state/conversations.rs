@@ -158,6 +158,9 @@ impl State {
         }
         self.restores += 1;
         let restore = self.restores;
+        // An item the pane writes from now on is a new op after the restore,
+        // never folded into one of an earlier pane of this id queued before it.
+        self.queued_items.retain(|(p, _), _| p != pane.as_str());
         self.conversations.push(ConversationStep::Restore { pane: pane.clone(), restore }, &mut self.effects);
         self.restores_pushed_at = self.conversations.pushed();
         self.keep_conversation(ConversationOp::Title { pane: pane.to_string(), title: title.to_owned() });

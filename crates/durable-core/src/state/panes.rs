@@ -84,6 +84,8 @@ pub struct PaneData {
     /// that learning it allocates nothing.
     layout_pos: (u64, usize),
     warned_partial: bool,
+    /// The store fell a tail's worth of events behind on this pane (warned once).
+    warned_unkept: bool,
     /// The pane's own handlers (the agent-wide ones serve a pane without).
     takers: Takers,
     /// The stop signal armed for the pane's turn (a stop fires it).
@@ -218,6 +220,7 @@ impl PaneData {
             changed_at: 0,
             layout_pos: (u64::MAX, 0),
             warned_partial: false,
+            warned_unkept: false,
             takers: Takers::default(),
             stop_armed: None,
             turn: None,
@@ -576,14 +579,45 @@ impl State {
         let kept_by = kept.and_then(|op| self.keep_conversation(op));
         let wait = self.items_wait_for_store;
         let Some(p) = self.panes.get_mut(pane) else { return };
-        if wait && (kept_by.is_some() || !p.pending.is_empty()) {
-            // Shown once the store has it (and what is ahead of it).
-            p.pending.push_back(PendingEvent { ts, body, kept_by });
-            self.panes_waiting.insert(pane.clone());
+        if !(wait && (kept_by.is_some() || !p.pending.is_empty())) {
+            p.push_event(ts, body, tail_limit);
+            self.touch_pane(pane);
             return;
         }
-        p.push_event(ts, body, tail_limit);
-        self.touch_pane(pane);
+        // Shown once the store has it (and what is ahead of it).
+        let item = matches!(body, EventBody::Item { .. });
+        match (p.pending.back_mut(), &body) {
+            // A reply streamed while the store is behind: the form that
+            // waits is replaced, as its journal op was (one entry, not one
+            // per partial write).
+            (Some(last), EventBody::Item { item: new })
+                if last.kept_by == kept_by
+                    && matches!(&last.body, EventBody::Item { item: old } if old.id == new.id) =>
+            {
+                *last = PendingEvent { ts, body, kept_by };
+            }
+            _ => p.pending.push_back(PendingEvent { ts, body, kept_by }),
+        }
+        // A store that never answers must not cost memory without end:
+        // past a tail's worth, the oldest are shown unkept (with a warning).
+        let mut shown_unkept = 0;
+        while p.pending.len() > tail_limit {
+            let Some(oldest) = p.pending.pop_front() else { break };
+            p.push_event(oldest.ts, oldest.body, tail_limit);
+            shown_unkept += 1;
+        }
+        let first_overflow = shown_unkept > 0 && !std::mem::replace(&mut p.warned_unkept, true);
+        self.panes_waiting.insert(pane.clone());
+        if first_overflow {
+            self.effect(Effect::Warn(format!(
+                "collie: the receipt store is {tail_limit} events behind on pane {pane}; its oldest are shown before the store has them (a crash may take them back)"
+            )));
+        }
+        // A title or an ask changes what the state poll shows of the pane
+        // (its fields, its asks) now: a new seq, so no two answers differ at one.
+        if !item || shown_unkept > 0 {
+            self.touch_pane(pane);
+        }
     }
 
     /// Opens a pane at the end of its tab (the caller checked the id is not

@@ -392,6 +392,8 @@ pub async fn scenario<S: ReceiptStore>(ops: Vec<(Op, At)>, stores: Vec<S>) -> Re
     }
 
     for (c, h) in cores.iter().enumerate() {
+        // Over a store that outlives the process, items are shown once kept.
+        h.core.conversations_kept().await;
         for p in 0..PANES {
             let users = delivered(h, p).await;
             prop_assert_eq!(&users, &model.processes[c].panes[p].delivered, "user items of p{} at {}", p, c);
