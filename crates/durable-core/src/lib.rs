@@ -64,7 +64,9 @@ pub mod timers;
 pub use cadence::ItemCadence;
 pub use data::answer::{HandlerResult, Refusal, Reopen};
 pub use data::caller_check::CallerCheckMode;
-pub use data::conversation::{ConversationOp, KEPT_ITEMS_PER_CONVERSATION, KeptConversation};
+pub use data::conversation::{
+    ConversationOp, KEPT_CONVERSATIONS, KEPT_ITEMS_PER_CONVERSATION, KeptConversation,
+};
 pub use data::decided::{AskClosed, Decided};
 pub use data::receipt::{KeptAskRecord, Lookup, PendingSend, Receipt, SendState, StoreError};
 pub use layout::PaneOptions;

@@ -88,7 +88,7 @@ mod writes;
 pub use clock::{Clock, ManualClock, WarnSink};
 pub use core::{Core, Job, create_core};
 pub use durable_core::{
-    AskClosed, CallerCheckMode, ConversationOp, Decided, HandlerResult, ItemCadence,
+    AskClosed, CallerCheckMode, ConversationOp, Decided, HandlerResult, ItemCadence, KEPT_CONVERSATIONS,
     KEPT_ITEMS_PER_CONVERSATION, KeptAskRecord, KeptConversation, Lookup, PaneOptions, PendingSend, Receipt,
     Refusal, Reopen, SendState, StoreError,
 };

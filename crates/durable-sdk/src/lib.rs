@@ -320,8 +320,8 @@ pub mod history {
 /// file, `PgReceiptStore` (feature `postgres`) in PostgreSQL.
 pub mod stores {
     pub use durable_runtime::{
-        ConversationOp, KEPT_ITEMS_PER_CONVERSATION, KeptAskRecord, KeptConversation, Lookup,
-        MemoryReceiptStore, PendingSend, Receipt, ReceiptStore, SendState, StoreError,
+        ConversationOp, KEPT_CONVERSATIONS, KEPT_ITEMS_PER_CONVERSATION, KeptAskRecord, KeptConversation,
+        Lookup, MemoryReceiptStore, PendingSend, Receipt, ReceiptStore, SendState, StoreError,
     };
 
     #[cfg(feature = "postgres")]

@@ -30,7 +30,7 @@
 //!
 //! | table | holds |
 //! |---|---|
-//! | `conversation (pane PRIMARY KEY, title, items, next_place, dropped, owner_pid, owner_start)` | each pane's kept conversation: its title, its item count, the next item's place, whether older items were dropped, and the process that writes it |
+//! | `conversation (pane PRIMARY KEY, title, items, next_place, dropped, owner_pid, owner_start, written)` | each pane's kept conversation: its title, its item count, the next item's place, whether older items were dropped, the process that writes it, and when it was last written to |
 //! | `conversation_item (pane, item_id, place, body; PRIMARY KEY (pane, item_id))` | its items as last written, each as its JSON text, by place |
 //!
 //! # Exactly once across processes
@@ -93,7 +93,11 @@
 //! [`SqliteReceiptStore`](crate::SqliteReceiptStore): every batch of
 //! changes is one transaction, at most
 //! [`KEPT_ITEMS_PER_CONVERSATION`](crate::stores::KEPT_ITEMS_PER_CONVERSATION)
-//! items per conversation, the oldest dropped first. So the process that
+//! items per conversation, the oldest dropped first, and the
+//! [`kept_conversations`](PgReceiptOptionsBuilder::kept_conversations)
+//! written to last (default
+//! [`KEPT_CONVERSATIONS`](crate::stores::KEPT_CONVERSATIONS)), the one
+//! written to least recently forgotten whole past them. So the process that
 //! takes over after a failover gives each pane it declares the items the
 //! phone was shown. One process writes a conversation at a time, fenced
 //! the way asks are: a conversation belongs to the owner session that
@@ -159,8 +163,8 @@ use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use durable_runtime::{
-    ConversationOp, KEPT_ITEMS_PER_CONVERSATION, KeptAskRecord, KeptConversation, Lookup, PendingSend,
-    Receipt, ReceiptStore, SendState, StoreError,
+    ConversationOp, KEPT_CONVERSATIONS, KEPT_ITEMS_PER_CONVERSATION, KeptAskRecord, KeptConversation, Lookup,
+    PendingSend, Receipt, ReceiptStore, SendState, StoreError,
 };
 use durable_types::{EVICTED_MEMORY_FACTOR, Item, RECEIPTS_PER_GROUP};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -222,8 +226,10 @@ CREATE TABLE {s}.conversation (
     next_place BIGINT NOT NULL DEFAULT 0,
     dropped BOOLEAN NOT NULL DEFAULT FALSE,
     owner_pid INTEGER NOT NULL,
-    owner_start BIGINT NOT NULL
+    owner_start BIGINT NOT NULL,
+    written BIGINT NOT NULL DEFAULT 0
 );
+CREATE INDEX conversation_by_written ON {s}.conversation (written);
 CREATE TABLE {s}.conversation_item (
     pane TEXT NOT NULL,
     item_id TEXT NOT NULL,
@@ -258,6 +264,7 @@ pub struct PgReceiptOptions {
     secrets: Vec<String>,
     schema: String,
     per_group: usize,
+    kept_conversations: usize,
     pool_size: usize,
     claim_wait: Duration,
     claim_hold: Duration,
@@ -298,6 +305,11 @@ impl PgReceiptOptions {
         self.per_group
     }
 
+    /// Conversations kept, at most.
+    pub fn kept_conversations(&self) -> usize {
+        self.kept_conversations
+    }
+
     /// How the connections use TLS.
     pub fn ssl_mode(&self) -> PgSslMode {
         self.tls.mode()
@@ -310,6 +322,7 @@ pub struct PgReceiptOptionsBuilder {
     url: Option<String>,
     schema: Option<String>,
     per_group: Option<usize>,
+    kept_conversations: Option<usize>,
     pool_size: Option<usize>,
     claim_wait: Option<Duration>,
     claim_hold: Option<Duration>,
@@ -349,6 +362,14 @@ impl PgReceiptOptionsBuilder {
     /// Receipts kept per group (default [`RECEIPTS_PER_GROUP`], at least 1).
     pub fn per_group(mut self, n: usize) -> Self {
         self.per_group = Some(n);
+        self
+    }
+
+    /// Conversations kept (default [`KEPT_CONVERSATIONS`], at least 1): past
+    /// them, the one written to least recently is forgotten whole. Every
+    /// process sharing a schema should keep the same number.
+    pub fn kept_conversations(mut self, n: usize) -> Self {
+        self.kept_conversations = Some(n);
         self
     }
 
@@ -424,6 +445,7 @@ impl PgReceiptOptionsBuilder {
             secrets,
             schema,
             per_group: self.per_group.unwrap_or(RECEIPTS_PER_GROUP).max(1),
+            kept_conversations: self.kept_conversations.unwrap_or(KEPT_CONVERSATIONS).max(1),
             pool_size: self.pool_size.unwrap_or(8).max(2),
             claim_wait: self.claim_wait.unwrap_or(Duration::from_secs(10)),
             claim_hold: self.claim_hold.unwrap_or(Duration::from_secs(300)),
@@ -530,6 +552,7 @@ struct Sql {
     take_asks: String,
     fresh_sessions: String,
     claim_conversation: String,
+    forget_oldest: String,
     conversation_head: String,
     rewrite_item: String,
     next_place: String,
@@ -612,9 +635,18 @@ impl Sql {
             // own, or its owner's session is gone; the row lock orders two
             // writers. No row back: another running process owns it.
             fresh_sessions: "SELECT pg_stat_clear_snapshot()".to_owned(),
+            // Past the bound, the conversations written to least recently go whole.
+            forget_oldest: format!(
+                "WITH gone AS (DELETE FROM {s}.conversation WHERE pane IN \
+                 (SELECT pane FROM {s}.conversation ORDER BY written, pane \
+                 LIMIT GREATEST((SELECT COUNT(*) FROM {s}.conversation) - $1, 0)) RETURNING pane) \
+                 DELETE FROM {s}.conversation_item i USING gone WHERE i.pane = gone.pane"
+            ),
             claim_conversation: format!(
-                "INSERT INTO {s}.conversation AS c (pane, owner_pid, owner_start) VALUES ($1, $2, $3) \
-                 ON CONFLICT (pane) DO UPDATE SET owner_pid = EXCLUDED.owner_pid, owner_start = EXCLUDED.owner_start \
+                "INSERT INTO {s}.conversation AS c (pane, owner_pid, owner_start, written) \
+                 VALUES ($1, $2, $3, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint) \
+                 ON CONFLICT (pane) DO UPDATE SET owner_pid = EXCLUDED.owner_pid, owner_start = EXCLUDED.owner_start, \
+                 written = EXCLUDED.written \
                  WHERE (c.owner_pid = $2 AND c.owner_start = $3) OR {} \
                  RETURNING c.pane",
                 owner_gone("c")
@@ -694,6 +726,7 @@ struct Inner {
     target: String,
     secrets: Vec<String>,
     per_group: usize,
+    kept_conversations: usize,
     claim_wait: Duration,
     claim_hold: Duration,
     claim_slots: Arc<Semaphore>,
@@ -772,6 +805,7 @@ impl PgReceiptStore {
                 target,
                 secrets: options.secrets.clone(),
                 per_group: options.per_group,
+                kept_conversations: options.kept_conversations,
                 claim_wait: options.claim_wait,
                 claim_hold: options.claim_hold,
                 claim_slots: Arc::new(Semaphore::new(options.pool_size - 1)),
@@ -1234,6 +1268,10 @@ impl ReceiptStore for PgReceiptStore {
                 }
                 _ => {}
             }
+        }
+        if !claimed.is_empty() {
+            let kept = i64::try_from(self.inner.kept_conversations).unwrap_or(i64::MAX);
+            c.execute(&sql.forget_oldest, &[&kept]).await.map_err(e)?;
         }
         tx.end("COMMIT").await.map_err(e)?;
         if fenced.is_empty() {

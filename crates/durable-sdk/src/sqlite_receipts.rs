@@ -88,7 +88,11 @@
 //! `conversation` and `conversation_item`): its items as last written, in
 //! order, each as its JSON text, and its title; the 2,000 newest items
 //! ([`KEPT_ITEMS_PER_CONVERSATION`]), older ones dropped and the
-//! conversation marked so. The core hands the changes over in batches, one
+//! conversation marked so; and the [`KEPT_CONVERSATIONS`] conversations
+//! written to last (or as many as
+//! [`with_kept_conversations`](SqliteReceiptStore::with_kept_conversations)
+//! says), the one written to least recently forgotten whole past them.
+//! The core hands the changes over in batches, one
 //! transaction each, and reads a pane's back as the pane is first declared
 //! in a run (the wire, §9.2). An item whose text no longer reads is skipped
 //! with a warning.
@@ -115,8 +119,8 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 
 use durable_runtime::{
-    ConversationOp, KEPT_ITEMS_PER_CONVERSATION, KeptAskRecord, KeptConversation, Lookup, PendingSend,
-    Receipt, ReceiptStore, SendState, StoreError,
+    ConversationOp, KEPT_CONVERSATIONS, KEPT_ITEMS_PER_CONVERSATION, KeptAskRecord, KeptConversation, Lookup,
+    PendingSend, Receipt, ReceiptStore, SendState, StoreError,
 };
 use durable_types::{EVICTED_MEMORY_FACTOR, Item, RECEIPTS_PER_GROUP};
 use rusqlite::config::DbConfig;
@@ -183,16 +187,19 @@ CREATE TABLE IF NOT EXISTS store_identity (
 ";
 
 /// Version 4: each pane's conversation — its title, its item count, the
-/// next item's place, whether older items were dropped — and its items as
-/// last written, each as its JSON text, by place.
+/// next item's place, whether older items were dropped, when it was last
+/// written to (a count: the store forgets the oldest past its bound) — and
+/// its items as last written, each as its JSON text, by place.
 const CONVERSATIONS: &str = "
 CREATE TABLE IF NOT EXISTS conversation (
     pane TEXT PRIMARY KEY NOT NULL,
     title TEXT,
     items INTEGER NOT NULL DEFAULT 0,
     next_place INTEGER NOT NULL DEFAULT 0,
-    dropped INTEGER NOT NULL DEFAULT 0
+    dropped INTEGER NOT NULL DEFAULT 0,
+    written INTEGER NOT NULL DEFAULT 0
 );
+CREATE INDEX IF NOT EXISTS conversation_by_written ON conversation (written);
 CREATE TABLE IF NOT EXISTS conversation_item (
     pane TEXT NOT NULL,
     item_id TEXT NOT NULL,
@@ -248,6 +255,8 @@ enum Command {
     },
     KeepConversation {
         ops: Vec<ConversationOp>,
+        /// The conversations to keep, at most.
+        kept: usize,
         reply: oneshot::Sender<Result<(), StoreError>>,
     },
     KeptConversation {
@@ -273,6 +282,7 @@ enum Command {
 pub struct SqliteReceiptStore {
     path: PathBuf,
     per_group: usize,
+    kept_conversations: usize,
     tx: Option<mpsc::Sender<Command>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -282,6 +292,7 @@ impl fmt::Debug for SqliteReceiptStore {
         f.debug_struct("SqliteReceiptStore")
             .field("path", &self.path)
             .field("per_group", &self.per_group)
+            .field("kept_conversations", &self.kept_conversations)
             .finish_non_exhaustive()
     }
 }
@@ -564,7 +575,35 @@ impl SqliteReceiptStore {
             .name("durable-receipts".into())
             .spawn(move || worker_state.run(rx))
             .map_err(|e| StoreError::new(format!("receipt store thread: {e}")))?;
-        Ok(SqliteReceiptStore { path, per_group, tx: Some(tx), thread: Some(thread) })
+        Ok(SqliteReceiptStore {
+            path,
+            per_group,
+            kept_conversations: KEPT_CONVERSATIONS,
+            tx: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// Keeps the `n` conversations written to last (at least 1; the default
+    /// is [`KEPT_CONVERSATIONS`]): past them, the one written to least
+    /// recently is forgotten whole at the next batch that starts a new one.
+    ///
+    /// ```no_run
+    /// use durable_sdk::stores::SqliteReceiptStore;
+    /// # fn run() -> Result<(), durable_sdk::stores::StoreError> {
+    /// let store = SqliteReceiptStore::open("/var/lib/my-agent/receipts.sqlite3")?.with_kept_conversations(500);
+    /// assert_eq!(store.kept_conversations(), 500);
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn with_kept_conversations(mut self, n: usize) -> Self {
+        self.kept_conversations = n.max(1);
+        self
+    }
+
+    /// How many conversations it keeps.
+    pub fn kept_conversations(&self) -> usize {
+        self.kept_conversations
     }
 
     /// The database file.
@@ -668,7 +707,7 @@ impl ReceiptStore for SqliteReceiptStore {
 
     async fn keep_conversation(&self, ops: Vec<ConversationOp>) -> Result<(), StoreError> {
         let (reply, rx) = oneshot::channel();
-        self.send(Command::KeepConversation { ops, reply })?;
+        self.send(Command::KeepConversation { ops, kept: self.kept_conversations, reply })?;
         rx.await.map_err(|_| StoreError::new("the receipt store's thread stopped"))?
     }
 
@@ -787,8 +826,9 @@ impl Worker {
                 Command::KeptAsks { reply } => {
                     let _ = reply.send(self.kept_asks());
                 }
-                Command::KeepConversation { ops, reply } => {
-                    let _ = reply.send(self.write("keep conversation", |tx| keep_conversation(tx, &ops)));
+                Command::KeepConversation { ops, kept, reply } => {
+                    let _ =
+                        reply.send(self.write("keep conversation", |tx| keep_conversation(tx, &ops, kept)));
                 }
                 Command::KeptConversation { pane, reply } => {
                     let _ = reply.send(kept_conversation(&self.conn, &pane));
@@ -916,12 +956,17 @@ fn put(
     Ok(true)
 }
 
-/// Applies changes to conversations (one transaction: the caller's).
+/// Applies changes to conversations (one transaction: the caller's), then
+/// forgets the conversations written to least recently past `kept`.
 /// Whether anything was asked.
-fn keep_conversation(tx: &Transaction<'_>, ops: &[ConversationOp]) -> Result<bool, StoreError> {
+fn keep_conversation(tx: &Transaction<'_>, ops: &[ConversationOp], kept: usize) -> Result<bool, StoreError> {
     let err = |e| sql_err("keep conversation", e);
     let limit = i64::try_from(KEPT_ITEMS_PER_CONVERSATION).unwrap_or(i64::MAX);
+    let mut touched: Vec<&str> = Vec::new();
     for op in ops {
+        if !matches!(op, ConversationOp::Forget { .. }) && !touched.contains(&op.pane()) {
+            touched.push(op.pane());
+        }
         match op {
             ConversationOp::Item { pane, item } => {
                 let body = serde_json::to_string(&**item)
@@ -976,7 +1021,27 @@ fn keep_conversation(tx: &Transaction<'_>, ops: &[ConversationOp]) -> Result<boo
             _ => {}
         }
     }
-    Ok(!ops.is_empty())
+    if touched.is_empty() {
+        return Ok(!ops.is_empty());
+    }
+    // The batch's conversations are the ones written to last.
+    let written: i64 = tx
+        .query_row("SELECT COALESCE(MAX(written), 0) + 1 FROM conversation", [], |r| r.get(0))
+        .map_err(err)?;
+    for pane in &touched {
+        tx.prepare_cached("UPDATE conversation SET written = ?2 WHERE pane = ?1")
+            .and_then(|mut st| st.execute(params![pane, written]))
+            .map_err(err)?;
+    }
+    let count: i64 = tx.query_row("SELECT COUNT(*) FROM conversation", [], |r| r.get(0)).map_err(err)?;
+    let over = count - i64::try_from(kept).unwrap_or(i64::MAX);
+    if over > 0 {
+        let oldest = "SELECT pane FROM conversation ORDER BY written, pane LIMIT ?1";
+        tx.execute(&format!("DELETE FROM conversation_item WHERE pane IN ({oldest})"), [over])
+            .map_err(err)?;
+        tx.execute(&format!("DELETE FROM conversation WHERE pane IN ({oldest})"), [over]).map_err(err)?;
+    }
+    Ok(true)
 }
 
 /// A pane's kept conversation. An item whose text no longer reads is

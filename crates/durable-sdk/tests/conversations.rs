@@ -161,3 +161,37 @@ async fn a_conversation_past_its_bound_drops_its_oldest_items_and_says_so() {
     let kept = store.kept_conversation("p").await.unwrap().unwrap();
     assert_eq!((kept.items.len(), kept.items.last().unwrap().id.as_str()), (limit, "i0"));
 }
+
+#[tokio::test]
+async fn the_store_keeps_the_conversations_written_to_last_and_forgets_the_oldest_whole() {
+    let dir = TempDir::new("conversations-retention");
+    let store = SqliteReceiptStore::open(db(&dir)).unwrap().with_kept_conversations(3);
+    assert_eq!(store.kept_conversations(), 3);
+    let reply = |pane: &str, text: &str| {
+        durable_sdk::stores::ConversationOp::item(pane, Item::reply("i", text).unwrap())
+    };
+    for pane in ["a", "b", "c"] {
+        store.keep_conversation(vec![reply(pane, pane)]).await.unwrap();
+    }
+    // `a` written again: `b` is now the one written to least recently.
+    store.keep_conversation(vec![reply("a", "a again")]).await.unwrap();
+    store.keep_conversation(vec![durable_sdk::stores::ConversationOp::title("d", "New")]).await.unwrap();
+    drop(store);
+
+    let store = SqliteReceiptStore::open(db(&dir)).unwrap();
+    assert_eq!(store.kept_conversation("b").await.unwrap(), None, "the oldest, forgotten whole");
+    for pane in ["a", "c", "d"] {
+        assert!(store.kept_conversation(pane).await.unwrap().is_some(), "{pane} kept");
+    }
+    let conn = rusqlite::Connection::open(db(&dir)).unwrap();
+    let orphans: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM conversation_item WHERE pane NOT IN (SELECT pane FROM conversation)",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(orphans, 0, "no item outlives its conversation");
+    // The default bound, at open.
+    assert_eq!(store.kept_conversations(), durable_sdk::stores::KEPT_CONVERSATIONS);
+}

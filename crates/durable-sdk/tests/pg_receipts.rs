@@ -532,3 +532,37 @@ async fn a_process_is_handed_the_asks_of_a_process_that_is_gone_never_of_one_run
     assert!(third.kept_asks().await.unwrap().is_empty(), "now the second's own, and it runs");
     drop(second);
 }
+
+#[tokio::test]
+async fn the_store_keeps_the_conversations_written_to_last_and_forgets_the_oldest_whole() {
+    let server = PgServer::shared();
+    let schema = fresh_schema("conv_retention");
+    let options =
+        PgReceiptOptions::builder().url(server.url()).schema(&schema).kept_conversations(3).build().unwrap();
+    assert_eq!(options.kept_conversations(), 3);
+    let store = PgReceiptStore::connect(options).await.unwrap();
+    for pane in ["a", "b", "c"] {
+        store.keep_conversation(vec![reply(pane, "i", pane)]).await.unwrap();
+    }
+    // `a` written again: `b` is now the one written to least recently.
+    store.keep_conversation(vec![reply("a", "i", "a again")]).await.unwrap();
+    store.keep_conversation(vec![ConversationOp::title("d", "New")]).await.unwrap();
+    assert_eq!(store.kept_conversation("b").await.unwrap(), None, "the oldest, forgotten whole");
+    for pane in ["a", "c", "d"] {
+        assert!(store.kept_conversation(pane).await.unwrap().is_some(), "{pane} kept");
+    }
+    let db = psql(server).await;
+    let orphans: i64 = db
+        .query_one(
+            &format!(
+                "SELECT COUNT(*) FROM \"{schema}\".conversation_item WHERE pane NOT IN (SELECT pane FROM \"{schema}\".conversation)"
+            ),
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(orphans, 0, "no item outlives its conversation");
+    let default = PgReceiptOptions::builder().url(server.url()).build().unwrap();
+    assert_eq!(default.kept_conversations(), durable_sdk::stores::KEPT_CONVERSATIONS);
+}

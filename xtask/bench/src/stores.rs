@@ -7,7 +7,9 @@
 //! alternative); what the checks cost `open` on a store of 100,000
 //! receipts, against an open without them; and a scripted instant turn
 //! (a send, its turn's reply, the store's writes) with the memory store,
-//! the SQLite store keeping no conversations, and the SQLite store.
+//! the SQLite store keeping no conversations, and the SQLite store; and
+//! what a batch of one item and a pane's restore read cost in a SQLite
+//! store at its bound of conversations (10,000) against one holding one.
 
 use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
@@ -15,8 +17,8 @@ use std::time::Instant;
 
 use durable_sdk::driver::exchange::{Caller, Request};
 use durable_sdk::stores::{
-    KeptAskRecord, Lookup, MemoryReceiptStore, PendingSend, Receipt, ReceiptStore, SendState,
-    SqliteReceiptStore, StoreError,
+    ConversationOp, KEPT_CONVERSATIONS, KEPT_ITEMS_PER_CONVERSATION, KeptAskRecord, Lookup,
+    MemoryReceiptStore, PendingSend, Receipt, ReceiptStore, SendState, SqliteReceiptStore, StoreError,
 };
 use durable_sdk::{Collie, CoreOptions, PaneOptions, Turn};
 
@@ -131,6 +133,7 @@ pub(crate) async fn run(dir: &Path) -> Result<(), String> {
         checked / unchecked
     );
     turns(&dir).await?;
+    full_store(&dir).await?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
@@ -245,6 +248,93 @@ async fn turns(dir: &Path) -> Result<(), String> {
         kept / mem,
         kept / bare,
         kept - bare
+    );
+    Ok(())
+}
+
+/// Batches timed in a round.
+const BATCHES: usize = 50;
+
+/// µs per one-item batch over `BATCHES` batches, each on a pane of its own.
+async fn batch_round(store: &SqliteReceiptStore, round: usize) -> Result<f64, String> {
+    let started = Instant::now();
+    for k in 0..BATCHES {
+        let item = durable_sdk::Item::reply(&format!("r{round}"), format!("round {round}"))
+            .map_err(|e| e.to_string())?;
+        store
+            .keep_conversation(vec![ConversationOp::item(format!("p{k}"), item)])
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(started.elapsed().as_secs_f64() * 1e6 / BATCHES as f64)
+}
+
+/// µs per read of the 2,000-item conversation `long` (a pane's restore).
+async fn restore_round(store: &SqliteReceiptStore) -> Result<f64, String> {
+    let started = Instant::now();
+    for _ in 0..BATCHES {
+        let kept = store.kept_conversation("long").await.map_err(|e| e.to_string())?;
+        if kept.map_or(0, |k| k.items.len()) != KEPT_ITEMS_PER_CONVERSATION {
+            return Err("the long conversation was not read back whole".into());
+        }
+    }
+    Ok(started.elapsed().as_secs_f64() * 1e6 / BATCHES as f64)
+}
+
+/// A batch of one item and a restore read in a store at its bound of
+/// conversations (each of 10 items) against one holding only the long one.
+async fn full_store(dir: &Path) -> Result<(), String> {
+    let err = |e: StoreError| e.to_string();
+    let item = |id: String, text: String| durable_sdk::Item::reply(&id, text).map_err(|e| e.to_string());
+    let small = SqliteReceiptStore::open(dir.join("conversations-one.sqlite3")).map_err(err)?;
+    let full = SqliteReceiptStore::open(dir.join("conversations-full.sqlite3")).map_err(err)?;
+    let long: Vec<ConversationOp> = (0..KEPT_ITEMS_PER_CONVERSATION)
+        .map(|n| {
+            item(format!("i{n}"), format!("message {n} of a long conversation"))
+                .map(|i| ConversationOp::item("long", i))
+        })
+        .collect::<Result<_, _>>()?;
+    small.keep_conversation(long.clone()).await.map_err(err)?;
+    full.keep_conversation(long).await.map_err(err)?;
+    let mut fill = Vec::new();
+    for n in 0..KEPT_CONVERSATIONS - 1 {
+        for k in 0..10 {
+            fill.push(ConversationOp::item(
+                format!("p{n}"),
+                item(format!("i{k}"), format!("item {k} of pane {n}"))?,
+            ));
+        }
+    }
+    let started = Instant::now();
+    full.keep_conversation(fill).await.map_err(err)?;
+    let filled = started.elapsed();
+    let (mut small_t, mut full_t, mut small_r, mut full_r) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for r in 0..ROUNDS {
+        small_t.push(batch_round(&small, r).await?);
+        full_t.push(batch_round(&full, r).await?);
+        small_r.push(restore_round(&small).await?);
+        full_r.push(restore_round(&full).await?);
+    }
+    drop((small, full));
+    let size: u64 = ["conversations-full.sqlite3", "conversations-full.sqlite3-wal"]
+        .iter()
+        .filter_map(|f| std::fs::metadata(dir.join(f)).ok())
+        .map(|m| m.len())
+        .sum();
+    let (small_t, full_t, small_r, full_r) =
+        (middle(small_t), middle(full_t), middle(small_r), middle(full_r));
+    println!(
+        "conversations: µs per call, the median of {ROUNDS} rounds of {BATCHES}; a store at its bound ({KEPT_CONVERSATIONS} conversations, {:.1} MiB, filled in {:.1} s) against one holding one",
+        size as f64 / (1024.0 * 1024.0),
+        filled.as_secs_f64()
+    );
+    println!(
+        "  a batch of one item          one: {small_t:>9.1}   at the bound: {full_t:>9.1}  {:.2}×",
+        full_t / small_t
+    );
+    println!(
+        "  a restore of 2,000 items     one: {small_r:>9.1}   at the bound: {full_r:>9.1}  {:.2}×",
+        full_r / small_r
     );
     Ok(())
 }

@@ -13,6 +13,12 @@ use durable_types::{Id, Item};
 /// ([`KeptConversation::dropped`]).
 pub const KEPT_ITEMS_PER_CONVERSATION: usize = durable_types::VIEW_LIMIT;
 
+/// Conversations a store that outlives the process keeps by default (the
+/// SQLite and PostgreSQL stores): past it, the one written to least
+/// recently is forgotten whole, so that the store never grows without
+/// bound (at most this many times [`KEPT_ITEMS_PER_CONVERSATION`] items).
+pub const KEPT_CONVERSATIONS: usize = 10_000;
+
 /// One change to a kept conversation, in the order the pane saw it.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
