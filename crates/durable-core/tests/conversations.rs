@@ -652,3 +652,84 @@ async fn a_pane_declared_again_writes_after_its_own_restore_never_into_an_op_of_
     assert_eq!(texts, ["x", "xy"], "{items:?}");
     assert!(items[0].get("partial").is_none() && items[1]["partial"] == true, "{items:?}");
 }
+
+/// A run whose rename hook answers `accept` and notes what it was asked
+/// (no hook at all with `None`).
+fn run_with_rename_hook(
+    store: &Arc<MemoryReceiptStore>,
+    accept: Option<bool>,
+) -> (Harness, Arc<std::sync::Mutex<Vec<durable_runtime::RenameRequest>>>) {
+    let h = Harness::with(|b| b.receipts(Arc::clone(store)));
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    if let Some(accept) = accept {
+        let noted = Arc::clone(&asked);
+        h.core.on_rename(move |req| {
+            noted.lock().unwrap().push(req);
+            async move {
+                if accept { Ok(()) } else { Err(durable_runtime::Refusal::new("keeps its own titles")) }
+            }
+        });
+    }
+    (h, asked)
+}
+
+async fn title_now(h: &Harness) -> Value {
+    h.settle().await;
+    h.core.conversations_kept().await;
+    h.settle().await;
+    pane_in_state(h, "ticket-1").await["title"].clone()
+}
+
+#[tokio::test]
+async fn a_title_the_phone_gave_is_offered_back_to_the_rename_hook_as_the_pane_is_declared_again() {
+    let store = Arc::new(MemoryReceiptStore::new());
+    let (first, _) = run_with_rename_hook(&store, Some(true));
+    first.pane();
+    first.core.ready();
+    let renamed = first
+        .post(
+            "/v1/rename",
+            json!({"requestId": "ren-1", "target": "pane", "id": "ticket-1", "title": "Refund 5521"}),
+        )
+        .await;
+    assert_eq!(renamed.status, 200, "{:?}", renamed.json);
+    assert_eq!(title_now(&first).await, "Refund 5521");
+    drop(first);
+
+    // Declared again under its first title: the hook is asked, and accepts.
+    let (second, asked) = run_with_rename_hook(&store, Some(true));
+    second.pane();
+    second.core.ready();
+    assert_eq!(title_now(&second).await, "Refund 5521", "the kept title, accepted");
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(asked[0].kept && asked[0].title == "Refund 5521" && asked[0].id == "ticket-1", "{asked:?}");
+    drop(second);
+
+    // A hook that refuses: the declared title stays, and is what is kept now.
+    let (third, asked) = run_with_rename_hook(&store, Some(false));
+    third.pane();
+    third.core.ready();
+    assert_eq!(title_now(&third).await, "Maria Lopez");
+    assert_eq!(asked.lock().unwrap().len(), 1);
+    drop(third);
+    let (fourth, asked) = run_with_rename_hook(&store, Some(true));
+    fourth.pane();
+    fourth.core.ready();
+    assert_eq!(title_now(&fourth).await, "Maria Lopez");
+    assert!(asked.lock().unwrap().is_empty(), "nothing to offer: the kept title is the declared one");
+}
+
+#[tokio::test]
+async fn without_a_rename_hook_the_declared_title_stays() {
+    let store = Arc::new(MemoryReceiptStore::new());
+    let (first, _) = run_with_rename_hook(&store, Some(true));
+    first.pane().rename("Set by the program").unwrap();
+    first.core.ready();
+    assert_eq!(title_now(&first).await, "Set by the program");
+    drop(first);
+    let (second, _) = run_with_rename_hook(&store, None);
+    second.pane();
+    second.core.ready();
+    assert_eq!(title_now(&second).await, "Maria Lopez");
+}

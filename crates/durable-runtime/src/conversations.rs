@@ -4,8 +4,10 @@
 
 use durable_core::data::conversation::KeptConversation;
 use durable_core::state::{ConversationStep, JournalName};
+use durable_types::{Id, Target};
 
 use crate::core::Core;
+use crate::handlers::RenameRequest;
 use crate::journals::InFlight;
 
 /// Changes a job hands the store in one call (one commit for a store that
@@ -83,6 +85,33 @@ impl Core {
                     ));
                 }
                 in_flight.finish();
+            }
+        });
+    }
+
+    /// Offers a pane the title it had when the last run ended: with rename
+    /// hooks set, the hook decides (`Ok`: the pane takes it back, unless
+    /// it was renamed from `instead_of` meanwhile); without any, the title
+    /// the program declared stays.
+    pub(crate) fn offer_kept_title(&self, pane: Id, title: String, instead_of: String) {
+        let core = self.clone();
+        self.push_job(async move {
+            let Some(hooks) = core.hooks() else { return };
+            let req = RenameRequest {
+                request_id: Id::named("request id", "kept-title").expect("a valid id"),
+                target: Target::Pane,
+                id: pane.to_string(),
+                title: title.clone(),
+                kept: true,
+            };
+            if hooks.rename_dyn(req).await.is_err() {
+                return;
+            }
+            let now = core.now();
+            let mut st = core.lock();
+            // A pane closed or renamed meanwhile keeps what it has.
+            if st.pane(&pane).is_some_and(|p| p.title() == instead_of) {
+                let _ = st.machine_mut().rename_pane(&pane, &title, now);
             }
         });
     }

@@ -88,6 +88,10 @@ pub struct RenameRequest {
     pub id: String,
     /// The new title.
     pub title: String,
+    /// Not the phone's now: the title the pane had when the last run ended
+    /// (kept by the receipt store), offered as the pane is declared again
+    /// under another (docs/wire.md §9.2). `Ok` and the pane takes it back.
+    pub kept: bool,
 }
 
 /// A close from the phone; accepted, the SDK removes the target and

@@ -224,6 +224,7 @@ impl Links {
             | Effect::DrainAsks
             | Effect::DrainConversations
             | Effect::DeliverQueued(_)
+            | Effect::OfferKeptTitle { .. }
             | Effect::PutHeldReceipt { .. } => {}
         }
     }

@@ -734,6 +734,7 @@ pub(crate) async fn rename(core: &Core, body: RenameBody, arrival: Timestamp) ->
                 target,
                 id: id.clone(),
                 title: title.clone(),
+                kept: false,
             };
             if let Err(r) = h.rename_dyn(rreq).await {
                 return refusal(r, "rename");

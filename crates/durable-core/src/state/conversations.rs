@@ -234,6 +234,14 @@ impl State {
             Some(p) if p.restore == Some(restore) => p.restore = None,
             _ => return false,
         }
+        // A title the pane had (a rename, most often the phone's) that it
+        // was not declared with again: the program's rename hook decides.
+        let now_titled = self.pane(pane).map(|p| p.title().to_owned());
+        if let (Some(title), Some(instead_of)) = (kept.title, now_titled) {
+            if title != instead_of {
+                self.effect(Effect::OfferKeptTitle { pane: pane.clone(), title, instead_of });
+            }
+        }
         if kept.items.is_empty() && !kept.dropped {
             return false;
         }

@@ -41,6 +41,11 @@ pub enum Effect {
     /// The store's journal of conversations has steps and no job applies
     /// them: start one (it takes them with `State::next_conversation_steps`).
     DrainConversations,
+    /// A pane declared again got back a kept title other than the one it
+    /// was declared with (the phone renamed it in an earlier run): offer
+    /// it to the program's rename hook, which decides (a pane whose title
+    /// is no longer `instead_of` by then was renamed since: it keeps that).
+    OfferKeptTitle { pane: Id, title: String, instead_of: String },
     /// A pane's last ask closed and sends wait in its queue: deliver them.
     DeliverQueued(Id),
     /// Wake a waiter (no turn runs any more).
