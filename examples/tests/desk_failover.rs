@@ -62,6 +62,7 @@ fn desk_b_keeps_every_promise_desk_a_made_before_it_was_killed() {
     let state = a.state();
     assert_eq!(Desk::pane(&state, "ticket-1").unwrap()["state"], "working", "the kill lands mid-turn");
     let turns_a = turns(&a, "ticket-1");
+    let title_on_a = Desk::pane(&state, "ticket-1").unwrap()["title"].clone();
     let tickets = |state: &Value| {
         state["panes"]
             .as_array()
@@ -85,9 +86,14 @@ fn desk_b_keeps_every_promise_desk_a_made_before_it_was_killed() {
     let deliveries = replay_until_settled(&b, &all, &acknowledged);
     b.wait_idle("ticket-1");
 
-    // Nothing ran again on B: its ticket keeps its name, no ticket was opened.
+    // Nothing ran again on B: no ticket was opened, no rename ran again —
+    // its ticket has the title A showed, given back once by the store
+    // (§9.2: offered to the desk's rename hook, which accepts it).
     let state = b.state();
-    assert_eq!(Desk::pane(&state, "ticket-1").unwrap()["title"], "Maria Lopez", "no rename ran on B");
+    assert_ne!(title_on_a, "Maria Lopez", "A's ticket was renamed");
+    assert_eq!(Desk::pane(&state, "ticket-1").unwrap()["title"], title_on_a, "the title A showed");
+    let renames_on_b = b.events("ticket-1").iter().filter(|e| e["type"] == "title").count();
+    assert!(renames_on_b <= 1, "one title given back, no rename run again: {renames_on_b}");
     assert!(opened_on_a > 1, "A opened tickets");
     assert_eq!(tickets(&state), 1, "no starter ran on B (A had {opened_on_a} tickets)");
 
