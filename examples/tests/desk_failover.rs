@@ -5,7 +5,8 @@
 //! wait in its queue; B starts with A's identity (the same receipts
 //! database and schema). Every request id A acknowledged, replayed against
 //! B, returns A's identical body with `replayed: true`; none runs again
-//! (B's tickets keep their names, no ticket is opened twice); the sends A
+//! (no rename runs again — B's ticket shows the title A showed, given back
+//! by the database — and no ticket is opened twice); the sends A
 //! acknowledged as queued are delivered by B, once; the one whose turn the
 //! kill cut is closed with a notice; the conversation A showed comes back
 //! on B from the database (§9.2), the notice after it.
@@ -63,6 +64,14 @@ fn desk_b_keeps_every_promise_desk_a_made_before_it_was_killed() {
     assert_eq!(Desk::pane(&state, "ticket-1").unwrap()["state"], "working", "the kill lands mid-turn");
     let turns_a = turns(&a, "ticket-1");
     let title_on_a = Desk::pane(&state, "ticket-1").unwrap()["title"].clone();
+    // A title is shown before the store has it (only items wait, §9.2):
+    // the kill comes once the database has A's last one.
+    let stored = || server.query("SELECT title FROM desk.conversation WHERE pane = 'ticket-1'");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while stored() != title_on_a.as_str().unwrap_or("") {
+        assert!(std::time::Instant::now() < deadline, "A's title {title_on_a} never reached the database");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let tickets = |state: &Value| {
         state["panes"]
             .as_array()

@@ -231,6 +231,18 @@ impl Machine {
     /// title is empty once cleaned (the title rule).
     pub fn rename_pane(&mut self, pane: &Id, title_text: &str, now: Timestamp) -> Result<bool, RuleError> {
         let title = title(title_text, || format!("pane {}", quoted(pane.as_str())))?;
-        Ok(self.state.rename_pane(pane, title, now))
+        Ok(self.state.rename_pane(pane, title, now, false))
+    }
+
+    /// Renames a pane as the phone asked (its rename hook accepted): kept
+    /// as the phone's title, offered back after a restart (§9.2).
+    pub fn rename_pane_from_phone(
+        &mut self,
+        pane: &Id,
+        title_text: &str,
+        now: Timestamp,
+    ) -> Result<bool, RuleError> {
+        let title = title(title_text, || format!("pane {}", quoted(pane.as_str())))?;
+        Ok(self.state.rename_pane(pane, title, now, true))
     }
 }

@@ -704,6 +704,7 @@ async fn a_title_the_phone_gave_is_offered_back_to_the_rename_hook_as_the_pane_i
     let asked = asked.lock().unwrap().clone();
     assert_eq!(asked.len(), 1, "{asked:?}");
     assert!(asked[0].kept && asked[0].title == "Refund 5521" && asked[0].id == "ticket-1", "{asked:?}");
+    assert!(asked[0].request_id.as_str().starts_with("kept-title-"), "{asked:?}");
     drop(second);
 
     // A hook that refuses: the declared title stays, and is what is kept now.
@@ -732,4 +733,49 @@ async fn without_a_rename_hook_the_declared_title_stays() {
     second.pane();
     second.core.ready();
     assert_eq!(title_now(&second).await, "Maria Lopez");
+}
+
+#[tokio::test]
+async fn only_the_phones_title_is_offered_and_never_over_a_rename_the_program_made_since_it_declared_the_pane()
+ {
+    // The program's own rename is not offered back.
+    let store = Arc::new(MemoryReceiptStore::new());
+    let (first, _) = run_with_rename_hook(&store, Some(true));
+    first.pane().rename("Named by the program").unwrap();
+    first.core.ready();
+    assert_eq!(title_now(&first).await, "Named by the program");
+    drop(first);
+    let (second, asked) = run_with_rename_hook(&store, Some(true));
+    second.pane();
+    second.core.ready();
+    assert_eq!(title_now(&second).await, "Maria Lopez");
+    assert!(asked.lock().unwrap().is_empty(), "the program's title is not offered");
+    drop(second);
+
+    // The phone's is, with a request id of this run's own, unless the
+    // program renamed the pane before its kept title came back.
+    let store = Arc::new(MemoryReceiptStore::new());
+    let (first, _) = run_with_rename_hook(&store, Some(true));
+    first.pane();
+    first.core.ready();
+    let renamed = first
+        .post(
+            "/v1/rename",
+            json!({"requestId": "ren-1", "target": "pane", "id": "ticket-1", "title": "Refund 5521"}),
+        )
+        .await;
+    assert_eq!(renamed.status, 200, "{:?}", renamed.json);
+    first.core.conversations_kept().await;
+    drop(first);
+    let (second, asked) = run_with_rename_hook(&store, Some(true));
+    second.pane().rename("Renamed at start").unwrap();
+    second.core.ready();
+    assert_eq!(title_now(&second).await, "Renamed at start", "the program's newer title stays");
+    assert!(asked.lock().unwrap().is_empty(), "{:?}", asked.lock().unwrap());
+    drop(second);
+    let (third, asked) = run_with_rename_hook(&store, Some(true));
+    third.pane();
+    third.core.ready();
+    assert_eq!(title_now(&third).await, "Maria Lopez", "the program's title was kept last: nothing offered");
+    assert!(asked.lock().unwrap().is_empty());
 }

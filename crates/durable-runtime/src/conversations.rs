@@ -89,16 +89,30 @@ impl Core {
         });
     }
 
-    /// Offers a pane the title it had when the last run ended: with rename
-    /// hooks set, the hook decides (`Ok`: the pane takes it back, unless
+    /// Offers a pane the title the phone gave it in an earlier run: with
+    /// rename hooks set, the hook decides as for the phone's rename (the
+    /// pane's writes wait meanwhile; `Ok`: the pane takes it back, unless
     /// it was renamed from `instead_of` meanwhile); without any, the title
-    /// the program declared stays.
-    pub(crate) fn offer_kept_title(&self, pane: Id, title: String, instead_of: String) {
+    /// the program declared stays. `restore` numbers the request id, which
+    /// is this run's own (`kept-title-<epoch>-<n>`).
+    pub(crate) fn offer_kept_title(&self, pane: Id, title: String, instead_of: String, restore: u64) {
         let core = self.clone();
         self.push_job(async move {
             let Some(hooks) = core.hooks() else { return };
+            let still_offered =
+                |core: &Core| core.lock().pane(&pane).is_some_and(|p| p.title() == instead_of);
+            // As the phone's rename: one write on the pane at a time, and a
+            // pane closed meanwhile is asked nothing.
+            let Ok(_write) = core.write_pane(&pane, Some(core.now())).await else { return };
+            if !still_offered(&core) {
+                return;
+            }
+            let epoch = core.shared.options.epoch.clone();
+            let Ok(request_id) = Id::named("request id", format!("kept-title-{epoch}-{restore}")) else {
+                return;
+            };
             let req = RenameRequest {
-                request_id: Id::named("request id", "kept-title").expect("a valid id"),
+                request_id,
                 target: Target::Pane,
                 id: pane.to_string(),
                 title: title.clone(),
@@ -109,9 +123,9 @@ impl Core {
             }
             let now = core.now();
             let mut st = core.lock();
-            // A pane closed or renamed meanwhile keeps what it has.
+            // Renamed by the program meanwhile: its title stays.
             if st.pane(&pane).is_some_and(|p| p.title() == instead_of) {
-                let _ = st.machine_mut().rename_pane(&pane, &title, now);
+                let _ = st.machine_mut().rename_pane_from_phone(&pane, &title, now);
             }
         });
     }

@@ -533,8 +533,8 @@ impl Drop for StateGuard<'_> {
                         let core = self.core.clone();
                         self.core.push_job(async move { core.deliver_queued(&pane) });
                     }
-                    Effect::OfferKeptTitle { pane, title, instead_of } => {
-                        self.core.offer_kept_title(pane, title, instead_of)
+                    Effect::OfferKeptTitle { pane, title, instead_of, restore } => {
+                        self.core.offer_kept_title(pane, title, instead_of, restore)
                     }
                     Effect::PutHeldReceipt { request_id, receipt, group } => {
                         self.core.put_held_receipt(request_id, receipt, group)

@@ -491,6 +491,7 @@ pub const MEMORY_CONVERSATIONS: usize = 1_000;
 /// A kept conversation.
 struct MemoryConversation {
     title: Option<String>,
+    title_by_phone: bool,
     items: ItemsInOrder,
     /// The store's write count at its last change (the oldest is forgotten first).
     written: u64,
@@ -498,7 +499,12 @@ struct MemoryConversation {
 
 impl Default for MemoryConversation {
     fn default() -> Self {
-        MemoryConversation { title: None, items: ItemsInOrder::new(KEPT_ITEMS_PER_CONVERSATION), written: 0 }
+        MemoryConversation {
+            title: None,
+            title_by_phone: false,
+            items: ItemsInOrder::new(KEPT_ITEMS_PER_CONVERSATION),
+            written: 0,
+        }
     }
 }
 
@@ -604,7 +610,11 @@ impl ReceiptStore for MemoryReceiptStore {
         for op in ops {
             match op {
                 ConversationOp::Item { pane, item } => inner.conversation(pane).items.put(item),
-                ConversationOp::Title { pane, title } => inner.conversation(pane).title = Some(title),
+                ConversationOp::Title { pane, title, by_phone } => {
+                    let c = inner.conversation(pane);
+                    c.title = Some(title);
+                    c.title_by_phone = by_phone;
+                }
                 ConversationOp::Forget { pane } => {
                     inner.conversations.remove(&pane);
                 }
@@ -621,6 +631,7 @@ impl ReceiptStore for MemoryReceiptStore {
         Ok(inner.conversations.get(pane).map(|c| {
             let items = c.items.iter().map(|i| Item::clone(i)).collect();
             KeptConversation::new(c.title.clone(), items, c.items.dropped())
+                .with_title_by_phone(c.title_by_phone)
         }))
     }
 }

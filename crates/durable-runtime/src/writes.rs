@@ -130,7 +130,11 @@ impl Core {
     /// that arrives meanwhile goes behind them, and a repeat of one of
     /// them is decided once the recovery has looked at it, never twice —
     /// issue 29), for ever for a delivery of queued sends (`arrival` `None`).
-    async fn write_pane(&self, pane: &Id, arrival: Option<Timestamp>) -> Result<PaneWrite<'_>, Ran> {
+    pub(crate) async fn write_pane(
+        &self,
+        pane: &Id,
+        arrival: Option<Timestamp>,
+    ) -> Result<PaneWrite<'_>, Ran> {
         let (write, granted, busy) = {
             let mut st = self.lock();
             // No write waits for a pane that is not open (the route answers 404).
@@ -744,7 +748,7 @@ pub(crate) async fn rename(core: &Core, body: RenameBody, arrival: Timestamp) ->
         let applied = match resolved {
             Resolved::Workspace(ws) => core.workspace_handle(&ws).rename(&title),
             Resolved::Tab(key) => core.tab_handle(&key).rename(&title),
-            Resolved::Pane(p) => core.lock().machine_mut().rename_pane(&p, &title, now).map(drop),
+            Resolved::Pane(p) => core.lock().machine_mut().rename_pane_from_phone(&p, &title, now).map(drop),
         };
         match applied {
             // A target the hook closed meanwhile is renamed as far as the

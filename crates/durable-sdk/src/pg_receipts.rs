@@ -30,7 +30,7 @@
 //!
 //! | table | holds |
 //! |---|---|
-//! | `conversation (pane PRIMARY KEY, title, items, next_place, dropped, owner_pid, owner_start, written)` | each pane's kept conversation: its title, its item count, the next item's place, whether older items were dropped, the process that writes it, and when it was last written to |
+//! | `conversation (pane PRIMARY KEY, title, title_by_phone, items, next_place, dropped, owner_pid, owner_start, written)` | each pane's kept conversation: its title, its item count, the next item's place, whether older items were dropped, the process that writes it, and when it was last written to |
 //! | `conversation_item (pane, item_id, place, body; PRIMARY KEY (pane, item_id))` | its items as last written, each as its JSON text, by place |
 //!
 //! # Exactly once across processes
@@ -222,6 +222,7 @@ CREATE TABLE {s}.kept_ask (
 CREATE TABLE {s}.conversation (
     pane TEXT PRIMARY KEY,
     title TEXT,
+    title_by_phone BOOLEAN NOT NULL DEFAULT FALSE,
     items BIGINT NOT NULL DEFAULT 0,
     next_place BIGINT NOT NULL DEFAULT 0,
     dropped BOOLEAN NOT NULL DEFAULT FALSE,
@@ -635,12 +636,19 @@ impl Sql {
             // own, or its owner's session is gone; the row lock orders two
             // writers. No row back: another running process owns it.
             fresh_sessions: "SELECT pg_stat_clear_snapshot()".to_owned(),
-            // Past the bound, the conversations written to least recently go whole.
+            // Past the bound, the conversations written to least recently go
+            // whole: never one another running process owns, nor one a
+            // batch holds now (SKIP LOCKED: it is being written, the
+            // newest), so that two processes evicting never wait on each other.
             forget_oldest: format!(
                 "WITH gone AS (DELETE FROM {s}.conversation WHERE pane IN \
-                 (SELECT pane FROM {s}.conversation ORDER BY written, pane \
-                 LIMIT GREATEST((SELECT COUNT(*) FROM {s}.conversation) - $1, 0)) RETURNING pane) \
-                 DELETE FROM {s}.conversation_item i USING gone WHERE i.pane = gone.pane"
+                 (SELECT c.pane FROM {s}.conversation c \
+                 WHERE (c.owner_pid = $2 AND c.owner_start = $3) OR {} \
+                 ORDER BY c.written, c.pane \
+                 LIMIT GREATEST((SELECT COUNT(*) FROM {s}.conversation) - $1, 0) \
+                 FOR UPDATE SKIP LOCKED) RETURNING pane) \
+                 DELETE FROM {s}.conversation_item i USING gone WHERE i.pane = gone.pane",
+                owner_gone("c")
             ),
             claim_conversation: format!(
                 "INSERT INTO {s}.conversation AS c (pane, owner_pid, owner_start, written) \
@@ -648,11 +656,12 @@ impl Sql {
                  ON CONFLICT (pane) DO UPDATE SET owner_pid = EXCLUDED.owner_pid, owner_start = EXCLUDED.owner_start, \
                  written = EXCLUDED.written \
                  WHERE (c.owner_pid = $2 AND c.owner_start = $3) OR {} \
-                 RETURNING c.pane",
+                 RETURNING (c.xmax = 0)",
                 owner_gone("c")
             ),
             conversation_head: format!(
-                "SELECT c.title, c.dropped, (c.owner_pid = $2 AND c.owner_start = $3) OR {}, c.owner_pid \
+                "SELECT c.title, c.dropped, (c.owner_pid = $2 AND c.owner_start = $3) OR {}, c.owner_pid, \
+                 c.title_by_phone \
                  FROM {s}.conversation c WHERE c.pane = $1",
                 owner_gone("c")
             ),
@@ -671,7 +680,7 @@ impl Sql {
                 "UPDATE {s}.conversation SET dropped = TRUE, \
                  items = (SELECT COUNT(*) FROM {s}.conversation_item WHERE pane = $1) WHERE pane = $1"
             ),
-            set_title: format!("UPDATE {s}.conversation SET title = $2 WHERE pane = $1"),
+            set_title: format!("UPDATE {s}.conversation SET title = $2, title_by_phone = $3 WHERE pane = $1"),
             forget_items: format!("DELETE FROM {s}.conversation_item WHERE pane = $1"),
             forget_conversation: format!("DELETE FROM {s}.conversation WHERE pane = $1"),
             kept_items: format!(
@@ -1213,6 +1222,9 @@ impl ReceiptStore for PgReceiptStore {
         let limit = i64::try_from(KEPT_ITEMS_PER_CONVERSATION).unwrap_or(i64::MAX);
         let mut claimed: Vec<&str> = Vec::new();
         let mut fenced: Vec<&str> = Vec::new();
+        // Whether the batch starts a conversation: only then may the
+        // schema be past its bound.
+        let mut created = false;
         for op in &ops {
             let pane = match op {
                 ConversationOp::Item { pane, .. }
@@ -1234,10 +1246,11 @@ impl ReceiptStore for PgReceiptStore {
                     .query_opt(&sql.claim_conversation, &[&pane, &owner.pid, &owner.start])
                     .await
                     .map_err(e)?;
-                if mine.is_none() {
+                let Some(inserted) = mine else {
                     fenced.push(pane);
                     continue;
-                }
+                };
+                created |= inserted.get::<_, bool>(0);
                 claimed.push(pane);
             }
             match op {
@@ -1257,8 +1270,8 @@ impl ReceiptStore for PgReceiptStore {
                         c.execute(&sql.recount, &[&pane]).await.map_err(e)?;
                     }
                 }
-                ConversationOp::Title { title, .. } => {
-                    c.execute(&sql.set_title, &[&pane, title]).await.map_err(e)?;
+                ConversationOp::Title { title, by_phone, .. } => {
+                    c.execute(&sql.set_title, &[&pane, title, by_phone]).await.map_err(e)?;
                 }
                 ConversationOp::Forget { .. } => {
                     c.execute(&sql.forget_items, &[&pane]).await.map_err(e)?;
@@ -1269,9 +1282,9 @@ impl ReceiptStore for PgReceiptStore {
                 _ => {}
             }
         }
-        if !claimed.is_empty() {
+        if created {
             let kept = i64::try_from(self.inner.kept_conversations).unwrap_or(i64::MAX);
-            c.execute(&sql.forget_oldest, &[&kept]).await.map_err(e)?;
+            c.execute(&sql.forget_oldest, &[&kept, &owner.pid, &owner.start]).await.map_err(e)?;
         }
         tx.end("COMMIT").await.map_err(e)?;
         if fenced.is_empty() {
@@ -1300,8 +1313,8 @@ impl ReceiptStore for PgReceiptStore {
         else {
             return Ok(None);
         };
-        let (title, dropped, mine, owner_pid): (Option<String>, bool, bool, i32) =
-            (head.get(0), head.get(1), head.get(2), head.get(3));
+        let (title, dropped, mine, owner_pid, title_by_phone): (Option<String>, bool, bool, i32, bool) =
+            (head.get(0), head.get(1), head.get(2), head.get(3), head.get(4));
         if !mine {
             return Err(self.err(
                 what,
@@ -1321,7 +1334,7 @@ impl ReceiptStore for PgReceiptStore {
                 }
             }
         }
-        Ok(Some(KeptConversation::new(title, items, dropped)))
+        Ok(Some(KeptConversation::new(title, items, dropped).with_title_by_phone(title_by_phone)))
     }
 
     async fn unfinished_sends(&self) -> Result<Vec<PendingSend>, StoreError> {

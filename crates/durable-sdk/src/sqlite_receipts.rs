@@ -187,13 +187,15 @@ CREATE TABLE IF NOT EXISTS store_identity (
 ";
 
 /// Version 4: each pane's conversation — its title, its item count, the
-/// next item's place, whether older items were dropped, when it was last
+/// next item's place, whether older items were dropped, whether the phone
+/// gave its title, when it was last
 /// written to (a count: the store forgets the oldest past its bound) — and
 /// its items as last written, each as its JSON text, by place.
 const CONVERSATIONS: &str = "
 CREATE TABLE IF NOT EXISTS conversation (
     pane TEXT PRIMARY KEY NOT NULL,
     title TEXT,
+    title_by_phone INTEGER NOT NULL DEFAULT 0,
     items INTEGER NOT NULL DEFAULT 0,
     next_place INTEGER NOT NULL DEFAULT 0,
     dropped INTEGER NOT NULL DEFAULT 0,
@@ -963,9 +965,25 @@ fn keep_conversation(tx: &Transaction<'_>, ops: &[ConversationOp], kept: usize) 
     let err = |e| sql_err("keep conversation", e);
     let limit = i64::try_from(KEPT_ITEMS_PER_CONVERSATION).unwrap_or(i64::MAX);
     let mut touched: Vec<&str> = Vec::new();
+    // Whether the batch starts a conversation (only then may the store be
+    // past its bound), by a look at each pane it writes first.
+    let mut created = false;
+    let mut looked: Vec<&str> = Vec::new();
     for op in ops {
-        if !matches!(op, ConversationOp::Forget { .. }) && !touched.contains(&op.pane()) {
-            touched.push(op.pane());
+        if let ConversationOp::Forget { pane } = op {
+            looked.retain(|p| p != pane);
+        } else {
+            if !touched.contains(&op.pane()) {
+                touched.push(op.pane());
+            }
+            if !looked.contains(&op.pane()) {
+                looked.push(op.pane());
+                let known = tx
+                    .prepare_cached("SELECT 1 FROM conversation WHERE pane = ?1")
+                    .and_then(|mut st| st.exists([op.pane()]))
+                    .map_err(err)?;
+                created |= !known;
+            }
         }
         match op {
             ConversationOp::Item { pane, item } => {
@@ -1005,11 +1023,12 @@ fn keep_conversation(tx: &Transaction<'_>, ops: &[ConversationOp], kept: usize) 
                     .map_err(err)?;
                 }
             }
-            ConversationOp::Title { pane, title } => {
+            ConversationOp::Title { pane, title, by_phone } => {
                 tx.prepare_cached(
-                    "INSERT INTO conversation (pane, title) VALUES (?1, ?2) ON CONFLICT (pane) DO UPDATE SET title = ?2",
+                    "INSERT INTO conversation (pane, title, title_by_phone) VALUES (?1, ?2, ?3) \
+                     ON CONFLICT (pane) DO UPDATE SET title = ?2, title_by_phone = ?3",
                 )
-                .and_then(|mut st| st.execute(params![pane, title]))
+                .and_then(|mut st| st.execute(params![pane, title, by_phone]))
                 .map_err(err)?;
             }
             ConversationOp::Forget { pane } => {
@@ -1033,6 +1052,9 @@ fn keep_conversation(tx: &Transaction<'_>, ops: &[ConversationOp], kept: usize) 
             .and_then(|mut st| st.execute(params![pane, written]))
             .map_err(err)?;
     }
+    if !created {
+        return Ok(true);
+    }
     let count: i64 = tx.query_row("SELECT COUNT(*) FROM conversation", [], |r| r.get(0)).map_err(err)?;
     let over = count - i64::try_from(kept).unwrap_or(i64::MAX);
     if over > 0 {
@@ -1048,13 +1070,13 @@ fn keep_conversation(tx: &Transaction<'_>, ops: &[ConversationOp], kept: usize) 
 /// skipped with a warning: one bad row must not cost the rest.
 fn kept_conversation(conn: &Connection, pane: &str) -> Result<Option<KeptConversation>, StoreError> {
     let err = |e| sql_err("kept conversation", e);
-    let head: Option<(Option<String>, bool)> = conn
-        .query_row("SELECT title, dropped FROM conversation WHERE pane = ?1", [pane], |r| {
-            Ok((r.get(0)?, r.get::<_, i64>(1)? != 0))
+    let head: Option<(Option<String>, bool, bool)> = conn
+        .query_row("SELECT title, dropped, title_by_phone FROM conversation WHERE pane = ?1", [pane], |r| {
+            Ok((r.get(0)?, r.get::<_, i64>(1)? != 0, r.get::<_, i64>(2)? != 0))
         })
         .optional()
         .map_err(err)?;
-    let Some((title, dropped)) = head else { return Ok(None) };
+    let Some((title, dropped, title_by_phone)) = head else { return Ok(None) };
     let mut stmt = conn
         .prepare("SELECT item_id, body FROM conversation_item WHERE pane = ?1 ORDER BY place")
         .map_err(err)?;
@@ -1070,7 +1092,7 @@ fn kept_conversation(conn: &Connection, pane: &str) -> Result<Option<KeptConvers
             }
         }
     }
-    Ok(Some(KeptConversation::new(title, items, dropped)))
+    Ok(Some(KeptConversation::new(title, items, dropped).with_title_by_phone(title_by_phone)))
 }
 
 /// A send recorded again (a retry of one never answered) starts over, last

@@ -127,6 +127,15 @@ async fn items_are_kept_as_last_written_in_order_and_a_new_pane_under_the_id_sta
     assert_eq!(texts, [json!("one, edited"), json!("two"), json!("three")]);
     assert!(!kept.dropped);
     assert_eq!(store.kept_conversation("nobody").await.unwrap(), None);
+    // Whose title it is: the phone's, then the program's again.
+    assert!(!kept_title_by_phone(&store, "q").await);
+    store
+        .keep_conversation(vec![durable_sdk::stores::ConversationOp::title_from_phone("q", "Q!")])
+        .await
+        .unwrap();
+    assert!(kept_title_by_phone(&store, "q").await);
+    store.keep_conversation(vec![durable_sdk::stores::ConversationOp::title("q", "Q")]).await.unwrap();
+    assert!(!kept_title_by_phone(&store, "q").await);
     store.keep_conversation(vec![durable_sdk::stores::ConversationOp::forget("p")]).await.unwrap();
     assert_eq!(store.kept_conversation("p").await.unwrap(), None);
     assert_eq!(store.kept_conversation("q").await.unwrap().unwrap().items.len(), 1, "only p forgotten");
@@ -194,4 +203,8 @@ async fn the_store_keeps_the_conversations_written_to_last_and_forgets_the_oldes
     assert_eq!(orphans, 0, "no item outlives its conversation");
     // The default bound, at open.
     assert_eq!(store.kept_conversations(), durable_sdk::stores::KEPT_CONVERSATIONS);
+}
+
+async fn kept_title_by_phone(store: &SqliteReceiptStore, pane: &str) -> bool {
+    store.kept_conversation(pane).await.unwrap().expect("kept").title_by_phone
 }

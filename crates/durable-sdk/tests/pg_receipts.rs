@@ -414,7 +414,17 @@ async fn conversations_are_kept_as_last_written_in_order_forgotten_on_request_an
     let store = store_on(server, &schema, 10).await;
     assert_eq!(texts(&store, "p").await, ["one, edited", "two", "three"]);
     let kept = store.kept_conversation("p").await.unwrap().unwrap();
-    assert_eq!((kept.title.as_deref(), kept.dropped), (Some("Maria Lopez"), false));
+    assert_eq!(
+        (kept.title.as_deref(), kept.dropped, kept.title_by_phone),
+        (Some("Maria Lopez"), false, false)
+    );
+    store.keep_conversation(vec![ConversationOp::title_from_phone("p", "Refund 5521")]).await.unwrap();
+    let kept = store.kept_conversation("p").await.unwrap().unwrap();
+    assert_eq!(
+        (kept.title.as_deref(), kept.title_by_phone),
+        (Some("Refund 5521"), true),
+        "the phone's title"
+    );
     assert_eq!(store.kept_conversation("nobody").await.unwrap(), None);
     store.keep_conversation(vec![ConversationOp::forget("p")]).await.unwrap();
     assert_eq!(store.kept_conversation("p").await.unwrap(), None);

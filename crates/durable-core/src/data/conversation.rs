@@ -37,6 +37,8 @@ pub enum ConversationOp {
         pane: String,
         /// Its title.
         title: String,
+        /// The phone gave it (a rename from the phone), not the program.
+        by_phone: bool,
     },
     /// Forget the conversation (the program deleted it).
     Forget {
@@ -51,9 +53,14 @@ impl ConversationOp {
         ConversationOp::Item { pane: pane.into(), item: Arc::new(item) }
     }
 
-    /// `pane`'s title.
+    /// `pane`'s title, as the program named it.
     pub fn title(pane: impl Into<String>, title: impl Into<String>) -> Self {
-        ConversationOp::Title { pane: pane.into(), title: title.into() }
+        ConversationOp::Title { pane: pane.into(), title: title.into(), by_phone: false }
+    }
+
+    /// `pane`'s title, as the phone renamed it.
+    pub fn title_from_phone(pane: impl Into<String>, title: impl Into<String>) -> Self {
+        ConversationOp::Title { pane: pane.into(), title: title.into(), by_phone: true }
     }
 
     /// Forget `pane`'s conversation.
@@ -78,6 +85,9 @@ pub struct KeptConversation {
     /// The last title kept (the program's declared title still wins: this
     /// one is for the pane's history row).
     pub title: Option<String>,
+    /// The phone gave that title (it is offered back to the program's
+    /// rename hook as the pane is declared again).
+    pub title_by_phone: bool,
     /// The items, oldest first, each as last written.
     pub items: Vec<Item>,
     /// Whether older items were dropped (the store's bound per
@@ -88,7 +98,14 @@ pub struct KeptConversation {
 impl KeptConversation {
     /// A conversation of these items, oldest first.
     pub fn new(title: Option<String>, items: Vec<Item>, dropped: bool) -> Self {
-        KeptConversation { title, items, dropped }
+        KeptConversation { title, title_by_phone: false, items, dropped }
+    }
+
+    /// The same, saying whether the phone gave its title.
+    #[must_use]
+    pub fn with_title_by_phone(mut self, by_phone: bool) -> Self {
+        self.title_by_phone = by_phone;
+        self
     }
 }
 

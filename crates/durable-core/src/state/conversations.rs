@@ -163,7 +163,7 @@ impl State {
         self.queued_items.retain(|(p, _), _| p != pane.as_str());
         self.conversations.push(ConversationStep::Restore { pane: pane.clone(), restore }, &mut self.effects);
         self.restores_pushed_at = self.conversations.pushed();
-        self.keep_conversation(ConversationOp::Title { pane: pane.to_string(), title: title.to_owned() });
+        self.keep_conversation(ConversationOp::title(pane.as_str(), title));
         Some(restore)
     }
 
@@ -234,12 +234,16 @@ impl State {
             Some(p) if p.restore == Some(restore) => p.restore = None,
             _ => return false,
         }
-        // A title the pane had (a rename, most often the phone's) that it
-        // was not declared with again: the program's rename hook decides.
-        let now_titled = self.pane(pane).map(|p| p.title().to_owned());
-        if let (Some(title), Some(instead_of)) = (kept.title, now_titled) {
+        // A title the phone gave the pane that it was not declared with
+        // again: the program's rename hook decides — unless the program
+        // renamed the pane since it declared it (its own title wins).
+        let declared = self
+            .pane(pane)
+            .filter(|p| Some(p.title()) == self.declared_title(pane))
+            .map(|p| p.title().to_owned());
+        if let (Some(title), Some(instead_of), true) = (kept.title.clone(), declared, kept.title_by_phone) {
             if title != instead_of {
-                self.effect(Effect::OfferKeptTitle { pane: pane.clone(), title, instead_of });
+                self.effect(Effect::OfferKeptTitle { pane: pane.clone(), title, instead_of, restore });
             }
         }
         if kept.items.is_empty() && !kept.dropped {

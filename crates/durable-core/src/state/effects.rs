@@ -45,7 +45,8 @@ pub enum Effect {
     /// was declared with (the phone renamed it in an earlier run): offer
     /// it to the program's rename hook, which decides (a pane whose title
     /// is no longer `instead_of` by then was renamed since: it keeps that).
-    OfferKeptTitle { pane: Id, title: String, instead_of: String },
+    /// `restore` numbers the offer (its rename request id).
+    OfferKeptTitle { pane: Id, title: String, instead_of: String, restore: u64 },
     /// A pane's last ask closed and sends wait in its queue: deliver them.
     DeliverQueued(Id),
     /// Wake a waiter (no turn runs any more).

@@ -44,6 +44,8 @@ pub struct PaneData {
     id: Id,
     tab: TabKey,
     title: String,
+    /// The title the program declared the pane with.
+    declared_title: String,
     harness: String,
     cwd: Option<String>,
     session_id: SessionId,
@@ -200,6 +202,7 @@ impl PaneData {
         PaneData {
             id,
             tab,
+            declared_title: fields.title.clone(),
             title: fields.title,
             harness: fields.harness,
             cwd: fields.cwd,
@@ -563,6 +566,12 @@ impl State {
     /// With a store that keeps conversations, an item or title is
     /// journaled for it.
     pub fn pane_event(&mut self, pane: &Id, ts: Timestamp, body: EventBody) {
+        self.pane_event_by(pane, ts, body, false);
+    }
+
+    /// [`pane_event`](Self::pane_event), saying whether a title event is
+    /// the phone's rename.
+    fn pane_event_by(&mut self, pane: &Id, ts: Timestamp, body: EventBody, by_phone: bool) {
         let tail_limit = self.tail_limit;
         if !self.panes.contains_key(pane) {
             return;
@@ -572,7 +581,7 @@ impl State {
                 Some(ConversationOp::Item { pane: pane.to_string(), item: Arc::clone(item) })
             }
             (EventBody::Title { title }, true) => {
-                Some(ConversationOp::Title { pane: pane.to_string(), title: title.clone() })
+                Some(ConversationOp::Title { pane: pane.to_string(), title: title.clone(), by_phone })
             }
             _ => None,
         };
@@ -770,12 +779,18 @@ impl State {
         Some(warn)
     }
 
-    /// Sets a pane's title (a `title` event). Returns whether it is open.
-    pub fn rename_pane(&mut self, pane: &Id, title: String, now: Timestamp) -> bool {
+    /// Sets a pane's title (a `title` event), the phone's rename or the
+    /// program's. Returns whether it is open.
+    pub fn rename_pane(&mut self, pane: &Id, title: String, now: Timestamp, by_phone: bool) -> bool {
         let Some(p) = self.panes.get_mut(pane) else { return false };
         p.title = title.clone();
-        self.pane_event(pane, now, EventBody::Title { title });
+        self.pane_event_by(pane, now, EventBody::Title { title }, by_phone);
         true
+    }
+
+    /// The title the pane was declared with.
+    pub fn declared_title(&self, pane: &Id) -> Option<&str> {
+        self.panes.get(pane).map(|p| p.declared_title.as_str())
     }
 
     /// Adds an action button, or replaces the one with its id. Returns

@@ -261,22 +261,27 @@ impl PgServer {
         }
     }
 
-    /// How many client sessions the server has (`psql`'s own counted), by
-    /// `psql` from the server's folder of programs, else from PATH.
+    /// How many client sessions the server has (`psql`'s own counted).
     pub fn client_sessions(&self) -> usize {
+        let text = self.query("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'");
+        text.parse().unwrap_or_else(|_| panic!("psql: {text}"))
+    }
+
+    /// What `psql -At` prints for `sql` (trimmed), by `psql` from the
+    /// server's folder of programs, else from PATH.
+    pub fn query(&self, sql: &str) -> String {
         let beside = self.bin.join("psql");
         let psql = if beside.is_file() { beside } else { PathBuf::from("psql") };
         let out = Command::new(psql)
             .args(["-h"])
             .arg(self.socket_dir())
-            .args(["-U", "postgres", "-d", "postgres", "-Atc"])
-            .arg("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'")
+            .args(["-U", "postgres", "-d", "postgres", "-Atc", sql])
             .env("PGPASSWORD", PASSWORD)
             .stdin(Stdio::null())
             .output()
             .expect("psql runs");
-        let text = String::from_utf8_lossy(&out.stdout);
-        text.trim().parse().unwrap_or_else(|_| panic!("psql: {text}{}", String::from_utf8_lossy(&out.stderr)))
+        assert!(out.status.success(), "psql {sql}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
 
     /// The Unix socket folder.
