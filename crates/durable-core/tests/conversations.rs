@@ -430,6 +430,24 @@ fn open(store: &TestStore) {
     store.gate.as_ref().unwrap().add_permits(1_000);
 }
 
+/// An agent over a slow store: its pane declared, `ready()`, and `first`
+/// batches let through (the first: the pane's restore read and title).
+async fn slow_agent(
+    fails: bool,
+    first: usize,
+    options: impl FnOnce(durable_runtime::CoreOptionsBuilder) -> durable_runtime::CoreOptionsBuilder,
+) -> (Harness, durable_runtime::Pane, Arc<TestStore>) {
+    let store = slow_store(fails);
+    let h = Harness::with(|b| options(b.receipts(Arc::clone(&store))));
+    let pane = h.pane();
+    h.core.ready();
+    if first > 0 {
+        store.gate.as_ref().unwrap().add_permits(first);
+        h.core.conversations_kept().await;
+    }
+    (h, pane, store)
+}
+
 /// The pane's events from 0, answered at once (a poll never waits for the store).
 async fn events_now(h: &Harness, pane: &str) -> Vec<Value> {
     let r = tokio::time::timeout(std::time::Duration::from_secs(5), h.events(pane, 0))
@@ -460,14 +478,8 @@ async fn pane_in_state(h: &Harness, pane: &str) -> Value {
 #[tokio::test]
 async fn over_a_store_that_outlives_the_process_an_item_is_shown_once_kept_and_what_follows_waits_behind_it()
 {
-    let store = slow_store(false);
-    let h = Harness::with(|b| b.receipts(Arc::clone(&store)));
-    let pane = h.pane();
+    let (h, pane, store) = slow_agent(false, 1, |b| b).await;
     pane.on_send(Echo).unwrap();
-    h.core.ready();
-    // The pane's restore read and its title: one batch through.
-    store.gate.as_ref().unwrap().add_permits(1);
-    h.core.conversations_kept().await;
     let seq_before = pane_in_state(&h, "ticket-1").await["lastSeq"].clone();
 
     // The write and the send answer at once; readers see none of it yet.
@@ -505,13 +517,7 @@ async fn over_a_store_that_outlives_the_process_an_item_is_shown_once_kept_and_w
 
 #[tokio::test]
 async fn a_pane_shows_its_items_up_to_the_first_the_store_does_not_have_yet() {
-    let store = slow_store(false);
-    let h = Harness::with(|b| b.receipts(Arc::clone(&store)));
-    let pane = h.pane();
-    h.core.ready();
-    // The first batch (the pane's restore read and title) goes through.
-    store.gate.as_ref().unwrap().add_permits(1);
-    h.core.conversations_kept().await;
+    let (h, pane, store) = slow_agent(false, 1, |b| b).await;
     // `a` goes in a batch the store holds; `b` waits in the journal behind
     // it, and its rewrite joins its op there.
     pane.write(Item::reply("a", "one").unwrap()).unwrap();
@@ -537,12 +543,7 @@ async fn a_pane_shows_its_items_up_to_the_first_the_store_does_not_have_yet() {
 
 #[tokio::test]
 async fn a_title_written_while_items_wait_is_a_new_state_seq_at_once() {
-    let store = slow_store(false);
-    let h = Harness::with(|b| b.receipts(Arc::clone(&store)));
-    let pane = h.pane();
-    h.core.ready();
-    store.gate.as_ref().unwrap().add_permits(1);
-    h.core.conversations_kept().await;
+    let (h, pane, store) = slow_agent(false, 1, |b| b).await;
     pane.write(Item::reply("a", "one").unwrap()).unwrap();
     let before = h.state().await.json;
     pane.rename("Maria Lopez").unwrap();
@@ -556,12 +557,7 @@ async fn a_title_written_while_items_wait_is_a_new_state_seq_at_once() {
 #[tokio::test]
 async fn a_store_that_never_answers_costs_a_tails_worth_of_waiting_events_then_they_are_shown_with_a_warning()
 {
-    let store = slow_store(false);
-    let h = Harness::with(|b| b.receipts(Arc::clone(&store)).tail_limit(8));
-    let pane = h.pane();
-    h.core.ready();
-    store.gate.as_ref().unwrap().add_permits(1);
-    h.core.conversations_kept().await;
+    let (h, pane, store) = slow_agent(false, 1, |b| b.tail_limit(8)).await;
     pane.write(Item::reply("first", "held by the store").unwrap()).unwrap();
     h.settle().await;
     for n in 0..20 {
@@ -589,10 +585,7 @@ async fn a_store_that_never_answers_costs_a_tails_worth_of_waiting_events_then_t
 
 #[tokio::test]
 async fn a_store_that_fails_to_keep_an_item_does_not_hide_it() {
-    let store = slow_store(true);
-    let h = Harness::with(|b| b.receipts(Arc::clone(&store)));
-    let pane = h.pane();
-    h.core.ready();
+    let (h, pane, store) = slow_agent(true, 0, |b| b).await;
     pane.write(Item::reply("a", "one").unwrap()).unwrap();
     open(&store);
     h.core.conversations_kept().await;
@@ -602,10 +595,7 @@ async fn a_store_that_fails_to_keep_an_item_does_not_hide_it() {
 
 #[tokio::test]
 async fn a_partial_item_waiting_for_the_store_is_finalized_when_its_pane_goes_idle() {
-    let store = slow_store(false);
-    let h = Harness::with(|b| b.receipts(Arc::clone(&store)));
-    let pane = h.pane();
-    h.core.ready();
+    let (h, pane, store) = slow_agent(false, 0, |b| b).await;
     pane.state(durable_runtime::types::PaneState::Working, Some("t-1")).unwrap();
     pane.write(Item::partial_reply("a", "Look").unwrap()).unwrap();
     pane.state(durable_runtime::types::PaneState::Idle, None).unwrap();
@@ -634,10 +624,7 @@ async fn over_the_memory_store_an_item_is_shown_at_once() {
 
 #[tokio::test]
 async fn a_pane_declared_again_writes_after_its_own_restore_never_into_an_op_of_the_pane_before() {
-    let store = slow_store(false);
-    let h = Harness::with(|b| b.receipts(Arc::clone(&store)));
-    let pane = h.pane();
-    h.core.ready();
+    let (h, pane, store) = slow_agent(false, 0, |b| b).await;
     // The store holds the first batch: everything below waits in the journal.
     pane.write(Item::partial_reply("a", "x").unwrap()).unwrap();
     pane.close();
@@ -673,6 +660,20 @@ fn run_with_rename_hook(
     (h, asked)
 }
 
+/// A store over which a first run's pane was renamed by the phone (its
+/// rename hook accepting) to `title`.
+async fn phone_renamed_in_a_first_run(title: &str) -> Arc<MemoryReceiptStore> {
+    let store = Arc::new(MemoryReceiptStore::new());
+    let (first, _) = run_with_rename_hook(&store, Some(true));
+    first.pane();
+    first.core.ready();
+    let rename = json!({"requestId": "ren-1", "target": "pane", "id": "ticket-1", "title": title});
+    let renamed = first.post("/v1/rename", rename).await;
+    assert_eq!(renamed.status, 200, "{:?}", renamed.json);
+    assert_eq!(title_now(&first).await, title);
+    store
+}
+
 async fn title_now(h: &Harness) -> Value {
     h.settle().await;
     h.core.conversations_kept().await;
@@ -682,19 +683,7 @@ async fn title_now(h: &Harness) -> Value {
 
 #[tokio::test]
 async fn a_title_the_phone_gave_is_offered_back_to_the_rename_hook_as_the_pane_is_declared_again() {
-    let store = Arc::new(MemoryReceiptStore::new());
-    let (first, _) = run_with_rename_hook(&store, Some(true));
-    first.pane();
-    first.core.ready();
-    let renamed = first
-        .post(
-            "/v1/rename",
-            json!({"requestId": "ren-1", "target": "pane", "id": "ticket-1", "title": "Refund 5521"}),
-        )
-        .await;
-    assert_eq!(renamed.status, 200, "{:?}", renamed.json);
-    assert_eq!(title_now(&first).await, "Refund 5521");
-    drop(first);
+    let store = phone_renamed_in_a_first_run("Refund 5521").await;
 
     // Declared again under its first title: the hook is asked, and accepts.
     let (second, asked) = run_with_rename_hook(&store, Some(true));
@@ -754,19 +743,7 @@ async fn only_the_phones_title_is_offered_and_never_over_a_rename_the_program_ma
 
     // The phone's is, with a request id of this run's own, unless the
     // program renamed the pane before its kept title came back.
-    let store = Arc::new(MemoryReceiptStore::new());
-    let (first, _) = run_with_rename_hook(&store, Some(true));
-    first.pane();
-    first.core.ready();
-    let renamed = first
-        .post(
-            "/v1/rename",
-            json!({"requestId": "ren-1", "target": "pane", "id": "ticket-1", "title": "Refund 5521"}),
-        )
-        .await;
-    assert_eq!(renamed.status, 200, "{:?}", renamed.json);
-    first.core.conversations_kept().await;
-    drop(first);
+    let store = phone_renamed_in_a_first_run("Refund 5521").await;
     let (second, asked) = run_with_rename_hook(&store, Some(true));
     second.pane().rename("Renamed at start").unwrap();
     second.core.ready();
