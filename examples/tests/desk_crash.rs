@@ -107,19 +107,7 @@ fn items_now(socket: &str, pane: &str) -> Vec<serde_json::Value> {
     let text = String::from_utf8_lossy(&answer);
     let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
     let page: serde_json::Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {text}"));
-    if page["snapshot"] == true {
-        return page["items"].as_array().cloned().unwrap_or_default();
-    }
-    let mut view: Vec<serde_json::Value> = Vec::new();
-    for e in page["events"].as_array().cloned().unwrap_or_default() {
-        if e["type"] == "item" {
-            match view.iter_mut().find(|i| i["id"] == e["item"]["id"]) {
-                Some(slot) => *slot = e["item"].clone(),
-                None => view.push(e["item"].clone()),
-            }
-        }
-    }
-    view
+    desk_support::view_of(&page)
 }
 
 /// Three rounds of a reply streamed, polled, and a `SIGKILL` right after a

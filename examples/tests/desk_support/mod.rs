@@ -225,20 +225,7 @@ impl Desk {
     pub fn items(&self, pane: &str) -> Vec<Value> {
         let (status, page) = self.get(&format!("/v1/panes/{pane}/events?after=0"));
         assert_eq!(status, 200, "{page}");
-        if page["snapshot"] == true {
-            return page["items"].as_array().cloned().unwrap_or_default();
-        }
-        let mut view: Vec<Value> = Vec::new();
-        for e in page["events"].as_array().cloned().unwrap_or_default() {
-            if e["type"] == "item" {
-                let item = e["item"].clone();
-                match view.iter_mut().find(|i| i["id"] == item["id"]) {
-                    Some(slot) => *slot = item,
-                    None => view.push(item),
-                }
-            }
-        }
-        view
+        view_of(&page)
     }
 
     /// The item with this id in the pane's view.
@@ -411,4 +398,23 @@ pub fn replay_until_settled(
         }
     }
     deliveries
+}
+
+/// The items of a page of a pane's events from 0: a snapshot's items, or
+/// each item event's newest form in order of first appearance.
+pub fn view_of(page: &Value) -> Vec<Value> {
+    if page["snapshot"] == true {
+        return page["items"].as_array().cloned().unwrap_or_default();
+    }
+    let mut view: Vec<Value> = Vec::new();
+    for e in page["events"].as_array().cloned().unwrap_or_default() {
+        if e["type"] == "item" {
+            let item = e["item"].clone();
+            match view.iter_mut().find(|i| i["id"] == item["id"]) {
+                Some(slot) => *slot = item,
+                None => view.push(item),
+            }
+        }
+    }
+    view
 }

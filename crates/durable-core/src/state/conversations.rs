@@ -56,11 +56,6 @@ impl State {
         self.items_wait_for_store = self.keeps_conversations;
     }
 
-    /// Whether items wait for the store before readers see them.
-    pub fn items_wait_for_store(&self) -> bool {
-        self.items_wait_for_store
-    }
-
     /// Moves the events whose items the store now has (or failed to keep:
     /// a store that fails must not hide a pane for ever) into their panes'
     /// tails, in order, each pane up to its first item still waiting.

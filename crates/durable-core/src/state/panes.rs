@@ -254,11 +254,6 @@ impl PaneData {
         self.shown_turn_id.as_deref()
     }
 
-    /// How many events wait for the store before readers see them.
-    pub fn events_waiting(&self) -> usize {
-        self.pending.len()
-    }
-
     pub fn last_seq(&self) -> u64 {
         self.last_seq
     }
