@@ -1,9 +1,11 @@
 //! A button behind an approval card that survives a restart, with history:
 //! the pane `orders` has an action `refund`; pressing it raises "refund
 //! wants to run" on the phone, and Allow or Deny decides. With `--data DIR`
-//! the receipts and the open cards are kept in SQLite: kill the agent while
-//! the card is open, start it again, and the card comes back with the same
-//! id — an Allow sent meanwhile, or after, issues the refund.
+//! the receipts, the open cards and the chat are kept in SQLite: kill the
+//! agent while the card is open, start it again, and the card comes back
+//! with the same id — an Allow sent meanwhile, or after, issues the refund.
+//! History is the SDK's own: the store keeps what the pane showed, so the
+//! recipe has no history code.
 //!
 //! ```text
 //! cargo run --example approval -- [--socket PATH] [--data DIR] [--https ADDR] [--raise-delay-ms N]
@@ -16,26 +18,18 @@
 //! after serving, to see an answer sent in between held, then applied.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 
 use durable_sdk::asks::{ApprovalFuture, KeptAsk};
 use durable_sdk::handlers::ActionHandler;
-use durable_sdk::history::{
-    ConversationState, HistoryError, HistoryProvider, HistoryRow, ItemsPage, RowsPage,
-};
 use durable_sdk::stores::SqliteReceiptStore;
 use durable_sdk::transport::socket_path_for;
-use durable_sdk::types::{Cursor, NoticeTone, Timestamp};
+use durable_sdk::types::NoticeTone;
 use durable_sdk::{
     ActionRequest, ApprovalOptions, Collie, CoreOptions, HandlerResult, Item, Pane, PaneOptions, Transport,
     create_core, json, require_approval,
 };
 
-/// What happened, kept for history (a real agent keeps it on disk).
-#[derive(Default)]
-struct Log(Mutex<Vec<Item>>);
-
-struct Refund(Arc<Log>);
+struct Refund;
 
 impl ActionHandler for Refund {
     async fn action(&self, req: ActionRequest) -> HandlerResult {
@@ -49,13 +43,13 @@ impl ActionHandler for Refund {
             // Kept with the card: after a restart it says what to refund.
             .agent_data(json!({"order": "5521", "amount": 40}));
         let approval = require_approval("refund", &json!({"order": "5521", "amount": 40}), options)?; // a rule broken here refuses the press: `409 refused`
-        tokio::spawn(issue_when_decided(approval, req.pane, self.0.clone()));
+        tokio::spawn(issue_when_decided(approval, req.pane));
         Ok(())
     }
 }
 
 /// Waits for the card's answer; an Allow issues the refund.
-async fn issue_when_decided(approval: ApprovalFuture, pane: Pane, log: Arc<Log>) {
+async fn issue_when_decided(approval: ApprovalFuture, pane: Pane) {
     let a = approval.await;
     let text = if a.approved {
         "Refund of 40 issued".into()
@@ -64,46 +58,13 @@ async fn issue_when_decided(approval: ApprovalFuture, pane: Pane, log: Arc<Log>)
     };
     // Ids made from the card's id (32 hex digits) always fit the ID rule.
     let Ok(item) = Item::notice(&format!("notice-{}", a.ask_id), text, NoticeTone::Info) else { return };
-    let _ = pane.write(item.clone());
-    log.0.lock().unwrap_or_else(|e| e.into_inner()).push(item);
-}
-
-impl HistoryProvider for Log {
-    async fn rows(&self, _after: Option<Cursor>, _limit: usize) -> Result<RowsPage, HistoryError> {
-        Ok(RowsPage { rows: vec![self.row()], next: None })
-    }
-
-    async fn items(
-        &self,
-        id: &str,
-        _after: Option<Cursor>,
-        _limit: usize,
-    ) -> Result<Option<ItemsPage>, HistoryError> {
-        let items = self.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        Ok((id == "orders").then(|| ItemsPage { row: self.row(), items, next: None, dropped: false }))
-    }
-}
-
-impl Log {
-    fn row(&self) -> HistoryRow {
-        HistoryRow {
-            id: "orders".into(),
-            title: "Orders".into(),
-            subtitle: None,
-            workspace_id: Some("shop".into()),
-            tab_id: Some("shop:main".into()),
-            started_at: Timestamp::from_millis(0),
-            ended_at: None,
-            state: ConversationState::Open,
-            items: self.0.lock().unwrap_or_else(|e| e.into_inner()).len() as u64,
-        }
-    }
+    let _ = pane.write(item);
 }
 
 /// Raises the kept refund cards again, each with the task that issues the
 /// refund on Allow; any other kept card is closed ("Stopped before an
 /// answer" in the chat).
-fn take_up(collie: &Collie, kept: Vec<KeptAsk>, log: &Arc<Log>) {
+fn take_up(collie: &Collie, kept: Vec<KeptAsk>) {
     for kept in kept {
         let is_refund = kept.agent_data().is_some_and(|d| d["order"] == "5521");
         match collie.pane(kept.pane()) {
@@ -111,7 +72,7 @@ fn take_up(collie: &Collie, kept: Vec<KeptAsk>, log: &Arc<Log>) {
                 let call = kept.tool_call_id().to_owned();
                 match kept.raise_approval() {
                     Ok(approval) => {
-                        tokio::spawn(issue_when_decided(approval, pane, log.clone()));
+                        tokio::spawn(issue_when_decided(approval, pane));
                     }
                     Err(e) => collie.warn(&format!("approval: the card of {call} was not raised again: {e}")),
                 }
@@ -164,16 +125,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut options = CoreOptions::builder().host_name("shop");
     if let Some(dir) = &args.data {
         std::fs::create_dir_all(dir)?;
-        // Receipts and open cards, kept across restarts.
+        // Receipts, open cards and the chat, kept across restarts.
         options = options.receipts(SqliteReceiptStore::open(dir.join("receipts.sqlite3"))?);
     }
     let collie = create_core(options)?;
-    let log = Arc::new(Log::default());
     let tab = collie.workspace("shop", "Shop")?.tab("main", "Orders")?;
     let pane = tab.pane("orders", PaneOptions::new("Orders").harness("shop"))?;
     pane.action("refund", "Refund", Some("check"))?;
-    pane.on_action(Refund(log.clone()))?;
-    collie.history(log.clone());
+    pane.on_action(Refund)?;
 
     // Cards open when the agent last stopped come back with the same id:
     // an Allow the phone sends again now lands. (With --raise-delay-ms they
@@ -181,17 +140,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // then lands.)
     let mut kept = collie.kept_asks().await?;
     if args.raise_delay_ms == 0 {
-        take_up(&collie, std::mem::take(&mut kept), &log);
+        take_up(&collie, std::mem::take(&mut kept));
     }
     collie.serve(transport).await?;
     collie.ready();
     println!("listening {}", collie.address());
     if !kept.is_empty() {
-        let (collie, log) = (collie.clone(), log.clone());
+        let collie = collie.clone();
         let delay = std::time::Duration::from_millis(args.raise_delay_ms);
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;
-            take_up(&collie, kept, &log);
+            take_up(&collie, kept);
         });
     }
     tokio::signal::ctrl_c().await?;

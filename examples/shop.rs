@@ -1,7 +1,7 @@
 //! Two panes, the whole SDK in one screen: `chat` streams its replies (a
 //! steer joins, a stop keeps what it had); `orders` has a `refund` button
-//! behind an approval card; history lists the orders, whose conversation
-//! the pane itself serves.
+//! behind an approval card; history lists both conversations, kept by the
+//! SDK with no code here.
 //!
 //! `cargo run --example shop` serves it on the private socket;
 //! `COLLIE_TOKEN=$(openssl rand -hex 32) cargo run --example shop -- --https 127.0.0.1:8443`
@@ -9,8 +9,7 @@
 
 use std::time::Duration;
 
-use durable_sdk::history::{HistoryError, HistoryProvider, HistoryRow, RowsPage};
-use durable_sdk::types::{Cursor, NoticeTone, Timestamp};
+use durable_sdk::types::NoticeTone;
 use durable_sdk::{
     ActionRequest, ApprovalOptions, HandlerResult, Item, OpenOptions, PaneOptions, Transport, Turn, json,
     open_collie, require_approval,
@@ -52,16 +51,6 @@ async fn refund(req: ActionRequest) -> HandlerResult {
     Ok(())
 }
 
-/// History lists the orders; an open pane's items come from the pane.
-struct Orders;
-
-impl HistoryProvider for Orders {
-    async fn rows(&self, _after: Option<Cursor>, _limit: usize) -> Result<RowsPage, HistoryError> {
-        let row = HistoryRow::open("orders", "Orders", Timestamp::EPOCH).in_tab("shop", "shop:main");
-        Ok(RowsPage { rows: vec![row], next: None })
-    }
-}
-
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     durable_examples::logs(); // on standard error, filtered by RUST_LOG (lib.rs)
@@ -77,7 +66,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let orders = tab.pane("orders", PaneOptions::new("Orders").harness("shop"))?;
     orders.action("refund", "Refund", Some("check"))?;
     orders.on_action(refund)?;
-    collie.history(Orders);
     collie.ready();
     println!("listening {}", collie.address());
     tokio::signal::ctrl_c().await?;

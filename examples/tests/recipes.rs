@@ -187,8 +187,13 @@ fn the_two_pane_shop_chats_and_refunds_on_the_socket_and_over_https() {
     });
     let (_, history) = a.curl(&["http://collie/v1/history/orders"]);
     assert_eq!(history["items"][0]["text"], "No refund (phone)", "{history}");
-    // The chat pane advertises its sessionId; its conversation is readable
-    // in history too, from the pane's own view (the provider lists orders only).
+    // History is the SDK's: both panes are rows, and each pane's sessionId
+    // reads its conversation.
+    let (_, rows) = a.curl(&["http://collie/v1/history"]);
+    let mut ids: Vec<&str> =
+        rows["rows"].as_array().unwrap().iter().filter_map(|r| r["id"].as_str()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["chat", "orders"], "{rows}");
     let (_, state) = a.curl(&["http://collie/v1/state"]);
     let chat = state["panes"][0].clone();
     assert_eq!((chat["id"].as_str(), chat["sessionId"].as_str()), (Some("chat"), Some("chat")), "{state}");

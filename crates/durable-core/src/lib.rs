@@ -65,7 +65,8 @@ pub use cadence::ItemCadence;
 pub use data::answer::{HandlerResult, Refusal, Reopen};
 pub use data::caller_check::CallerCheckMode;
 pub use data::conversation::{
-    ConversationOp, KEPT_CONVERSATIONS, KEPT_ITEMS_PER_CONVERSATION, KeptConversation,
+    ConversationOp, KEPT_CONVERSATIONS, KEPT_ITEMS_PER_CONVERSATION, KeptConversation, KeptConversationRow,
+    RowPlace,
 };
 pub use data::decided::{AskClosed, Decided};
 pub use data::receipt::{KeptAskRecord, Lookup, PendingSend, Receipt, SendState, StoreError};

@@ -8,7 +8,7 @@ use durable_runtime::test_util as harness;
 
 use std::sync::Arc;
 
-use durable_runtime::types::{Item, NoticeTone};
+use durable_runtime::types::{Item, NoticeTone, Timestamp};
 use durable_runtime::{
     ChatHandler, ConversationOp, Lookup, MemoryReceiptStore, Receipt, ReceiptStore, StoreError, Turn,
 };
@@ -55,7 +55,7 @@ impl ReceiptStore for TestStore {
     fn keeps_sends(&self) -> bool {
         self.outlives_the_process
     }
-    async fn keep_conversation(&self, ops: Vec<ConversationOp>) -> Result<(), StoreError> {
+    async fn keep_conversation(&self, ops: Vec<ConversationOp>, at: Timestamp) -> Result<(), StoreError> {
         if let Some(gate) = &self.gate {
             gate.acquire().await.expect("the gate stays").forget();
         }
@@ -73,7 +73,14 @@ impl ReceiptStore for TestStore {
             })
             .collect();
         self.batches.lock().unwrap().push(noted);
-        self.memory.keep_conversation(ops).await
+        self.memory.keep_conversation(ops, at).await
+    }
+    async fn conversation_rows(
+        &self,
+        after: Option<durable_runtime::RowPlace>,
+        limit: usize,
+    ) -> Result<Vec<durable_runtime::KeptConversationRow>, StoreError> {
+        self.memory.conversation_rows(after, limit).await
     }
     async fn kept_conversation(
         &self,
@@ -279,11 +286,14 @@ async fn the_memory_store_forgets_the_conversation_written_to_least_recently_pas
     let store = MemoryReceiptStore::new();
     let item = |n: usize| ConversationOp::item(format!("p{n}"), Item::reply("a", format!("n{n}")).unwrap());
     for n in 0..durable_runtime::MEMORY_CONVERSATIONS {
-        store.keep_conversation(vec![item(n)]).await.unwrap();
+        store.keep_conversation(vec![item(n)], Timestamp::EPOCH).await.unwrap();
     }
     // p0 is written to again: p1 is now the least recent.
-    store.keep_conversation(vec![ConversationOp::title("p0", "First")]).await.unwrap();
-    store.keep_conversation(vec![item(durable_runtime::MEMORY_CONVERSATIONS)]).await.unwrap();
+    store.keep_conversation(vec![ConversationOp::title("p0", "First")], Timestamp::EPOCH).await.unwrap();
+    store
+        .keep_conversation(vec![item(durable_runtime::MEMORY_CONVERSATIONS)], Timestamp::EPOCH)
+        .await
+        .unwrap();
     assert!(store.kept_conversation("p0").await.unwrap().is_some());
     assert_eq!(store.kept_conversation("p1").await.unwrap(), None, "the least recent went");
     assert!(store.kept_conversation("p2").await.unwrap().is_some());

@@ -48,13 +48,16 @@ async fn hello_get_has_the_contract_shape() {
 
 #[tokio::test]
 async fn hello_caps_object_names_every_cap_and_terminal_is_false() {
-    let h = Harness::new();
+    let h = Harness::without_history();
     let caps = h.get("/hello").await.json["caps"].clone();
     assert_eq!(
         caps,
         json!({"asks": true, "starters": false, "send": false, "steer": false, "abort": false, "rename": false,
                "close": false, "actions": false, "history": false, "reopen": false, "terminal": false})
     );
+    // The default store keeps conversations: history is the SDK's own.
+    let h = Harness::new();
+    assert_eq!(h.get("/hello").await.json["caps"]["history"], true);
     // Even a core given every cap by name says terminal false.
     let h = Harness::with_caps(Caps::all().with(Cap::Terminal));
     assert_eq!(h.get("/hello").await.json["caps"]["terminal"], false);
@@ -194,7 +197,7 @@ async fn caps_omitted_say_what_this_agent_has_set_up_and_nothing_more() {
     }
     struct Layout;
     impl Hooks for Layout {}
-    let h = Harness::new();
+    let h = Harness::without_history();
     let on = |caps: &serde_json::Value| -> Vec<String> {
         durable_runtime::types::CAP_NAMES
             .iter()
@@ -202,7 +205,16 @@ async fn caps_omitted_say_what_this_agent_has_set_up_and_nothing_more() {
             .map(|n| n.to_string())
             .collect()
     };
-    assert_eq!(on(&h.get("/hello").await.json["caps"]), ["asks"], "an agent with nothing set up asks only");
+    assert_eq!(
+        on(&h.get("/hello").await.json["caps"]),
+        ["asks"],
+        "an agent with nothing set up and a store that keeps no conversations asks only"
+    );
+    assert_eq!(
+        on(&Harness::new().get("/hello").await.json["caps"]),
+        ["asks", "history"],
+        "with the default store, which keeps conversations, history is on"
+    );
     let r = h.post("/v1/panes/ticket-1/send", json!({"requestId": "s1", "text": "x"})).await;
     assert_eq!((r.status, r.code()), (409, "not-supported"));
     let r = h.get("/v1/history").await;
@@ -394,7 +406,7 @@ async fn state_full_answer_has_every_field_with_removed_empty() {
     assert_eq!(
         j["panes"],
         json!([{"id": "ticket-1", "tab": "support:main", "title": "Maria Lopez", "harness": "desk",
-                "sessionId": null, "state": "idle", "turnId": null, "lastSeq": 0, "openAsks": [], "actions": []}])
+                "sessionId": "ticket-1", "state": "idle", "turnId": null, "lastSeq": 0, "openAsks": [], "actions": []}])
     );
 }
 
@@ -472,7 +484,7 @@ async fn state_since_brings_workspaces_closed_and_starters_together_on_a_layout_
     b.close();
     let j = h.state_since(n).await.json;
     assert_eq!(j["removed"], json!(["b"]));
-    assert_eq!(j["closed"], json!([{"id": "b", "title": "Maria Lopez", "sessionId": null}]));
+    assert_eq!(j["closed"], json!([{"id": "b", "title": "Maria Lopez", "sessionId": "b"}]));
     assert_eq!(j["workspaces"][0]["tabs"][0]["panes"], json!(["a"]));
     assert!(j["starters"].is_array());
     // A tab renamed is a layout change too.
@@ -576,12 +588,26 @@ async fn pane_json(h: &Harness, id: &str) -> Value {
 
 #[tokio::test]
 async fn session_id_is_null_without_a_provider_unless_given() {
-    let h = Harness::new();
+    let h = Harness::without_history();
     let t = tab(&h);
     t.pane("plain", PaneOptions::new("Plain")).unwrap();
     t.pane("named", PaneOptions::new("Named").session_id("conv-9")).unwrap();
     t.pane("none", PaneOptions::new("None").no_session_id()).unwrap();
     assert_eq!(pane_json(&h, "plain").await["sessionId"], Value::Null);
+    assert_eq!(pane_json(&h, "named").await["sessionId"], "conv-9");
+    assert_eq!(pane_json(&h, "none").await["sessionId"], Value::Null);
+}
+
+#[tokio::test]
+async fn session_id_is_the_pane_id_with_a_store_that_keeps_conversations_unless_named_or_null() {
+    // The default store keeps conversations: history is the SDK's, no
+    // provider set.
+    let h = Harness::new();
+    let t = tab(&h);
+    t.pane("plain", PaneOptions::new("Plain")).unwrap();
+    t.pane("named", PaneOptions::new("Named").session_id("conv-9")).unwrap();
+    t.pane("none", PaneOptions::new("None").no_session_id()).unwrap();
+    assert_eq!(pane_json(&h, "plain").await["sessionId"], "plain");
     assert_eq!(pane_json(&h, "named").await["sessionId"], "conv-9");
     assert_eq!(pane_json(&h, "none").await["sessionId"], Value::Null);
 }

@@ -275,7 +275,8 @@ async fn history_a_provider_error_is_500_internal_with_its_message() {
 
 #[tokio::test]
 async fn history_cap_is_on_once_a_provider_is_set_with_caps_omitted() {
-    let h = Harness::new();
+    // A store that keeps no conversations: history is only a provider's.
+    let h = Harness::without_history();
     assert_eq!(h.get("/hello").await.json["caps"]["history"], false);
     let r = h.get("/v1/history").await;
     assert_eq!((r.status, r.code()), (409, "not-supported"));
@@ -317,7 +318,7 @@ async fn history_routes_are_reads_post_is_405() {
 
 #[tokio::test]
 async fn history_session_id_is_the_pane_id_once_a_provider_is_set_unless_tab_pane_names_another_or_null() {
-    let h = Harness::new();
+    let h = Harness::without_history();
     let tab = h.core.workspace("support", "Support").unwrap().tab("main", "Tickets").unwrap();
     let plain = tab.pane("ticket-1", PaneOptions::new("One")).unwrap();
     tab.pane("ticket-2", PaneOptions::new("Two").session_id("store-42")).unwrap();

@@ -303,8 +303,9 @@ async fn a_provider_page_for_an_open_panes_session_wins_over_the_panes_view() {
 
 #[tokio::test]
 async fn a_pane_closed_by_the_program_is_not_served_from_its_view() {
-    // Caps given in full: reopen is on without hooks.
-    let h = Harness::with_caps(Caps::all());
+    // Caps given in full: reopen is on without hooks. A store that keeps no
+    // conversations: the provider's are the only closed ones.
+    let h = Harness::with(|o| o.caps(Caps::all()).receipts(harness::KeepsNoConversations::default()));
     let store = Store::default();
     h.core.history(store.clone());
     let pane = h.pane();
@@ -340,7 +341,8 @@ async fn a_provider_error_for_an_open_panes_session_is_still_500() {
 
 #[tokio::test]
 async fn without_a_provider_an_open_pane_is_not_served_409() {
-    let h = Harness::new();
+    // A store that keeps no conversations: no history of the SDK's own.
+    let h = Harness::without_history();
     h.core
         .workspace("support", "Support")
         .unwrap()

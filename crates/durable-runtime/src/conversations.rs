@@ -2,7 +2,8 @@
 //! (the machine pushes the steps: `durable_core::state::ConversationStep`),
 //! and the wait for it.
 
-use durable_core::data::conversation::KeptConversation;
+use durable_core::data::conversation::{KeptConversation, KeptConversationRow, RowPlace};
+use durable_core::data::receipt::StoreError;
 use durable_core::state::{ConversationStep, JournalName};
 use durable_types::{Id, Target};
 
@@ -30,6 +31,22 @@ impl Core {
     /// declared gets back the items kept under its id (docs/wire.md §9.2).
     pub fn keeps_conversations(&self) -> bool {
         self.lock().keeps_conversations()
+    }
+
+    /// What the receipt store keeps of `pane`'s conversation (history's
+    /// read of a conversation no pane shows).
+    pub(crate) async fn kept_conversation(&self, pane: &str) -> Result<Option<KeptConversation>, StoreError> {
+        self.shared.options.receipts.kept_conversation_dyn(pane).await
+    }
+
+    /// The conversations the receipt store keeps, newest first, after
+    /// `after` (history's rows without a provider).
+    pub(crate) async fn conversation_rows(
+        &self,
+        after: Option<RowPlace>,
+        limit: usize,
+    ) -> Result<Vec<KeptConversationRow>, StoreError> {
+        self.shared.options.receipts.conversation_rows_dyn(after, limit).await
     }
 
     /// Deletes the conversation kept under `pane` from a store that keeps
@@ -77,7 +94,7 @@ impl Core {
                 let count = ops.len();
                 let result = match ops.is_empty() {
                     true => Ok(()),
-                    false => store.keep_conversation_dyn(ops).await,
+                    false => store.keep_conversation_dyn(ops, core.now()).await,
                 };
                 if let Err(e) = result {
                     core.warn(&format!(

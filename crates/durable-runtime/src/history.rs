@@ -6,12 +6,13 @@ use std::sync::Arc;
 use std::future::Future;
 
 use crate::handlers::BoxFuture;
+use durable_core::RowPlace;
 use durable_types::TITLE_MAX;
 use durable_types::exchange::{Request, Response};
 use durable_types::text::sanitize_line;
 use durable_types::{
     ConversationPage, Cursor, ErrorCode, HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX, HistoryPage, HistoryRow,
-    Id, Item,
+    Id, Item, Timestamp,
 };
 
 use crate::core::Core;
@@ -193,10 +194,22 @@ fn paging(req: &Request) -> Result<(Option<Cursor>, usize), RequestError> {
     Ok((after, limit))
 }
 
+/// History has no source: neither a provider nor a store that keeps
+/// conversations.
+fn no_history() -> Response {
+    respond::error(
+        ErrorCode::NotSupported,
+        "this agent has no history: no history provider, and its receipt store keeps no conversations",
+    )
+}
+
 pub(crate) async fn list(core: &Core, req: &Request) -> Result<Response, Response> {
     let (after, limit) = paging(req)?;
     let Some(provider) = core.provider() else {
-        return Err(respond::error(ErrorCode::NotSupported, "this agent has no history provider"));
+        if core.keeps_conversations() {
+            return kept_rows(core, after, limit).await;
+        }
+        return Err(no_history());
     };
     let mut page = provider
         .rows_dyn(after, limit)
@@ -212,17 +225,19 @@ pub(crate) async fn list(core: &Core, req: &Request) -> Result<Response, Respons
 
 pub(crate) async fn conversation(core: &Core, req: &Request, session: Id) -> Result<Response, Response> {
     let (after, limit) = paging(req)?;
-    let Some(provider) = core.provider() else {
-        return Err(respond::error(ErrorCode::NotSupported, "this agent has no history provider"));
+    let provider = match core.provider() {
+        Some(provider) => provider,
+        None if core.keeps_conversations() => return sdk_page(core, &session, after, limit).await,
+        None => return Err(no_history()),
     };
     let Some(page) = provider
         .items_dyn(session.as_str(), after.clone(), limit)
         .await
         .map_err(|e| respond::error(ErrorCode::Internal, e.to_string()))?
     else {
-        // The provider knows no conversation by this id: an open pane with
-        // this session id is read from its own view.
-        return open_pane_page(core, &session, after, limit);
+        // The provider knows no conversation by this id: the SDK's own
+        // (an open pane's view, else the store's kept conversation).
+        return sdk_page(core, &session, after, limit).await;
     };
     let mut items = page.items;
     items.truncate(limit);
@@ -258,6 +273,142 @@ pub(crate) async fn conversation(core: &Core, req: &Request, session: Id) -> Res
 /// The prefix of the cursors of a page read from an open pane's view: the
 /// cursor is `view-<n>`, `n` the place in the view of the page's last item.
 const VIEW_CURSOR: &str = "view-";
+
+/// The prefix of the cursors of a page of a kept conversation: `kept-<n>`,
+/// `n` the number of its items before the next page.
+const KEPT_CURSOR: &str = "kept-";
+
+/// The prefix of the cursors of the rows of kept conversations:
+/// `rows-<started>-<pane>`, the start time (milliseconds) and pane id of
+/// the page's last row.
+const ROWS_CURSOR: &str = "rows-";
+
+/// `GET /v1/history/{sessionId}` served by the SDK: the open pane with that
+/// session id from its view, else the conversation the receipt store keeps
+/// under that pane id, as a closed one; else `404`.
+async fn sdk_page(
+    core: &Core,
+    session: &Id,
+    after: Option<Cursor>,
+    limit: usize,
+) -> Result<Response, Response> {
+    let open = {
+        let st = core.lock();
+        (st.open_pane_of_session(session.as_str()).is_some(), st.is_open(session))
+    };
+    match open {
+        (true, _) => open_pane_page(core, session, after, limit),
+        // An open pane that names no session id, or another one, is not
+        // read under its pane id.
+        (false, true) => Err(respond::not_found(format!("no conversation {session}"))),
+        (false, false) if core.keeps_conversations() => kept_page(core, session, after, limit).await,
+        (false, false) => Err(respond::not_found(format!("no conversation {session}"))),
+    }
+}
+
+/// A page of a conversation the store keeps and no pane shows now (a pane
+/// closed, or not declared again since a restart): a `closed` row, ended
+/// when the store last kept a change of it.
+async fn kept_page(
+    core: &Core,
+    session: &Id,
+    after: Option<Cursor>,
+    limit: usize,
+) -> Result<Response, Response> {
+    let kept = core
+        .kept_conversation(session.as_str())
+        .await
+        .map_err(|e| respond::error(ErrorCode::Internal, format!("history: the receipt store: {e}")))?
+        .ok_or_else(|| respond::not_found(format!("no conversation {session}")))?;
+    let from = match &after {
+        None => 0,
+        Some(cursor) => {
+            cursor.as_str().strip_prefix(KEPT_CURSOR).and_then(|n| n.parse::<usize>().ok()).ok_or_else(
+                || {
+                    respond::error(
+                        ErrorCode::BadRequest,
+                        format!("after: {} is not a cursor of the conversation {session}", cursor.as_str()),
+                    )
+                },
+            )?
+        }
+    };
+    let count = kept.items.len();
+    let started = kept.started_at.unwrap_or(Timestamp::EPOCH);
+    let row = HistoryRow::open(
+        session.as_str(),
+        kept.title.clone().unwrap_or_else(|| session.to_string()),
+        started,
+    )
+    .with_items(count as u64)
+    .closed(kept.written_at.unwrap_or(started));
+    let end = from.saturating_add(limit).min(count);
+    let items = kept.items.into_iter().skip(from).take(end.saturating_sub(from)).collect();
+    let next = (end < count).then(|| format!("{KEPT_CURSOR}{end}"));
+    Ok(respond::json(200, &ConversationPage { ok: true, row, items, next, dropped: kept.dropped }))
+}
+
+/// `GET /v1/history` served by the SDK: the conversations the receipt store
+/// keeps, newest first by start; one a pane shows now is `open`, with the
+/// pane's title, tab and item count.
+async fn kept_rows(core: &Core, after: Option<Cursor>, limit: usize) -> Result<Response, Response> {
+    let place = match &after {
+        None => None,
+        Some(cursor) => Some(rows_place(cursor).ok_or_else(|| {
+            respond::error(
+                ErrorCode::BadRequest,
+                format!("after: {} is not a cursor of this history", cursor.as_str()),
+            )
+        })?),
+    };
+    let mut kept = core
+        .conversation_rows(place, limit + 1)
+        .await
+        .map_err(|e| respond::error(ErrorCode::Internal, format!("history: the receipt store: {e}")))?;
+    let more = kept.len() > limit;
+    kept.truncate(limit);
+    let next = match (more, kept.last()) {
+        (true, Some(last)) => Some(format!("{ROWS_CURSOR}{}-{}", last.started_at.as_millis(), last.pane)),
+        _ => None,
+    };
+    let rows = {
+        let st = core.lock();
+        let has_history = st.has_history();
+        kept.into_iter()
+            .filter_map(|k| {
+                let shown = Id::new(k.pane.as_str()).ok().and_then(|id| st.pane(&id));
+                match shown {
+                    // An open pane is listed under its session id, which
+                    // reads it; one that names none is not listed.
+                    Some(pane) => {
+                        let session = pane.session_id(has_history)?;
+                        let tab = pane.tab();
+                        Some(
+                            HistoryRow::open(session, pane.title(), k.started_at)
+                                .in_tab(tab.ws.as_str(), tab.wire())
+                                .with_items(pane.view_len() as u64),
+                        )
+                    }
+                    None => {
+                        let title = k.title.unwrap_or_else(|| k.pane.clone());
+                        Some(
+                            HistoryRow::open(k.pane.as_str(), title, k.started_at)
+                                .with_items(k.items)
+                                .closed(k.written_at),
+                        )
+                    }
+                }
+            })
+            .collect()
+    };
+    Ok(respond::json(200, &HistoryPage { ok: true, rows, next }))
+}
+
+/// The place a rows cursor (`rows-<started>-<pane>`) names.
+fn rows_place(cursor: &Cursor) -> Option<RowPlace> {
+    let (ms, pane) = cursor.as_str().strip_prefix(ROWS_CURSOR)?.split_once('-')?;
+    Some(RowPlace { started_at: Timestamp::from_millis(ms.parse().ok()?), pane: pane.to_owned() })
+}
 
 /// `GET /v1/history/{sessionId}` for a session id the provider knows no
 /// conversation by (§10, our decision): the open pane with that session id

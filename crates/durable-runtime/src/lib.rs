@@ -89,8 +89,8 @@ pub use clock::{Clock, ManualClock, WarnSink};
 pub use core::{Core, Job, create_core};
 pub use durable_core::{
     AskClosed, CallerCheckMode, ConversationOp, Decided, HandlerResult, ItemCadence, KEPT_CONVERSATIONS,
-    KEPT_ITEMS_PER_CONVERSATION, KeptAskRecord, KeptConversation, Lookup, PaneOptions, PendingSend, Receipt,
-    Refusal, Reopen, SendState, StoreError,
+    KEPT_ITEMS_PER_CONVERSATION, KeptAskRecord, KeptConversation, KeptConversationRow, Lookup, PaneOptions,
+    PendingSend, Receipt, Refusal, Reopen, RowPlace, SendState, StoreError,
 };
 pub use handlers::{
     ActionHandler, ActionRequest, ChatHandler, CloseRequest, Hooks, RenameRequest, ReopenRequest,

@@ -11,11 +11,12 @@ use std::sync::Arc;
 
 use crate::handlers::BoxFuture;
 use durable_core::data::conversation::{
-    ConversationOp, ItemsInOrder, KEPT_ITEMS_PER_CONVERSATION, KeptConversation,
+    ConversationOp, ItemsInOrder, KEPT_ITEMS_PER_CONVERSATION, KeptConversation, KeptConversationRow,
+    RowPlace,
 };
 use durable_core::data::receipt::{KeptAskRecord, Lookup, PendingSend, Receipt, SendState, StoreError};
-use durable_types::Item;
 use durable_types::{EVICTED_MEMORY_FACTOR, RECEIPTS_PER_GROUP};
+use durable_types::{Item, Timestamp};
 
 /// Where receipts live. `get` finds an id whatever group it was put in;
 /// groups (`pane:<paneId>`, `starters`, `renames`, `closes`, `reopens`) only
@@ -252,12 +253,30 @@ pub trait ReceiptStore: Send + Sync + 'static {
     /// conversation's item of its id in place, or goes at its end; past
     /// [`KEPT_ITEMS_PER_CONVERSATION`] items the oldest are dropped and the
     /// conversation remembers that some were. Returns once kept.
+    ///
+    /// `at` is the time of the batch, by the program's clock: a
+    /// conversation the batch starts started then, and every conversation
+    /// it changes was written then (history's `startedAt` and `endedAt`).
     fn keep_conversation(
         &self,
         ops: Vec<ConversationOp>,
+        at: Timestamp,
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        let _ = ops;
+        let _ = (ops, at);
         async { Ok(()) }
+    }
+
+    /// The conversations kept, newest first by when each started (then by
+    /// pane id, descending), those after `after` (from the first when
+    /// `None`), at most `limit`: history's rows when the program gives no
+    /// provider (§10). The default: none.
+    fn conversation_rows(
+        &self,
+        after: Option<RowPlace>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<KeptConversationRow>, StoreError>> + Send {
+        let _ = (after, limit);
+        async { Ok(Vec::new()) }
     }
 
     /// What is kept of the pane's conversation (`None`: nothing).
@@ -330,8 +349,16 @@ impl<S: ReceiptStore> ReceiptStore for Arc<S> {
     fn keep_conversation(
         &self,
         ops: Vec<ConversationOp>,
+        at: Timestamp,
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        S::keep_conversation(self, ops)
+        S::keep_conversation(self, ops, at)
+    }
+    fn conversation_rows(
+        &self,
+        after: Option<RowPlace>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<KeptConversationRow>, StoreError>> + Send {
+        S::conversation_rows(self, after, limit)
     }
     fn kept_conversation(
         &self,
@@ -369,7 +396,16 @@ pub(crate) trait DynReceiptStore: Send + Sync {
     fn forget_ask_dyn<'a>(&'a self, ask_id: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
     fn kept_asks_dyn(&self) -> BoxFuture<'_, Result<Vec<KeptAskRecord>, StoreError>>;
     fn keeps_conversations_dyn(&self) -> bool;
-    fn keep_conversation_dyn(&self, ops: Vec<ConversationOp>) -> BoxFuture<'_, Result<(), StoreError>>;
+    fn keep_conversation_dyn(
+        &self,
+        ops: Vec<ConversationOp>,
+        at: Timestamp,
+    ) -> BoxFuture<'_, Result<(), StoreError>>;
+    fn conversation_rows_dyn(
+        &self,
+        after: Option<RowPlace>,
+        limit: usize,
+    ) -> BoxFuture<'_, Result<Vec<KeptConversationRow>, StoreError>>;
     fn kept_conversation_dyn<'a>(
         &'a self,
         pane: &'a str,
@@ -414,8 +450,19 @@ impl<S: ReceiptStore> DynReceiptStore for S {
     fn keeps_conversations_dyn(&self) -> bool {
         self.keeps_conversations()
     }
-    fn keep_conversation_dyn(&self, ops: Vec<ConversationOp>) -> BoxFuture<'_, Result<(), StoreError>> {
-        Box::pin(self.keep_conversation(ops))
+    fn keep_conversation_dyn(
+        &self,
+        ops: Vec<ConversationOp>,
+        at: Timestamp,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(self.keep_conversation(ops, at))
+    }
+    fn conversation_rows_dyn(
+        &self,
+        after: Option<RowPlace>,
+        limit: usize,
+    ) -> BoxFuture<'_, Result<Vec<KeptConversationRow>, StoreError>> {
+        Box::pin(self.conversation_rows(after, limit))
     }
     fn kept_conversation_dyn<'a>(
         &'a self,
@@ -468,7 +515,7 @@ struct MemoryInner {
 impl MemoryInner {
     /// The conversation of `pane`, made if new (forgetting the one written
     /// to least recently past [`MEMORY_CONVERSATIONS`]), marked as written now.
-    fn conversation(&mut self, pane: String) -> &mut MemoryConversation {
+    fn conversation(&mut self, pane: String, at: Timestamp) -> &mut MemoryConversation {
         self.conversation_writes += 1;
         if !self.conversations.contains_key(&pane) && self.conversations.len() >= MEMORY_CONVERSATIONS {
             let oldest = self.conversations.iter().min_by_key(|(_, c)| c.written).map(|(p, _)| p.clone());
@@ -477,8 +524,9 @@ impl MemoryInner {
             }
         }
         let written = self.conversation_writes;
-        let c = self.conversations.entry(pane).or_default();
+        let c = self.conversations.entry(pane).or_insert_with(|| MemoryConversation::started(at));
         c.written = written;
+        c.written_at = at;
         c
     }
 }
@@ -495,15 +543,19 @@ struct MemoryConversation {
     items: ItemsInOrder,
     /// The store's write count at its last change (the oldest is forgotten first).
     written: u64,
+    started_at: Timestamp,
+    written_at: Timestamp,
 }
 
-impl Default for MemoryConversation {
-    fn default() -> Self {
+impl MemoryConversation {
+    fn started(at: Timestamp) -> Self {
         MemoryConversation {
             title: None,
             title_by_phone: false,
             items: ItemsInOrder::new(KEPT_ITEMS_PER_CONVERSATION),
             written: 0,
+            started_at: at,
+            written_at: at,
         }
     }
 }
@@ -605,13 +657,13 @@ impl ReceiptStore for MemoryReceiptStore {
         true
     }
 
-    async fn keep_conversation(&self, ops: Vec<ConversationOp>) -> Result<(), StoreError> {
+    async fn keep_conversation(&self, ops: Vec<ConversationOp>, at: Timestamp) -> Result<(), StoreError> {
         let mut inner = self.lock();
         for op in ops {
             match op {
-                ConversationOp::Item { pane, item } => inner.conversation(pane).items.put(item),
+                ConversationOp::Item { pane, item } => inner.conversation(pane, at).items.put(item),
                 ConversationOp::Title { pane, title, by_phone } => {
-                    let c = inner.conversation(pane);
+                    let c = inner.conversation(pane, at);
                     c.title = Some(title);
                     c.title_by_phone = by_phone;
                 }
@@ -632,6 +684,32 @@ impl ReceiptStore for MemoryReceiptStore {
             let items = c.items.iter().map(|i| Item::clone(i)).collect();
             KeptConversation::new(c.title.clone(), items, c.items.dropped())
                 .with_title_by_phone(c.title_by_phone)
+                .with_times(c.started_at, c.written_at)
         }))
+    }
+
+    async fn conversation_rows(
+        &self,
+        after: Option<RowPlace>,
+        limit: usize,
+    ) -> Result<Vec<KeptConversationRow>, StoreError> {
+        let inner = self.lock();
+        let mut rows: Vec<KeptConversationRow> = inner
+            .conversations
+            .iter()
+            .filter(|(pane, c)| after.as_ref().is_none_or(|a| a.is_before(c.started_at, pane)))
+            .map(|(pane, c)| {
+                KeptConversationRow::new(
+                    pane.clone(),
+                    c.title.clone(),
+                    c.started_at,
+                    c.written_at,
+                    c.items.len() as u64,
+                )
+            })
+            .collect();
+        rows.sort_by(|a, b| (b.started_at, &b.pane).cmp(&(a.started_at, &a.pane)));
+        rows.truncate(limit);
+        Ok(rows)
     }
 }

@@ -321,7 +321,8 @@ pub mod history {
 pub mod stores {
     pub use durable_runtime::{
         ConversationOp, KEPT_CONVERSATIONS, KEPT_ITEMS_PER_CONVERSATION, KeptAskRecord, KeptConversation,
-        Lookup, MemoryReceiptStore, PendingSend, Receipt, ReceiptStore, SendState, StoreError,
+        KeptConversationRow, Lookup, MemoryReceiptStore, PendingSend, Receipt, ReceiptStore, RowPlace,
+        SendState, StoreError,
     };
 
     #[cfg(feature = "postgres")]

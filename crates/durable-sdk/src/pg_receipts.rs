@@ -30,7 +30,7 @@
 //!
 //! | table | holds |
 //! |---|---|
-//! | `conversation (pane PRIMARY KEY, title, title_by_phone, items, next_place, dropped, owner_pid, owner_start, written)` | each pane's kept conversation: its title, its item count, the next item's place, whether older items were dropped, the process that writes it, and when it was last written to |
+//! | `conversation (pane PRIMARY KEY, title, title_by_phone, items, next_place, dropped, owner_pid, owner_start, written, started_at, written_at)` | each pane's kept conversation: its title, its item count, the next item's place, whether older items were dropped, the process that writes it, the order it was last written in (for the bound), and when it started and was last written (milliseconds, the program's clock: history's rows) |
 //! | `conversation_item (pane, item_id, place, body; PRIMARY KEY (pane, item_id))` | its items as last written, each as its JSON text, by place |
 //!
 //! # Exactly once across processes
@@ -163,24 +163,24 @@ use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use durable_runtime::{
-    ConversationOp, KEPT_CONVERSATIONS, KEPT_ITEMS_PER_CONVERSATION, KeptAskRecord, KeptConversation, Lookup,
-    PendingSend, Receipt, ReceiptStore, SendState, StoreError,
+    ConversationOp, KEPT_CONVERSATIONS, KEPT_ITEMS_PER_CONVERSATION, KeptAskRecord, KeptConversation,
+    KeptConversationRow, Lookup, PendingSend, Receipt, ReceiptStore, RowPlace, SendState, StoreError,
 };
-use durable_types::{EVICTED_MEMORY_FACTOR, Item, RECEIPTS_PER_GROUP};
+use durable_types::{EVICTED_MEMORY_FACTOR, Item, RECEIPTS_PER_GROUP, Timestamp};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_postgres::config::Host;
 
 use crate::pg_tls::{PgSslMode, PgTls};
 
 /// The layout this SDK writes (the `schema_version` table's value).
-pub const PG_SCHEMA_VERSION: i32 = 3;
+pub const PG_SCHEMA_VERSION: i32 = 4;
 
 /// Finished sends kept for replays to say so.
 const FINISHED_SENDS_KEPT: i64 = 100_000;
 
 /// Migrations, in order: `MIGRATIONS[n]` takes the schema from version `n`
 /// to `n + 1`. `{s}` is the quoted schema name.
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     "
 CREATE TABLE {s}.receipt (
     request_id TEXT PRIMARY KEY,
@@ -239,6 +239,15 @@ CREATE TABLE {s}.conversation_item (
     PRIMARY KEY (pane, item_id)
 );
 CREATE INDEX conversation_item_by_place ON {s}.conversation_item (pane, place);
+",
+    // Conversations kept before times were started, as far as the store
+    // can say, at the migration.
+    "
+ALTER TABLE {s}.conversation ADD COLUMN started_at BIGINT NOT NULL
+    DEFAULT (extract(epoch FROM now()) * 1000)::bigint;
+ALTER TABLE {s}.conversation ADD COLUMN written_at BIGINT NOT NULL DEFAULT 0;
+UPDATE {s}.conversation SET written_at = started_at;
+CREATE INDEX conversation_by_start ON {s}.conversation (started_at, pane);
 ",
 ];
 
@@ -564,6 +573,13 @@ struct Sql {
     forget_items: String,
     forget_conversation: String,
     kept_items: String,
+    rows: String,
+}
+
+/// A time the store kept, in milliseconds since the Unix epoch (a negative
+/// one, which this SDK never writes, is the epoch).
+fn timestamp(ms: i64) -> Timestamp {
+    Timestamp::from_millis(u64::try_from(ms).unwrap_or(0))
 }
 
 /// The condition "the owner session `{o}.owner_pid`/`{o}.owner_start` is
@@ -651,17 +667,17 @@ impl Sql {
                 owner_gone("c")
             ),
             claim_conversation: format!(
-                "INSERT INTO {s}.conversation AS c (pane, owner_pid, owner_start, written) \
-                 VALUES ($1, $2, $3, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint) \
+                "INSERT INTO {s}.conversation AS c (pane, owner_pid, owner_start, written, started_at, written_at) \
+                 VALUES ($1, $2, $3, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, $4, $4) \
                  ON CONFLICT (pane) DO UPDATE SET owner_pid = EXCLUDED.owner_pid, owner_start = EXCLUDED.owner_start, \
-                 written = EXCLUDED.written \
+                 written = EXCLUDED.written, written_at = EXCLUDED.written_at \
                  WHERE (c.owner_pid = $2 AND c.owner_start = $3) OR {} \
                  RETURNING (c.xmax = 0)",
                 owner_gone("c")
             ),
             conversation_head: format!(
                 "SELECT c.title, c.dropped, (c.owner_pid = $2 AND c.owner_start = $3) OR {}, c.owner_pid, \
-                 c.title_by_phone \
+                 c.title_by_phone, c.started_at, c.written_at \
                  FROM {s}.conversation c WHERE c.pane = $1",
                 owner_gone("c")
             ),
@@ -685,6 +701,11 @@ impl Sql {
             forget_conversation: format!("DELETE FROM {s}.conversation WHERE pane = $1"),
             kept_items: format!(
                 "SELECT item_id, body FROM {s}.conversation_item WHERE pane = $1 ORDER BY place"
+            ),
+            rows: format!(
+                "SELECT pane, title, started_at, written_at, items FROM {s}.conversation \
+                 WHERE $1::bigint IS NULL OR (started_at, pane) < ($1, $2::text) \
+                 ORDER BY started_at DESC, pane DESC LIMIT $3"
             ),
         }
     }
@@ -1209,8 +1230,9 @@ impl ReceiptStore for PgReceiptStore {
     /// One transaction for the batch. The changes of a conversation another
     /// running process owns are left out (the others are kept), and the
     /// call then fails naming it.
-    async fn keep_conversation(&self, ops: Vec<ConversationOp>) -> Result<(), StoreError> {
+    async fn keep_conversation(&self, ops: Vec<ConversationOp>, at: Timestamp) -> Result<(), StoreError> {
         let what = "keeping conversations";
+        let at = i64::try_from(at.as_millis()).unwrap_or(i64::MAX);
         if ops.is_empty() {
             return Ok(());
         }
@@ -1243,7 +1265,7 @@ impl ReceiptStore for PgReceiptStore {
                 // would take a session started since for gone.
                 c.execute(&sql.fresh_sessions, &[]).await.map_err(e)?;
                 let mine = c
-                    .query_opt(&sql.claim_conversation, &[&pane, &owner.pid, &owner.start])
+                    .query_opt(&sql.claim_conversation, &[&pane, &owner.pid, &owner.start, &at])
                     .await
                     .map_err(e)?;
                 let Some(inserted) = mine else {
@@ -1315,6 +1337,7 @@ impl ReceiptStore for PgReceiptStore {
         };
         let (title, dropped, mine, owner_pid, title_by_phone): (Option<String>, bool, bool, i32, bool) =
             (head.get(0), head.get(1), head.get(2), head.get(3), head.get(4));
+        let (started_at, written_at): (i64, i64) = (head.get(5), head.get(6));
         if !mine {
             return Err(self.err(
                 what,
@@ -1334,7 +1357,45 @@ impl ReceiptStore for PgReceiptStore {
                 }
             }
         }
-        Ok(Some(KeptConversation::new(title, items, dropped).with_title_by_phone(title_by_phone)))
+        Ok(Some(
+            KeptConversation::new(title, items, dropped)
+                .with_title_by_phone(title_by_phone)
+                .with_times(timestamp(started_at), timestamp(written_at)),
+        ))
+    }
+
+    /// The kept conversations, newest first by start; those another running
+    /// process writes too (history lists them; reading one is its writer's).
+    async fn conversation_rows(
+        &self,
+        after: Option<RowPlace>,
+        limit: usize,
+    ) -> Result<Vec<KeptConversationRow>, StoreError> {
+        let what = "listing kept conversations";
+        let conn = self.conn(what).await?;
+        let (after_start, after_pane) = match &after {
+            Some(a) => {
+                (Some(i64::try_from(a.started_at.as_millis()).unwrap_or(i64::MAX)), Some(a.pane.as_str()))
+            }
+            None => (None, None),
+        };
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = conn
+            .query(&self.inner.sql.rows, &[&after_start, &after_pane, &limit])
+            .await
+            .map_err(|e| self.db_err(what, e))?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                KeptConversationRow::new(
+                    r.get::<_, String>(0),
+                    r.get::<_, Option<String>>(1),
+                    timestamp(r.get(2)),
+                    timestamp(r.get(3)),
+                    u64::try_from(r.get::<_, i64>(4)).unwrap_or(0),
+                )
+            })
+            .collect())
     }
 
     async fn unfinished_sends(&self) -> Result<Vec<PendingSend>, StoreError> {

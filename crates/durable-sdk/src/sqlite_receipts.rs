@@ -94,7 +94,9 @@
 //! says), the one written to least recently forgotten whole past them.
 //! The core hands the changes over in batches, one
 //! transaction each, and reads a pane's back as the pane is first declared
-//! in a run (the wire, §9.2). An item whose text no longer reads is skipped
+//! in a run (the wire, §9.2). Each conversation keeps when it started and
+//! was last written (layout version 5), and history lists them newest
+//! first with no provider (§10). An item whose text no longer reads is skipped
 //! with a warning.
 //!
 //! # Threading
@@ -119,10 +121,10 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 
 use durable_runtime::{
-    ConversationOp, KEPT_CONVERSATIONS, KEPT_ITEMS_PER_CONVERSATION, KeptAskRecord, KeptConversation, Lookup,
-    PendingSend, Receipt, ReceiptStore, SendState, StoreError,
+    ConversationOp, KEPT_CONVERSATIONS, KEPT_ITEMS_PER_CONVERSATION, KeptAskRecord, KeptConversation,
+    KeptConversationRow, Lookup, PendingSend, Receipt, ReceiptStore, RowPlace, SendState, StoreError,
 };
-use durable_types::{EVICTED_MEMORY_FACTOR, Item, RECEIPTS_PER_GROUP};
+use durable_types::{EVICTED_MEMORY_FACTOR, Item, RECEIPTS_PER_GROUP, Timestamp};
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use tokio::sync::oneshot;
@@ -163,9 +165,10 @@ CREATE INDEX IF NOT EXISTS pending_send_by_state ON pending_send (state, seq);
 /// SDKs before this one wrote as version 0; version 2 adds the kept asks;
 /// version 3 the store's identity (its id and write count, which the
 /// witness is checked against: see "Damage" in the module's docs);
-/// version 4 the conversations.
+/// version 4 the conversations; version 5 when each conversation started
+/// and was last written (history's rows).
 /// A newer file is refused: this SDK would not know its meaning.
-pub const SQLITE_SCHEMA_VERSION: i64 = 4;
+pub const SQLITE_SCHEMA_VERSION: i64 = 5;
 
 /// Version 2: the asks open at a stop, each as its record's JSON text.
 const KEPT_ASKS: &str = "
@@ -210,6 +213,15 @@ CREATE TABLE IF NOT EXISTS conversation_item (
     PRIMARY KEY (pane, item_id)
 );
 CREATE INDEX IF NOT EXISTS conversation_item_by_place ON conversation_item (pane, place);
+";
+
+/// Version 5: when each conversation started and was last written to, in
+/// milliseconds since the Unix epoch by the program's clock (history's
+/// `startedAt` and `endedAt`), and the rows' order (newest first).
+const CONVERSATION_TIMES: &str = "
+ALTER TABLE conversation ADD COLUMN started_at INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE conversation ADD COLUMN written_at INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX IF NOT EXISTS conversation_by_start ON conversation (started_at, pane);
 ";
 
 /// Finished sends (`done`, `closed`) kept for replays to say so; older ones
@@ -257,9 +269,15 @@ enum Command {
     },
     KeepConversation {
         ops: Vec<ConversationOp>,
+        at: Timestamp,
         /// The conversations to keep, at most.
         kept: usize,
         reply: oneshot::Sender<Result<(), StoreError>>,
+    },
+    ConversationRows {
+        after: Option<RowPlace>,
+        limit: usize,
+        reply: oneshot::Sender<Result<Vec<KeptConversationRow>, StoreError>>,
     },
     KeptConversation {
         pane: String,
@@ -707,9 +725,19 @@ impl ReceiptStore for SqliteReceiptStore {
         true
     }
 
-    async fn keep_conversation(&self, ops: Vec<ConversationOp>) -> Result<(), StoreError> {
+    async fn keep_conversation(&self, ops: Vec<ConversationOp>, at: Timestamp) -> Result<(), StoreError> {
         let (reply, rx) = oneshot::channel();
-        self.send(Command::KeepConversation { ops, kept: self.kept_conversations, reply })?;
+        self.send(Command::KeepConversation { ops, at, kept: self.kept_conversations, reply })?;
+        rx.await.map_err(|_| StoreError::new("the receipt store's thread stopped"))?
+    }
+
+    async fn conversation_rows(
+        &self,
+        after: Option<RowPlace>,
+        limit: usize,
+    ) -> Result<Vec<KeptConversationRow>, StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Command::ConversationRows { after, limit, reply })?;
         rx.await.map_err(|_| StoreError::new("the receipt store's thread stopped"))?
     }
 
@@ -736,6 +764,16 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     tx.execute_batch(KEPT_ASKS).map_err(|e| open_err(path, "schema version 2", e))?;
     tx.execute_batch(STORE_IDENTITY).map_err(|e| open_err(path, "schema version 3", e))?;
     tx.execute_batch(CONVERSATIONS).map_err(|e| open_err(path, "schema version 4", e))?;
+    if version < 5 {
+        tx.execute_batch(CONVERSATION_TIMES).map_err(|e| open_err(path, "schema version 5", e))?;
+        // Conversations kept before times were: they started, as far as
+        // this store can say, now.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        tx.execute("UPDATE conversation SET started_at = ?1, written_at = ?1", [now])
+            .map_err(|e| open_err(path, "schema version 5", e))?;
+    }
     let mut store_id = [0u8; 16];
     getrandom::fill(&mut store_id)
         .map_err(|e| StoreError::new(format!("sqlite: no random store id from the system: {e}")))?;
@@ -828,9 +866,12 @@ impl Worker {
                 Command::KeptAsks { reply } => {
                     let _ = reply.send(self.kept_asks());
                 }
-                Command::KeepConversation { ops, kept, reply } => {
-                    let _ =
-                        reply.send(self.write("keep conversation", |tx| keep_conversation(tx, &ops, kept)));
+                Command::KeepConversation { ops, at, kept, reply } => {
+                    let _ = reply
+                        .send(self.write("keep conversation", |tx| keep_conversation(tx, &ops, at, kept)));
+                }
+                Command::ConversationRows { after, limit, reply } => {
+                    let _ = reply.send(conversation_rows(&self.conn, after.as_ref(), limit));
                 }
                 Command::KeptConversation { pane, reply } => {
                     let _ = reply.send(kept_conversation(&self.conn, &pane));
@@ -961,8 +1002,14 @@ fn put(
 /// Applies changes to conversations (one transaction: the caller's), then
 /// forgets the conversations written to least recently past `kept`.
 /// Whether anything was asked.
-fn keep_conversation(tx: &Transaction<'_>, ops: &[ConversationOp], kept: usize) -> Result<bool, StoreError> {
+fn keep_conversation(
+    tx: &Transaction<'_>,
+    ops: &[ConversationOp],
+    at: Timestamp,
+    kept: usize,
+) -> Result<bool, StoreError> {
     let err = |e| sql_err("keep conversation", e);
+    let at = millis(at);
     let limit = i64::try_from(KEPT_ITEMS_PER_CONVERSATION).unwrap_or(i64::MAX);
     let mut touched: Vec<&str> = Vec::new();
     // Whether the batch starts a conversation (only then may the store be
@@ -997,10 +1044,10 @@ fn keep_conversation(tx: &Transaction<'_>, ops: &[ConversationOp], kept: usize) 
                     continue;
                 }
                 tx.prepare_cached(
-                    "INSERT INTO conversation (pane, items, next_place) VALUES (?1, 1, 1) \
+                    "INSERT INTO conversation (pane, items, next_place, started_at) VALUES (?1, 1, 1, ?2) \
                      ON CONFLICT (pane) DO UPDATE SET items = items + 1, next_place = next_place + 1",
                 )
-                .and_then(|mut st| st.execute([pane]))
+                .and_then(|mut st| st.execute(params![pane, at]))
                 .map_err(err)?;
                 let (place, items): (i64, i64) = tx
                     .prepare_cached("SELECT next_place, items FROM conversation WHERE pane = ?1")
@@ -1025,10 +1072,10 @@ fn keep_conversation(tx: &Transaction<'_>, ops: &[ConversationOp], kept: usize) 
             }
             ConversationOp::Title { pane, title, by_phone } => {
                 tx.prepare_cached(
-                    "INSERT INTO conversation (pane, title, title_by_phone) VALUES (?1, ?2, ?3) \
+                    "INSERT INTO conversation (pane, title, title_by_phone, started_at) VALUES (?1, ?2, ?3, ?4) \
                      ON CONFLICT (pane) DO UPDATE SET title = ?2, title_by_phone = ?3",
                 )
-                .and_then(|mut st| st.execute(params![pane, title, by_phone]))
+                .and_then(|mut st| st.execute(params![pane, title, by_phone, at]))
                 .map_err(err)?;
             }
             ConversationOp::Forget { pane } => {
@@ -1048,8 +1095,8 @@ fn keep_conversation(tx: &Transaction<'_>, ops: &[ConversationOp], kept: usize) 
         .query_row("SELECT COALESCE(MAX(written), 0) + 1 FROM conversation", [], |r| r.get(0))
         .map_err(err)?;
     for pane in &touched {
-        tx.prepare_cached("UPDATE conversation SET written = ?2 WHERE pane = ?1")
-            .and_then(|mut st| st.execute(params![pane, written]))
+        tx.prepare_cached("UPDATE conversation SET written = ?2, written_at = ?3 WHERE pane = ?1")
+            .and_then(|mut st| st.execute(params![pane, written, at]))
             .map_err(err)?;
     }
     if !created {
@@ -1070,13 +1117,15 @@ fn keep_conversation(tx: &Transaction<'_>, ops: &[ConversationOp], kept: usize) 
 /// skipped with a warning: one bad row must not cost the rest.
 fn kept_conversation(conn: &Connection, pane: &str) -> Result<Option<KeptConversation>, StoreError> {
     let err = |e| sql_err("kept conversation", e);
-    let head: Option<(Option<String>, bool, bool)> = conn
-        .query_row("SELECT title, dropped, title_by_phone FROM conversation WHERE pane = ?1", [pane], |r| {
-            Ok((r.get(0)?, r.get::<_, i64>(1)? != 0, r.get::<_, i64>(2)? != 0))
-        })
+    let head: Option<(Option<String>, bool, bool, i64, i64)> = conn
+        .query_row(
+            "SELECT title, dropped, title_by_phone, started_at, written_at FROM conversation WHERE pane = ?1",
+            [pane],
+            |r| Ok((r.get(0)?, r.get::<_, i64>(1)? != 0, r.get::<_, i64>(2)? != 0, r.get(3)?, r.get(4)?)),
+        )
         .optional()
         .map_err(err)?;
-    let Some((title, dropped, title_by_phone)) = head else { return Ok(None) };
+    let Some((title, dropped, title_by_phone, started_at, written_at)) = head else { return Ok(None) };
     let mut stmt = conn
         .prepare("SELECT item_id, body FROM conversation_item WHERE pane = ?1 ORDER BY place")
         .map_err(err)?;
@@ -1092,7 +1141,55 @@ fn kept_conversation(conn: &Connection, pane: &str) -> Result<Option<KeptConvers
             }
         }
     }
-    Ok(Some(KeptConversation::new(title, items, dropped).with_title_by_phone(title_by_phone)))
+    Ok(Some(
+        KeptConversation::new(title, items, dropped)
+            .with_title_by_phone(title_by_phone)
+            .with_times(timestamp(started_at), timestamp(written_at)),
+    ))
+}
+
+/// The kept conversations after `after`, newest first by start.
+fn conversation_rows(
+    conn: &Connection,
+    after: Option<&RowPlace>,
+    limit: usize,
+) -> Result<Vec<KeptConversationRow>, StoreError> {
+    let err = |e| sql_err("conversation rows", e);
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let (after_start, after_pane) = match after {
+        Some(a) => (Some(millis(a.started_at)), Some(a.pane.as_str())),
+        None => (None, None),
+    };
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT pane, title, started_at, written_at, items FROM conversation \
+             WHERE ?1 IS NULL OR (started_at, pane) < (?1, ?2) \
+             ORDER BY started_at DESC, pane DESC LIMIT ?3",
+        )
+        .map_err(err)?;
+    let rows = stmt
+        .query_map(params![after_start, after_pane, limit], |r| {
+            Ok(KeptConversationRow::new(
+                r.get::<_, String>(0)?,
+                r.get::<_, Option<String>>(1)?,
+                timestamp(r.get(2)?),
+                timestamp(r.get(3)?),
+                u64::try_from(r.get::<_, i64>(4)?).unwrap_or(0),
+            ))
+        })
+        .map_err(err)?;
+    rows.collect::<Result<Vec<_>, _>>().map_err(err)
+}
+
+/// A time as the store keeps it: milliseconds since the Unix epoch.
+fn millis(at: Timestamp) -> i64 {
+    i64::try_from(at.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A time the store kept (a negative one, which this SDK never writes, is
+/// the epoch).
+fn timestamp(ms: i64) -> Timestamp {
+    Timestamp::from_millis(u64::try_from(ms).unwrap_or(0))
 }
 
 /// A send recorded again (a retry of one never answered) starts over, last

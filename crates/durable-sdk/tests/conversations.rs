@@ -11,7 +11,8 @@ use std::path::PathBuf;
 use durable_runtime::test_util::Harness;
 use durable_runtime::{ChatHandler, Turn};
 use durable_sdk::Item;
-use durable_sdk::stores::{ReceiptStore, SqliteReceiptStore};
+use durable_sdk::stores::{ReceiptStore, RowPlace, SqliteReceiptStore};
+use durable_sdk::types::Timestamp;
 use serde_json::{Value, json};
 
 mod common;
@@ -115,9 +116,12 @@ async fn items_are_kept_as_last_written_in_order_and_a_new_pane_under_the_id_sta
             })
             .collect::<Vec<_>>()
     };
-    store.keep_conversation(ops("p", &[("a", "one"), ("b", "two")])).await.unwrap();
-    store.keep_conversation(ops("p", &[("a", "one, edited"), ("c", "three")])).await.unwrap();
-    store.keep_conversation(ops("q", &[("a", "other pane")])).await.unwrap();
+    store.keep_conversation(ops("p", &[("a", "one"), ("b", "two")]), Timestamp::EPOCH).await.unwrap();
+    store
+        .keep_conversation(ops("p", &[("a", "one, edited"), ("c", "three")]), Timestamp::EPOCH)
+        .await
+        .unwrap();
+    store.keep_conversation(ops("q", &[("a", "other pane")]), Timestamp::EPOCH).await.unwrap();
     drop(store);
 
     let store = SqliteReceiptStore::open(db(&dir)).unwrap();
@@ -130,13 +134,22 @@ async fn items_are_kept_as_last_written_in_order_and_a_new_pane_under_the_id_sta
     // Whose title it is: the phone's, then the program's again.
     assert!(!kept_title_by_phone(&store, "q").await);
     store
-        .keep_conversation(vec![durable_sdk::stores::ConversationOp::title_from_phone("q", "Q!")])
+        .keep_conversation(
+            vec![durable_sdk::stores::ConversationOp::title_from_phone("q", "Q!")],
+            Timestamp::EPOCH,
+        )
         .await
         .unwrap();
     assert!(kept_title_by_phone(&store, "q").await);
-    store.keep_conversation(vec![durable_sdk::stores::ConversationOp::title("q", "Q")]).await.unwrap();
+    store
+        .keep_conversation(vec![durable_sdk::stores::ConversationOp::title("q", "Q")], Timestamp::EPOCH)
+        .await
+        .unwrap();
     assert!(!kept_title_by_phone(&store, "q").await);
-    store.keep_conversation(vec![durable_sdk::stores::ConversationOp::forget("p")]).await.unwrap();
+    store
+        .keep_conversation(vec![durable_sdk::stores::ConversationOp::forget("p")], Timestamp::EPOCH)
+        .await
+        .unwrap();
     assert_eq!(store.kept_conversation("p").await.unwrap(), None);
     assert_eq!(store.kept_conversation("q").await.unwrap().unwrap().items.len(), 1, "only p forgotten");
 }
@@ -154,17 +167,17 @@ async fn a_conversation_past_its_bound_drops_its_oldest_items_and_says_so() {
             )
         })
         .collect();
-    store.keep_conversation(ops).await.unwrap();
+    store.keep_conversation(ops, Timestamp::EPOCH).await.unwrap();
     let kept = store.kept_conversation("p").await.unwrap().unwrap();
     assert!(kept.dropped);
     assert_eq!(kept.items.len(), limit);
     assert_eq!(kept.items[0].id.as_str(), "i5");
     // Written again, a dropped id comes back at the end.
     store
-        .keep_conversation(vec![durable_sdk::stores::ConversationOp::item(
-            "p",
-            Item::reply("i0", "back").unwrap(),
-        )])
+        .keep_conversation(
+            vec![durable_sdk::stores::ConversationOp::item("p", Item::reply("i0", "back").unwrap())],
+            Timestamp::EPOCH,
+        )
         .await
         .unwrap();
     let kept = store.kept_conversation("p").await.unwrap().unwrap();
@@ -180,11 +193,14 @@ async fn the_store_keeps_the_conversations_written_to_last_and_forgets_the_oldes
         durable_sdk::stores::ConversationOp::item(pane, Item::reply("i", text).unwrap())
     };
     for pane in ["a", "b", "c"] {
-        store.keep_conversation(vec![reply(pane, pane)]).await.unwrap();
+        store.keep_conversation(vec![reply(pane, pane)], Timestamp::EPOCH).await.unwrap();
     }
     // `a` written again: `b` is now the one written to least recently.
-    store.keep_conversation(vec![reply("a", "a again")]).await.unwrap();
-    store.keep_conversation(vec![durable_sdk::stores::ConversationOp::title("d", "New")]).await.unwrap();
+    store.keep_conversation(vec![reply("a", "a again")], Timestamp::EPOCH).await.unwrap();
+    store
+        .keep_conversation(vec![durable_sdk::stores::ConversationOp::title("d", "New")], Timestamp::EPOCH)
+        .await
+        .unwrap();
     drop(store);
 
     let store = SqliteReceiptStore::open(db(&dir)).unwrap();
@@ -207,4 +223,88 @@ async fn the_store_keeps_the_conversations_written_to_last_and_forgets_the_oldes
 
 async fn kept_title_by_phone(store: &SqliteReceiptStore, pane: &str) -> bool {
     store.kept_conversation(pane).await.unwrap().expect("kept").title_by_phone
+}
+
+/// The rows of what `store` keeps: pane, title, start, last write, items.
+async fn kept_rows(
+    store: &SqliteReceiptStore,
+    after: Option<RowPlace>,
+    limit: usize,
+) -> Vec<(String, u64, u64, u64)> {
+    store
+        .conversation_rows(after, limit)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.pane, r.started_at.as_millis(), r.written_at.as_millis(), r.items))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_rows_are_newest_first_by_start_with_their_times_and_counts_and_page_from_a_place() {
+    let dir = TempDir::new("conversations-rows");
+    let store = SqliteReceiptStore::open(db(&dir)).unwrap();
+    let reply =
+        |pane: &str, id: &str| durable_sdk::stores::ConversationOp::item(pane, Item::reply(id, id).unwrap());
+    let at = Timestamp::from_millis;
+    store.keep_conversation(vec![reply("a", "1"), reply("a", "2")], at(1_000)).await.unwrap();
+    store
+        .keep_conversation(vec![durable_sdk::stores::ConversationOp::title("b", "B")], at(2_000))
+        .await
+        .unwrap();
+    store.keep_conversation(vec![reply("c", "1")], at(2_000)).await.unwrap();
+    // `a` written again later: its start stays, its last write moves.
+    store.keep_conversation(vec![reply("a", "3")], at(3_000)).await.unwrap();
+    drop(store);
+
+    let store = SqliteReceiptStore::open(db(&dir)).unwrap();
+    let all = kept_rows(&store, None, 10).await;
+    assert_eq!(
+        all,
+        [("c".into(), 2_000, 2_000, 1), ("b".into(), 2_000, 2_000, 0), ("a".into(), 1_000, 3_000, 3)],
+        "newest first; the same start by pane id, descending"
+    );
+    let first = store.conversation_rows(None, 1).await.unwrap();
+    let rest = kept_rows(&store, Some(first[0].place()), 10).await;
+    assert_eq!(rest, all[1..], "the page after a place");
+    let kept = store.kept_conversation("a").await.unwrap().unwrap();
+    assert_eq!((kept.started_at, kept.written_at), (Some(at(1_000)), Some(at(3_000))));
+}
+
+#[tokio::test]
+async fn a_store_of_the_layout_before_times_gets_them_and_keeps_its_conversations() {
+    let dir = TempDir::new("conversations-v4");
+    let store = SqliteReceiptStore::open(db(&dir)).unwrap();
+    let reply =
+        |pane: &str, id: &str| durable_sdk::stores::ConversationOp::item(pane, Item::reply(id, id).unwrap());
+    store
+        .keep_conversation(vec![reply("old", "1"), reply("old", "2")], Timestamp::from_millis(5))
+        .await
+        .unwrap();
+    drop(store);
+    // Back to layout 4, as an SDK before times wrote it.
+    let conn = rusqlite::Connection::open(db(&dir)).unwrap();
+    conn.execute_batch(
+        "DROP INDEX conversation_by_start;
+         ALTER TABLE conversation DROP COLUMN started_at;
+         ALTER TABLE conversation DROP COLUMN written_at;
+         PRAGMA user_version = 4;",
+    )
+    .unwrap();
+    drop(conn);
+
+    let before =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    let store = SqliteReceiptStore::open(db(&dir)).unwrap();
+    let rows = kept_rows(&store, None, 10).await;
+    assert_eq!(rows.len(), 1);
+    let (pane, started, written, items) = rows[0].clone();
+    assert_eq!((pane.as_str(), items), ("old", 2));
+    assert!(started >= before && written == started, "kept before times: started at the upgrade ({started})");
+    let kept = store.kept_conversation("old").await.unwrap().unwrap();
+    assert_eq!(kept.items.len(), 2, "its items stay");
+    drop(store);
+    let conn = rusqlite::Connection::open(db(&dir)).unwrap();
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(version, durable_sdk::stores::SQLITE_SCHEMA_VERSION);
 }

@@ -19,6 +19,7 @@ use durable_runtime::{
 };
 use durable_sdk::Item;
 use durable_sdk::stores::{PG_SCHEMA_VERSION, PgReceiptOptions, PgReceiptStore};
+use durable_sdk::types::Timestamp;
 use harness::Harness;
 use harness::recorder::{Log, PaneExt, Recorder};
 use pg_support::{PASSWORD, PgServer, fresh_schema};
@@ -328,11 +329,11 @@ async fn a_version_1_schema_is_migrated_to_keep_asks_and_its_receipts_stay() {
     let store = store_on(server, &schema, 10).await;
     assert_eq!(store.get("r-old").await.unwrap(), Lookup::Found(receipt(1)));
     store.keep_ask(kept("a")).await.unwrap();
-    store.keep_conversation(vec![reply("p", "a", "kept")]).await.unwrap();
+    store.keep_conversation(vec![reply("p", "a", "kept")], Timestamp::EPOCH).await.unwrap();
     let version: i32 =
         db.query_one(&format!("SELECT version FROM \"{schema}\".schema_version"), &[]).await.unwrap().get(0);
     assert_eq!(version, PG_SCHEMA_VERSION);
-    assert_eq!(PG_SCHEMA_VERSION, 3);
+    assert_eq!(PG_SCHEMA_VERSION, 4);
 }
 
 #[tokio::test]
@@ -355,8 +356,68 @@ async fn a_version_2_schema_is_migrated_to_keep_conversations_and_its_asks_stay(
     assert_eq!(store.get("r-old").await.unwrap(), Lookup::Found(receipt(1)));
     let taken = wait_for(|| store.kept_asks(), |asks| !asks.is_empty()).await;
     assert_eq!(taken, [kept("a")], "the asks of the process before the migration");
-    store.keep_conversation(vec![reply("p", "a", "kept")]).await.unwrap();
+    store.keep_conversation(vec![reply("p", "a", "kept")], Timestamp::EPOCH).await.unwrap();
     assert_eq!(texts(&store, "p").await, ["kept"]);
+}
+
+#[tokio::test]
+async fn a_version_3_schema_gets_times_and_keeps_its_conversations() {
+    let server = PgServer::shared();
+    let schema = fresh_schema("v3");
+    let store = store_on(server, &schema, 10).await;
+    store
+        .keep_conversation(vec![reply("old", "a", "one"), reply("old", "b", "two")], Timestamp::EPOCH)
+        .await
+        .unwrap();
+    drop(store);
+    // Back to the layout of version 3, as the last SDK left it.
+    let db = psql(server).await;
+    db.batch_execute(&format!(
+        "DROP INDEX \"{schema}\".conversation_by_start; \
+         ALTER TABLE \"{schema}\".conversation DROP COLUMN started_at, DROP COLUMN written_at; \
+         UPDATE \"{schema}\".schema_version SET version = 3"
+    ))
+    .await
+    .unwrap();
+    let before =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    let store = store_on(server, &schema, 10).await;
+    assert_eq!(texts(&store, "old").await, ["one", "two"], "its items stay");
+    let rows = store.conversation_rows(None, 10).await.unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!((rows[0].pane.as_str(), rows[0].items), ("old", 2));
+    // Clocks of the test and the server may differ by a little.
+    assert!(rows[0].started_at.as_millis() + 60_000 >= before, "started at the upgrade: {:?}", rows[0]);
+    assert_eq!(rows[0].written_at, rows[0].started_at);
+}
+
+#[tokio::test]
+async fn the_rows_are_newest_first_by_start_with_their_times_and_counts_and_page_from_a_place() {
+    let schema = fresh_schema("rows");
+    let store = store_on(PgServer::shared(), &schema, 10).await;
+    let at = Timestamp::from_millis;
+    store.keep_conversation(vec![reply("a", "1", "1"), reply("a", "2", "2")], at(1_000)).await.unwrap();
+    store.keep_conversation(vec![ConversationOp::title("b", "B")], at(2_000)).await.unwrap();
+    store.keep_conversation(vec![reply("c", "1", "1")], at(2_000)).await.unwrap();
+    store.keep_conversation(vec![reply("a", "3", "3")], at(3_000)).await.unwrap();
+    let rows = |r: Vec<durable_sdk::stores::KeptConversationRow>| {
+        r.into_iter()
+            .map(|r| (r.pane, r.title, r.started_at.as_millis(), r.written_at.as_millis(), r.items))
+            .collect::<Vec<_>>()
+    };
+    let all = rows(store.conversation_rows(None, 10).await.unwrap());
+    assert_eq!(
+        all,
+        [
+            ("c".into(), None, 2_000, 2_000, 1),
+            ("b".into(), Some("B".into()), 2_000, 2_000, 0),
+            ("a".into(), None, 1_000, 3_000, 3)
+        ]
+    );
+    let first = store.conversation_rows(None, 1).await.unwrap();
+    assert_eq!(rows(store.conversation_rows(Some(first[0].place()), 10).await.unwrap()), all[1..]);
+    let kept = store.kept_conversation("a").await.unwrap().unwrap();
+    assert_eq!((kept.started_at, kept.written_at), (Some(at(1_000)), Some(at(3_000))));
 }
 
 /// An op that writes a reply item on a pane.
@@ -398,14 +459,20 @@ async fn conversations_are_kept_as_last_written_in_order_forgotten_on_request_an
     let schema = fresh_schema("conversations");
     let store = store_on(server, &schema, 10).await;
     assert!(store.keeps_conversations());
-    store.keep_conversation(vec![reply("p", "a", "one"), reply("p", "b", "two")]).await.unwrap();
     store
-        .keep_conversation(vec![
-            reply("p", "a", "one, edited"),
-            reply("p", "c", "three"),
-            ConversationOp::title("p", "Maria Lopez"),
-            reply("q", "a", "other pane"),
-        ])
+        .keep_conversation(vec![reply("p", "a", "one"), reply("p", "b", "two")], Timestamp::EPOCH)
+        .await
+        .unwrap();
+    store
+        .keep_conversation(
+            vec![
+                reply("p", "a", "one, edited"),
+                reply("p", "c", "three"),
+                ConversationOp::title("p", "Maria Lopez"),
+                reply("q", "a", "other pane"),
+            ],
+            Timestamp::EPOCH,
+        )
         .await
         .unwrap();
     drop(store);
@@ -418,7 +485,10 @@ async fn conversations_are_kept_as_last_written_in_order_forgotten_on_request_an
         (kept.title.as_deref(), kept.dropped, kept.title_by_phone),
         (Some("Maria Lopez"), false, false)
     );
-    store.keep_conversation(vec![ConversationOp::title_from_phone("p", "Refund 5521")]).await.unwrap();
+    store
+        .keep_conversation(vec![ConversationOp::title_from_phone("p", "Refund 5521")], Timestamp::EPOCH)
+        .await
+        .unwrap();
     let kept = store.kept_conversation("p").await.unwrap().unwrap();
     assert_eq!(
         (kept.title.as_deref(), kept.title_by_phone),
@@ -426,12 +496,15 @@ async fn conversations_are_kept_as_last_written_in_order_forgotten_on_request_an
         "the phone's title"
     );
     assert_eq!(store.kept_conversation("nobody").await.unwrap(), None);
-    store.keep_conversation(vec![ConversationOp::forget("p")]).await.unwrap();
+    store.keep_conversation(vec![ConversationOp::forget("p")], Timestamp::EPOCH).await.unwrap();
     assert_eq!(store.kept_conversation("p").await.unwrap(), None);
     assert_eq!(texts(&store, "q").await, ["other pane"], "only p forgotten");
     // Forgotten, then written again in the same batch: a new conversation.
     store
-        .keep_conversation(vec![reply("q", "x", "old"), ConversationOp::forget("q"), reply("q", "y", "new")])
+        .keep_conversation(
+            vec![reply("q", "x", "old"), ConversationOp::forget("q"), reply("q", "y", "new")],
+            Timestamp::EPOCH,
+        )
         .await
         .unwrap();
     assert_eq!(texts(&store, "q").await, ["new"]);
@@ -439,13 +512,13 @@ async fn conversations_are_kept_as_last_written_in_order_forgotten_on_request_an
     // Past the bound the oldest go, and the conversation says so.
     let limit = KEPT_ITEMS_PER_CONVERSATION;
     let ops: Vec<_> = (0..limit + 5).map(|n| reply("long", &format!("i{n}"), &format!("n{n}"))).collect();
-    store.keep_conversation(ops).await.unwrap();
+    store.keep_conversation(ops, Timestamp::EPOCH).await.unwrap();
     let kept = store.kept_conversation("long").await.unwrap().unwrap();
     assert!(kept.dropped);
     assert_eq!(kept.items.len(), limit);
     assert_eq!(kept.items[0].id.as_str(), "i5");
     // Written again, a dropped id comes back at the end.
-    store.keep_conversation(vec![reply("long", "i0", "back")]).await.unwrap();
+    store.keep_conversation(vec![reply("long", "i0", "back")], Timestamp::EPOCH).await.unwrap();
     let kept = store.kept_conversation("long").await.unwrap().unwrap();
     assert_eq!((kept.items.len(), kept.items.last().unwrap().id.as_str()), (limit, "i0"));
 }
@@ -455,7 +528,10 @@ async fn a_batch_with_a_damaged_item_row_reads_the_others() {
     let server = PgServer::shared();
     let schema = fresh_schema("conv_damaged");
     let store = store_on(server, &schema, 10).await;
-    store.keep_conversation(vec![reply("p", "a", "one"), reply("p", "b", "two")]).await.unwrap();
+    store
+        .keep_conversation(vec![reply("p", "a", "one"), reply("p", "b", "two")], Timestamp::EPOCH)
+        .await
+        .unwrap();
     let db = psql(server).await;
     db.execute(
         &format!("UPDATE \"{schema}\".conversation_item SET body = '{{not json' WHERE item_id = 'a'"),
@@ -471,7 +547,7 @@ async fn one_process_writes_a_conversation_at_a_time_and_the_next_takes_it_once_
     let server = PgServer::shared();
     let schema = fresh_schema("conv_owners");
     let first = store_on(server, &schema, 10).await;
-    first.keep_conversation(vec![reply("p", "a", "from the first")]).await.unwrap();
+    first.keep_conversation(vec![reply("p", "a", "from the first")], Timestamp::EPOCH).await.unwrap();
 
     // A second process while the first runs: it can neither read nor write
     // p; its batch keeps the rest (q) and fails naming p.
@@ -479,7 +555,10 @@ async fn one_process_writes_a_conversation_at_a_time_and_the_next_takes_it_once_
     let read = second.kept_conversation("p").await.unwrap_err().to_string();
     assert!(read.contains("pane p") && read.contains("another running process"), "{read}");
     let write = second
-        .keep_conversation(vec![reply("q", "z", "elsewhere"), reply("p", "b", "from the second")])
+        .keep_conversation(
+            vec![reply("q", "z", "elsewhere"), reply("p", "b", "from the second")],
+            Timestamp::EPOCH,
+        )
         .await
         .unwrap_err()
         .to_string();
@@ -489,7 +568,7 @@ async fn one_process_writes_a_conversation_at_a_time_and_the_next_takes_it_once_
     );
     assert_eq!(texts(&first, "p").await, ["from the first"]);
     assert_eq!(texts(&second, "q").await, ["elsewhere"], "the other pane's change is kept");
-    first.keep_conversation(vec![reply("p", "c", "still the first's")]).await.unwrap();
+    first.keep_conversation(vec![reply("p", "c", "still the first's")], Timestamp::EPOCH).await.unwrap();
 
     // The first process goes (its sessions end): the second reads p and writes it.
     drop(first);
@@ -504,10 +583,14 @@ async fn one_process_writes_a_conversation_at_a_time_and_the_next_takes_it_once_
         })
         .unwrap_or_default();
     assert_eq!(texts_now, ["from the first", "still the first's"]);
-    second.keep_conversation(vec![reply("p", "b", "from the second")]).await.unwrap();
+    second.keep_conversation(vec![reply("p", "b", "from the second")], Timestamp::EPOCH).await.unwrap();
     // Now the second's: a third process while it runs is refused in turn.
     let third = store_on(server, &schema, 10).await;
-    let refused = third.keep_conversation(vec![reply("p", "d", "third")]).await.unwrap_err().to_string();
+    let refused = third
+        .keep_conversation(vec![reply("p", "d", "third")], Timestamp::EPOCH)
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(refused.contains("pane(s) p ") && refused.contains("another running process"), "{refused}");
     assert_eq!(texts(&second, "p").await, ["from the first", "still the first's", "from the second"]);
 }
@@ -552,11 +635,11 @@ async fn the_store_keeps_the_conversations_written_to_last_and_forgets_the_oldes
     assert_eq!(options.kept_conversations(), 3);
     let store = PgReceiptStore::connect(options).await.unwrap();
     for pane in ["a", "b", "c"] {
-        store.keep_conversation(vec![reply(pane, "i", pane)]).await.unwrap();
+        store.keep_conversation(vec![reply(pane, "i", pane)], Timestamp::EPOCH).await.unwrap();
     }
     // `a` written again: `b` is now the one written to least recently.
-    store.keep_conversation(vec![reply("a", "i", "a again")]).await.unwrap();
-    store.keep_conversation(vec![ConversationOp::title("d", "New")]).await.unwrap();
+    store.keep_conversation(vec![reply("a", "i", "a again")], Timestamp::EPOCH).await.unwrap();
+    store.keep_conversation(vec![ConversationOp::title("d", "New")], Timestamp::EPOCH).await.unwrap();
     assert_eq!(store.kept_conversation("b").await.unwrap(), None, "the oldest, forgotten whole");
     for pane in ["a", "c", "d"] {
         assert!(store.kept_conversation(pane).await.unwrap().is_some(), "{pane} kept");

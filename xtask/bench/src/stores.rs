@@ -20,6 +20,7 @@ use durable_sdk::stores::{
     ConversationOp, KEPT_CONVERSATIONS, KEPT_ITEMS_PER_CONVERSATION, KeptAskRecord, Lookup,
     MemoryReceiptStore, PendingSend, Receipt, ReceiptStore, SendState, SqliteReceiptStore, StoreError,
 };
+use durable_sdk::types::Timestamp;
 use durable_sdk::{Collie, CoreOptions, PaneOptions, Turn};
 
 use crate::pi::middle;
@@ -262,7 +263,7 @@ async fn batch_round(store: &SqliteReceiptStore, round: usize) -> Result<f64, St
         let item = durable_sdk::Item::reply(&format!("r{round}"), format!("round {round}"))
             .map_err(|e| e.to_string())?;
         store
-            .keep_conversation(vec![ConversationOp::item(format!("p{k}"), item)])
+            .keep_conversation(vec![ConversationOp::item(format!("p{k}"), item)], Timestamp::EPOCH)
             .await
             .map_err(|e| e.to_string())?;
     }
@@ -294,8 +295,8 @@ async fn full_store(dir: &Path) -> Result<(), String> {
                 .map(|i| ConversationOp::item("long", i))
         })
         .collect::<Result<_, _>>()?;
-    small.keep_conversation(long.clone()).await.map_err(err)?;
-    full.keep_conversation(long).await.map_err(err)?;
+    small.keep_conversation(long.clone(), Timestamp::EPOCH).await.map_err(err)?;
+    full.keep_conversation(long, Timestamp::EPOCH).await.map_err(err)?;
     let mut fill = Vec::new();
     for n in 0..KEPT_CONVERSATIONS - 1 {
         for k in 0..10 {
@@ -306,7 +307,7 @@ async fn full_store(dir: &Path) -> Result<(), String> {
         }
     }
     let started = Instant::now();
-    full.keep_conversation(fill).await.map_err(err)?;
+    full.keep_conversation(fill, Timestamp::EPOCH).await.map_err(err)?;
     let filled = started.elapsed();
     let (mut small_t, mut full_t, mut small_r, mut full_r) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for r in 0..ROUNDS {

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use durable_types::{Id, Item};
+use durable_types::{Id, Item, Timestamp};
 
 /// Items a store keeps per conversation: the view's own bound (§6, 2,000).
 /// Past it the oldest are dropped and the conversation says so
@@ -93,12 +93,26 @@ pub struct KeptConversation {
     /// Whether older items were dropped (the store's bound per
     /// conversation).
     pub dropped: bool,
+    /// When the store first kept something of it (`None`: a store that
+    /// does not say).
+    pub started_at: Option<Timestamp>,
+    /// When the store last kept a change of it (`None`: a store that does
+    /// not say).
+    pub written_at: Option<Timestamp>,
 }
 
 impl KeptConversation {
     /// A conversation of these items, oldest first.
     pub fn new(title: Option<String>, items: Vec<Item>, dropped: bool) -> Self {
-        KeptConversation { title, title_by_phone: false, items, dropped }
+        KeptConversation { title, title_by_phone: false, items, dropped, started_at: None, written_at: None }
+    }
+
+    /// The same, saying when the store first and last kept something of it.
+    #[must_use]
+    pub fn with_times(mut self, started_at: Timestamp, written_at: Timestamp) -> Self {
+        self.started_at = Some(started_at);
+        self.written_at = Some(written_at);
+        self
     }
 
     /// The same, saying whether the phone gave its title.
@@ -106,6 +120,64 @@ impl KeptConversation {
     pub fn with_title_by_phone(mut self, by_phone: bool) -> Self {
         self.title_by_phone = by_phone;
         self
+    }
+}
+
+/// One conversation a store keeps, as history lists it
+/// (the receipt store's `conversation_rows`):
+/// the rows come newest first, by when each started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct KeptConversationRow {
+    /// The pane id, which names the conversation.
+    pub pane: String,
+    /// The last title kept.
+    pub title: Option<String>,
+    /// When the store first kept something of it.
+    pub started_at: Timestamp,
+    /// When the store last kept a change of it.
+    pub written_at: Timestamp,
+    /// How many items it keeps.
+    pub items: u64,
+}
+
+impl KeptConversationRow {
+    /// A row: the pane, its title, when it started and was last written,
+    /// and how many items are kept.
+    pub fn new(
+        pane: impl Into<String>,
+        title: Option<String>,
+        started_at: Timestamp,
+        written_at: Timestamp,
+        items: u64,
+    ) -> Self {
+        KeptConversationRow { pane: pane.into(), title, started_at, written_at, items }
+    }
+
+    /// Where a page that ends with this row goes on from.
+    pub fn place(&self) -> RowPlace {
+        RowPlace { started_at: self.started_at, pane: self.pane.clone() }
+    }
+}
+
+/// A place in the list of kept conversations (newest first, by start time,
+/// then by pane id, descending): the rows after it are those that started
+/// earlier, or at the same time under a lower pane id. Conversations that
+/// start later go before it, so a reader paging on misses none it was
+/// shown the start of, and sees none twice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowPlace {
+    /// The start time of the last row read.
+    pub started_at: Timestamp,
+    /// Its pane id.
+    pub pane: String,
+}
+
+impl RowPlace {
+    /// Whether a conversation that started at `started_at` under `pane`
+    /// comes after this place in the list.
+    pub fn is_before(&self, started_at: Timestamp, pane: &str) -> bool {
+        (started_at, pane) < (self.started_at, self.pane.as_str())
     }
 }
 

@@ -68,6 +68,9 @@ impl Machine {
         let mut state = State::new(config.tail_limit);
         if config.keeps_conversations {
             state.keep_conversations();
+            // History by default: the store serves the conversations
+            // (docs/wire.md §10), and each pane's session id names its own.
+            state.enable_history();
             if config.shows_items_once_kept {
                 state.show_items_once_kept();
             }

@@ -241,6 +241,11 @@ impl State {
                 self.effect(Effect::OfferKeptTitle { pane: pane.clone(), title, instead_of, restore });
             }
         }
+        // The conversation started when the store first kept it, in an
+        // earlier run (history's `startedAt`).
+        if let (Some(at), Some(p)) = (kept.started_at, self.open_or_closed_mut(pane)) {
+            p.started_before(at);
+        }
         if kept.items.is_empty() && !kept.dropped {
             return false;
         }

@@ -309,6 +309,12 @@ impl PaneData {
         self.started_at
     }
 
+    /// The pane's conversation started at `at` (kept from an earlier run),
+    /// unless it started earlier still.
+    pub(super) fn started_before(&mut self, at: Timestamp) {
+        self.started_at = Some(self.started_at.map_or(at, |s| s.min(at)));
+    }
+
     /// Whether `session` is the pane's session id ([`Self::session_id`]),
     /// without making it.
     fn has_session_id(&self, session: &str, has_history: bool) -> bool {

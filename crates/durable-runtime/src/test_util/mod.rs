@@ -73,6 +73,13 @@ impl Harness {
         Self::with(|b| b.caps(caps))
     }
 
+    /// A core whose receipt store keeps no conversations: an agent with no
+    /// history of its own (no `history` cap with caps omitted, pane
+    /// session ids `null` unless named).
+    pub fn without_history() -> Harness {
+        Self::with(|b| b.receipts(KeepsNoConversations::default()))
+    }
+
     /// A core built with extra options.
     pub fn with(f: impl FnOnce(CoreOptionsBuilder) -> CoreOptionsBuilder) -> Harness {
         let h = Self::without_driver(f);
@@ -324,3 +331,23 @@ pub mod recorder;
 
 /// The exactly-once property, for any receipt store.
 pub mod exactly_once;
+
+/// A memory receipt store that keeps no conversations (the trait's
+/// defaults): receipts only, as a custom store written before
+/// conversations were kept.
+#[derive(Debug, Default)]
+pub struct KeepsNoConversations(crate::MemoryReceiptStore);
+
+impl crate::ReceiptStore for KeepsNoConversations {
+    async fn get(&self, request_id: &str) -> Result<crate::Lookup, crate::StoreError> {
+        self.0.get(request_id).await
+    }
+    async fn put(
+        &self,
+        request_id: &str,
+        receipt: crate::Receipt,
+        group: &str,
+    ) -> Result<(), crate::StoreError> {
+        self.0.put(request_id, receipt, group).await
+    }
+}

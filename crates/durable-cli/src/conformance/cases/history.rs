@@ -139,3 +139,44 @@ pub(crate) async fn history_unknown_session_404(cx: Ctx) -> CaseResult {
     c.get("/v1/history/bad%20id").await?.refused(400, "bad-request")?;
     Ok(())
 }
+
+/// How many rows of the first page the count case reads (each is a
+/// conversation read whole).
+const ROWS_COUNTED: usize = 10;
+
+pub(crate) async fn history_rows_count_their_items(cx: Ctx) -> CaseResult {
+    let c = cx.client();
+    let page = c.get(&format!("/v1/history?limit={ROWS_COUNTED}")).await?;
+    let rows = arr_of(page.ok()?, "rows")?.clone();
+    let mut wrong = Vec::new();
+    for row in &rows {
+        let id = str_of(row, "id")?;
+        let base = format!("/v1/history/{}", crate::link::enc(id));
+        let (items, _) = pages(&c, &base, "items", wire::HISTORY_LIMIT_MAX).await?;
+        let counted = row["items"].as_u64().unwrap_or(u64::MAX);
+        if counted != items.len() as u64 {
+            wrong.push(format!("row {id} says {counted} items, its conversation has {}", items.len()));
+        }
+    }
+    ensure!(wrong.is_empty(), "{}", wrong.join("; "));
+    Ok(())
+}
+
+pub(crate) async fn history_open_panes_read_their_conversation(cx: Ctx) -> CaseResult {
+    let c = cx.client();
+    let state = c.get("/v1/state").await?;
+    let panes = arr_of(state.ok()?, "panes")?.clone();
+    let mut wrong = Vec::new();
+    for pane in &panes {
+        let Some(session) = pane["sessionId"].as_str() else { continue };
+        let path = format!("/v1/history/{}", crate::link::enc(session));
+        let r = c.get(&path).await?;
+        match r.ok() {
+            Ok(body) if body["row"]["id"] == session => {}
+            Ok(body) => wrong.push(format!("{path}: row {}", cut(&body["row"]))),
+            Err(why) => wrong.push(format!("pane {}: {why}", pane["id"])),
+        }
+    }
+    ensure!(wrong.is_empty(), "{}", wrong.join("; "));
+    Ok(())
+}

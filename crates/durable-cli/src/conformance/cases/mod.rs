@@ -212,6 +212,8 @@ pub(crate) fn all() -> Vec<Case> {
         case!(Read, |cx| cx.cap("history"), history::history_limit_outside_1_to_200_is_400),
         case!(Read, |cx| cx.cap("history"), history::history_cursor_rule_400),
         case!(Read, |cx| cx.cap("history"), history::history_unknown_session_404),
+        case!(Read, |cx| cx.cap("history"), history::history_rows_count_their_items),
+        case!(Read, |cx| cx.cap("history"), history::history_open_panes_read_their_conversation),
         case!(Read, |cx| cx.kind != Kind::Socket, tokens::token_missing_401_token_refused),
         case!(Read, |cx| cx.kind != Kind::Socket, tokens::token_wrong_401_and_nothing_runs),
         case!(Read, |cx| cx.kind != Kind::Socket, tokens::token_401_closes_the_connection),
