@@ -256,3 +256,116 @@ async fn with_a_provider_the_store_answers_the_conversations_the_provider_does_n
     assert_eq!((r.status, r.json["row"]["state"].clone()), (200, json!("closed")), "{:?}", r.json);
     assert_eq!(item_ids(&r.json), ["ticket-2-r0", "ticket-2-r1"]);
 }
+
+/// The ids of every row, paged by `limit`.
+async fn row_ids_paged(h: &Harness, limit: usize) -> (Vec<String>, usize) {
+    let (rows, pages) = all_pages(h, "/v1/history", "rows", limit).await;
+    (rows.iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect(), pages)
+}
+
+#[tokio::test]
+async fn a_pane_id_no_cursor_may_hold_still_pages_and_pages_are_short_only_at_the_end() {
+    let store = Arc::new(MemoryReceiptStore::new());
+    let h = run(&store, 0).await;
+    pane_with(&h, "a", "A", 1).await;
+    pane_with(&h, "café", "Café", 1).await;
+    let tab = h.core.workspace("support", "Support").unwrap().tab("main", "Tickets").unwrap();
+    // Two panes with no session id: not listed while open.
+    for id in ["hidden-1", "hidden-2"] {
+        tab.pane(id, PaneOptions::new(id).no_session_id())
+            .unwrap()
+            .write(reply(&format!("{id}-r"), "x"))
+            .unwrap();
+        h.core.conversations_kept().await;
+        h.advance(1).await;
+    }
+    pane_with(&h, "b", "B", 1).await;
+    let (whole, _) = row_ids_paged(&h, 200).await;
+    assert_eq!(whole, ["b", "café", "a"]);
+    for limit in [1, 2] {
+        let (paged, pages) = row_ids_paged(&h, limit).await;
+        assert_eq!(paged, whole, "limit {limit}");
+        assert_eq!(pages, whole.len().div_ceil(limit), "limit {limit}: no short page before the end");
+    }
+    // Every cursor handed out keeps the cursor rule (printable ASCII).
+    let first = h.get("/v1/history?limit=2").await.json;
+    let next = first["next"].as_str().unwrap();
+    assert!(next.bytes().all(|b| (0x21..=0x7e).contains(&b)), "{next}");
+}
+
+#[tokio::test]
+async fn a_pane_with_a_named_session_is_listed_and_read_under_it_open_and_closed() {
+    let store = Arc::new(MemoryReceiptStore::new());
+    let h = run(&store, 0).await;
+    let tab = h.core.workspace("support", "Support").unwrap().tab("main", "Tickets").unwrap();
+    let p = tab.pane("p", PaneOptions::new("P").session_id("conv-9")).unwrap();
+    p.write(reply("p-1", "one")).unwrap();
+    h.core.conversations_kept().await;
+    assert_eq!(rows(&h.get("/v1/history").await.json), [("conv-9".into(), "open".into(), 1)]);
+    p.close();
+    h.core.conversations_kept().await;
+    assert_eq!(h.state().await.json["closed"][0]["sessionId"], "conv-9");
+    assert_eq!(rows(&h.get("/v1/history").await.json), [("conv-9".into(), "closed".into(), 1)]);
+    let r = h.get("/v1/history/conv-9").await;
+    assert_eq!((r.status, r.json["row"]["state"].clone()), (200, json!("closed")), "{:?}", r.json);
+    assert_eq!(item_ids(&r.json), ["p-1"]);
+}
+
+#[tokio::test]
+async fn an_open_panes_session_id_wins_over_a_closed_conversation_of_that_id() {
+    let store = Arc::new(MemoryReceiptStore::new());
+    let h = run(&store, 0).await;
+    pane_with(&h, "x", "Old x", 2).await.close();
+    let tab = h.core.workspace("support", "Support").unwrap().tab("main", "Tickets").unwrap();
+    tab.pane("q", PaneOptions::new("Q").session_id("x")).unwrap().write(reply("q-1", "q")).unwrap();
+    h.core.conversations_kept().await;
+    assert_eq!(rows(&h.get("/v1/history").await.json), [("x".into(), "open".into(), 1)], "one row per id");
+    assert_eq!(item_ids(&h.get("/v1/history/x").await.json), ["q-1"]);
+}
+
+#[tokio::test]
+async fn caps_declared_without_history_give_no_session_ids() {
+    let h = Harness::with_caps(Caps::all().without(durable_runtime::types::Cap::History));
+    h.pane();
+    let state = h.state().await.json;
+    assert_eq!(state["panes"][0]["sessionId"], Value::Null, "a session id would name what cannot be read");
+    assert_eq!(h.get("/v1/history").await.code(), "not-supported");
+}
+
+/// A memory store whose list of conversations fails, saying where it lives.
+#[derive(Default)]
+struct RowsFail(MemoryReceiptStore);
+
+impl durable_runtime::ReceiptStore for RowsFail {
+    async fn get(&self, id: &str) -> Result<durable_runtime::Lookup, durable_runtime::StoreError> {
+        self.0.get(id).await
+    }
+    async fn put(
+        &self,
+        id: &str,
+        r: durable_runtime::Receipt,
+        g: &str,
+    ) -> Result<(), durable_runtime::StoreError> {
+        self.0.put(id, r, g).await
+    }
+    fn keeps_conversations(&self) -> bool {
+        true
+    }
+    async fn conversation_rows(
+        &self,
+        _after: Option<durable_runtime::RowPlace>,
+        _limit: usize,
+    ) -> Result<Vec<durable_runtime::KeptConversationRow>, durable_runtime::StoreError> {
+        Err(durable_runtime::StoreError::new("postgres (postgres://desk@db.internal/agents): gone"))
+    }
+}
+
+#[tokio::test]
+async fn a_store_that_fails_to_list_is_500_with_a_plain_message_and_the_details_in_a_warn_line() {
+    let h = Harness::with(|b| b.receipts(RowsFail::default()));
+    let r = h.get("/v1/history").await;
+    assert_eq!((r.status, r.code()), (500, "internal"));
+    let message = r.json["message"].as_str().unwrap();
+    assert!(!message.contains("db.internal"), "where the store lives stays off the wire: {message}");
+    assert!(h.warns().iter().any(|w| w.contains("db.internal")), "{:?}", h.warns());
+}

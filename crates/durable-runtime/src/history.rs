@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::future::Future;
 
 use crate::handlers::BoxFuture;
-use durable_core::RowPlace;
+use durable_core::data::receipt::StoreError;
+use durable_core::{KeptConversationRow, RowPlace};
 use durable_types::TITLE_MAX;
 use durable_types::exchange::{Request, Response};
 use durable_types::text::sanitize_line;
@@ -285,63 +286,81 @@ const ROWS_CURSOR: &str = "rows-";
 
 /// `GET /v1/history/{sessionId}` served by the SDK: the open pane with that
 /// session id from its view, else the conversation the receipt store keeps
-/// under that pane id, as a closed one; else `404`.
+/// (a pane this process closed under that session id, or the pane of that
+/// id), as a closed one; else `404`.
 async fn sdk_page(
     core: &Core,
     session: &Id,
     after: Option<Cursor>,
     limit: usize,
 ) -> Result<Response, Response> {
-    let open = {
+    enum Source {
+        View,
+        Kept(String),
+        None,
+    }
+    let source = {
         let st = core.lock();
-        (st.open_pane_of_session(session.as_str()).is_some(), st.is_open(session))
+        if st.open_pane_of_session(session.as_str()).is_some() {
+            Source::View
+        } else if st.is_open(session) || !st.keeps_conversations() {
+            // An open pane that names no session id, or another one, is not
+            // read under its pane id.
+            Source::None
+        } else {
+            Source::Kept(st.closed_pane_of_session(session.as_str()).unwrap_or(session.as_str()).to_owned())
+        }
     };
-    match open {
-        (true, _) => open_pane_page(core, session, after, limit),
-        // An open pane that names no session id, or another one, is not
-        // read under its pane id.
-        (false, true) => Err(respond::not_found(format!("no conversation {session}"))),
-        (false, false) if core.keeps_conversations() => kept_page(core, session, after, limit).await,
-        (false, false) => Err(respond::not_found(format!("no conversation {session}"))),
+    match source {
+        Source::View => open_pane_page(core, session, after, limit),
+        Source::Kept(pane) => kept_page(core, session, &pane, after, limit).await,
+        Source::None => Err(respond::not_found(format!("no conversation {session}"))),
     }
 }
 
-/// A page of a conversation the store keeps and no pane shows now (a pane
-/// closed, or not declared again since a restart): a `closed` row, ended
-/// when the store last kept a change of it.
+/// A `500` for a receipt store that failed a history read: the phone gets
+/// a plain message, the program's warn line the store's own (which may name
+/// where the store lives).
+fn store_failed(core: &Core, what: &str, e: &StoreError) -> Response {
+    core.warn(&format!("collie: history could not {what} from the receipt store: {e}"));
+    respond::error(ErrorCode::Internal, format!("history: the receipt store could not {what}"))
+}
+
+/// A page of a conversation the store keeps under `pane` and no pane shows
+/// now (a pane closed, or not declared again since a restart), served as
+/// `session`: a `closed` row, ended when the store last kept a change of it.
 async fn kept_page(
     core: &Core,
     session: &Id,
+    pane: &str,
     after: Option<Cursor>,
     limit: usize,
 ) -> Result<Response, Response> {
     let kept = core
-        .kept_conversation(session.as_str())
+        .kept_conversation(pane)
         .await
-        .map_err(|e| respond::error(ErrorCode::Internal, format!("history: the receipt store: {e}")))?
+        .map_err(|e| store_failed(core, &format!("read the conversation {session}"), &e))?
         .ok_or_else(|| respond::not_found(format!("no conversation {session}")))?;
     let from = match &after {
         None => 0,
-        Some(cursor) => {
-            cursor.as_str().strip_prefix(KEPT_CURSOR).and_then(|n| n.parse::<usize>().ok()).ok_or_else(
-                || {
-                    respond::error(
-                        ErrorCode::BadRequest,
-                        format!("after: {} is not a cursor of the conversation {session}", cursor.as_str()),
-                    )
-                },
-            )?
-        }
+        Some(cursor) => cursor
+            .as_str()
+            .strip_prefix(KEPT_CURSOR)
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|n| n.parse::<usize>().ok())
+            .ok_or_else(|| {
+                respond::error(
+                    ErrorCode::BadRequest,
+                    format!("after: {} is not a cursor of the conversation {session}", cursor.as_str()),
+                )
+            })?,
     };
     let count = kept.items.len();
     let started = kept.started_at.unwrap_or(Timestamp::EPOCH);
-    let row = HistoryRow::open(
-        session.as_str(),
-        kept.title.clone().unwrap_or_else(|| session.to_string()),
-        started,
-    )
-    .with_items(count as u64)
-    .closed(kept.written_at.unwrap_or(started));
+    let row =
+        HistoryRow::open(session.as_str(), kept.title.clone().unwrap_or_else(|| pane.to_owned()), started)
+            .with_items(count as u64)
+            .closed(kept.written_at.unwrap_or(started));
     let end = from.saturating_add(limit).min(count);
     let items = kept.items.into_iter().skip(from).take(end.saturating_sub(from)).collect();
     let next = (end < count).then(|| format!("{KEPT_CURSOR}{end}"));
@@ -349,10 +368,14 @@ async fn kept_page(
 }
 
 /// `GET /v1/history` served by the SDK: the conversations the receipt store
-/// keeps, newest first by start; one a pane shows now is `open`, with the
-/// pane's title, tab and item count.
+/// keeps, newest first by start. One a pane shows now is `open`, under the
+/// pane's session id, with the pane's title, tab and item count (a pane
+/// with no session id is not listed while open); the others are `closed`,
+/// under the session id of the pane this process closed, else the pane id
+/// (one whose id an open pane uses as its session id is left out: the open
+/// pane is what that id reads).
 async fn kept_rows(core: &Core, after: Option<Cursor>, limit: usize) -> Result<Response, Response> {
-    let place = match &after {
+    let mut place = match &after {
         None => None,
         Some(cursor) => Some(rows_place(cursor).ok_or_else(|| {
             respond::error(
@@ -361,53 +384,94 @@ async fn kept_rows(core: &Core, after: Option<Cursor>, limit: usize) -> Result<R
             )
         })?),
     };
-    let mut kept = core
-        .conversation_rows(place, limit + 1)
-        .await
-        .map_err(|e| respond::error(ErrorCode::Internal, format!("history: the receipt store: {e}")))?;
-    let more = kept.len() > limit;
-    kept.truncate(limit);
-    let next = match (more, kept.last()) {
-        (true, Some(last)) => Some(format!("{ROWS_CURSOR}{}-{}", last.started_at.as_millis(), last.pane)),
-        _ => None,
-    };
-    let rows = {
-        let st = core.lock();
-        let has_history = st.has_history();
-        kept.into_iter()
-            .filter_map(|k| {
-                let shown = Id::new(k.pane.as_str()).ok().and_then(|id| st.pane(&id));
-                match shown {
-                    // An open pane is listed under its session id, which
-                    // reads it; one that names none is not listed.
-                    Some(pane) => {
-                        let session = pane.session_id(has_history)?;
-                        let tab = pane.tab();
-                        Some(
-                            HistoryRow::open(session, pane.title(), k.started_at)
-                                .in_tab(tab.ws.as_str(), tab.wire())
-                                .with_items(pane.view_len() as u64),
-                        )
-                    }
-                    None => {
-                        let title = k.title.unwrap_or_else(|| k.pane.clone());
-                        Some(
-                            HistoryRow::open(k.pane.as_str(), title, k.started_at)
-                                .with_items(k.items)
-                                .closed(k.written_at),
-                        )
-                    }
+    let mut rows = Vec::with_capacity(limit);
+    // Rows left out (open panes without a session id) are made up for
+    // from the next ones, so that a page is short only at the end.
+    loop {
+        let mut kept = core
+            .conversation_rows(place.clone(), limit + 1)
+            .await
+            .map_err(|e| store_failed(core, "list the conversations", &e))?;
+        let more = kept.len() > limit;
+        kept.truncate(limit);
+        {
+            let st = core.lock();
+            for k in kept {
+                if rows.len() == limit {
+                    break;
                 }
-            })
-            .collect()
-    };
-    Ok(respond::json(200, &HistoryPage { ok: true, rows, next }))
+                place = Some(k.place());
+                if let Some(row) = row_of(&st, k) {
+                    rows.push(row);
+                }
+            }
+        }
+        let full = rows.len() == limit;
+        if !more || full {
+            // A full page has a next one when the store has rows past it.
+            let next = match (full, &place) {
+                (true, Some(last)) => {
+                    let past = core
+                        .conversation_rows(Some(last.clone()), 1)
+                        .await
+                        .map_err(|e| store_failed(core, "list the conversations", &e))?;
+                    (!past.is_empty()).then(|| rows_cursor(last))
+                }
+                _ => None,
+            };
+            return Ok(respond::json(200, &HistoryPage { ok: true, rows, next }));
+        }
+    }
 }
 
-/// The place a rows cursor (`rows-<started>-<pane>`) names.
+/// The row of a kept conversation, as the state stands (`None`: not listed).
+fn row_of(st: &crate::core::StateGuard<'_>, k: KeptConversationRow) -> Option<HistoryRow> {
+    let has_history = st.has_history();
+    let shown = Id::new(k.pane.as_str()).ok().and_then(|id| st.pane(&id));
+    if let Some(pane) = shown {
+        let session = pane.session_id(has_history)?;
+        let tab = pane.tab();
+        // The earlier of the store's start and the pane's first event, as
+        // the pane's own page says.
+        let started = pane.started_at().map_or(k.started_at, |s| s.min(k.started_at));
+        return Some(
+            HistoryRow::open(session, pane.title(), started)
+                .in_tab(tab.ws.as_str(), tab.wire())
+                .with_items(pane.view_len() as u64),
+        );
+    }
+    let id = match st.closed_session_id(&k.pane) {
+        Some(Some(session)) => session.to_owned(),
+        _ => k.pane.clone(),
+    };
+    if st.open_pane_of_session(&id).is_some() {
+        return None;
+    }
+    let title = k.title.unwrap_or_else(|| k.pane.clone());
+    Some(HistoryRow::open(id, title, k.started_at).with_items(k.items).closed(k.written_at))
+}
+
+/// The cursor after a row: `rows-<started>-<pane>`, the pane id in hex (a
+/// pane id may hold what a cursor may not).
+fn rows_cursor(place: &RowPlace) -> String {
+    let hex: String = place.pane.bytes().map(|b| format!("{b:02x}")).collect();
+    format!("{ROWS_CURSOR}{}-{hex}", place.started_at.as_millis())
+}
+
+/// The place a rows cursor (`rows-<started>-<pane in hex>`) names.
 fn rows_place(cursor: &Cursor) -> Option<RowPlace> {
-    let (ms, pane) = cursor.as_str().strip_prefix(ROWS_CURSOR)?.split_once('-')?;
-    Some(RowPlace { started_at: Timestamp::from_millis(ms.parse().ok()?), pane: pane.to_owned() })
+    let (ms, hex) = cursor.as_str().strip_prefix(ROWS_CURSOR)?.split_once('-')?;
+    if hex.is_empty() || hex.len() % 2 != 0 || !ms.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let bytes = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect::<Option<Vec<u8>>>()?;
+    Some(RowPlace {
+        started_at: Timestamp::from_millis(ms.parse().ok()?),
+        pane: String::from_utf8(bytes).ok()?,
+    })
 }
 
 /// `GET /v1/history/{sessionId}` for a session id the provider knows no

@@ -702,10 +702,14 @@ impl Sql {
             kept_items: format!(
                 "SELECT item_id, body FROM {s}.conversation_item WHERE pane = $1 ORDER BY place"
             ),
+            // Another running process's conversations are its own to
+            // show: listed here they would read as closed, and not read.
             rows: format!(
-                "SELECT pane, title, started_at, written_at, items FROM {s}.conversation \
-                 WHERE $1::bigint IS NULL OR (started_at, pane) < ($1, $2::text) \
-                 ORDER BY started_at DESC, pane DESC LIMIT $3"
+                "SELECT c.pane, c.title, c.started_at, c.written_at, c.items FROM {s}.conversation c \
+                 WHERE ($1::bigint IS NULL OR (c.started_at, c.pane) < ($1, $2::text)) \
+                 AND ((c.owner_pid = $4 AND c.owner_start = $5) OR {}) \
+                 ORDER BY c.started_at DESC, c.pane DESC LIMIT $3",
+                owner_gone("c")
             ),
         }
     }
@@ -1364,8 +1368,9 @@ impl ReceiptStore for PgReceiptStore {
         ))
     }
 
-    /// The kept conversations, newest first by start; those another running
-    /// process writes too (history lists them; reading one is its writer's).
+    /// The kept conversations, newest first by start: this process's, and
+    /// those whose owner is gone (another running process's are left out:
+    /// it shows them, and only it reads them).
     async fn conversation_rows(
         &self,
         after: Option<RowPlace>,
@@ -1380,8 +1385,9 @@ impl ReceiptStore for PgReceiptStore {
             None => (None, None),
         };
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let owner = &self.inner.owner;
         let rows = conn
-            .query(&self.inner.sql.rows, &[&after_start, &after_pane, &limit])
+            .query(&self.inner.sql.rows, &[&after_start, &after_pane, &limit, &owner.pid, &owner.start])
             .await
             .map_err(|e| self.db_err(what, e))?;
         Ok(rows

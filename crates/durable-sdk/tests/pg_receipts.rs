@@ -420,6 +420,24 @@ async fn the_rows_are_newest_first_by_start_with_their_times_and_counts_and_page
     assert_eq!((kept.started_at, kept.written_at), (Some(at(1_000)), Some(at(3_000))));
 }
 
+#[tokio::test]
+async fn the_rows_leave_out_what_another_running_process_writes_until_it_is_gone() {
+    let server = PgServer::shared();
+    let schema = fresh_schema("rows_owners");
+    let first = store_on(server, &schema, 10).await;
+    first.keep_conversation(vec![reply("ap", "a", "first's")], Timestamp::from_millis(1)).await.unwrap();
+    let second = store_on(server, &schema, 10).await;
+    second.keep_conversation(vec![reply("bp", "b", "second's")], Timestamp::from_millis(2)).await.unwrap();
+    let panes = |rows: Vec<durable_sdk::stores::KeptConversationRow>| {
+        rows.into_iter().map(|r| r.pane).collect::<Vec<_>>()
+    };
+    assert_eq!(panes(first.conversation_rows(None, 10).await.unwrap()), ["ap"]);
+    assert_eq!(panes(second.conversation_rows(None, 10).await.unwrap()), ["bp"]);
+    drop(first);
+    let rows = wait_for(|| second.conversation_rows(None, 10), |rows| rows.len() == 2).await;
+    assert_eq!(panes(rows), ["bp", "ap"], "the first's, once it is gone");
+}
+
 /// An op that writes a reply item on a pane.
 fn reply(pane: &str, id: &str, text: &str) -> ConversationOp {
     ConversationOp::item(pane, Item::reply(id, text).unwrap())

@@ -69,8 +69,12 @@ impl Machine {
         if config.keeps_conversations {
             state.keep_conversations();
             // History by default: the store serves the conversations
-            // (docs/wire.md §10), and each pane's session id names its own.
-            state.enable_history();
+            // (docs/wire.md §10), and each pane's session id names its own
+            // — unless the program declared caps without history, where a
+            // session id would name what the phone cannot read.
+            if config.caps.is_none_or(|c| c.has(Cap::History)) {
+                state.enable_history();
+            }
             if config.shows_items_once_kept {
                 state.show_items_once_kept();
             }

@@ -743,6 +743,22 @@ impl State {
         self.bump_layout();
     }
 
+    /// The session id of the pane `pane` this process closed (`Some(None)`:
+    /// closed with none); `None` when it closed no pane of that id.
+    pub fn closed_session_id(&self, pane: &str) -> Option<Option<&str>> {
+        self.closed.iter().rev().find(|c| c.view.id == pane).map(|c| c.view.session_id.as_deref())
+    }
+
+    /// The id of the pane this process closed last whose session id is
+    /// `session`, if any: history reads its kept conversation under it.
+    pub fn closed_pane_of_session(&self, session: &str) -> Option<&str> {
+        self.closed
+            .iter()
+            .rev()
+            .find(|c| c.view.session_id.as_deref() == Some(session))
+            .map(|c| c.view.id.as_str())
+    }
+
     pub fn closed_views(&self) -> Vec<ClosedView> {
         self.closed.iter().map(|c| c.view.clone()).collect()
     }
