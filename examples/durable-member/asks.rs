@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use durable_sdk::asks::{ApprovalFuture, AskHandle, KeptAsk};
-use durable_sdk::asks::{DecidedBy, FieldType, FormField, Outcome, ToolInfo, canonical_json};
+use durable_sdk::asks::{FieldType, FormField, ToolInfo, canonical_json};
 use durable_sdk::types::{Id, ItemBody, NoticeTone};
 use durable_sdk::{ApprovalOptions, Pane, require_approval};
 use durable_sdk::{AskOption, AskSpec, Item};
@@ -145,11 +145,10 @@ impl Desk {
         if let Some(s) = secs {
             spec = spec.expires_at(self.core.now().plus_millis(s * 1000));
         }
-        let title = spec.title.clone();
         let handle = pane.ask(spec).map_err(|e| e.to_string())?;
         let desk = self.clone();
         let pane = pane.clone();
-        tokio::spawn(async move { desk.echo_answer(pane, handle, tool_call_id, title).await });
+        tokio::spawn(async move { desk.echo_answer(pane, handle, tool_call_id).await });
         Ok(())
     }
 
@@ -210,11 +209,10 @@ impl Desk {
             if AskKindCmd::from_name(&kind).is_none() {
                 continue;
             }
-            let title = ask.ask().title.clone();
             match ask.raise() {
                 Ok(handle) => {
                     let desk = self.clone();
-                    tokio::spawn(async move { desk.echo_answer(pane, handle, tool_call_id, title).await });
+                    tokio::spawn(async move { desk.echo_answer(pane, handle, tool_call_id).await });
                 }
                 Err(e) => self.core.warn(&format!("desk: could not raise ask {tool_call_id} again: {e}")),
             }
@@ -241,34 +239,13 @@ impl Desk {
     }
 
     /// Waits for an `/ask` answer and writes `Answer: <compact JSON, keys sorted>`.
-    async fn echo_answer(
-        self: Arc<Self>,
-        pane: Pane,
-        handle: AskHandle,
-        tool_call_id: String,
-        title: String,
-    ) {
-        let ask_id = handle.id().to_owned();
-        let outcome = handle.decided().await;
-        match outcome {
-            Ok(decided) => {
-                let text = format!("Answer: {}", canonical_json(&decided.answer.to_json()));
-                if let Ok(id) = Id::new(format!("answer-{tool_call_id}")) {
-                    self.say(&pane, Item::new(id, ItemBody::Reply { text, partial: false }));
-                }
-            }
-            Err(closed) => {
-                // The core wrote the chat notice; keep the same one for history.
-                let text = match (closed.decided_by, closed.outcome) {
-                    (DecidedBy::Timeout, _) | (_, Outcome::Timeout) => {
-                        format!("Timed out before an answer: {title}")
-                    }
-                    _ => format!("Stopped before an answer: {title}"),
-                };
-                if let Ok(id) = Id::new(format!("ask-closed-{ask_id}")) {
-                    let item = Item::new(id, ItemBody::Notice { text, partial: false, tone: None });
-                    self.keep(pane.id(), &item);
-                }
+    /// (A card closed unanswered gets the SDK's own closing line, which
+    /// its store keeps.)
+    async fn echo_answer(self: Arc<Self>, pane: Pane, handle: AskHandle, tool_call_id: String) {
+        if let Ok(decided) = handle.decided().await {
+            let text = format!("Answer: {}", canonical_json(&decided.answer.to_json()));
+            if let Ok(id) = Id::new(format!("answer-{tool_call_id}")) {
+                self.say(&pane, Item::new(id, ItemBody::Reply { text, partial: false }));
             }
         }
     }

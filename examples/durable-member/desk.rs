@@ -17,10 +17,6 @@ use tokio::time::Instant;
 use crate::asks;
 use crate::store::{PaneRow, Store, TAB_BOARD, TAB_MAIN, WORKSPACE};
 
-/// How many stored items a pane shows again when it is rebuilt over a
-/// receipt store that keeps no conversations (PostgreSQL, today).
-const REPLAY_ITEMS: usize = 500;
-
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Knobs {
     pub(crate) turn_ms: u64,
@@ -68,18 +64,9 @@ impl Desk {
         }
     }
 
-    /// Keeps a final item for history.
-    pub(crate) fn keep(&self, pane: &str, item: &Item) {
-        let item = item.clone().sanitized().map(|(i, _)| i).unwrap_or_else(|_| item.clone());
-        if let Err(e) = self.store.put_item(pane, &item) {
-            self.core.warn(&format!("desk: could not keep item {} of {pane}: {e}", item.id));
-        }
-    }
-
-    /// Writes a final item on the pane and keeps it for history (even when
-    /// the pane was closed meanwhile: history still serves it).
+    /// Writes a final item on the pane. The SDK's receipt store keeps it:
+    /// the pane shows it again after a restart, and history serves it.
     pub(crate) fn say(&self, pane: &Pane, item: Item) {
-        self.keep(pane.id(), &item);
         let _ = pane.write(item);
     }
 
@@ -112,10 +99,9 @@ impl Desk {
     }
 
     /// Shows a stored pane: a ticket gets the refund action and its
-    /// handlers; the announcements pane gets none. A receipt store that
-    /// keeps conversations (SQLite, PostgreSQL) gives it back the items it showed (the
-    /// wire, §9.2); over one that does not, the desk shows its own kept
-    /// items again (its store keeps them for history either way).
+    /// handlers; the announcements pane gets none. The receipt store
+    /// (SQLite, PostgreSQL) gives it back the items it showed (the wire,
+    /// §9.2): the desk keeps no items of its own.
     pub(crate) fn show_pane(self: &Arc<Self>, row: &PaneRow) -> Result<Pane, RuleError> {
         let tab = self.tab(&row.tab)?;
         let pane = tab.pane(&row.id, PaneOptions::new(row.title.clone()).harness(row.harness.clone()))?;
@@ -124,12 +110,16 @@ impl Desk {
             pane.on_send(TicketHandlers { desk: self.clone() })?;
             pane.on_action(TicketHandlers { desk: self.clone() })?;
         }
-        if !self.core.keeps_conversations() {
-            for item in self.store.last_items(&row.id, REPLAY_ITEMS).unwrap_or_default() {
-                let _ = pane.write(item);
-            }
-        }
         Ok(pane)
+    }
+
+    /// The announcements pane's first item, on a fresh desk (the receipt
+    /// store keeps it from then on).
+    pub(crate) fn welcome(&self) {
+        let text = "Welcome to the support desk. Tickets are in **Tickets**; press *New ticket* to open one.";
+        if let (Some(pane), Ok(id)) = (self.core.pane("announcements"), Id::new("welcome")) {
+            self.say(&pane, Item::new(id, ItemBody::Markdown { text: text.into(), partial: false }));
+        }
     }
 
     /// The turn of a send: four partial writes spread evenly over
@@ -206,11 +196,6 @@ impl ChatHandler for TicketHandlers {
     }
 
     async fn turn(&self, turn: Turn) {
-        // The SDK wrote the `user` item on the pane; history keeps it too.
-        if let Some(request_id) = turn.request_id() {
-            let user = ItemBody::User { text: turn.text().to_owned(), request_id: Some(request_id.clone()) };
-            self.desk.keep(turn.pane().id(), &Item::new(user_item_id(request_id), user));
-        }
         if asks::parse_command(turn.text()).is_none() {
             self.desk.run_turn(turn).await;
         }

@@ -11,13 +11,14 @@
 //! - Each ticket has the `refund` action (an approval card), replies
 //!   `Got it: <text>` streamed over `--turn-ms`, takes steer and stop, and
 //!   raises `/ask choice|multi|text|form|approve [Ns]`, echoing the answer.
-//! - The starter `new-ticket` opens the next ticket. Renames, closes,
-//!   reopens and every conversation are kept in the store (`desk.sqlite3`
-//!   in the data folder); the receipts, the acknowledged sends and the
-//!   undecided asks in the SDK's `SqliteReceiptStore` (`receipts.sqlite3`):
+//! - The starter `new-ticket` opens the next ticket. Renames, closes and
+//!   reopens are kept in the desk's store (`desk.sqlite3` in the data
+//!   folder: the tickets, what is the desk's own); the receipts, the
+//!   acknowledged sends, the undecided asks and every conversation in the
+//!   SDK's `SqliteReceiptStore` (`receipts.sqlite3`), which history serves:
 //!   a restart keeps them all, and raises each undecided ask again by its
 //!   id. With `--receipts postgres://…` (or `DESK_RECEIPTS_URL`) the
-//!   receipts, sends and asks go to PostgreSQL (`PgReceiptStore`) instead:
+//!   receipts, sends, asks and conversations go to PostgreSQL (`PgReceiptStore`) instead:
 //!   a desk started on another machine with the same database replays the
 //!   first one's answers, delivers its queued sends and raises its cards.
 
@@ -147,7 +148,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
         options = options.hold_ms(ms);
     }
     let collie = create_core(options)?;
-    store.seed_if_empty(collie.now().as_millis())?;
+    let fresh = store.seed_if_empty(collie.now().as_millis())?;
 
     let desk = Desk::new(
         collie.clone(),
@@ -155,8 +156,13 @@ async fn run(args: Args) -> Result<(), BoxError> {
         Knobs { turn_ms: args.turn_ms, accept_delay_ms: args.accept_delay_ms },
     );
     desk.build_layout()?;
+    if fresh {
+        desk.welcome();
+    }
     collie.starter("new-ticket", "New ticket")?;
-    collie.history(DeskHistory { store: store.clone() });
+    // The SDK's history, each ticket's row with its order. (The provider
+    // holds the handle it asks: both live as long as the process.)
+    collie.history(DeskHistory { collie: collie.clone(), store: store.clone() });
     collie.set_hooks(DeskHooks { desk: desk.clone() });
     // The asks open at the last stop: raised again now, or held to raise
     // after --raise-delay-ms (an answer sent meanwhile is held, then lands).
@@ -180,6 +186,9 @@ async fn run(args: Args) -> Result<(), BoxError> {
         None => transport,
     };
     collie.serve(transport).await?;
+    // What the desk wrote at start is kept (and so shown) before it says
+    // it listens: a phone's first poll sees a settled state.
+    collie.conversations_kept().await;
     {
         let mut out = std::io::stdout().lock();
         writeln!(out, "listening {}", collie.address())?;

@@ -1,21 +1,20 @@
-//! The desk's own store: tickets (and the announcements pane), their titles
-//! and closed flags, renamed or closed workspaces and tabs, the
-//! conversation items history serves, and the counters that keep turn, ask
-//! and ticket ids unique across restarts. (Undecided asks are kept by the
-//! SDK's receipt store; the `ask` table of older files is left unread.)
+//! The desk's own store: tickets (and the announcements pane), their titles,
+//! orders and closed flags, renamed or closed workspaces and tabs, and the
+//! counters that keep turn, ask and ticket ids unique across restarts.
+//! (Undecided asks and every conversation's items are kept by the SDK's
+//! receipt store; the `ask` and `item` tables of older files are left
+//! unread.)
 //!
 //! One SQLite file (`desk.sqlite3` in the data folder) in WAL mode with
 //! `synchronous = NORMAL`: every change is one committed transaction, so it
 //! survives the process being killed (the receipts, which must also survive
 //! a power loss, live in the SDK's own store with `FULL`). Calls are short
-//! and made under one mutex; the history provider reads on a blocking
-//! thread (`spawn_blocking`).
+//! and made under one mutex; the history provider reads the tickets'
+//! orders on a blocking thread (`spawn_blocking`).
 
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
-use durable_sdk::Item;
-use durable_sdk::types::{Id, ItemBody};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde_json::Value;
 
@@ -52,13 +51,6 @@ CREATE TABLE IF NOT EXISTS ask (
     tool_call_id TEXT NOT NULL,
     expires_at INTEGER,
     raised_at INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS item (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    pane TEXT NOT NULL,
-    item_id TEXT NOT NULL,
-    body TEXT NOT NULL,
-    UNIQUE (pane, item_id)
 );
 CREATE TABLE IF NOT EXISTS counter (
     name TEXT PRIMARY KEY NOT NULL,
@@ -149,19 +141,6 @@ impl Store {
             [ms(now)],
         )?;
         tx.execute("INSERT OR REPLACE INTO counter (name, value) VALUES ('ticket', 1)", [])?;
-        let welcome = Item::new(
-            Id::new("welcome").expect("a valid id"),
-            ItemBody::Markdown {
-                text:
-                    "Welcome to the support desk. Tickets are in **Tickets**; press *New ticket* to open one."
-                        .into(),
-                partial: false,
-            },
-        );
-        tx.execute(
-            "INSERT INTO item (pane, item_id, body) VALUES ('announcements', 'welcome', ?1)",
-            [serde_json::to_string(&welcome).unwrap_or_default()],
-        )?;
         tx.commit()?;
         Ok(true)
     }
@@ -254,63 +233,6 @@ impl Store {
             params![key, closed],
         )?;
         Ok(())
-    }
-
-    /// Keeps a final item for history; a known id replaces the earlier one in place.
-    pub(crate) fn put_item(&self, pane: &str, item: &Item) -> Result<()> {
-        let body = serde_json::to_string(item).unwrap_or_default();
-        self.db().execute(
-            "INSERT INTO item (pane, item_id, body) VALUES (?1, ?2, ?3)
-             ON CONFLICT (pane, item_id) DO UPDATE SET body = ?3",
-            params![pane, item.id.as_str(), body],
-        )?;
-        Ok(())
-    }
-
-    /// Items of a pane after `after` (a sequence number), at most `limit`,
-    /// with their sequence numbers.
-    pub(crate) fn items(&self, pane: &str, after: i64, limit: usize) -> Result<Vec<(i64, Item)>> {
-        let db = self.db();
-        let mut q =
-            db.prepare("SELECT seq, body FROM item WHERE pane = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3")?;
-        let rows = q.query_map(params![pane, after, limit as i64], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-        })?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (seq, body) = row?;
-            if let Ok(item) = serde_json::from_str::<Item>(&body) {
-                out.push((seq, item));
-            }
-        }
-        Ok(out)
-    }
-
-    /// The last `limit` items of a pane, oldest first (to show it again).
-    pub(crate) fn last_items(&self, pane: &str, limit: usize) -> Result<Vec<Item>> {
-        let db = self.db();
-        let mut q = db.prepare("SELECT body FROM (SELECT seq, body FROM item WHERE pane = ?1 ORDER BY seq DESC LIMIT ?2) ORDER BY seq")?;
-        let rows = q.query_map(params![pane, limit as i64], |r| r.get::<_, String>(0))?;
-        let mut out = Vec::new();
-        for body in rows {
-            if let Ok(item) = serde_json::from_str::<Item>(&body?) {
-                out.push(item);
-            }
-        }
-        Ok(out)
-    }
-
-    pub(crate) fn item_count(&self, pane: &str) -> Result<u64> {
-        self.db()
-            .query_row("SELECT COUNT(*) FROM item WHERE pane = ?1", [pane], |r| r.get::<_, i64>(0))
-            .map(|n| n as u64)
-    }
-
-    /// Rows after `after` (the row's `n`), at most `limit`.
-    pub(crate) fn rows(&self, after: i64, limit: usize) -> Result<Vec<PaneRow>> {
-        let db = self.db();
-        let mut q = db.prepare("SELECT * FROM pane WHERE n > ?1 ORDER BY n LIMIT ?2")?;
-        q.query_map(params![after, limit as i64], pane_row)?.collect()
     }
 }
 

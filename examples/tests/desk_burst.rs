@@ -149,8 +149,9 @@ fn burst(desk: &Desk, kill_at: Option<(usize, &(dyn Fn() -> Desk + Sync))>) -> (
 
 /// The desk started again on the burst's data: every acknowledged send
 /// ran once (its reply is on its pane, and it began at most once since the
-/// restart) or is closed with a notice on its pane.
-fn check_after_restart(desk: &Desk, burst: &Burst) {
+/// restart) or is closed with a notice on its pane. Returns the closed
+/// ones: their pane and the notice's id.
+fn check_after_restart(desk: &Desk, burst: &Burst) -> Vec<(String, String)> {
     // A card the phone heard `200` for is never raised again (sends queued
     // behind it would wait for an answer that never comes).
     let state = desk.state();
@@ -201,6 +202,7 @@ fn check_after_restart(desk: &Desk, burst: &Burst) {
             (desk.items(&send.pane), turns)
         });
     }
+    let mut closed = Vec::new();
     for (id, send, delivery) in settled {
         let (items, turns) = &panes[send.pane.as_str()];
         let began = turns.iter().filter(|t| *t == id).count();
@@ -214,10 +216,47 @@ fn check_after_restart(desk: &Desk, burst: &Burst) {
             assert_eq!(reply["text"], format!("Got it: {}", send.text), "{id}");
             assert!(reply.get("partial").is_none(), "{id}: {reply}");
         } else {
-            assert!(notice.is_some(), "{id} was closed without a notice on {}", send.pane);
+            let notice =
+                notice.unwrap_or_else(|| panic!("{id} was closed without a notice on {}", send.pane));
+            closed.push((send.pane.clone(), notice["id"].as_str().unwrap_or("").to_owned()));
         }
     }
     let _: Value = desk.state();
+    closed
+}
+
+/// Every item id of a pane's conversation as history serves it, paged.
+fn history_item_ids(desk: &Desk, pane: &str) -> HashSet<String> {
+    let mut ids = HashSet::new();
+    let mut after = String::new();
+    loop {
+        let (status, page) = desk.get(&format!("/v1/history/{pane}?limit=200{after}"));
+        assert_eq!(status, 200, "{pane}: {page}");
+        ids.extend(
+            page["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|i| i["id"].as_str().map(str::to_owned)),
+        );
+        match page["next"].as_str() {
+            Some(next) => after = format!("&after={next}"),
+            None => return ids,
+        }
+    }
+}
+
+/// Each closed send's notice is on its pane and in history.
+fn notices_shown_and_in_history(desk: &Desk, closed: &[(String, String)]) {
+    let mut panes: HashMap<&str, (HashSet<String>, HashSet<String>)> = HashMap::new();
+    for (pane, notice) in closed {
+        let (shown, history) = panes.entry(pane.as_str()).or_insert_with(|| {
+            let shown = desk.items(pane).iter().filter_map(|i| i["id"].as_str().map(str::to_owned)).collect();
+            (shown, history_item_ids(desk, pane))
+        });
+        assert!(shown.contains(notice), "notice {notice} is not on {pane}");
+        assert!(history.contains(notice), "notice {notice} of {pane} is not in history");
+    }
 }
 
 #[test]
@@ -230,7 +269,13 @@ fn every_send_acknowledged_in_a_burst_runs_or_is_closed_with_a_notice_after_a_si
     assert!(burst.acked.len() >= 100, "most sends were acknowledged: {}", burst.acked.len());
 
     let desk = Desk::start(&dir, &["--turn-ms", "20"]);
-    check_after_restart(&desk, &burst);
+    let closed = check_after_restart(&desk, &burst);
+    assert!(!closed.is_empty(), "the kill cut turns: their sends are closed with a notice");
+    notices_shown_and_in_history(&desk, &closed);
+    // A second restart: the notices are still there, on the panes and in history.
+    desk.kill();
+    let desk = Desk::start(&dir, &["--turn-ms", "20"]);
+    notices_shown_and_in_history(&desk, &closed);
 }
 
 /// The burst goes on across the crash, as Collie's would: what got no

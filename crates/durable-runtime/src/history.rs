@@ -375,7 +375,7 @@ async fn kept_page(
 /// (one whose id an open pane uses as its session id is left out: the open
 /// pane is what that id reads).
 async fn kept_rows(core: &Core, after: Option<Cursor>, limit: usize) -> Result<Response, Response> {
-    let mut place = match &after {
+    let place = match &after {
         None => None,
         Some(cursor) => Some(rows_place(cursor).ok_or_else(|| {
             respond::error(
@@ -384,14 +384,21 @@ async fn kept_rows(core: &Core, after: Option<Cursor>, limit: usize) -> Result<R
             )
         })?),
     };
+    let page =
+        rows_page(core, place, limit).await.map_err(|e| store_failed(core, "list the conversations", &e))?;
+    Ok(respond::json(
+        200,
+        &HistoryPage { ok: true, rows: page.rows, next: page.next.map(Cursor::into_string) },
+    ))
+}
+
+/// One page of the rows of kept conversations, after `place`.
+async fn rows_page(core: &Core, mut place: Option<RowPlace>, limit: usize) -> Result<RowsPage, StoreError> {
     let mut rows = Vec::with_capacity(limit);
     // Rows left out (open panes without a session id) are made up for
     // from the next ones, so that a page is short only at the end.
     loop {
-        let mut kept = core
-            .conversation_rows(place.clone(), limit + 1)
-            .await
-            .map_err(|e| store_failed(core, "list the conversations", &e))?;
+        let mut kept = core.conversation_rows(place.clone(), limit + 1).await?;
         let more = kept.len() > limit;
         kept.truncate(limit);
         {
@@ -411,16 +418,41 @@ async fn kept_rows(core: &Core, after: Option<Cursor>, limit: usize) -> Result<R
             // A full page has a next one when the store has rows past it.
             let next = match (full, &place) {
                 (true, Some(last)) => {
-                    let past = core
-                        .conversation_rows(Some(last.clone()), 1)
-                        .await
-                        .map_err(|e| store_failed(core, "list the conversations", &e))?;
-                    (!past.is_empty()).then(|| rows_cursor(last))
+                    let past = core.conversation_rows(Some(last.clone()), 1).await?;
+                    if past.is_empty() { None } else { Cursor::new(rows_cursor(last)).ok() }
                 }
                 _ => None,
             };
-            return Ok(respond::json(200, &HistoryPage { ok: true, rows, next }));
+            return Ok(RowsPage { rows, next });
         }
+    }
+}
+
+impl Core {
+    /// A page of history's rows as the SDK lists them with no provider
+    /// (docs/wire.md §10): the conversations the receipt store keeps,
+    /// newest first. For a provider that lists the SDK's rows with
+    /// something of its own added (a subtitle) and leaves each
+    /// conversation to the SDK (its `items` answering `None`): pass the
+    /// phone's cursor and limit through. A cursor this never gave, or a
+    /// store that fails, is an error (`500` from the provider).
+    pub async fn kept_history_rows(
+        &self,
+        after: Option<Cursor>,
+        limit: usize,
+    ) -> Result<RowsPage, HistoryError> {
+        let place = match &after {
+            None => None,
+            Some(cursor) => Some(rows_place(cursor).ok_or_else(|| {
+                HistoryError::new(format!("{} is not a cursor of the kept conversations", cursor.as_str()))
+            })?),
+        };
+        rows_page(self, place, limit).await.map_err(|e| {
+            self.warn(&format!(
+                "collie: history could not list the conversations from the receipt store: {e}"
+            ));
+            HistoryError::new("the receipt store could not list the conversations")
+        })
     }
 }
 

@@ -294,6 +294,19 @@ impl Collie {
         self.core.forget_conversation(pane)
     }
 
+    /// A page of history's rows as the SDK lists them with no provider
+    /// (the conversations the receipt store keeps, newest first: the wire,
+    /// §10), for a provider that adds something of its own — a subtitle —
+    /// and leaves each conversation to the SDK (`items` answering `None`).
+    /// Pass the phone's `after` and `limit` through.
+    pub async fn kept_history_rows(
+        &self,
+        after: Option<crate::types::Cursor>,
+        limit: usize,
+    ) -> Result<crate::history::RowsPage, crate::history::HistoryError> {
+        self.core.kept_history_rows(after, limit).await
+    }
+
     /// The asks (cards) open when the agent last stopped, kept by a receipt
     /// store that keeps asks (`SqliteReceiptStore`, `PgReceiptStore`; the
     /// default store, in memory, keeps nothing). Call it before

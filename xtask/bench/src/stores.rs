@@ -238,20 +238,38 @@ async fn turns(dir: &Path) -> Result<(), String> {
         bare_t.push(turn_round(&bare, first).await?);
         kept_t.push(turn_round(&kept, first).await?);
     }
-    let (mem, bare, kept) = (middle(mem_t), middle(bare_t), middle(kept_t));
+    let (mem, bare, kept_us) = (middle(mem_t), middle(bare_t), middle(kept_t));
     println!(
         "turns: µs per scripted instant turn (send, reply, the store's writes), the median of {ROUNDS} rounds of {TURNS}"
     );
     println!("  memory store (conversations in memory)     {mem:>9.1}");
     println!("  SQLite, no conversations                   {bare:>9.1}  {:.2}× the memory store", bare / mem);
     println!(
-        "  SQLite keeping conversations               {kept:>9.1}  {:.2}× the memory store, {:.2}× SQLite without (+{:.0} µs)",
-        kept / mem,
-        kept / bare,
-        kept - bare
+        "  SQLite keeping conversations               {kept_us:>9.1}  {:.2}× the memory store, {:.2}× SQLite without (+{:.0} µs)",
+        kept_us / mem,
+        kept_us / bare,
+        kept_us - bare
+    );
+    // The store's size after many turns: retention holds it (the pane's
+    // 2,000 newest items, 1,000 receipts per group and the ids evicted).
+    let mut done = ROUNDS * TURNS;
+    while done < MANY_TURNS {
+        turn_round(&kept, done).await?;
+        done += TURNS;
+    }
+    let size = |name: &str| std::fs::metadata(dir.join(name)).map_or(0, |m| m.len());
+    let (db, wal) = (size("turns.sqlite3"), size("turns.sqlite3-wal"));
+    println!(
+        "  SQLite store after {done} turns on one pane   {:>6.1} MiB (database {:.1} MiB, WAL {:.1} MiB)",
+        (db + wal) as f64 / 1048576.0,
+        db as f64 / 1048576.0,
+        wal as f64 / 1048576.0
     );
     Ok(())
 }
+
+/// Turns run before the store's size is read.
+const MANY_TURNS: usize = 10_000;
 
 /// Batches timed in a round.
 const BATCHES: usize = 50;

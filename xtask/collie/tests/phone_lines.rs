@@ -152,8 +152,9 @@ fn lines_starter_rename_close_reopen_and_history() {
     p.expect("reopen ticket-2: reopened");
     p.expect("pane ticket-2 \"Ana Ruiz\" idle");
     p.send("history");
-    p.expect("history: ticket-1 \"Maria Lopez\" (Order 5521) open");
+    // Newest first: the ticket opened by the starter, then the seeded one.
     p.expect("history: ticket-2 \"Ana Ruiz\"");
+    p.expect("history: ticket-1 \"Maria Lopez\" (Order 5521) open");
     p.expect("history: end");
     p.send("history ticket-2");
     p.expect("[history ticket-2] you: Where is my parcel?");
