@@ -25,8 +25,9 @@ WHERE IT SERVES (one of):
 STORE:
     --data DIR               the desk's store and receipts (default: $XDG_STATE_HOME/durable-desk,
                              else ~/.local/state/durable-desk)
-    --receipts URL           keep receipts and acknowledged sends in PostgreSQL instead of
-                             receipts.sqlite3 in the data folder: postgres://user:password@host/db
+    --receipts URL           keep receipts, acknowledged sends, open cards and conversations in
+                             PostgreSQL instead of receipts.sqlite3 in the data folder:
+                             postgres://user:password@host/db
                              (`?host=/run/postgresql` for a Unix socket). Also read from
                              $DESK_RECEIPTS_URL, the better place for a password (a command line
                              is visible to other users). Desks sharing one database and schema

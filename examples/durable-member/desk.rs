@@ -113,8 +113,8 @@ impl Desk {
         Ok(pane)
     }
 
-    /// The announcements pane's first item, on a fresh desk (the receipt
-    /// store keeps it from then on).
+    /// The announcements pane's first item, written until the receipt
+    /// store has kept it once.
     pub(crate) fn welcome(&self) {
         let text = "Welcome to the support desk. Tickets are in **Tickets**; press *New ticket* to open one.";
         if let (Some(pane), Ok(id)) = (self.core.pane("announcements"), Id::new("welcome")) {

@@ -148,7 +148,13 @@ async fn run(args: Args) -> Result<(), BoxError> {
         options = options.hold_ms(ms);
     }
     let collie = create_core(options)?;
-    let fresh = store.seed_if_empty(collie.now().as_millis())?;
+    store.seed_if_empty(collie.now().as_millis())?;
+    let unread = store.items_left_unread().unwrap_or(0);
+    if unread > 0 {
+        collie.warn(&format!(
+            "desk: desk.sqlite3 holds {unread} item(s) an older desk kept for history; they are left unread (the receipt store keeps conversations now, from this start on)"
+        ));
+    }
 
     let desk = Desk::new(
         collie.clone(),
@@ -156,7 +162,10 @@ async fn run(args: Args) -> Result<(), BoxError> {
         Knobs { turn_ms: args.turn_ms, accept_delay_ms: args.accept_delay_ms },
     );
     desk.build_layout()?;
-    if fresh {
+    // Until the receipt store has kept it once (a start that died before
+    // writes it again: the same id, replaced in place).
+    let welcome = !store.welcomed()?;
+    if welcome {
         desk.welcome();
     }
     collie.starter("new-ticket", "New ticket")?;
@@ -189,6 +198,9 @@ async fn run(args: Args) -> Result<(), BoxError> {
     // What the desk wrote at start is kept (and so shown) before it says
     // it listens: a phone's first poll sees a settled state.
     collie.conversations_kept().await;
+    if welcome {
+        store.set_welcomed()?;
+    }
     {
         let mut out = std::io::stdout().lock();
         writeln!(out, "listening {}", collie.address())?;

@@ -61,7 +61,7 @@ CREATE TABLE IF NOT EXISTS counter (
 /// A ticket, or the announcements pane.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct PaneRow {
-    /// Insertion order: the history cursor.
+    /// Insertion order.
     pub(crate) n: i64,
     pub(crate) id: String,
     /// `main` or `board`.
@@ -156,6 +156,36 @@ impl Store {
     }
 
     /// The next value of a counter (1, 2, …), kept across restarts.
+    /// Whether the announcements pane's welcome was kept (by the SDK's
+    /// store) once.
+    pub(crate) fn welcomed(&self) -> Result<bool> {
+        self.db()
+            .query_row("SELECT COUNT(*) FROM counter WHERE name = 'welcomed'", [], |r| r.get::<_, i64>(0))
+            .map(|n| n > 0)
+    }
+
+    /// The welcome is kept: a later start does not write it again.
+    pub(crate) fn set_welcomed(&self) -> Result<()> {
+        self.db().execute("INSERT OR REPLACE INTO counter (name, value) VALUES ('welcomed', 1)", [])?;
+        Ok(())
+    }
+
+    /// The items an older desk kept in this file for history (its `item`
+    /// table), which this desk leaves unread: the SDK's store keeps
+    /// conversations now.
+    pub(crate) fn items_left_unread(&self) -> Result<i64> {
+        let db = self.db();
+        let has_table: i64 = db.query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'item'",
+            [],
+            |r| r.get(0),
+        )?;
+        if has_table == 0 {
+            return Ok(0);
+        }
+        db.query_row("SELECT COUNT(*) FROM item", [], |r| r.get(0))
+    }
+
     pub(crate) fn next(&self, name: &str) -> Result<u64> {
         let db = self.db();
         let v: i64 = db.query_row(

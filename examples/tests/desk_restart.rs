@@ -144,3 +144,39 @@ fn desk_history_pages_rows_and_items() {
     assert_eq!(conv["row"]["items"], 2);
     assert_eq!(desk.get("/v1/history/nobody").0, 404);
 }
+
+/// The welcome on the announcements pane, in its view and in history.
+fn welcomes(desk: &Desk) -> (usize, usize) {
+    let shown = desk.items("announcements").iter().filter(|i| i["id"] == "welcome").count();
+    let (status, page) = desk.get("/v1/history/announcements");
+    assert_eq!(status, 200, "{page}");
+    let kept = page["items"].as_array().unwrap().iter().filter(|i| i["id"] == "welcome").count();
+    (shown, kept)
+}
+
+#[test]
+fn the_welcome_is_shown_once_even_after_a_first_start_that_failed_before_serving() {
+    let dir = TestDir::new("welcome");
+    // A first start that seeds the desk's store, then fails to serve (a
+    // socket folder others can read is refused).
+    let open_folder = dir.0.join("open");
+    std::fs::create_dir_all(&open_folder).unwrap();
+    std::fs::set_permissions(&open_folder, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let socket = open_folder.join("app.sock");
+    let failed = std::process::Command::new(desk_support::desk_binary())
+        .args(["--socket", socket.to_str().unwrap(), "--data", &dir.data()])
+        .env_remove("DESK_RECEIPTS_URL")
+        .output()
+        .unwrap();
+    assert!(
+        !failed.status.success(),
+        "the first start is refused: {}",
+        String::from_utf8_lossy(&failed.stderr)
+    );
+
+    let desk = Desk::start(&dir, &[]);
+    assert_eq!(welcomes(&desk), (1, 1), "the welcome comes on the next start");
+    desk.kill();
+    let desk = Desk::start(&dir, &[]);
+    assert_eq!(welcomes(&desk), (1, 1), "kept once, shown once");
+}

@@ -369,3 +369,19 @@ async fn a_store_that_fails_to_list_is_500_with_a_plain_message_and_the_details_
     assert!(!message.contains("db.internal"), "where the store lives stays off the wire: {message}");
     assert!(h.warns().iter().any(|w| w.contains("db.internal")), "{:?}", h.warns());
 }
+
+#[tokio::test]
+async fn a_reply_cut_by_its_panes_close_reads_as_final_in_history() {
+    let store = Arc::new(MemoryReceiptStore::new());
+    let h = run(&store, 0).await;
+    let pane = pane_with(&h, "ticket-1", "Maria", 0).await;
+    pane.write(Item::partial_reply("r-1", "Got it: ").unwrap()).unwrap();
+    h.core.conversations_kept().await;
+    pane.close();
+    h.core.conversations_kept().await;
+    let r = h.get("/v1/history/ticket-1").await;
+    assert_eq!(r.status, 200, "{:?}", r.json);
+    let item = &r.json["items"][0];
+    assert_eq!(item["text"], "Got it: ");
+    assert!(item.get("partial").is_none(), "no turn writes a closed conversation again: {item}");
+}

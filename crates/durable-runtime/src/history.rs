@@ -63,8 +63,11 @@ impl HistoryError {
 ///
 /// The provider need not serve the panes open now: for a session id it
 /// answers `None` to, `GET /v1/history/{sessionId}` reads the open pane
-/// with that `sessionId` from the pane's own view (§10). The rows list is
-/// the provider's alone.
+/// with that `sessionId` from the pane's own view, else the conversation
+/// the receipt store keeps (§10). The rows list is the provider's alone; a
+/// provider that only adds to the SDK's own rows (a subtitle) takes them
+/// from [`Core::kept_history_rows`]. A row's `id` is the session id it is
+/// read under.
 pub trait HistoryProvider: Send + Sync + 'static {
     /// Rows after `after` (from the start when `None`), at most `limit`.
     /// The SDK adds none: an open pane is listed only if the provider lists
@@ -362,7 +365,18 @@ async fn kept_page(
             .with_items(count as u64)
             .closed(kept.written_at.unwrap_or(started));
     let end = from.saturating_add(limit).min(count);
-    let items = kept.items.into_iter().skip(from).take(end.saturating_sub(from)).collect();
+    // No turn writes a closed conversation again: an item still partial
+    // (its pane closed mid-reply) is read as final, as a restore shows it.
+    let items = kept
+        .items
+        .into_iter()
+        .skip(from)
+        .take(end.saturating_sub(from))
+        .map(|mut item| {
+            item.body.finalize();
+            item
+        })
+        .collect();
     let next = (end < count).then(|| format!("{KEPT_CURSOR}{end}"));
     Ok(respond::json(200, &ConversationPage { ok: true, row, items, next, dropped: kept.dropped }))
 }
