@@ -385,3 +385,38 @@ async fn a_reply_cut_by_its_panes_close_reads_as_final_in_history() {
     assert_eq!(item["text"], "Got it: ");
     assert!(item.get("partial").is_none(), "no turn writes a closed conversation again: {item}");
 }
+
+/// A provider that lists the SDK's own rows with a subtitle added, and
+/// leaves every conversation to the SDK (the desk's shape).
+struct Decorated(durable_runtime::Core);
+
+impl HistoryProvider for Decorated {
+    async fn rows(
+        &self,
+        after: Option<durable_runtime::types::Cursor>,
+        limit: usize,
+    ) -> Result<RowsPage, HistoryError> {
+        let mut page = self.0.kept_history_rows(after, limit).await?;
+        for row in &mut page.rows {
+            row.subtitle = Some(format!("about {}", row.id));
+        }
+        Ok(page)
+    }
+}
+
+#[tokio::test]
+async fn a_provider_adds_to_the_sdks_rows_and_a_cursor_it_never_gave_is_400() {
+    let store = Arc::new(MemoryReceiptStore::new());
+    let h = run(&store, 0).await;
+    h.core.history(Decorated(h.core.clone()));
+    for n in 0..3 {
+        pane_with(&h, &format!("p{n}"), &format!("P{n}"), 1).await;
+    }
+    let (rows, pages) = all_pages(&h, "/v1/history", "rows", 2).await;
+    assert_eq!(pages, 2, "the SDK's cursors go through the provider");
+    let ids: Vec<&str> = rows.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["p2", "p1", "p0"]);
+    assert_eq!(rows[0]["subtitle"], "about p2");
+    let r = h.get("/v1/history?after=abc").await;
+    assert_eq!((r.status, r.code()), (400, "bad-request"), "{:?}", r.json);
+}

@@ -43,18 +43,38 @@ pub struct ItemsPage {
 }
 
 /// An error of a history provider; the phone gets `500 internal` with this
-/// message, so it must say nothing secret.
+/// message (`400 bad-request` for [`bad_cursor`](Self::bad_cursor)), so it
+/// must say nothing secret.
 #[derive(Debug, thiserror::Error)]
 #[error("history: {message}")]
 pub struct HistoryError {
     message: String,
+    bad_cursor: bool,
 }
 
 impl HistoryError {
     /// An error with a message.
     pub fn new(message: impl Into<String>) -> Self {
-        HistoryError { message: message.into() }
+        HistoryError { message: message.into(), bad_cursor: false }
     }
+
+    /// The phone's `after` is no cursor this history gave: `400
+    /// bad-request`, as the SDK's own history answers it.
+    pub fn bad_cursor(message: impl Into<String>) -> Self {
+        HistoryError { message: message.into(), bad_cursor: true }
+    }
+
+    /// Whether the phone's cursor was at fault.
+    pub fn is_bad_cursor(&self) -> bool {
+        self.bad_cursor
+    }
+}
+
+/// The answer to a provider's error: `400` for a cursor it never gave,
+/// else `500 internal`.
+fn provider_failed(e: HistoryError) -> Response {
+    let code = if e.bad_cursor { ErrorCode::BadRequest } else { ErrorCode::Internal };
+    respond::error(code, e.to_string())
 }
 
 /// Serves the conversations of the agent's own store, open and closed.
@@ -215,10 +235,7 @@ pub(crate) async fn list(core: &Core, req: &Request) -> Result<Response, Respons
         }
         return Err(no_history());
     };
-    let mut page = provider
-        .rows_dyn(after, limit)
-        .await
-        .map_err(|e| respond::error(ErrorCode::Internal, e.to_string()))?;
+    let mut page = provider.rows_dyn(after, limit).await.map_err(provider_failed)?;
     page.rows.truncate(limit);
     page.rows = page.rows.into_iter().filter_map(|r| clean_row(core, r)).collect();
     Ok(respond::json(
@@ -234,10 +251,8 @@ pub(crate) async fn conversation(core: &Core, req: &Request, session: Id) -> Res
         None if core.keeps_conversations() => return sdk_page(core, &session, after, limit).await,
         None => return Err(no_history()),
     };
-    let Some(page) = provider
-        .items_dyn(session.as_str(), after.clone(), limit)
-        .await
-        .map_err(|e| respond::error(ErrorCode::Internal, e.to_string()))?
+    let Some(page) =
+        provider.items_dyn(session.as_str(), after.clone(), limit).await.map_err(provider_failed)?
     else {
         // The provider knows no conversation by this id: the SDK's own
         // (an open pane's view, else the store's kept conversation).
@@ -448,8 +463,9 @@ impl Core {
     /// newest first. For a provider that lists the SDK's rows with
     /// something of its own added (a subtitle) and leaves each
     /// conversation to the SDK (its `items` answering `None`): pass the
-    /// phone's cursor and limit through. A cursor this never gave, or a
-    /// store that fails, is an error (`500` from the provider).
+    /// phone's cursor and limit through. A cursor this never gave is a
+    /// [`HistoryError::bad_cursor`] (`400` from the provider's `?`), a
+    /// store that fails an error (`500`).
     pub async fn kept_history_rows(
         &self,
         after: Option<Cursor>,
@@ -458,7 +474,10 @@ impl Core {
         let place = match &after {
             None => None,
             Some(cursor) => Some(rows_place(cursor).ok_or_else(|| {
-                HistoryError::new(format!("{} is not a cursor of the kept conversations", cursor.as_str()))
+                HistoryError::bad_cursor(format!(
+                    "after: {} is not a cursor of this history",
+                    cursor.as_str()
+                ))
             })?),
         };
         rows_page(self, place, limit).await.map_err(|e| {
