@@ -63,11 +63,6 @@ impl HistoryError {
     pub fn bad_cursor(message: impl Into<String>) -> Self {
         HistoryError { message: message.into(), bad_cursor: true }
     }
-
-    /// Whether the phone's cursor was at fault.
-    pub fn is_bad_cursor(&self) -> bool {
-        self.bad_cursor
-    }
 }
 
 /// The answer to a provider's error: `400` for a cursor it never gave,
@@ -298,8 +293,8 @@ const VIEW_CURSOR: &str = "view-";
 const KEPT_CURSOR: &str = "kept-";
 
 /// The prefix of the cursors of the rows of kept conversations:
-/// `rows-<started>-<pane>`, the start time (milliseconds) and pane id of
-/// the page's last row.
+/// `rows-<started>-<pane in hex>`, the start time (milliseconds) and pane
+/// id of the page's last row ([`rows_cursor`]).
 const ROWS_CURSOR: &str = "rows-";
 
 /// `GET /v1/history/{sessionId}` served by the SDK: the open pane with that
@@ -404,17 +399,7 @@ async fn kept_page(
 /// (one whose id an open pane uses as its session id is left out: the open
 /// pane is what that id reads).
 async fn kept_rows(core: &Core, after: Option<Cursor>, limit: usize) -> Result<Response, Response> {
-    let place = match &after {
-        None => None,
-        Some(cursor) => Some(rows_place(cursor).ok_or_else(|| {
-            respond::error(
-                ErrorCode::BadRequest,
-                format!("after: {} is not a cursor of this history", cursor.as_str()),
-            )
-        })?),
-    };
-    let page =
-        rows_page(core, place, limit).await.map_err(|e| store_failed(core, "list the conversations", &e))?;
+    let page = core.kept_history_rows(after, limit).await.map_err(provider_failed)?;
     Ok(respond::json(
         200,
         &HistoryPage { ok: true, rows: page.rows, next: page.next.map(Cursor::into_string) },
@@ -428,28 +413,27 @@ async fn rows_page(core: &Core, mut place: Option<RowPlace>, limit: usize) -> Re
     // from the next ones, so that a page is short only at the end.
     loop {
         let mut kept = core.conversation_rows(place.clone(), limit + 1).await?;
-        let more = kept.len() > limit;
+        // The store has rows past this batch's `limit`, or the page fills
+        // before the batch ends: either way, rows are left for a next page.
+        let mut left = kept.len() > limit;
         kept.truncate(limit);
         {
             let st = core.lock();
-            for k in kept {
-                if rows.len() == limit {
-                    break;
-                }
+            let mut batch = kept.into_iter();
+            for k in batch.by_ref() {
                 place = Some(k.place());
                 if let Some(row) = row_of(&st, k) {
                     rows.push(row);
                 }
-            }
-        }
-        let full = rows.len() == limit;
-        if !more || full {
-            // A full page has a next one when the store has rows past it.
-            let next = match (full, &place) {
-                (true, Some(last)) => {
-                    let past = core.conversation_rows(Some(last.clone()), 1).await?;
-                    if past.is_empty() { None } else { Cursor::new(rows_cursor(last)).ok() }
+                if rows.len() == limit {
+                    break;
                 }
+            }
+            left |= batch.next().is_some();
+        }
+        if !left || rows.len() == limit {
+            let next = match (left, &place) {
+                (true, Some(last)) => Cursor::new(rows_cursor(last)).ok(),
                 _ => None,
             };
             return Ok(RowsPage { rows, next });
