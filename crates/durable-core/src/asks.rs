@@ -134,11 +134,12 @@ impl Machine {
         let expires_at = ask.expires_at;
         let kind = ask.kind.name();
         // Kept before anything can close it: the store's writes keep this order.
-        if self.config.keeps_asks {
-            self.state.journal_keep(KeptAskRecord::new(ask.clone(), agent_data));
-        }
+        let kept_by = self
+            .config
+            .keeps_asks
+            .then(|| self.state.journal_keep(KeptAskRecord::new(ask.clone(), agent_data)));
         let span = tracing::info_span!("ask", pane = pane.as_str(), ask_id = id.as_str());
-        self.state.open_ask(ask, now, link, span.clone());
+        self.state.open_ask(ask, now, link, span.clone(), kept_by);
         tracing::info!(parent: &span, ask_id = %id, kind, pane = %pane, "ask raised");
 
         // Past its expiry already (raised again after a restart): it times

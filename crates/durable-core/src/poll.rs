@@ -101,7 +101,7 @@ pub fn state(
     }
     let n = since.unwrap_or(0);
     // Open asks by pane, oldest first, gathered once (not once per pane).
-    let asks = st.asks_in_order();
+    let asks = st.shown_asks_in_order();
     let mut open_asks: HashMap<&Id, Vec<&str>> = HashMap::new();
     for a in &asks {
         open_asks.entry(&a.pane).or_default().push(&a.id);
@@ -260,7 +260,7 @@ pub fn events(m: &mut Machine, query: Option<&str>, pane: Id) -> Result<Response
         items,
         state: p.shown_state(),
         turn_id: p.shown_turn_id(),
-        asks: st.asks_in_order().into_iter().filter(|a| a.pane == pane).cloned().collect(),
+        asks: st.shown_asks_in_order().into_iter().filter(|a| a.pane == pane).cloned().collect(),
         next: p.last_seq(),
         dropped,
     };

@@ -66,6 +66,9 @@ pub struct Machine {
 impl Machine {
     pub fn new(config: MachineConfig) -> Machine {
         let mut state = State::new(config.tail_limit);
+        if config.keeps_asks {
+            state.show_asks_once_kept();
+        }
         if config.keeps_conversations {
             state.keep_conversations();
             // History by default: the store serves the conversations

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use durable_types::{Ask, DecidedBy, EventBody, Id, Item, ItemBody, NoticeTone, Outcome, Timestamp};
 
+use super::panes::KeptBy;
 use super::{Link, State};
 
 /// How many decided ask ids are remembered for `409 ask-closed`.
@@ -27,6 +28,10 @@ pub struct OpenAsk {
     pub link: Link,
     /// The ask's `tracing` span: its closing is told inside it.
     pub span: tracing::Span,
+    /// The asks' journal op readers wait for before they see it (a store
+    /// that keeps asks: docs/wire.md §7.2); `None` once its event reached
+    /// the pane's tail anyway (shown unkept past a tail's worth).
+    kept_by: Option<u64>,
 }
 
 /// An answer to an unknown ask, held for a while (§7.1).
@@ -69,6 +74,45 @@ impl State {
         v.into_iter().map(|a| &*a.ask).collect()
     }
 
+    /// The open asks readers see, oldest first: all but those a store that
+    /// keeps asks does not have yet (docs/wire.md §7.2). As with a title,
+    /// the state poll shows an ask at once even while its pane's `ask`
+    /// event waits behind items not kept yet (§9.2).
+    pub fn shown_asks_in_order(&self) -> Vec<&Ask> {
+        let applied = self.asks_journal.applied_so_far();
+        let mut v: Vec<&OpenAsk> =
+            self.asks.values().filter(|a| a.kept_by.is_none_or(|op| op < applied)).collect();
+        v.sort_by_key(|a| a.order);
+        v.into_iter().map(|a| &*a.ask).collect()
+    }
+
+    /// These asks' events reached their panes' tails (shown unkept past a
+    /// tail's worth, or kept): the state poll shows them too.
+    pub(super) fn asks_shown(&mut self, asks: impl IntoIterator<Item = Arc<Ask>>) {
+        for ask in asks {
+            // The same raise, not a later one under the same id.
+            if let Some(open) = self.asks.get_mut(ask.id.as_str()).filter(|o| Arc::ptr_eq(&o.ask, &ask)) {
+                open.kept_by = None;
+            }
+        }
+    }
+
+    /// The store applied the asks' journal ops from number `from` on: the
+    /// panes of the asks it kept show them in the state poll now (a new
+    /// `seq`), even while their `ask` events wait behind items.
+    pub(super) fn asks_kept_from(&mut self, from: u64) {
+        let applied = self.asks_journal.applied_so_far();
+        let panes: Vec<Id> = self
+            .asks
+            .values()
+            .filter(|a| a.kept_by.is_some_and(|op| (from..applied).contains(&op)))
+            .map(|a| a.ask.pane.clone())
+            .collect();
+        for pane in panes {
+            self.touch_pane(&pane);
+        }
+    }
+
     /// The ids of a pane's open asks, oldest first.
     pub fn open_asks_of(&self, pane: &Id) -> Vec<String> {
         let mut v: Vec<&OpenAsk> = self.asks.values().filter(|a| &a.ask.pane == pane).collect();
@@ -82,17 +126,34 @@ impl State {
     }
 
     /// Opens an ask (its `ask` event on the pane). The caller checked that
-    /// its pane is open and its id is not.
-    pub fn open_ask(&mut self, ask: Ask, now: Timestamp, link: Link, span: tracing::Span) {
+    /// its pane is open and its id is not. `kept_by`: the number of the
+    /// asks' journal op that keeps it, when the store keeps asks — readers
+    /// see it once the store has it
+    /// ([`show_asks_once_kept`](Self::show_asks_once_kept)), or at once
+    /// when the store had it at this start, as it is.
+    pub fn open_ask(
+        &mut self,
+        ask: Ask,
+        now: Timestamp,
+        link: Link,
+        span: tracing::Span,
+        kept_by: Option<u64>,
+    ) {
         let ask = Arc::new(ask);
         let id = ask.id.clone();
         // Raised again: it is open, no longer decided.
         self.decided.remove(id.as_str());
         self.next_ask_order += 1;
         let order = self.next_ask_order;
-        self.asks.insert(id, OpenAsk { ask: Arc::clone(&ask), order, link, span });
+        // Raised again as the store has it (after a restart): no wait.
+        let in_store = self
+            .asks_in_store
+            .get(id.as_str())
+            .is_some_and(|(hash, expires_at)| *hash == ask.hash && *expires_at == ask.expires_at);
+        let kept_by = kept_by.filter(|_| self.asks_wait_for_store && !in_store);
+        self.asks.insert(id, OpenAsk { ask: Arc::clone(&ask), order, link, span, kept_by });
         let event = EventBody::Ask { ask: Arc::clone(&ask) };
-        self.pane_event(&ask.pane, now, event);
+        self.push_pane_event(&ask.pane, now, event, kept_by.map(KeptBy::Ask));
     }
 
     /// Closes an open ask: the `ask-closed` event and, unless the phone

@@ -7,6 +7,7 @@
 
 use durable_types::{Id, Timestamp};
 
+use super::panes::KeptBy;
 use super::{Effect, Journal, State};
 use crate::data::conversation::{ConversationOp, KEPT_ITEMS_PER_CONVERSATION, KeptConversation};
 
@@ -56,16 +57,33 @@ impl State {
         self.items_wait_for_store = self.keeps_conversations;
     }
 
-    /// Moves the events whose items the store now has (or failed to keep:
-    /// a store that fails must not hide a pane for ever) into their panes'
-    /// tails, in order, each pane up to its first item still waiting.
+    /// A store that keeps asks: from now on an ask is shown to readers
+    /// (its `ask` event, the state's and a snapshot's `asks`) only once
+    /// the store has kept it, and each event after it waits behind it, so
+    /// that a card the phone saw is one a crash keeps (docs/wire.md §7.2).
+    /// The program's side sees it at once; nothing waits.
+    pub fn show_asks_once_kept(&mut self) {
+        self.asks_wait_for_store = true;
+    }
+
+    /// Moves the events whose items or asks the store now has (or failed
+    /// to keep: a store that fails must not hide a pane for ever) into
+    /// their panes' tails, in order, each pane up to its first event still
+    /// waiting.
     pub(super) fn show_kept_events(&mut self) {
         if self.panes_waiting.is_empty() {
             return;
         }
         let tail_limit = self.tail_limit;
-        let applied = self.conversations.applied_so_far();
+        let (items_applied, asks_applied) =
+            (self.conversations.applied_so_far(), self.asks_journal.applied_so_far());
+        let waits = |kept_by: Option<KeptBy>| match kept_by {
+            Some(KeptBy::Conversation(op)) => op >= items_applied,
+            Some(KeptBy::Ask(op)) => op >= asks_applied,
+            None => false,
+        };
         let waiting: Vec<Id> = self.panes_waiting.iter().cloned().collect();
+        let mut asks_shown = Vec::new();
         for pane in waiting {
             let Some(p) = self.open_or_closed_mut(&pane) else {
                 self.panes_waiting.remove(&pane);
@@ -73,10 +91,11 @@ impl State {
             };
             let mut shown = 0;
             while let Some(front) = p.pending.front() {
-                if front.kept_by.is_some_and(|op| op >= applied) {
+                if waits(front.kept_by) {
                     break;
                 }
                 let Some(event) = p.pending.pop_front() else { break };
+                asks_shown.extend(event.ask());
                 p.push_event(event.ts, event.body, tail_limit);
                 shown += 1;
             }
@@ -87,6 +106,7 @@ impl State {
                 self.touch_pane(&pane);
             }
         }
+        self.asks_shown(asks_shown);
     }
 
     /// Journals a change of a pane's conversation (nothing when the store

@@ -96,6 +96,13 @@ pub struct State {
     /// that keeps conversations across processes), and the panes with
     /// events waiting for it.
     items_wait_for_store: bool,
+    /// Whether an ask is shown only once the store has kept it (a store
+    /// that keeps asks): a card the phone saw is one a crash keeps.
+    asks_wait_for_store: bool,
+    /// The asks the store had at this start, by id, with their cards'
+    /// hashes and expiries, until forgotten: one raised again as it was is
+    /// shown at once (the store has it already).
+    asks_in_store: HashMap<String, (String, Option<Timestamp>)>,
     panes_waiting: HashSet<Id>,
     /// Each item whose op waits in the journal, by (pane, item id): the
     /// op's number there (stale once taken; cleared when none waits).
@@ -170,6 +177,8 @@ impl State {
             conversations: conversations::journal(),
             keeps_conversations: false,
             items_wait_for_store: false,
+            asks_wait_for_store: false,
+            asks_in_store: HashMap::new(),
             panes_waiting: HashSet::new(),
             queued_items: HashMap::new(),
             restores: 0,
@@ -402,13 +411,16 @@ impl State {
 
     // The store's journal of asks (`journal.rs`).
 
-    /// An ask opened: a store that keeps asks keeps it.
-    pub fn journal_keep(&mut self, record: KeptAskRecord) {
+    /// An ask opened: a store that keeps asks keeps it. Returns the
+    /// number of the journal's op that keeps it.
+    pub fn journal_keep(&mut self, record: KeptAskRecord) -> u64 {
         self.asks_journal.push(AskOp::Keep(Box::new(record)), &mut self.effects);
+        self.asks_journal.pushed() - 1
     }
 
     /// An ask closed: the store forgets it.
     pub fn journal_forget(&mut self, ask_id: String) {
+        self.asks_in_store.remove(&ask_id);
         self.asks_journal.push(AskOp::Forget(ask_id), &mut self.effects);
     }
 
@@ -421,25 +433,33 @@ impl State {
 
     /// The store applied (or failed) the `count` ops of `journal` taken last.
     pub fn journal_applied(&mut self, journal: JournalName, count: u64) {
-        match journal {
-            JournalName::Asks => self.asks_journal.applied(count, &mut self.effects),
-            JournalName::Conversations => {
-                self.conversations.applied(count, &mut self.effects);
-                self.show_kept_events();
-            }
-        }
+        self.journal_done(journal, count, false);
     }
 
     /// The `count` ops of `journal` taken last were dropped before the
     /// store said anything.
     pub fn journal_dropped(&mut self, journal: JournalName, count: u64) {
+        self.journal_done(journal, count, true);
+    }
+
+    /// Ops done either way: who waited for them is woken, and what readers
+    /// waited for is shown.
+    fn journal_done(&mut self, journal: JournalName, count: u64, dropped: bool) {
+        let effects = &mut self.effects;
         match journal {
-            JournalName::Asks => self.asks_journal.dropped(count, &mut self.effects),
-            JournalName::Conversations => {
-                self.conversations.dropped(count, &mut self.effects);
-                self.show_kept_events();
+            JournalName::Asks => {
+                let from = self.asks_journal.applied_so_far();
+                if dropped {
+                    self.asks_journal.dropped(count, effects);
+                } else {
+                    self.asks_journal.applied(count, effects);
+                }
+                self.asks_kept_from(from);
             }
+            JournalName::Conversations if dropped => self.conversations.dropped(count, effects),
+            JournalName::Conversations => self.conversations.applied(count, effects),
         }
+        self.show_kept_events();
     }
 
     /// How many ops were pushed to `journal` so far: what a waiter for
@@ -490,6 +510,8 @@ impl State {
 
     /// The read of the last run's asks ended with `records`.
     pub fn kept_loaded(&mut self, records: Vec<KeptAskRecord>) {
+        let in_store = records.iter().map(|r| (r.ask.id.clone(), (r.ask.hash.clone(), r.ask.expires_at)));
+        self.asks_in_store.extend(in_store);
         self.kept.loaded(records, &mut self.effects);
     }
 

@@ -5,7 +5,9 @@ use bytes::Bytes;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use durable_types::{ActionView, ClosedView, Event, EventBody, Id, Item, PaneState, Timestamp, VIEW_LIMIT};
+use durable_types::{
+    ActionView, Ask, ClosedView, Event, EventBody, Id, Item, PaneState, Timestamp, VIEW_LIMIT,
+};
 
 use super::layout::TabKey;
 use super::{Effect, Link, State};
@@ -171,9 +173,33 @@ pub struct PaneViewRef<'a> {
 pub(super) struct PendingEvent {
     pub(super) ts: Timestamp,
     pub(super) body: EventBody,
-    /// The number of the conversations' journal op that keeps this item
-    /// (`None`: not an item; it waits only for those ahead of it).
-    pub(super) kept_by: Option<u64>,
+    /// The store's op it waits for (`None`: it waits only for the events
+    /// ahead of it).
+    pub(super) kept_by: Option<KeptBy>,
+}
+
+impl PendingEvent {
+    /// The ask it raises, if it is an `ask` event.
+    pub(super) fn ask(&self) -> Option<Arc<Ask>> {
+        raised_ask(&self.body)
+    }
+}
+
+/// The ask an `ask` event raises.
+fn raised_ask(body: &EventBody) -> Option<Arc<Ask>> {
+    match body {
+        EventBody::Ask { ask } => Some(Arc::clone(ask)),
+        _ => None,
+    }
+}
+
+/// The journal op an event waits for before readers see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum KeptBy {
+    /// The conversations' op that keeps this item.
+    Conversation(u64),
+    /// The asks' op that keeps this ask.
+    Ask(u64),
 }
 
 /// A send that arrived during a turn, delivered once the pane goes idle.
@@ -573,7 +599,6 @@ impl State {
     /// [`pane_event`](Self::pane_event), saying whether a title event is
     /// the phone's rename.
     fn pane_event_by(&mut self, pane: &Id, ts: Timestamp, body: EventBody, by_phone: bool) {
-        let tail_limit = self.tail_limit;
         if !self.panes.contains_key(pane) {
             return;
         }
@@ -587,11 +612,27 @@ impl State {
             _ => None,
         };
         let kept_by = kept.and_then(|op| self.keep_conversation(op));
-        let wait = self.items_wait_for_store;
+        let waits_for = kept_by.filter(|_| self.items_wait_for_store).map(KeptBy::Conversation);
+        self.push_pane_event(pane, ts, body, waits_for);
+    }
+
+    /// Appends an event to an open pane's tail, or — when it waits for the
+    /// store (`kept_by`), or events ahead of it do — to the events readers
+    /// see once the store has them (`show_kept_events`).
+    pub(super) fn push_pane_event(
+        &mut self,
+        pane: &Id,
+        ts: Timestamp,
+        body: EventBody,
+        kept_by: Option<KeptBy>,
+    ) {
+        let tail_limit = self.tail_limit;
         let Some(p) = self.panes.get_mut(pane) else { return };
-        if !(wait && (kept_by.is_some() || !p.pending.is_empty())) {
+        let ask = raised_ask(&body);
+        if kept_by.is_none() && p.pending.is_empty() {
             p.push_event(ts, body, tail_limit);
             self.touch_pane(pane);
+            self.asks_shown(ask);
             return;
         }
         // Shown once the store has it (and what is ahead of it).
@@ -610,23 +651,30 @@ impl State {
         }
         // A store that never answers must not cost memory without end:
         // past a tail's worth, the oldest are shown unkept (with a warning).
-        let mut shown_unkept = 0;
+        let mut shown_unkept = Vec::new();
         while p.pending.len() > tail_limit {
             let Some(oldest) = p.pending.pop_front() else { break };
+            shown_unkept.push(oldest.ask());
             p.push_event(oldest.ts, oldest.body, tail_limit);
-            shown_unkept += 1;
         }
-        let first_overflow = shown_unkept > 0 && !std::mem::replace(&mut p.warned_unkept, true);
+        let overflow = !shown_unkept.is_empty();
+        let first_overflow = overflow && !std::mem::replace(&mut p.warned_unkept, true);
         self.panes_waiting.insert(pane.clone());
         if first_overflow {
             self.effect(Effect::Warn(format!(
                 "collie: the receipt store is {tail_limit} events behind on pane {pane}; its oldest are shown before the store has them (a crash may take them back)"
             )));
         }
-        // A title or an ask changes what the state poll shows of the pane
-        // (its fields, its asks) now: a new seq, so no two answers differ at one.
-        if !item || shown_unkept > 0 {
+        // A title changes what the state poll shows of the pane (its
+        // fields) now: a new seq, so no two answers differ at one. An ask
+        // waiting is not shown yet.
+        if !(item || ask.is_some()) || overflow {
             self.touch_pane(pane);
+        }
+        self.asks_shown(shown_unkept.into_iter().flatten());
+        if overflow {
+            // What waited only behind those shown unkept goes out too.
+            self.show_kept_events();
         }
     }
 
