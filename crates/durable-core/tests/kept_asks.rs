@@ -434,7 +434,8 @@ async fn a_store_that_panics_on_an_ask_write_never_holds_up_the_writes_behind_it
         .unwrap();
     assert_eq!(response.status, 200);
     assert!(store.panicked.load(std::sync::atomic::Ordering::SeqCst), "the store's write ran and panicked");
-    let warned = h.warns.lock().unwrap().iter().any(|w| w.contains("stopped while writing an ask"));
+    let warned =
+        h.warns.lock().unwrap().iter().any(|w| w.contains("stopped while writing an ask (it panicked)"));
     assert!(warned, "{:?}", h.warns.lock().unwrap());
     let _second = pane.ask(refund("refund-2")).unwrap();
     h.settle().await;
@@ -446,6 +447,27 @@ async fn a_store_that_panics_on_an_ask_write_never_holds_up_the_writes_behind_it
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     panic!("the next card was never kept: {:?}", store.inner.kept_ids());
+}
+
+/// A runtime shut down while the store writes a card drops that write's
+/// job without a panic: the warning says so, and does not send a reader
+/// of the logs hunting a panic.
+#[test]
+fn a_runtime_shut_down_mid_write_is_told_as_a_shutdown_not_a_panic() {
+    let store = Gated::new(Held::Keep);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let h = runtime.block_on(async {
+        let h = gated_run(&store);
+        let _card = h.pane().ask(refund("refund-1")).unwrap();
+        h.settle().await;
+        h
+    });
+    assert!(store.inner.kept_ids().is_empty(), "the write waits at the gate");
+    drop(runtime);
+    let warns = h.warns.lock().unwrap().clone();
+    let lost: Vec<&String> = warns.iter().filter(|w| w.contains("stopped while writing an ask")).collect();
+    assert_eq!(lost.len(), 1, "{warns:?}");
+    assert!(lost[0].contains("the runtime shut down") && !lost[0].contains("panicked"), "{lost:?}");
 }
 
 /// An answer the phone heard `200` for never leaves its card kept: were the

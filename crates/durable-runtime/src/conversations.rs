@@ -9,7 +9,7 @@ use durable_types::{Id, Target};
 
 use crate::core::Core;
 use crate::handlers::RenameRequest;
-use crate::journals::InFlight;
+use crate::journals::{InFlight, Lost};
 
 /// Changes a job hands the store in one call (one commit for a store that
 /// can): a burst of items is a few commits, not one per item.
@@ -157,4 +157,7 @@ impl Core {
 }
 
 /// What a job's steps lost to a store that stopped midway says.
-const LOST_STEPS: &str = "collie: the receipt store stopped while keeping conversations or reading one back (it panicked?); some items may not survive a restart, or a pane was not given its kept items";
+const LOST_STEPS: Lost = Lost {
+    doing: "keeping conversations or reading one back",
+    costs: "some items may not survive a restart, or a pane was not given its kept items",
+};

@@ -44,20 +44,29 @@ impl Drop for Waiting<'_> {
     }
 }
 
+/// What a job's ops lost to a store that stopped midway: what the store
+/// was doing, and what that may cost.
+#[derive(Clone, Copy)]
+pub(crate) struct Lost {
+    pub(crate) doing: &'static str,
+    pub(crate) costs: &'static str,
+}
+
 /// Ops a job took from a journal and the store is applying. Dropped before
 /// [`finish`](Self::finish) — the store's future panicked, or the job was
-/// dropped — they count as applied, with the warning `lost`, and the rest
-/// of the journal goes on in a new job: nobody waits for ever behind them.
+/// dropped (the runtime shut down) — they count as applied, with a warning
+/// saying which, and the rest of the journal goes on in a new job: nobody
+/// waits for ever behind them.
 pub(crate) struct InFlight<'a> {
     core: &'a Core,
     journal: JournalName,
     count: u64,
-    lost: &'static str,
+    lost: Lost,
     done: bool,
 }
 
 impl<'a> InFlight<'a> {
-    pub(crate) fn new(core: &'a Core, journal: JournalName, count: usize, lost: &'static str) -> Self {
+    pub(crate) fn new(core: &'a Core, journal: JournalName, count: usize, lost: Lost) -> Self {
         InFlight { core, journal, count: count as u64, lost, done: false }
     }
 
@@ -74,6 +83,14 @@ impl Drop for InFlight<'_> {
             return;
         }
         self.core.lock().journal_dropped(self.journal, self.count);
-        self.core.warn(self.lost);
+        // A panic unwinds through this drop; a runtime shutting down drops
+        // the job without one (a log reader must not hunt a panic then).
+        let why = if std::thread::panicking() {
+            "it panicked"
+        } else {
+            "its job was dropped: the runtime shut down"
+        };
+        let Lost { doing, costs } = self.lost;
+        self.core.warn(&format!("collie: the receipt store stopped while {doing} ({why}); {costs}"));
     }
 }

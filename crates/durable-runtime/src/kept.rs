@@ -14,7 +14,7 @@ use crate::handles::asks::{ApprovalFuture, AskHandle, approval_of};
 use durable_core::data::receipt::{KeptAskRecord, StoreError};
 use durable_core::state::{AskOp, JournalName, KeptLoad};
 
-use crate::journals::InFlight;
+use crate::journals::{InFlight, Lost};
 
 /// A read of the last run's asks from the store, this caller's to make:
 /// dropped before it says how it went, it failed, and the next caller
@@ -315,4 +315,4 @@ impl Core {
 }
 
 /// What a job's ask op lost to a store that stopped midway says.
-const LOST_ASK_OP: &str = "collie: the receipt store stopped while writing an ask (it panicked?); that card may not survive a restart";
+const LOST_ASK_OP: Lost = Lost { doing: "writing an ask", costs: "that card may not survive a restart" };
