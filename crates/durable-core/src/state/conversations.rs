@@ -7,7 +7,7 @@
 
 use durable_types::{Id, Timestamp};
 
-use super::panes::KeptBy;
+use super::panes::{KeptBy, raised_ask};
 use super::{Effect, Journal, State};
 use crate::data::conversation::{ConversationOp, KEPT_ITEMS_PER_CONVERSATION, KeptConversation};
 
@@ -95,7 +95,7 @@ impl State {
                     break;
                 }
                 let Some(event) = p.pending.pop_front() else { break };
-                asks_shown.extend(event.ask());
+                asks_shown.extend(raised_ask(&event.body));
                 p.push_event(event.ts, event.body, tail_limit);
                 shown += 1;
             }

@@ -178,15 +178,8 @@ pub(super) struct PendingEvent {
     pub(super) kept_by: Option<KeptBy>,
 }
 
-impl PendingEvent {
-    /// The ask it raises, if it is an `ask` event.
-    pub(super) fn ask(&self) -> Option<Arc<Ask>> {
-        raised_ask(&self.body)
-    }
-}
-
 /// The ask an `ask` event raises.
-fn raised_ask(body: &EventBody) -> Option<Arc<Ask>> {
+pub(super) fn raised_ask(body: &EventBody) -> Option<Arc<Ask>> {
     match body {
         EventBody::Ask { ask } => Some(Arc::clone(ask)),
         _ => None,
@@ -654,7 +647,7 @@ impl State {
         let mut shown_unkept = Vec::new();
         while p.pending.len() > tail_limit {
             let Some(oldest) = p.pending.pop_front() else { break };
-            shown_unkept.push(oldest.ask());
+            shown_unkept.push(raised_ask(&oldest.body));
             p.push_event(oldest.ts, oldest.body, tail_limit);
         }
         let overflow = !shown_unkept.is_empty();
