@@ -97,6 +97,19 @@ fn the_example_killed_and_started_again_on_its_data_brings_its_conversations_bac
     agent.send(&first, "r-1", "again");
     agent.wait_text(&first, "reply", "You said: again");
     agent.idle(&first);
+    // The items came back from the receipt store: the records keep none.
+    for pane in [&first, &second, &third] {
+        assert_eq!(record_items(&dir, pane), 0, "{pane}'s record keeps no items");
+    }
+}
+
+/// How many items the example's own record of `pane` holds
+/// (`conversations/<pane>.json`): the receipt store keeps them.
+fn record_items(dir: &std::path::Path, pane: &str) -> usize {
+    let path = dir.join(format!("data/conversations/{pane}.json"));
+    let record: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(record["paneId"], pane, "{record}");
+    record["items"].as_array().map_or(0, Vec::len)
 }
 
 #[test]
@@ -145,10 +158,66 @@ fn a_closed_conversation_is_listed_in_history_and_read_without_an_agent() {
     assert_eq!(read(&agent), texts);
     assert!(agent.agents().is_empty(), "a read starts no agent");
 
-    // Reopened, it takes a send again.
+    assert_eq!(record_items(&dir, &pane), 0, "the receipt store keeps them, not the record");
+
+    // Reopened, it shows what it showed (from the receipt store), and
+    // takes a send again.
     agent.write("/v1/reopen", json!({"requestId": "o-1", "id": pane}));
     assert!(agent.panes().contains(&pane));
+    agent.wait_text(&pane, "user", "first words");
+    agent.wait_text(&pane, "reply", "You said: first words");
     agent.send(&pane, "r-1", "back again");
     agent.wait_text(&pane, "reply", "You said: back again");
     agent.idle(&pane);
+}
+
+/// A record as an earlier version of the example wrote it, items inside.
+fn old_record(session: &str, title: &str, closed: bool, user: &str, reply: &str) -> serde_json::Value {
+    json!({
+        "sessionId": session, "paneId": session, "title": title,
+        "startedAt": 1_700_000_000_000_u64, "updatedAt": 1_700_000_100_000_u64, "closed": closed,
+        "items": [
+            {"id": format!("{session}-u"), "kind": "user", "text": user},
+            {"id": format!("{session}-r"), "kind": "reply", "text": reply},
+        ],
+    })
+}
+
+#[test]
+fn records_an_earlier_version_wrote_with_items_move_them_onto_the_receipt_store() {
+    let dir = scratch("moved");
+    let conversations = dir.join("data/conversations");
+    std::fs::create_dir_all(&conversations).unwrap();
+    for record in [
+        old_record("old-open", "Kept open", false, "hello from before", "an answer from before"),
+        old_record("old-closed", "Kept closed", true, "closed question", "closed answer"),
+    ] {
+        let path = conversations.join(format!("{}.json", record["paneId"].as_str().unwrap()));
+        std::fs::write(path, record.to_string()).unwrap();
+    }
+    let agent = Acp::start(&dir);
+    assert_eq!(agent.panes(), vec!["old-open".to_owned()]);
+    agent.wait_text("old-open", "user", "hello from before");
+    agent.wait_text("old-open", "reply", "an answer from before");
+    eventually("both records without their items", || {
+        (record_items(&dir, "old-open") == 0 && record_items(&dir, "old-closed") == 0).then_some(())
+    });
+    let page = agent.get("/v1/history/old-closed");
+    let texts: Vec<&str> =
+        page["items"].as_array().unwrap().iter().filter_map(|i| i["text"].as_str()).collect();
+    assert_eq!(texts, ["closed question", "closed answer"], "{page}");
+    assert_eq!((&page["row"]["title"], &page["row"]["items"]), (&json!("Kept closed"), &json!(2)), "{page}");
+
+    // Killed and started again: the receipt store alone gives them back.
+    agent.kill9();
+    let agent = Acp::start(&dir);
+    agent.wait_text("old-open", "user", "hello from before");
+    agent.wait_text("old-open", "reply", "an answer from before");
+    let again = agent.get("/v1/history/old-closed");
+    assert_eq!(again["items"], page["items"], "{again}");
+    let rows = agent.get("/v1/history");
+    let row = |id: &str| rows["rows"].as_array().unwrap().iter().find(|r| r["id"] == id).cloned();
+    assert_eq!(row("old-open").map(|r| r["items"].clone()), Some(json!(2)), "{rows}");
+    assert_eq!(row("old-closed").map(|r| r["state"].clone()), Some(json!("closed")), "{rows}");
+    assert_eq!((record_items(&dir, "old-open"), record_items(&dir, "old-closed")), (0, 0));
 }

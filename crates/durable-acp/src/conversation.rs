@@ -39,6 +39,10 @@ pub(crate) struct Shared {
     pub options: AcpOptions,
     pub store: Store,
     pub pool: Pool,
+    /// The SDK's receipt store keeps each pane's items across restarts
+    /// (`Core::keeps_conversations_across_restarts`): the records then
+    /// keep no items of their own (one copy, under the same ids).
+    pub sdk_keeps_items: bool,
 }
 
 /// The agent processes alive, at most `options.max_agents`.
@@ -116,6 +120,10 @@ pub(crate) struct Conversation {
     muted: AtomicBool,
     /// Items were written to the pane since the record was last saved.
     unsaved: AtomicBool,
+    /// The record came with items while the SDK's store keeps them: the
+    /// record keeps them too until the store is seen to have them
+    /// (`AcpConversations::forget_items_once_kept`).
+    moving_items: AtomicBool,
     /// The session mode the phone chose with a mode button: set again
     /// after the agent loads the session (a load would start it in the
     /// agent's own, or the bridge's cards-by-default, mode).
@@ -137,6 +145,7 @@ impl Conversation {
         session_id: String,
         record: Option<Record>,
     ) -> Result<Arc<Conversation>, Error> {
+        let moving = shared.sdk_keeps_items && record.as_ref().is_some_and(|r| !r.items.is_empty());
         let (log, meta) = match record {
             Some(r) => {
                 for item in &r.items {
@@ -175,6 +184,7 @@ impl Conversation {
             last_used: Mutex::new(Instant::now()),
             muted: AtomicBool::new(false),
             unsaved: AtomicBool::new(false),
+            moving_items: AtomicBool::new(moving),
             phone_mode: Mutex::new(None),
         });
         pane.on_send(Chat(Arc::downgrade(&conversation))).map_err(|e| Error::Pane { why: e.to_string() })?;
@@ -197,10 +207,12 @@ impl Conversation {
         self.busy.load(Ordering::SeqCst) || !self.cards.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
     }
 
-    /// The record as it stands.
+    /// The record as it stands: with the pane's items unless the SDK's
+    /// store keeps them (and has those the record came with).
     pub(crate) fn record(&self) -> Record {
         let meta = self.meta.lock().unwrap_or_else(|e| e.into_inner());
         let log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        let items = if self.keeps_items() { log.items().to_vec() } else { Vec::new() };
         Record {
             session_id: self.session_id.clone(),
             pane_id: self.pane.id().to_owned(),
@@ -210,8 +222,34 @@ impl Conversation {
             updated_at: now_ms(),
             closed: meta.closed,
             dropped: log.dropped,
-            items: log.items().to_vec(),
+            items,
         }
+    }
+
+    /// The record keeps the pane's items: the SDK's store does not, or
+    /// does not have those the record came with yet.
+    fn keeps_items(&self) -> bool {
+        !self.shared.sdk_keeps_items || self.moving_items.load(Ordering::SeqCst)
+    }
+
+    /// The record came with items the SDK's store is to keep, and still
+    /// keeps them.
+    pub(crate) fn moves_items(&self) -> bool {
+        self.shared.sdk_keeps_items && self.moving_items.load(Ordering::SeqCst)
+    }
+
+    /// The items the record came with are in the SDK's store: the record
+    /// no longer keeps any (written at once).
+    pub(crate) fn items_moved(&self) {
+        if self.moving_items.swap(false, Ordering::SeqCst) {
+            self.save();
+        }
+    }
+
+    /// The ids of the items the record keeps now (those to find in the
+    /// SDK's store before it stops keeping them).
+    pub(crate) fn kept_item_ids(&self) -> Vec<durable_types::Id> {
+        self.log.lock().unwrap_or_else(|e| e.into_inner()).items().iter().map(|i| i.id.clone()).collect()
     }
 
     pub(crate) fn save(&self) {
@@ -299,7 +337,9 @@ impl Conversation {
 
     /// Writes a turn's last items: kept in the record first, then shown,
     /// so that a crash never takes back a reply the phone saw (the turn's
-    /// end then saves only what came after).
+    /// end then saves only what came after). When the SDK's store keeps
+    /// the items, it shows them once it has them: the record is not
+    /// written for them.
     fn write_kept(&self, items: Vec<Item>) {
         if items.is_empty() || self.muted.load(Ordering::SeqCst) {
             return;
@@ -310,7 +350,9 @@ impl Conversation {
                 log.upsert(item.clone());
             }
         }
-        self.save();
+        if self.keeps_items() {
+            self.save();
+        }
         for item in items {
             let _ = self.pane.write(item);
         }

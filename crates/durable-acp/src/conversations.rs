@@ -1,13 +1,13 @@
 //! Every conversation of one agent command: panes in a tab, their
 //! processes under the limit, the phone's layout actions, the records.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use durable_runtime::{CloseRequest, Hooks, RenameRequest, Reopen, ReopenRequest, Started, StarterRequest};
-use durable_runtime::{HandlerResult, KeptAsk, Pane, PaneOptions, Refusal, Tab};
-use durable_types::Target;
+use durable_runtime::{Core, HandlerResult, KeptAsk, Pane, PaneOptions, Refusal, Tab};
+use durable_types::{Id, Target};
 
 use crate::conversation::{Conversation, Pool, Shared};
 use crate::process::AgentProcess;
@@ -63,7 +63,8 @@ impl AcpConversations {
         durable_process::stop_leftovers(&durable_process::folder_tag(&options.data_dir));
         let store = Store::open(&options.data_dir)?;
         let idle = options.idle_stop;
-        let shared = Arc::new(Shared { options, store, pool: Pool::new() });
+        let sdk_keeps_items = tab.core().keeps_conversations_across_restarts();
+        let shared = Arc::new(Shared { options, store, pool: Pool::new(), sdk_keeps_items });
         let me = Arc::new(AcpConversations {
             shared,
             tab,
@@ -82,8 +83,20 @@ impl AcpConversations {
     /// Opens a pane for each conversation of the records that is not
     /// closed, oldest first, showing its kept items (no agent starts: one
     /// does at the pane's next send, with `session/load`). Returns how many.
+    ///
+    /// When the SDK's receipt store keeps conversations across restarts
+    /// (SQLite, PostgreSQL), it keeps the items and the records keep the
+    /// rest; items a record still holds (written by an earlier version, or
+    /// replayed from the agent for history) move onto the store here, and
+    /// leave the record once the store is seen to have them.
     pub fn restore(&self) -> Result<usize, Error> {
-        let mut records: Vec<Record> = self.shared.store.all().into_iter().filter(|r| !r.closed).collect();
+        let all = self.shared.store.all();
+        if self.shared.sdk_keeps_items {
+            for record in all.iter().filter(|r| r.closed && !r.items.is_empty()) {
+                self.move_closed_items(record);
+            }
+        }
+        let mut records: Vec<Record> = all.into_iter().filter(|r| !r.closed).collect();
         records.sort_by_key(|r| r.started_at);
         let n = records.len();
         for record in records {
@@ -100,8 +113,46 @@ impl AcpConversations {
         let pane = self.tab.pane(&pane_id, options).map_err(|e| Error::Pane { why: e.to_string() })?;
         let conversation = Conversation::attach(self.shared.clone(), pane, session_id, record)?;
         conversation.save();
+        if conversation.moves_items() {
+            // The pane showed the record's items, and the SDK's store keeps
+            // what a pane shows: the record lets them go once it has them.
+            let ids = conversation.kept_item_ids();
+            let core = self.tab.core().clone();
+            let c = conversation.clone();
+            tokio::spawn(async move {
+                if items_are_kept(&core, c.pane.id(), &ids).await {
+                    c.items_moved();
+                }
+            });
+        }
         self.open.lock().unwrap_or_else(|e| e.into_inner()).insert(pane_id, conversation.clone());
         Ok(conversation)
+    }
+
+    /// Moves the items of a closed conversation's record onto the SDK's
+    /// store (the pane is not declared: they are kept as its
+    /// conversation), and out of the record once the store has them.
+    fn move_closed_items(&self, record: &Record) {
+        let core = self.tab.core().clone();
+        match core.import_conversation(&record.pane_id, &record.title, record.items.clone()) {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => {
+                core.warn(&format!("durable-acp: the items of {} stay in its record: {e}", record.pane_id));
+                return;
+            }
+        }
+        let ids: Vec<Id> = record.items.iter().map(|i| i.id.clone()).collect();
+        let shared = self.shared.clone();
+        let pane = record.pane_id.clone();
+        tokio::spawn(async move {
+            if !items_are_kept(&core, &pane, &ids).await {
+                return;
+            }
+            if let Err(e) = shared.store.drop_items(&pane) {
+                core.warn(&format!("durable-acp: the record of {pane} was not written: {e}"));
+            }
+        });
     }
 
     /// The pane of an open conversation.
@@ -262,6 +313,28 @@ impl AcpConversations {
         });
         futures::future::join_all(stops).await;
     }
+}
+
+/// Whether the SDK's store has every item of `ids` in the conversation of
+/// `pane`, once it has kept what was written so far (a `warn` line when not).
+pub(crate) async fn items_are_kept(core: &Core, pane: &str, ids: &[Id]) -> bool {
+    core.conversations_kept().await;
+    let why = match core.kept_conversation(pane).await {
+        Ok(Some(kept)) => {
+            let have: HashSet<&Id> = kept.items.iter().map(|i| &i.id).collect();
+            let missing = ids.iter().filter(|id| !have.contains(id)).count();
+            if missing == 0 {
+                return true;
+            }
+            format!("{missing} of its {} items are not in the receipt store", ids.len())
+        }
+        Ok(None) => "the receipt store has none of its items".to_owned(),
+        Err(e) => format!("the receipt store could not be read: {e}"),
+    };
+    core.warn(&format!(
+        "durable-acp: the record of {pane} keeps its items ({why}); moved again at the next start"
+    ));
+    false
 }
 
 /// Stops the agents idle longer than `idle`.

@@ -4,15 +4,16 @@
 //! ACP gives a session's id, title and last update; what the wire needs
 //! beside (when it started, how many items) comes from the record, and a
 //! session no record knows shows its last update as its start and no
-//! items. A closed conversation's items come from its record; one only the
+//! items. A closed conversation's items come from the SDK's receipt store
+//! when it keeps them across restarts, else from its record; one only the
 //! agent lists is read once by a replay (`session/load` in an agent started
-//! for it) and kept as a record, so a second read starts nothing. Open
-//! conversations are left to their panes.
+//! for it) and kept (the record, its items where the rest are), so a
+//! second read starts nothing. Open conversations are left to their panes.
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use durable_runtime::{HistoryError, HistoryProvider, ItemsPage, RowsPage, Tab};
+use durable_runtime::{Core, HistoryError, HistoryProvider, ItemsPage, RowsPage, Tab};
 use durable_types::{Cursor, HistoryRow, Item, Timestamp};
 
 use crate::AcpConversations;
@@ -32,6 +33,7 @@ type Listing = Option<(Instant, Vec<Record>)>;
 /// The history provider of [`AcpConversations`] (give it to `Collie::history`).
 pub struct AcpHistory {
     shared: Arc<Shared>,
+    core: Core,
     conversations: Weak<AcpConversations>,
     workspace: String,
     tab: String,
@@ -49,10 +51,12 @@ impl std::fmt::Debug for AcpHistory {
 
 impl AcpHistory {
     pub(crate) fn new(shared: Arc<Shared>, conversations: Weak<AcpConversations>, tab: &Tab) -> AcpHistory {
+        let core = tab.core().clone();
         let tab = tab.id();
         let workspace = tab.split(':').next().unwrap_or("").to_owned();
         AcpHistory {
             shared,
+            core,
             conversations,
             workspace,
             tab,
@@ -150,14 +154,43 @@ impl AcpHistory {
             .collect()
     }
 
-    fn row(&self, record: &Record, open: bool) -> HistoryRow {
+    fn row(&self, record: &Record, open: bool, items: usize) -> HistoryRow {
         let row = HistoryRow::open(&record.pane_id, &record.title, Timestamp::from_millis(record.started_at))
             .in_tab(&self.workspace, &self.tab)
-            .with_items(record.items.len() as u64);
+            .with_items(items as u64);
         if open { row } else { row.closed(Timestamp::from_millis(record.updated_at.max(record.started_at))) }
     }
 
-    /// A replay of a session only the agent lists, kept as a closed record.
+    /// A conversation's items and whether older ones were dropped: the
+    /// record's, or, when the SDK's store keeps them, the store's.
+    async fn items_of(&self, record: &Record) -> Result<(Vec<Item>, bool), HistoryError> {
+        if !record.items.is_empty() || !self.shared.sdk_keeps_items {
+            return Ok((record.items.clone(), record.dropped));
+        }
+        match self.core.kept_conversation(&record.pane_id).await {
+            Ok(Some(kept)) => Ok((kept.items, kept.dropped || record.dropped)),
+            Ok(None) => Ok((Vec::new(), record.dropped)),
+            Err(e) => {
+                self.core.warn(&format!(
+                    "durable-acp: the items of {} could not be read from the receipt store: {e}",
+                    record.pane_id
+                ));
+                Err(HistoryError::new("the receipt store could not read this conversation"))
+            }
+        }
+    }
+
+    /// How many items a conversation has (see [`items_of`](Self::items_of));
+    /// one the store cannot read counts none.
+    async fn count_of(&self, record: &Record) -> usize {
+        if !record.items.is_empty() || !self.shared.sdk_keeps_items {
+            return record.items.len();
+        }
+        self.items_of(record).await.map_or(0, |(items, _)| items.len())
+    }
+
+    /// A replay of a session only the agent lists, kept as a closed record
+    /// (its items in the SDK's store when that keeps them, else in the record).
     async fn replay(&self, listed: Record) -> Result<Record, crate::Error> {
         let _one = self.replays.lock().await;
         if let Some(kept) = self.shared.store.get(&listed.pane_id) {
@@ -205,7 +238,25 @@ impl AcpHistory {
         for item in items {
             log.upsert(item);
         }
-        let record = Record { items: log.items().to_vec(), dropped: log.dropped, ..listed };
+        let mut record = Record { items: log.items().to_vec(), dropped: log.dropped, ..listed };
+        if self.shared.sdk_keeps_items && !record.items.is_empty() {
+            let ids: Vec<_> = record.items.iter().map(|i| i.id.clone()).collect();
+            let moved =
+                match self.core.import_conversation(&record.pane_id, &record.title, record.items.clone()) {
+                    Ok(true) => crate::conversations::items_are_kept(&self.core, &record.pane_id, &ids).await,
+                    Ok(false) => false,
+                    Err(e) => {
+                        self.core.warn(&format!(
+                            "durable-acp: the replay of {} is kept in its record: {e}",
+                            record.pane_id
+                        ));
+                        false
+                    }
+                };
+            if moved {
+                record.items.clear();
+            }
+        }
         self.shared.store.put(&record)?;
         Ok(record)
     }
@@ -249,8 +300,10 @@ impl HistoryProvider for AcpHistory {
     async fn rows(&self, after: Option<Cursor>, limit: usize) -> Result<RowsPage, HistoryError> {
         let from = offset(after)?;
         let all = self.all().await;
-        let rows: Vec<HistoryRow> =
-            all.iter().skip(from).take(limit).map(|(r, open)| self.row(r, *open)).collect();
+        let mut rows: Vec<HistoryRow> = Vec::new();
+        for (record, open) in all.iter().skip(from).take(limit) {
+            rows.push(self.row(record, *open, self.count_of(record).await));
+        }
         let end = from + rows.len();
         Ok(RowsPage { next: if end < all.len() { cursor(end) } else { None }, rows })
     }
@@ -275,11 +328,12 @@ impl HistoryProvider for AcpHistory {
             }
         };
         let from = offset(after)?;
-        let items: Vec<Item> = record.items.iter().skip(from).take(limit).cloned().collect();
+        let (all, dropped) = self.items_of(&record).await?;
+        let count = all.len();
+        let items: Vec<Item> = all.into_iter().skip(from).take(limit).collect();
         let end = from + items.len();
-        let next = if end < record.items.len() { cursor(end) } else { None };
-        let dropped = record.dropped;
-        let row = self.row(&record, false);
+        let next = if end < count { cursor(end) } else { None };
+        let row = self.row(&record, false, count);
         Ok(Some(ItemsPage { row, items, next, dropped }))
     }
 }

@@ -177,10 +177,16 @@
 //! (a `/`, over 128 bytes) or is `.` or `..` (which a browser's URL
 //! normalization turns into another path), `acp-` and 40 hex digits of its SHA-256
 //! ([`pane_id_for`]). Each conversation's record — title, start, whether
-//! closed, its items (the last [`ITEMS_KEPT`]) — is kept in the data
-//! folder as `conversations/<pane id>.json`; a restart on the same folder
-//! opens the conversations not closed again from them
-//! ([`AcpConversations::restore`]).
+//! closed — is kept in the data folder as `conversations/<pane id>.json`;
+//! a restart on the same folder opens the conversations not closed again
+//! from them ([`AcpConversations::restore`]). A pane's items are kept once,
+//! under the ids the pane showed: by the SDK's receipt store when it keeps
+//! conversations across restarts (SQLite, PostgreSQL), which shows each
+//! item once it has it and gives a pane declared again its items back;
+//! else (the memory store) in the record, the last [`ITEMS_KEPT`]. Items a
+//! record holds while the store keeps them (written by an earlier version,
+//! or a session replayed for history) move onto the store, and leave the
+//! record once the store is seen to have them.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]

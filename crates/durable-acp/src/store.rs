@@ -5,8 +5,9 @@
 //! ACP has no rename, no start time and no item count; and reading a
 //! closed conversation from the agent means starting one. So the record
 //! keeps the title (and whether the phone set it), when the conversation
-//! started and was last updated, whether it is closed, and its items as the
-//! pane showed them (the last [`ITEMS_KEPT`]).
+//! started and was last updated, whether it is closed, and — unless the
+//! SDK's receipt store keeps them across restarts — its items as the pane
+//! showed them (the last [`ITEMS_KEPT`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -101,6 +102,19 @@ impl Store {
     pub(crate) fn put(&self, record: &Record) -> Result<(), Error> {
         let _one = self.writing.lock().unwrap_or_else(|e| e.into_inner());
         self.write(record)
+    }
+
+    /// Writes the record of `pane_id` again without its items (the SDK's
+    /// store has them), as it stands on disk: a record written meanwhile
+    /// keeps all else it says.
+    pub(crate) fn drop_items(&self, pane_id: &str) -> Result<(), Error> {
+        let _one = self.writing.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(mut record) = self.get(pane_id) else { return Ok(()) };
+        if record.items.is_empty() {
+            return Ok(());
+        }
+        record.items.clear();
+        self.write(&record)
     }
 
     fn write(&self, record: &Record) -> Result<(), Error> {

@@ -48,6 +48,11 @@ fn main() {
                 mute_agent(),
             );
             run(&runtime, "a_close_during_a_starter_s_first_turn_leaves_a_notice", close_first_turn());
+            run(
+                &runtime,
+                "the_sdk_s_store_keeps_the_items_and_records_written_before_move_theirs_onto_it",
+                items_in_the_sdk_store(),
+            );
         }
     }
 }
@@ -920,5 +925,131 @@ async fn close_first_turn() {
         std::fs::read_to_string(acp.options().data_dir().join(format!("conversations/{pane_id}.json")))
             .unwrap();
     assert!(record.contains("Closed during a turn"), "{record}");
+    acp.shutdown().await;
+}
+
+/// A record as an earlier version wrote it: its items in it.
+fn old_record(session: &str, title: &str, closed: bool, texts: [&str; 2]) -> Value {
+    let pane = pane_id_for(session);
+    json!({
+        "sessionId": session, "paneId": pane, "title": title, "startedAt": 1_700_000_000_000_u64,
+        "updatedAt": 1_700_000_100_000_u64, "closed": closed,
+        "items": [
+            {"id": format!("{}-u", pane.len()), "kind": "user", "text": texts[0]},
+            {"id": format!("{}-r", pane.len()), "kind": "reply", "text": texts[1]},
+        ],
+    })
+}
+
+/// The items a record on disk holds.
+fn record_items(dir: &std::path::Path, pane: &str) -> usize {
+    let path = dir.join(format!("data/conversations/{pane}.json"));
+    let record: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    record["items"].as_array().map_or(0, Vec::len)
+}
+
+/// The (kind, text) of items, in order.
+fn texts(items: &[Value]) -> Vec<(String, String)> {
+    items
+        .iter()
+        .map(|i| (i["kind"].as_str().unwrap_or("").to_owned(), i["text"].as_str().unwrap_or("").to_owned()))
+        .collect()
+}
+
+fn pairs(want: &[(&str, &str)]) -> Vec<(String, String)> {
+    want.iter().map(|(k, t)| ((*k).to_owned(), (*t).to_owned())).collect()
+}
+
+/// With a store that keeps conversations across restarts (SQLite), a
+/// pane's items are the store's alone: the records an earlier version
+/// wrote with items move them onto it (an open conversation's and a closed
+/// one's), the records keep none after, and a second start shows and reads
+/// them from the store.
+async fn items_in_the_sdk_store() {
+    let dir = scratch("sdk-items");
+    let db = dir.join("receipts.sqlite3");
+    let open_session = "fake/session one";
+    let open = pane_id_for(open_session);
+    let closed = pane_id_for("old/closed");
+    std::fs::create_dir_all(dir.join("data/conversations")).unwrap();
+    for (pane, record) in [
+        (&open, old_record(open_session, "Old open", false, ["hi", "hello"])),
+        (&closed, old_record("old/closed", "Old closed", true, ["bye", "see you"])),
+    ] {
+        std::fs::write(dir.join(format!("data/conversations/{pane}.json")), record.to_string()).unwrap();
+    }
+    // The agent answers at once (role `mute`, past its first run).
+    std::fs::write(dir.join("agent.muted"), "").unwrap();
+
+    // Run 1: the records' items move.
+    let first = core_with(Some(SqliteReceiptStore::open(&db).unwrap()));
+    let acp = conversations_in(&first, "mute", &dir, Duration::from_secs(30));
+    // History as `durable-agent acp` serves it: the crate's provider.
+    first.history(acp.history());
+    assert_eq!(acp.restore().unwrap(), 1);
+    first.ready();
+    // Shown once the store has them.
+    let want = pairs(&[("user", "hi"), ("reply", "hello")]);
+    eventually("the record's items on its pane", || async {
+        (texts(&items(&first, &open).await) == want).then_some(())
+    })
+    .await;
+    eventually("both records without items", || async {
+        (record_items(&dir, &open) == 0 && record_items(&dir, &closed) == 0).then_some(())
+    })
+    .await;
+    let kept = first.kept_conversation(&closed).await.unwrap().expect("the closed one in the store");
+    assert_eq!(
+        texts(&kept.items.iter().map(|i| serde_json::to_value(i).unwrap()).collect::<Vec<_>>()),
+        pairs(&[("user", "bye"), ("reply", "see you")])
+    );
+    let page = get(&first, &format!("/v1/history/{closed}")).await;
+    assert_eq!(
+        texts(page["items"].as_array().unwrap()),
+        pairs(&[("user", "bye"), ("reply", "see you")]),
+        "{page}"
+    );
+    assert_eq!((&page["row"]["title"], &page["row"]["items"]), (&json!("Old closed"), &json!(2)), "{page}");
+    // A turn: its items go to the store, not the record.
+    let send = json!({"requestId": "s-1", "text": "again"}).to_string();
+    let sent =
+        first.handle(Request::post(&format!("/v1/panes/{open}/send"), send, Caller::OtherProcess)).await;
+    assert_eq!(sent.status, 200, "{}", sent.body_json());
+    eventually("the answer", || async {
+        items(&first, &open).await.into_iter().find(|i| i["kind"] == "reply" && i["text"] == "Echo: again")
+    })
+    .await;
+    idle(&first, &open).await;
+    first.conversations_kept().await;
+    let rows = get(&first, "/v1/history").await;
+    let count = |id: &str| {
+        rows["rows"].as_array().unwrap().iter().find(|r| r["id"] == id).map(|r| r["items"].clone())
+    };
+    assert_eq!((count(&open), count(&closed)), (Some(json!(4)), Some(json!(2))), "{rows}");
+    acp.shutdown().await;
+    assert_eq!((record_items(&dir, &open), record_items(&dir, &closed)), (0, 0));
+    let conversations = std::fs::read_dir(dir.join("data/conversations")).unwrap().count();
+    assert_eq!(conversations, 2, "no record added");
+    drop(acp);
+    std::mem::forget(first);
+
+    // Run 2 on the same store and data folder: the store gives them back.
+    let core = core_with(Some(SqliteReceiptStore::open(&db).unwrap()));
+    let acp = conversations_in(&core, "mute", &dir, Duration::from_secs(30));
+    core.history(acp.history());
+    assert_eq!(acp.restore().unwrap(), 1);
+    core.ready();
+    let want = pairs(&[("user", "hi"), ("reply", "hello"), ("user", "again"), ("reply", "Echo: again")]);
+    eventually("the open conversation back from the store", || async {
+        (texts(&items(&core, &open).await) == want).then_some(())
+    })
+    .await;
+    let page = get(&core, &format!("/v1/history/{closed}")).await;
+    assert_eq!(
+        texts(page["items"].as_array().unwrap()),
+        pairs(&[("user", "bye"), ("reply", "see you")]),
+        "{page}"
+    );
+    assert_eq!((record_items(&dir, &open), record_items(&dir, &closed)), (0, 0));
     acp.shutdown().await;
 }

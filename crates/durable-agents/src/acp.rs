@@ -9,10 +9,12 @@
 //! (`session/new`) and sends its text as the first prompt.
 //!
 //! `--data` (default `~/.local/state/durable-acp`, made 0700) holds
-//! `receipts.sqlite3` (receipts and the cards open at a stop) and
-//! `conversations/<pane id>.json` (each conversation's items as the pane
-//! showed them): a restart on the same folder opens the conversations not
-//! closed again, and the agent loads its session at the next send.
+//! `receipts.sqlite3` (receipts, the cards open at a stop, and each
+//! conversation's items as the pane showed them) and
+//! `conversations/<pane id>.json` (each conversation's title, session and
+//! whether it is closed): a restart on the same folder opens the
+//! conversations not closed again, and the agent loads its session at the
+//! next send.
 //!
 //! It prints `listening <address>` once it serves, and stops on SIGINT or
 //! SIGTERM (each agent's input is closed; it is killed after 2 s).

@@ -145,6 +145,21 @@ impl Machine {
         Ok(id)
     }
 
+    /// Keeps `items` (sanitized by the caller), oldest first, under
+    /// `title_text` as the conversation of `pane`, a pane this run has not
+    /// declared ([`State::import_conversation`](crate::state::State::import_conversation)).
+    /// A bad pane id or title is an `Err` of its rule.
+    pub fn import_conversation(
+        &mut self,
+        pane: &str,
+        title_text: &str,
+        items: Vec<Item>,
+    ) -> Result<bool, RuleError> {
+        let id = Id::named("pane id", pane)?;
+        let title = title(title_text, || format!("pane {}", quoted(id.as_str())))?;
+        self.state.import_conversation(&id, title, items)
+    }
+
     /// Removes a pane from the layout (closing its asks as aborted) and keeps
     /// it in the closed list. Returns whether it was open.
     pub fn close_pane(&mut self, pane: &Id, now: Timestamp) -> bool {

@@ -420,3 +420,56 @@ async fn a_provider_adds_to_the_sdks_rows_and_a_cursor_it_never_gave_is_400() {
     let r = h.get("/v1/history?after=abc").await;
     assert_eq!((r.status, r.code()), (400, "bad-request"), "{:?}", r.json);
 }
+
+#[tokio::test]
+async fn a_conversation_imported_for_a_pane_not_declared_is_history_and_a_later_pane_of_its_id_shows_it() {
+    let store = Arc::new(MemoryReceiptStore::new());
+    let h = run(&store, 0).await;
+    let mut partial = reply("old-2", "cut mid");
+    partial.body = durable_runtime::types::ItemBody::Reply { text: "cut mid".into(), partial: true };
+    let kept = h
+        .core
+        .import_conversation("old-1", "From before", vec![reply("old-1", "kept elsewhere"), partial])
+        .unwrap();
+    assert!(kept, "the memory store keeps conversations");
+    h.core.conversations_kept().await;
+    let page = h.get("/v1/history/old-1").await.json;
+    assert_eq!(item_ids(&page), ["old-1", "old-2"], "{page}");
+    assert_eq!((&page["row"]["title"], &page["row"]["state"]), (&json!("From before"), &json!("closed")));
+    assert_eq!(page["items"][1].get("partial"), None, "nothing more comes of it: final");
+    assert_eq!(rows(&h.get("/v1/history").await.json), [("old-1".into(), "closed".into(), 2)]);
+
+    // A pane declared under that id shows them.
+    let tab = h.core.workspace("support", "Support").unwrap().tab("main", "Tickets").unwrap();
+    let pane = tab.pane("old-1", PaneOptions::new("From before")).unwrap();
+    h.core.conversations_kept().await;
+    let events = h.get("/v1/panes/old-1/events?after=0").await.json;
+    let shown: Vec<&str> =
+        events["events"].as_array().unwrap().iter().filter_map(|e| e["item"]["id"].as_str()).collect();
+    assert_eq!(shown, ["old-1", "old-2"], "{events}");
+
+    // A pane this run declared, open or closed, is kept as it shows:
+    // an import for it is an Err naming the rule; so are a bad id, an
+    // empty title and an item that breaks the item rules.
+    let declared = h.core.import_conversation("old-1", "Again", vec![reply("x", "y")]).unwrap_err();
+    assert!(declared.is_invalid_state() && declared.to_string().contains("old-1"), "{declared}");
+    pane.close();
+    let closed = h.core.import_conversation("old-1", "Again", vec![]).unwrap_err();
+    assert!(closed.is_invalid_state(), "{closed}");
+    assert!(h.core.import_conversation("no/slash", "T", vec![]).unwrap_err().is_invalid_argument());
+    assert!(h.core.import_conversation("fresh", "  ", vec![]).unwrap_err().is_invalid_argument());
+    let mut bad = reply("fresh-1", "x");
+    bad.body = durable_runtime::types::ItemBody::Code { text: "x".into(), lang: Some("not a lang!".into()) };
+    assert!(h.core.import_conversation("fresh", "T", vec![bad]).is_err());
+    h.core.conversations_kept().await;
+    assert_eq!(h.get("/v1/history/fresh").await.status, 404, "nothing of a refused import is kept");
+}
+
+#[tokio::test]
+async fn a_store_that_keeps_no_conversations_imports_nothing_and_the_memory_store_none_across_restarts() {
+    let memory = Harness::new();
+    assert!(memory.core.keeps_conversations() && !memory.core.keeps_conversations_across_restarts());
+    let h = Harness::without_history();
+    assert!(!h.core.keeps_conversations_across_restarts());
+    assert!(!h.core.import_conversation("old-1", "T", vec![reply("a", "b")]).unwrap());
+}

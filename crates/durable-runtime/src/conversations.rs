@@ -5,7 +5,7 @@
 use durable_core::data::conversation::{KeptConversation, KeptConversationRow, RowPlace};
 use durable_core::data::receipt::StoreError;
 use durable_core::state::{ConversationStep, JournalName};
-use durable_types::{Id, Target};
+use durable_types::{Id, Item, RuleError, Target};
 
 use crate::core::Core;
 use crate::handlers::RenameRequest;
@@ -33,9 +33,20 @@ impl Core {
         self.lock().keeps_conversations()
     }
 
-    /// What the receipt store keeps of `pane`'s conversation (history's
-    /// read of a conversation no pane shows).
-    pub(crate) async fn kept_conversation(&self, pane: &str) -> Result<Option<KeptConversation>, StoreError> {
+    /// Whether the receipt store keeps conversations where they outlive
+    /// the process (the SQLite and PostgreSQL stores; not the memory
+    /// store, whose conversations last as long as the process): then a
+    /// program need keep no copy of its panes' items of its own.
+    pub fn keeps_conversations_across_restarts(&self) -> bool {
+        self.keeps_conversations() && self.shared.options.receipts.keeps_sends_dyn()
+    }
+
+    /// What the receipt store keeps of the conversation of the pane
+    /// `pane` (`None`: nothing, or a store that keeps no conversations),
+    /// as the store has it now: what a pane of that id declared now would
+    /// show. History reads a conversation no pane shows with it; a
+    /// history provider may too.
+    pub async fn kept_conversation(&self, pane: &str) -> Result<Option<KeptConversation>, StoreError> {
         self.shared.options.receipts.kept_conversation_dyn(pane).await
     }
 
@@ -55,6 +66,27 @@ impl Core {
     /// it shows, and what it shows next is kept anew.
     pub fn forget_conversation(&self, pane: &str) {
         self.lock().forget_conversation(pane);
+    }
+
+    /// Keeps `items`, oldest first, under `title` as the conversation of
+    /// the pane `pane`, one this run has not declared — for a program that
+    /// kept conversations itself and moves them onto the receipt store (a
+    /// later `Tab::pane` of that id shows them; history reads them). Like
+    /// a pane's own items, they are kept in the background:
+    /// [`conversations_kept`](Self::conversations_kept) waits for them, and
+    /// [`kept_conversation`](Self::kept_conversation) reads what the store
+    /// has, before the program deletes its own copy.
+    ///
+    /// `Ok(false)`: the store keeps no conversations, and nothing was
+    /// kept. A bad pane id, a title empty once cleaned, an item that breaks
+    /// the item rules, or a pane this run declared (open or closed: its
+    /// items are kept as it shows them) is an `Err` naming the rule.
+    pub fn import_conversation(&self, pane: &str, title: &str, items: Vec<Item>) -> Result<bool, RuleError> {
+        let items = items
+            .into_iter()
+            .map(|item| item.sanitized().map(|(item, _)| item))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.lock().machine_mut().import_conversation(pane, title, items)
     }
 
     /// The job that applies the journal in order until none is left (the

@@ -12,7 +12,7 @@ use durable_runtime::{
     HandlerResult, HistoryProvider, Hooks, KeptAsk, Pane, RenameRequest, Reopen, ReopenRequest, Started,
     StarterRequest, Workspace,
 };
-use durable_types::{Caps, RuleError, Timestamp};
+use durable_types::{Caps, Item, RuleError, Timestamp};
 
 use crate::error::Error;
 use crate::serving::{Limits, Served, Transport};
@@ -292,6 +292,38 @@ impl Collie {
     /// starts empty. An open pane of that id keeps what it shows.
     pub fn forget_conversation(&self, pane: &str) {
         self.core.forget_conversation(pane)
+    }
+
+    /// Whether the receipt store keeps conversations where they outlive
+    /// the process (`SqliteReceiptStore`, `PgReceiptStore`; not the
+    /// in-memory default): then the program need keep no copy of its
+    /// panes' items.
+    pub fn keeps_conversations_across_restarts(&self) -> bool {
+        self.core.keeps_conversations_across_restarts()
+    }
+
+    /// Keeps `items`, oldest first, under `title` as the conversation of
+    /// the pane `pane`, one this run has not declared: for a program that
+    /// kept its chats itself and moves them onto the receipt store. History
+    /// reads it, and a pane declared later under that id shows it. It is
+    /// kept in the background: [`conversations_kept`](Self::conversations_kept)
+    /// waits for it, [`kept_conversation`](Self::kept_conversation) reads
+    /// what the store has — check there before deleting your own copy.
+    ///
+    /// `Ok(false)`: the store keeps no conversations. A bad pane id, a
+    /// title empty once cleaned, an item that breaks the item rules, or a
+    /// pane this run declared (open or closed) is an `Err` naming the rule.
+    pub fn import_conversation(&self, pane: &str, title: &str, items: Vec<Item>) -> Result<bool, RuleError> {
+        self.core.import_conversation(pane, title, items)
+    }
+
+    /// What the receipt store keeps of the conversation of the pane `pane`
+    /// now (`None`: nothing, or a store that keeps no conversations).
+    pub async fn kept_conversation(
+        &self,
+        pane: &str,
+    ) -> Result<Option<crate::stores::KeptConversation>, crate::stores::StoreError> {
+        self.core.kept_conversation(pane).await
     }
 
     /// A page of history's rows as the SDK lists them with no provider

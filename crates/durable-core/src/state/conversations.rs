@@ -5,7 +5,7 @@
 //! ([`ConversationStep::Restore`], in the same journal, so the store is
 //! read before any newer write of that pane).
 
-use durable_types::{Id, Timestamp};
+use durable_types::{Id, Item, RuleError, Timestamp};
 
 use super::panes::{KeptBy, raised_ask};
 use super::{Effect, Journal, State};
@@ -180,6 +180,36 @@ impl State {
         self.restores_pushed_at = self.conversations.pushed();
         self.keep_conversation(ConversationOp::title(pane.as_str(), title));
         Some(restore)
+    }
+
+    /// Keeps `items`, oldest first, under `title` as the conversation of
+    /// `pane`, a pane this run has not declared: for a program that moves
+    /// the conversations it kept itself onto the store. Returns whether
+    /// the store keeps conversations (else nothing is journaled). A pane
+    /// this run declared, open or closed, is an `Err`: its items are kept
+    /// as it shows them.
+    pub fn import_conversation(
+        &mut self,
+        pane: &Id,
+        title: String,
+        items: Vec<Item>,
+    ) -> Result<bool, RuleError> {
+        if self.is_declared(pane) {
+            return Err(RuleError::invalid_state(
+                "import a conversation",
+                format!("pane {pane} was declared in this run: what it shows is kept as it shows it"),
+            ));
+        }
+        if !self.keeps_conversations {
+            return Ok(false);
+        }
+        self.keep_conversation(ConversationOp::title(pane.as_str(), title));
+        // A partial item stays as it is: history and a pane declared later
+        // read it as final, as they do a pane's cut reply.
+        for item in items {
+            self.keep_conversation(ConversationOp::item(pane.as_str(), item));
+        }
+        Ok(true)
     }
 
     /// The program deletes a conversation from the store. A pane of that id

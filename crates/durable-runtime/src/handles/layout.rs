@@ -112,6 +112,11 @@ impl Tab {
         self.key.wire()
     }
 
+    /// The core this tab belongs to.
+    pub fn core(&self) -> &Core {
+        &self.core
+    }
+
     /// The pane with this id: the existing one if the id is open (so a
     /// conversation shown twice gets no second pane), else a new pane in
     /// this tab.
