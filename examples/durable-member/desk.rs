@@ -35,6 +35,10 @@ impl std::fmt::Debug for Desk {
     }
 }
 
+/// Ticket numbers a new ticket skips at most because the receipt store
+/// keeps their conversations (the stores keep 10,000 by default).
+const TICKET_NUMBERS_SKIPPED_MAX: usize = durable_sdk::stores::KEPT_CONVERSATIONS + 1;
+
 /// The first `k/5` of `text`, on a character boundary.
 fn fifth(text: &str, k: usize) -> String {
     let n = text.chars().count();
@@ -154,9 +158,20 @@ impl Desk {
     }
 
     /// A new ticket from the starter; its first text, if any, is answered at once.
-    fn new_ticket(self: &Arc<Self>, req: &StarterRequest) -> Result<Id, String> {
-        let row =
-            self.store.new_ticket(self.now_ms()).map_err(|e| format!("the desk's store failed: {e}"))?;
+    async fn new_ticket(self: &Arc<Self>, req: &StarterRequest) -> Result<Id, String> {
+        let store_failed = |e: rusqlite::Error| format!("the desk's store failed: {e}");
+        // A number whose conversation the receipt store keeps is taken: by
+        // a desk on another machine over the same database, or by this one
+        // before its own store was new. Its chat is not this ticket's.
+        let mut n = self.store.next("ticket").map_err(store_failed)?;
+        for _ in 0..TICKET_NUMBERS_SKIPPED_MAX {
+            match self.core.kept_conversation(&format!("ticket-{n}")).await {
+                Ok(None) => break,
+                Ok(Some(_)) => n = self.store.next("ticket").map_err(store_failed)?,
+                Err(e) => return Err(format!("the receipt store failed: {e}")),
+            }
+        }
+        let row = self.store.new_ticket_numbered(n, self.now_ms()).map_err(store_failed)?;
         let _ = self.store.set_scope_closed(&scope_key_tab(TAB_MAIN.0), false);
         let _ = self.store.set_scope_closed(&scope_key_ws(), false);
         let pane = self.show_pane(&row).map_err(|e| e.to_string())?;
@@ -285,7 +300,7 @@ impl Hooks for DeskHooks {
         if req.starter.as_str() != "new-ticket" {
             return Err(Refusal::not_supported());
         }
-        self.desk.new_ticket(&req).map(Started::from_id).map_err(Refusal::new)
+        self.desk.new_ticket(&req).await.map(Started::from_id).map_err(Refusal::new)
     }
 }
 

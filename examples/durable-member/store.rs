@@ -198,8 +198,15 @@ impl Store {
     }
 
     /// Creates the next ticket (`ticket-<n>`, "Ticket <n>").
+    #[cfg(test)]
     pub(crate) fn new_ticket(&self, now: u64) -> Result<PaneRow> {
         let n = self.next("ticket")?;
+        self.new_ticket_numbered(n, now)
+    }
+
+    /// Creates ticket `n` (`ticket-<n>`, "Ticket <n>"), its number taken
+    /// with `next("ticket")`.
+    pub(crate) fn new_ticket_numbered(&self, n: u64, now: u64) -> Result<PaneRow> {
         let id = format!("ticket-{n}");
         let order = (5520 + n).to_string();
         let amount = Value::from(25 * n);

@@ -81,6 +81,12 @@ fn desk_b_keeps_every_promise_desk_a_made_before_it_was_killed() {
             .count()
     };
     let opened_on_a = tickets(&state);
+    let ids_on_a: Vec<String> = state["panes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["id"].as_str().filter(|id| id.starts_with("ticket-")).map(str::to_owned))
+        .collect();
     a.kill();
 
     // Concurrent duplicates got one answer at A: the same, the second replayed.
@@ -152,6 +158,15 @@ fn desk_b_keeps_every_promise_desk_a_made_before_it_was_killed() {
             "{id}: the message A showed, then B's notice: {items:?}"
         );
     }
+    // A ticket B opens is a new one: B's own store is new, but the numbers
+    // of A's tickets, whose chats the database keeps, are skipped.
+    let (status, opened) = b.post("/v1/starters/new-ticket", json!({"requestId": "b-new", "text": "from B"}));
+    assert_eq!(status, 200, "{opened}");
+    let new_id = opened["pane"].as_str().expect("the new ticket's pane").to_owned();
+    assert!(!ids_on_a.contains(&new_id), "{new_id} is one of A's tickets: {ids_on_a:?}");
+    b.wait_idle(&new_id);
+    let texts: Vec<Value> = b.items(&new_id).iter().map(|i| i["text"].clone()).collect();
+    assert_eq!(texts, [json!("from B"), json!("Got it: from B")], "only its own chat");
     b.kill();
 }
 
