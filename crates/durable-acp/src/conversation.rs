@@ -122,7 +122,7 @@ pub(crate) struct Conversation {
     unsaved: AtomicBool,
     /// The record came with items while the SDK's store keeps them: the
     /// record keeps them too until the store is seen to have them
-    /// (`AcpConversations::forget_items_once_kept`).
+    /// (`conversations::items_are_kept`, then [`items_moved`](Self::items_moved)).
     moving_items: AtomicBool,
     /// The session mode the phone chose with a mode button: set again
     /// after the agent loads the session (a load would start it in the
@@ -226,6 +226,26 @@ impl Conversation {
         }
     }
 
+    /// Whether the pane shows the conversation already: items written in
+    /// this run, or (the SDK's store keeping them) items the store gives
+    /// back to the pane, though the record has none.
+    async fn shows_conversation(&self) -> bool {
+        if !self.log.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
+            return true;
+        }
+        if !self.shared.sdk_keeps_items {
+            return false;
+        }
+        match self.pane.core().kept_conversation(self.pane.id()).await {
+            Ok(kept) => kept.is_some_and(|k| !k.items.is_empty()),
+            Err(e) => {
+                // Unknown: the replay is shown rather than nothing.
+                tracing::warn!(error = %e, pane = self.pane.id(), "acp: the receipt store could not be read");
+                false
+            }
+        }
+    }
+
     /// The record keeps the pane's items: the SDK's store does not, or
     /// does not have those the record came with yet.
     fn keeps_items(&self) -> bool {
@@ -249,7 +269,9 @@ impl Conversation {
     /// The ids of the items the record keeps now (those to find in the
     /// SDK's store before it stops keeping them).
     pub(crate) fn kept_item_ids(&self) -> Vec<durable_types::Id> {
-        self.log.lock().unwrap_or_else(|e| e.into_inner()).items().iter().map(|i| i.id.clone()).collect()
+        let log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        // One that breaks the item rules never reached the pane, nor the store.
+        log.items().iter().filter(|i| (*i).clone().sanitized().is_ok()).map(|i| i.id.clone()).collect()
     }
 
     pub(crate) fn save(&self) {
@@ -509,7 +531,7 @@ impl Conversation {
         let (process, events) = AgentProcess::start(options).await?;
         tokio::spawn(pump(Arc::downgrade(self), process.clone(), events));
         // What the pane shows already is not written again from the replay.
-        let shown = !self.log.lock().unwrap_or_else(|e| e.into_inner()).is_empty();
+        let shown = self.shows_conversation().await;
         if !(process.abilities.load || (shown && process.abilities.resume)) {
             process.stop().await;
             return Err(Error::agent("the agent cannot load sessions (no loadSession in its capabilities)"));

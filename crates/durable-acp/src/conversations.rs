@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use durable_runtime::{CloseRequest, Hooks, RenameRequest, Reopen, ReopenRequest, Started, StarterRequest};
 use durable_runtime::{Core, HandlerResult, KeptAsk, Pane, PaneOptions, Refusal, Tab};
-use durable_types::{Id, Target};
+use durable_types::{Id, Item, Target};
 
 use crate::conversation::{Conversation, Pool, Shared};
 use crate::process::AgentProcess;
@@ -92,7 +92,11 @@ impl AcpConversations {
     pub fn restore(&self) -> Result<usize, Error> {
         let all = self.shared.store.all();
         if self.shared.sdk_keeps_items {
-            for record in all.iter().filter(|r| r.closed && !r.items.is_empty()) {
+            // Oldest first: past the store's bound of conversations, the one
+            // written to least recently is forgotten, so the newest stay.
+            let mut closed: Vec<&Record> = all.iter().filter(|r| r.closed && !r.items.is_empty()).collect();
+            closed.sort_by_key(|r| r.updated_at);
+            for record in closed {
                 self.move_closed_items(record);
             }
         }
@@ -134,7 +138,19 @@ impl AcpConversations {
     /// conversation), and out of the record once the store has them.
     fn move_closed_items(&self, record: &Record) {
         let core = self.tab.core().clone();
-        match core.import_conversation(&record.pane_id, &record.title, record.items.clone()) {
+        // An item that breaks the item rules would be left out of a pane
+        // too: it is not moved (and goes with the record's items).
+        let items: Vec<Item> =
+            record.items.iter().filter(|i| (*i).clone().sanitized().is_ok()).cloned().collect();
+        if items.len() < record.items.len() {
+            core.warn(&format!(
+                "durable-acp: {} item(s) of {} break the item rules; they are left out",
+                record.items.len() - items.len(),
+                record.pane_id
+            ));
+        }
+        let ids: Vec<Id> = items.iter().map(|i| i.id.clone()).collect();
+        match core.import_conversation(&record.pane_id, &record.title, items) {
             Ok(true) => {}
             Ok(false) => return,
             Err(e) => {
@@ -142,7 +158,6 @@ impl AcpConversations {
                 return;
             }
         }
-        let ids: Vec<Id> = record.items.iter().map(|i| i.id.clone()).collect();
         let shared = self.shared.clone();
         let pane = record.pane_id.clone();
         tokio::spawn(async move {
@@ -192,7 +207,8 @@ impl AcpConversations {
     }
 
     /// Closes a conversation: its agent stops (the session stays with the
-    /// agent: never `session/delete`), its record says closed and keeps its items.
+    /// agent: never `session/delete`), its record says closed (its items
+    /// stay where they are kept: the SDK's store, or the record).
     pub async fn close(&self, pane_id: &str) {
         let conversation = self.open.lock().unwrap_or_else(|e| e.into_inner()).remove(pane_id);
         if let Some(c) = conversation {

@@ -10,11 +10,12 @@
 //! for it) and kept (the record, its items where the rest are), so a
 //! second read starts nothing. Open conversations are left to their panes.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use durable_runtime::{Core, HistoryError, HistoryProvider, ItemsPage, RowsPage, Tab};
-use durable_types::{Cursor, HistoryRow, Item, Timestamp};
+use durable_types::{Cursor, HISTORY_LIMIT_MAX, HistoryRow, Item, Timestamp};
 
 use crate::AcpConversations;
 use crate::conversation::{Shared, new_prefix};
@@ -154,10 +155,10 @@ impl AcpHistory {
             .collect()
     }
 
-    fn row(&self, record: &Record, open: bool, items: usize) -> HistoryRow {
+    fn row(&self, record: &Record, open: bool, items: u64) -> HistoryRow {
         let row = HistoryRow::open(&record.pane_id, &record.title, Timestamp::from_millis(record.started_at))
             .in_tab(&self.workspace, &self.tab)
-            .with_items(items as u64);
+            .with_items(items);
         if open { row } else { row.closed(Timestamp::from_millis(record.updated_at.max(record.started_at))) }
     }
 
@@ -169,7 +170,9 @@ impl AcpHistory {
         }
         match self.core.kept_conversation(&record.pane_id).await {
             Ok(Some(kept)) => Ok((kept.items, kept.dropped || record.dropped)),
-            Ok(None) => Ok((Vec::new(), record.dropped)),
+            // The store's bound of conversations forgot it: its items are
+            // gone, and the page says so.
+            Ok(None) => Ok((Vec::new(), true)),
             Err(e) => {
                 self.core.warn(&format!(
                     "durable-acp: the items of {} could not be read from the receipt store: {e}",
@@ -180,13 +183,24 @@ impl AcpHistory {
         }
     }
 
-    /// How many items a conversation has (see [`items_of`](Self::items_of));
-    /// one the store cannot read counts none.
-    async fn count_of(&self, record: &Record) -> usize {
-        if !record.items.is_empty() || !self.shared.sdk_keeps_items {
-            return record.items.len();
+    /// How many items the SDK's store keeps of each conversation, by id
+    /// (its rows, which count without reading the items; empty when the
+    /// store keeps none, or cannot list them: it says so in a warn line).
+    async fn store_counts(&self) -> HashMap<String, u64> {
+        let mut counts = HashMap::new();
+        if !self.shared.sdk_keeps_items {
+            return counts;
         }
-        self.items_of(record).await.map_or(0, |(items, _)| items.len())
+        let mut after = None;
+        for _ in 0..PAGES_MAX {
+            let Ok(page) = self.core.kept_history_rows(after.take(), HISTORY_LIMIT_MAX).await else { break };
+            counts.extend(page.rows.into_iter().map(|r| (r.id, r.items)));
+            match page.next {
+                Some(next) => after = Some(next),
+                None => break,
+            }
+        }
+        counts
     }
 
     /// A replay of a session only the agent lists, kept as a closed record
@@ -257,6 +271,10 @@ impl AcpHistory {
                 record.items.clear();
             }
         }
+        // Reopened meanwhile (its pane's record written): that record wins.
+        if let Some(kept) = self.shared.store.get(&record.pane_id) {
+            return Ok(kept);
+        }
         self.shared.store.put(&record)?;
         Ok(record)
     }
@@ -300,10 +318,20 @@ impl HistoryProvider for AcpHistory {
     async fn rows(&self, after: Option<Cursor>, limit: usize) -> Result<RowsPage, HistoryError> {
         let from = offset(after)?;
         let all = self.all().await;
-        let mut rows: Vec<HistoryRow> = Vec::new();
-        for (record, open) in all.iter().skip(from).take(limit) {
-            rows.push(self.row(record, *open, self.count_of(record).await));
-        }
+        let counts = self.store_counts().await;
+        let rows: Vec<HistoryRow> = all
+            .iter()
+            .skip(from)
+            .take(limit)
+            .map(|(record, open)| {
+                let items = if record.items.is_empty() && self.shared.sdk_keeps_items {
+                    counts.get(&record.pane_id).copied().unwrap_or(0)
+                } else {
+                    record.items.len() as u64
+                };
+                self.row(record, *open, items)
+            })
+            .collect();
         let end = from + rows.len();
         Ok(RowsPage { next: if end < all.len() { cursor(end) } else { None }, rows })
     }
@@ -333,7 +361,7 @@ impl HistoryProvider for AcpHistory {
         let items: Vec<Item> = all.into_iter().skip(from).take(limit).collect();
         let end = from + items.len();
         let next = if end < count { cursor(end) } else { None };
-        let row = self.row(&record, false, count);
+        let row = self.row(&record, false, count as u64);
         Ok(Some(ItemsPage { row, items, next, dropped }))
     }
 }

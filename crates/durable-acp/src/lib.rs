@@ -186,7 +186,10 @@
 //! else (the memory store) in the record, the last [`ITEMS_KEPT`]. Items a
 //! record holds while the store keeps them (written by an earlier version,
 //! or a session replayed for history) move onto the store, and leave the
-//! record once the store is seen to have them.
+//! record once the store is seen to have them. The store's bound holds
+//! for them (its 2,000 newest items per conversation, and the 10,000
+//! conversations written to last by default): a conversation it forgot
+//! reads in history with no items, marked `dropped`.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]

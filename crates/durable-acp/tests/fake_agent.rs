@@ -53,6 +53,11 @@ fn main() {
                 "the_sdk_s_store_keeps_the_items_and_records_written_before_move_theirs_onto_it",
                 items_in_the_sdk_store(),
             );
+            run(
+                &runtime,
+                "a_card_taken_up_after_a_restart_does_not_show_the_session_s_replay_again",
+                replay_not_shown_again(),
+            );
         }
     }
 }
@@ -309,6 +314,21 @@ fn fake_agent(role: &str) {
                 let text = msg["params"]["prompt"][0]["text"].as_str().unwrap_or("").to_owned();
                 send(&mut out, chunk(SESSION, &format!("Echo: {text}")));
                 send(&mut out, json!({"jsonrpc": "2.0", "id": id, "result": {"stopReason": "end_turn"}}));
+            }
+            // A first prompt answers, a second asks for a card; a load
+            // replays the first answer, as ACP asks of `session/load`.
+            "session/prompt" if role == "replays" => {
+                let text = msg["params"]["prompt"][0]["text"].as_str().unwrap_or("").to_owned();
+                send(&mut out, chunk(SESSION, &format!("Echo: {text}")));
+                if text == "hi" {
+                    send(&mut out, json!({"jsonrpc": "2.0", "id": id, "result": {"stopReason": "end_turn"}}));
+                } else {
+                    send(&mut out, permission(SESSION, 101, "keep/1"));
+                }
+            }
+            "session/load" if role == "replays" => {
+                send(&mut out, chunk(SESSION, "Echo: hi"));
+                send(&mut out, json!({"jsonrpc": "2.0", "id": id, "result": {}}));
             }
             "session/load" if role == "mute" => {
                 send(&mut out, json!({"jsonrpc": "2.0", "id": id, "result": {}}));
@@ -1051,5 +1071,61 @@ async fn items_in_the_sdk_store() {
         "{page}"
     );
     assert_eq!((record_items(&dir, &open), record_items(&dir, &closed)), (0, 0));
+    acp.shutdown().await;
+}
+
+/// With the SDK's store keeping the items (the record none), a card kept
+/// across a crash is taken up by loading the session: the agent's replay
+/// of what the pane shows already (restored from the store) is not shown
+/// again. (Found by review: the record's empty items read as "the pane
+/// shows nothing", and the replay came back under new ids.)
+async fn replay_not_shown_again() {
+    let dir = scratch("replay-once");
+    let db = dir.join("receipts.sqlite3");
+    let first = core_with(Some(SqliteReceiptStore::open(&db).unwrap()));
+    let acp = conversations_in(&first, "replays", &dir, Duration::from_secs(30));
+    first.ready();
+    let pane = acp.start(Some("hi".into())).await.unwrap().id().to_owned();
+    eventually("the answer", || async {
+        items(&first, &pane).await.into_iter().find(|i| i["text"] == "Echo: hi")
+    })
+    .await;
+    idle(&first, &pane).await;
+    let send = json!({"requestId": "s-2", "text": "ask"}).to_string();
+    let sent =
+        first.handle(Request::post(&format!("/v1/panes/{pane}/send"), send, Caller::OtherProcess)).await;
+    assert_eq!(sent.status, 200, "{}", sent.body_json());
+    eventually("the card in the store", || async {
+        let store = SqliteReceiptStore::open(&db).ok()?;
+        (store.kept_asks().await.ok()?.len() == 1).then_some(())
+    })
+    .await;
+    first.conversations_kept().await;
+    assert_eq!(record_items(&dir, &pane), 0, "the store keeps the items");
+    // Gone as in a crash.
+    std::mem::forget(acp);
+    std::mem::forget(first);
+
+    let core = core_with(Some(SqliteReceiptStore::open(&db).unwrap()));
+    let acp = conversations_in(&core, "replays", &dir, Duration::from_secs(30));
+    assert_eq!(acp.restore().unwrap(), 1);
+    acp.take_up_kept_asks(core.kept_asks().await.unwrap());
+    core.ready();
+    // The take-up loads the session; the card is not asked again, so it closes.
+    eventually("the card closed", || async {
+        items(&core, &pane).await.into_iter().find(|i| {
+            i["kind"] == "notice"
+                && i["text"].as_str().is_some_and(|t| t.starts_with("Stopped before an answer"))
+        })
+    })
+    .await;
+    core.conversations_kept().await;
+    let shown = items(&core, &pane).await;
+    let echoes: Vec<&Value> = shown.iter().filter(|i| i["text"] == "Echo: hi").collect();
+    assert_eq!(echoes.len(), 1, "the replay is not shown again: {shown:?}");
+    let kept = core.kept_conversation(&pane).await.unwrap().unwrap();
+    let kept_echoes =
+        kept.items.iter().filter(|i| serde_json::to_value(i).unwrap()["text"] == "Echo: hi").count();
+    assert_eq!(kept_echoes, 1, "nor kept twice");
     acp.shutdown().await;
 }

@@ -79,7 +79,7 @@ impl Core {
     ///
     /// `Ok(false)`: the store keeps no conversations, and nothing was
     /// kept. A bad pane id, a title empty once cleaned, an item that breaks
-    /// the item rules, or a pane this run declared (open or closed: its
+    /// the item rules, or a pane this run shows or lists as closed (its
     /// items are kept as it shows them) is an `Err` naming the rule.
     pub fn import_conversation(&self, pane: &str, title: &str, items: Vec<Item>) -> Result<bool, RuleError> {
         let items = items

@@ -312,7 +312,7 @@ impl Collie {
     ///
     /// `Ok(false)`: the store keeps no conversations. A bad pane id, a
     /// title empty once cleaned, an item that breaks the item rules, or a
-    /// pane this run declared (open or closed) is an `Err` naming the rule.
+    /// pane this run shows or lists as closed is an `Err` naming the rule.
     pub fn import_conversation(&self, pane: &str, title: &str, items: Vec<Item>) -> Result<bool, RuleError> {
         self.core.import_conversation(pane, title, items)
     }

@@ -7,7 +7,10 @@
 //! alternative); what the checks cost `open` on a store of 100,000
 //! receipts, against an open without them; and a scripted instant turn
 //! (a send, its turn's reply, the store's writes) with the memory store,
-//! the SQLite store keeping no conversations, and the SQLite store; and
+//! the SQLite store keeping no conversations, the SQLite store, and the
+//! PostgreSQL store (a server of this machine's, started for the run with
+//! `fsync` on, as the SDK's tests start one — left out, with the reason,
+//! when none is installed); and
 //! what a batch of one item and a pane's restore read cost in a SQLite
 //! store at its bound of conversations (10,000) against one holding one.
 
@@ -18,12 +21,17 @@ use std::time::Instant;
 use durable_sdk::driver::exchange::{Caller, Request};
 use durable_sdk::stores::{
     ConversationOp, KEPT_CONVERSATIONS, KEPT_ITEMS_PER_CONVERSATION, KeptAskRecord, Lookup,
-    MemoryReceiptStore, PendingSend, Receipt, ReceiptStore, SendState, SqliteReceiptStore, StoreError,
+    MemoryReceiptStore, PendingSend, PgReceiptOptions, PgReceiptStore, Receipt, ReceiptStore, SendState,
+    SqliteReceiptStore, StoreError,
 };
 use durable_sdk::types::Timestamp;
 use durable_sdk::{Collie, CoreOptions, PaneOptions, Turn};
 
 use crate::pi::middle;
+
+/// A PostgreSQL server in a temporary folder, as the SDK's tests start one.
+#[path = "../../../crates/durable-sdk/tests/pg_support/mod.rs"]
+mod pg_support;
 
 /// Rounds of each case; the median is printed.
 const ROUNDS: usize = 7;
@@ -231,12 +239,30 @@ async fn turns(dir: &Path) -> Result<(), String> {
     let bare =
         agent(WithoutConversations(SqliteReceiptStore::open(dir.join("turns-bare.sqlite3")).map_err(err)?))?;
     let kept = agent(SqliteReceiptStore::open(dir.join("turns.sqlite3")).map_err(err)?)?;
-    let (mut mem_t, mut bare_t, mut kept_t) = (Vec::new(), Vec::new(), Vec::new());
+    // PostgreSQL on this machine, durable as a real one: the test server's
+    // `fsync=off` turned back on.
+    let pg = match pg_support::server_bin_dir() {
+        Ok(_) => {
+            let server =
+                pg_support::PgServer::start_with(&["fsync=on".into(), "full_page_writes=on".into()], &[]);
+            let options = PgReceiptOptions::builder().url(server.url()).build().map_err(err)?;
+            let store = PgReceiptStore::connect(options).await.map_err(err)?;
+            Some((server, agent(store)?))
+        }
+        Err(why) => {
+            println!("  (PostgreSQL is left out: {why})");
+            None
+        }
+    };
+    let (mut mem_t, mut bare_t, mut kept_t, mut pg_t) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for r in 0..ROUNDS {
         let first = r * TURNS;
         mem_t.push(turn_round(&memory, first).await?);
         bare_t.push(turn_round(&bare, first).await?);
         kept_t.push(turn_round(&kept, first).await?);
+        if let Some((_, pg)) = &pg {
+            pg_t.push(turn_round(pg, first).await?);
+        }
     }
     let (mem, bare, kept_us) = (middle(mem_t), middle(bare_t), middle(kept_t));
     println!(
@@ -250,6 +276,14 @@ async fn turns(dir: &Path) -> Result<(), String> {
         kept_us / bare,
         kept_us - bare
     );
+    if pg.is_some() {
+        let pg_us = middle(pg_t);
+        println!(
+            "  PostgreSQL keeping conversations           {pg_us:>9.1}  {:.2}× the memory store, {:.2}× SQLite keeping them",
+            pg_us / mem,
+            pg_us / kept_us
+        );
+    }
     // The store's size after many turns: retention holds it (the pane's
     // 2,000 newest items, 1,000 receipts per group and the ids evicted).
     let mut done = ROUNDS * TURNS;

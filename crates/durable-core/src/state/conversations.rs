@@ -186,8 +186,8 @@ impl State {
     /// `pane`, a pane this run has not declared: for a program that moves
     /// the conversations it kept itself onto the store. Returns whether
     /// the store keeps conversations (else nothing is journaled). A pane
-    /// this run declared, open or closed, is an `Err`: its items are kept
-    /// as it shows them.
+    /// open, or closed and still in this run's closed list, is an `Err`:
+    /// its items are kept as it shows them.
     pub fn import_conversation(
         &mut self,
         pane: &Id,

@@ -717,13 +717,13 @@ impl State {
         true
     }
 
-    /// The pane of this id: the open one, else the closed one.
     /// Whether this run declared a pane of this id (open, or closed and
     /// still in the closed list).
     pub(super) fn is_declared(&self, pane: &Id) -> bool {
         self.panes.contains_key(pane) || self.closed.iter().any(|c| &c.data.id == pane)
     }
 
+    /// The pane of this id: the open one, else the closed one.
     pub(super) fn open_or_closed_mut(&mut self, pane: &Id) -> Option<&mut PaneData> {
         if self.panes.contains_key(pane) {
             return self.panes.get_mut(pane).map(|b| &mut **b);
