@@ -139,6 +139,35 @@ pub fn state(
     Ok(resp)
 }
 
+/// [`state`] through `&self`, from what an earlier poll kept: the `304` of
+/// the current tag, or the bytes of a full or delta answer kept at the
+/// current seq — what polls between two changes read. `None`: the answer
+/// is to be made ([`state`]).
+pub fn state_kept(
+    m: &Machine,
+    query: Option<&str>,
+    if_none_match: Option<&str>,
+) -> Option<Result<Response, Response>> {
+    let since = match Query::parse(query).u64("since") {
+        Ok(since) => since,
+        Err(e) => return Some(Err(e.into())),
+    };
+    let st = &m.state;
+    let etag = st.kept_etag()?;
+    if if_none_match.is_some_and(|v| matches_tag(v, &etag)) {
+        let mut resp = Response::json(304, bytes::Bytes::new());
+        resp.etag = Some(etag);
+        return Some(Ok(resp));
+    }
+    let seq = st.seq();
+    let full = match since {
+        None | Some(0) => true,
+        Some(n) => n > seq || seq - n > STATE_SEQ_MEMORY,
+    };
+    let kept = if full { st.full_answer() } else { st.delta_answer(since.unwrap_or(0)) };
+    kept.map(|body| Ok(answer(body, etag)))
+}
+
 /// `durable_types::StateResponse` borrowing the core's state: each pane is
 /// written into the answer from the core's own data (`PaneViews`), not
 /// first copied into a `PaneView`. At 10,000 panes those copies took 2.3 MB
@@ -217,33 +246,11 @@ pub fn events(m: &mut Machine, query: Option<&str>, pane: Id) -> Result<Response
     let behind = after.saturating_add(1) < p.first_retained();
     let ahead = after > p.last_seq();
     if !behind && !ahead {
-        // Each event of the tail is encoded once, at its first read: the
-        // page is their bytes between a head and a tail. Sized first, then
-        // copied from the tail at once: no clone of each event's
-        // bytes to drop again, and no growth by doubling (a page of 300
-        // events cost more in reallocations than in copying).
+        // Each event of the tail is encoded once, at its first read.
         let Some((p, bytes)) = st.encode_tail_after(&pane, after) else {
             return Err(respond::error(ErrorCode::NotFound, format!("no open pane {pane}")));
         };
-        let mut body = Vec::with_capacity(128);
-        body.extend_from_slice(b"{\"ok\":true,\"pane\":");
-        serde_json::to_writer(&mut body, &pane)
-            .map_err(|e| respond::error(ErrorCode::Internal, e.to_string()))?;
-        body.extend_from_slice(b",\"snapshot\":false,\"next\":");
-        // The events, a comma between two, `next` and the page's end.
-        body.reserve(bytes + p.events_after(after).size_hint().0 + 32);
-        // The page runs to the end of the tail.
-        let next = p.last_seq();
-        body.extend_from_slice(next.to_string().as_bytes());
-        body.extend_from_slice(b",\"events\":[");
-        for (i, e) in p.events_after(after).enumerate() {
-            if i > 0 {
-                body.push(b',');
-            }
-            body.extend_from_slice(e.json());
-        }
-        body.extend_from_slice(b"]}");
-        return Ok(Response::json(200, body));
+        return tail_page(&pane, p, after, bytes);
     }
     // Readers that fell behind between two changes get the same bytes.
     if let Some(body) = st.snapshot_answer(&pane) {
@@ -269,6 +276,57 @@ pub fn events(m: &mut Machine, query: Option<&str>, pane: Id) -> Result<Response
         st.keep_snapshot_answer(&pane, resp.body.clone());
     }
     Ok(resp)
+}
+
+/// [`events`] through `&self`, from what earlier reads encoded and kept:
+/// the tail after `after` when each of its events is encoded, or the
+/// snapshot kept at the current seq. `None`: the page is to be made
+/// ([`events`]).
+pub fn events_kept(m: &Machine, query: Option<&str>, pane: Id) -> Option<Result<Response, Response>> {
+    let after = match Query::parse(query).u64("after") {
+        Ok(after) => after.unwrap_or(0),
+        Err(e) => return Some(Err(e.into())),
+    };
+    let st = &m.state;
+    let Some(p) = st.pane(&pane) else {
+        return Some(Err(respond::error(ErrorCode::NotFound, format!("no open pane {pane}"))));
+    };
+    if !p.events_were_read() {
+        return None;
+    }
+    let behind = after.saturating_add(1) < p.first_retained();
+    let ahead = after > p.last_seq();
+    if !behind && !ahead {
+        let bytes = p.encoded_tail_len_after(after)?;
+        return Some(tail_page(&pane, p, after, bytes));
+    }
+    st.snapshot_answer(&pane).map(|body| Ok(Response::json(200, body)))
+}
+
+/// A page of the tail after `after`, each event encoded (`bytes`, the
+/// length of their JSON in all): their bytes between a head and a tail.
+/// Sized first, then copied from the tail at once: no clone of each
+/// event's bytes to drop again, and no growth by doubling (a page of 300
+/// events cost more in reallocations than in copying).
+fn tail_page(pane: &Id, p: &crate::state::PaneData, after: u64, bytes: usize) -> Result<Response, Response> {
+    let mut body = Vec::with_capacity(128);
+    body.extend_from_slice(b"{\"ok\":true,\"pane\":");
+    serde_json::to_writer(&mut body, pane).map_err(|e| respond::error(ErrorCode::Internal, e.to_string()))?;
+    body.extend_from_slice(b",\"snapshot\":false,\"next\":");
+    // The events, a comma between two, `next` and the page's end.
+    body.reserve(bytes + p.events_after(after).size_hint().0 + 32);
+    // The page runs to the end of the tail.
+    let next = p.last_seq();
+    body.extend_from_slice(next.to_string().as_bytes());
+    body.extend_from_slice(b",\"events\":[");
+    for (i, e) in p.events_after(after).enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(e.json());
+    }
+    body.extend_from_slice(b"]}");
+    Ok(Response::json(200, body))
 }
 
 #[cfg(test)]

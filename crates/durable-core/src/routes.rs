@@ -251,6 +251,38 @@ impl Machine {
     }
 }
 
+/// A read [`Machine::answer_read_kept`] cannot answer through `&self`:
+/// the caller takes the machine for writing and calls
+/// [`Machine::answer_read`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NeedsWrite;
+
+impl Machine {
+    /// [`answer_read`](Self::answer_read) through `&self`, for the reads
+    /// that change nothing: `GET /hello`, a refused caller or route, the
+    /// state poll between two changes (its `304`, or the answer kept at
+    /// the current seq) and a pane's events already encoded (or its
+    /// snapshot kept). Polls between changes, the usual load, then share
+    /// the machine with one another. `Err(NeedsWrite)`: the answer is to
+    /// be made (and kept), through `&mut self`.
+    pub fn answer_read_kept(&self, read: &Read<'_>) -> Result<Option<Response>, NeedsWrite> {
+        let route = match gate(self, &Method::Get, read.path, read.caller) {
+            Ok(route) => route,
+            Err(refused) => return Ok(Some(refused)),
+        };
+        let kept = match route {
+            Route::Hello => return Ok(Some(crate::poll::hello(self, read.caller))),
+            Route::State => crate::poll::state_kept(self, read.query, read.if_none_match),
+            Route::Events(p) => match path_id(p, "pane") {
+                Ok(pane) => crate::poll::events_kept(self, read.query, pane),
+                Err(e) => return Ok(Some(Response::from(e))),
+            },
+            _ => return Ok(None),
+        };
+        kept.map(|answered| Some(answered.unwrap_or_else(|resp| resp))).ok_or(NeedsWrite)
+    }
+}
+
 /// The reads answered without waiting: `GET /hello`, the state and a
 /// pane's events.
 pub fn read_now(m: &mut Machine, route: Route<'_>, read: &Read<'_>) -> Option<Result<Response, Response>> {

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockWriteGuard};
 
 use durable_types::exchange::{Read, Request, Response};
 use durable_types::{Caps, Timestamp};
@@ -35,7 +35,9 @@ pub struct Core {
 
 pub(crate) struct Shared {
     pub(crate) options: CoreOptions,
-    pub(crate) state: Mutex<Locked>,
+    /// Written by what changes the machine; read (shared) by the polls
+    /// answered from what earlier ones kept (`Machine::answer_read_kept`).
+    pub(crate) state: RwLock<Locked>,
     pub(crate) driver: Mutex<DriverState>,
     pub(crate) wake_pending: AtomicBool,
 }
@@ -83,7 +85,7 @@ impl Core {
         Core {
             shared: Arc::new(Shared {
                 options,
-                state: Mutex::new(Locked { machine, links: crate::links::Links::default() }),
+                state: RwLock::new(Locked { machine, links: crate::links::Links::default() }),
                 driver: Mutex::new(DriverState { jobs: VecDeque::new(), wakeups: Vec::new() }),
                 wake_pending: AtomicBool::new(false),
             }),
@@ -117,7 +119,17 @@ impl Core {
     pub fn answer_read(&self, read: &Read<'_>) -> Option<Response> {
         let span = durable_core::routes::request_span(&durable_types::exchange::Method::Get, read.path);
         let _in_span = span.enter();
-        let response = self.lock().machine_mut().answer_read(read);
+        let kept = {
+            let shared = self.shared.state.read().unwrap_or_else(|e| e.into_inner());
+            shared.machine.answer_read_kept(read)
+        };
+        // A wake-up asked for while this read held the lock: `wake_soon`
+        // could not take it, and a read's release does not wake.
+        self.wake_if_pending();
+        let response = match kept {
+            Ok(response) => response,
+            Err(durable_core::routes::NeedsWrite) => self.lock().machine_mut().answer_read(read),
+        };
         // `None` goes on to `handle`, whose own span says how it ended.
         if let Some(response) = &response {
             durable_core::routes::answered(response);
@@ -416,7 +428,7 @@ impl Core {
     }
 
     pub(crate) fn lock(&self) -> StateGuard<'_> {
-        StateGuard { guard: Some(self.shared.state.lock().unwrap_or_else(|e| e.into_inner())), core: self }
+        StateGuard { guard: Some(self.shared.state.write().unwrap_or_else(|e| e.into_inner())), core: self }
     }
 
     fn driver(&self) -> MutexGuard<'_, DriverState> {
@@ -452,7 +464,7 @@ impl Core {
     /// takes the lock and wakes, or the holder wakes when it lets go.
     fn wake_soon(&self) {
         self.shared.wake_pending.store(true, Ordering::SeqCst);
-        if let Ok(guard) = self.shared.state.try_lock() {
+        if let Ok(guard) = self.shared.state.try_write() {
             drop(StateGuard { guard: Some(guard), core: self });
         }
     }
@@ -471,7 +483,7 @@ impl Core {
 /// program's side (still under the lock, so in order), then makes any
 /// wake-up asked for meanwhile, after the lock is gone.
 pub(crate) struct StateGuard<'a> {
-    guard: Option<MutexGuard<'a, Locked>>,
+    guard: Option<RwLockWriteGuard<'a, Locked>>,
     core: &'a Core,
 }
 

@@ -44,7 +44,7 @@ pub(crate) struct Links {
     pub(crate) history: Option<Arc<dyn DynHistory>>,
     /// Handlers let go of, dropped once the lock is gone: a program's
     /// `Drop` may call the core.
-    released: Vec<Box<dyn std::any::Any + Send>>,
+    released: Vec<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 impl Links {
@@ -110,7 +110,7 @@ impl Links {
     }
 
     /// Keeps a value of the program's to drop after the lock.
-    pub(crate) fn release(&mut self, value: impl std::any::Any + Send) {
+    pub(crate) fn release(&mut self, value: impl std::any::Any + Send + Sync) {
         self.released.push(Box::new(value));
     }
 
@@ -119,7 +119,7 @@ impl Links {
     }
 
     /// The values let go of since the last call.
-    pub(crate) fn take_released(&mut self) -> Vec<Box<dyn std::any::Any + Send>> {
+    pub(crate) fn take_released(&mut self) -> Vec<Box<dyn std::any::Any + Send + Sync>> {
         std::mem::take(&mut self.released)
     }
 

@@ -257,6 +257,11 @@ impl State {
         self.delta_answer = Some((self.seq, since, body));
     }
 
+    /// The state's `ETag` at the current seq, if a poll made it already.
+    pub fn kept_etag(&self) -> Option<Tag> {
+        self.etag.as_ref().filter(|(at, _)| *at == self.seq).map(|(_, tag)| tag.clone())
+    }
+
     /// The state's `ETag` at the current seq: `"<epoch>-<seq>"`.
     pub fn etag(&mut self, epoch: &str) -> Tag {
         let seq = self.seq;

@@ -132,6 +132,11 @@ impl TailEvent {
         }
     }
 
+    /// Whether the events route has encoded it already.
+    fn is_encoded(&self) -> bool {
+        matches!(self, TailEvent::Encoded { .. })
+    }
+
     /// Encodes the event if it is not yet, through `scratch`.
     fn encode(&mut self, scratch: &mut Vec<u8>) {
         let TailEvent::Written(event) = self else { return };
@@ -387,6 +392,18 @@ impl PaneData {
             bytes += e.json().len();
         }
         bytes
+    }
+
+    /// The length of the JSON of the tail's events after `after`, in all,
+    /// when every one of them is encoded already (`None`: one is not).
+    pub fn encoded_tail_len_after(&self, after: u64) -> Option<usize> {
+        self.events_after(after).try_fold(0, |bytes, e| e.is_encoded().then(|| bytes + e.json().len()))
+    }
+
+    /// Whether a reader asked for this pane's events (a restore from then
+    /// on starts its tail again rather than renumbering it).
+    pub fn events_were_read(&self) -> bool {
+        self.events_read
     }
 
     /// Where the event after `after` sits in the tail.
