@@ -7,7 +7,7 @@ use std::future::Future;
 use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use durable_types::exchange::{Read, Request, Response};
 use durable_types::{Caps, Timestamp};
@@ -119,13 +119,7 @@ impl Core {
     pub fn answer_read(&self, read: &Read<'_>) -> Option<Response> {
         let span = durable_core::routes::request_span(&durable_types::exchange::Method::Get, read.path);
         let _in_span = span.enter();
-        let kept = {
-            let shared = self.shared.state.read().unwrap_or_else(|e| e.into_inner());
-            shared.machine.answer_read_kept(read)
-        };
-        // A wake-up asked for while this read held the lock: `wake_soon`
-        // could not take it, and a read's release does not wake.
-        self.wake_if_pending();
+        let kept = self.read_lock().locked().machine.answer_read_kept(read);
         let response = match kept {
             Ok(response) => response,
             Err(durable_core::routes::NeedsWrite) => self.lock().machine_mut().answer_read(read),
@@ -427,6 +421,11 @@ impl Core {
         }
     }
 
+    /// The state, shared with other readers.
+    fn read_lock(&self) -> ReadGuard<'_> {
+        ReadGuard { guard: Some(self.shared.state.read().unwrap_or_else(|e| e.into_inner())), core: self }
+    }
+
     pub(crate) fn lock(&self) -> StateGuard<'_> {
         StateGuard { guard: Some(self.shared.state.write().unwrap_or_else(|e| e.into_inner())), core: self }
     }
@@ -464,18 +463,45 @@ impl Core {
     /// takes the lock and wakes, or the holder wakes when it lets go.
     fn wake_soon(&self) {
         self.shared.wake_pending.store(true, Ordering::SeqCst);
+        // Ordered before the lock's check, which is not SeqCst itself: with
+        // the fence in `wake_if_pending`, either this sees the lock free or
+        // the holder, once it let go, sees the flag.
+        std::sync::atomic::fence(Ordering::SeqCst);
         if let Ok(guard) = self.shared.state.try_write() {
             drop(StateGuard { guard: Some(guard), core: self });
         }
     }
 
     fn wake_if_pending(&self) {
+        std::sync::atomic::fence(Ordering::SeqCst);
         if self.shared.wake_pending.swap(false, Ordering::SeqCst) {
             let wakeups = self.driver().wakeups.clone();
             for w in wakeups {
                 w();
             }
         }
+    }
+}
+
+/// The state, shared with other readers (a poll answered through
+/// `&self`). Releasing it makes any wake-up asked for meanwhile — also
+/// when a panic unwinds it: `wake_soon` cannot take the lock while a
+/// reader holds it, and leaves the wake-up to the holder.
+struct ReadGuard<'a> {
+    guard: Option<RwLockReadGuard<'a, Locked>>,
+    core: &'a Core,
+}
+
+impl ReadGuard<'_> {
+    fn locked(&self) -> &Locked {
+        self.guard.as_deref().unwrap_or_else(|| unreachable!("the guard is held until drop"))
+    }
+}
+
+impl Drop for ReadGuard<'_> {
+    fn drop(&mut self) {
+        drop(self.guard.take());
+        self.core.wake_if_pending();
     }
 }
 
