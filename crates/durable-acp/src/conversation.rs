@@ -249,13 +249,13 @@ impl Conversation {
     /// The record keeps the pane's items: the SDK's store does not, or
     /// does not have those the record came with yet.
     fn keeps_items(&self) -> bool {
-        !self.shared.sdk_keeps_items || self.moving_items.load(Ordering::SeqCst)
+        !self.shared.sdk_keeps_items || self.moves_items()
     }
 
     /// The record came with items the SDK's store is to keep, and still
-    /// keeps them.
+    /// keeps them (set only when the SDK's store keeps items).
     pub(crate) fn moves_items(&self) -> bool {
-        self.shared.sdk_keeps_items && self.moving_items.load(Ordering::SeqCst)
+        self.moving_items.load(Ordering::SeqCst)
     }
 
     /// The items the record came with are in the SDK's store: the record
@@ -271,7 +271,11 @@ impl Conversation {
     pub(crate) fn kept_item_ids(&self) -> Vec<durable_types::Id> {
         let log = self.log.lock().unwrap_or_else(|e| e.into_inner());
         // One that breaks the item rules never reached the pane, nor the store.
-        log.items().iter().filter(|i| (*i).clone().sanitized().is_ok()).map(|i| i.id.clone()).collect()
+        log.items()
+            .iter()
+            .filter(|i| crate::conversations::follows_item_rules(i))
+            .map(|i| i.id.clone())
+            .collect()
     }
 
     pub(crate) fn save(&self) {

@@ -138,26 +138,7 @@ impl AcpConversations {
     /// conversation), and out of the record once the store has them.
     fn move_closed_items(&self, record: &Record) {
         let core = self.tab.core().clone();
-        // An item that breaks the item rules would be left out of a pane
-        // too: it is not moved (and goes with the record's items).
-        let items: Vec<Item> =
-            record.items.iter().filter(|i| (*i).clone().sanitized().is_ok()).cloned().collect();
-        if items.len() < record.items.len() {
-            core.warn(&format!(
-                "durable-acp: {} item(s) of {} break the item rules; they are left out",
-                record.items.len() - items.len(),
-                record.pane_id
-            ));
-        }
-        let ids: Vec<Id> = items.iter().map(|i| i.id.clone()).collect();
-        match core.import_conversation(&record.pane_id, &record.title, items) {
-            Ok(true) => {}
-            Ok(false) => return,
-            Err(e) => {
-                core.warn(&format!("durable-acp: the items of {} stay in its record: {e}", record.pane_id));
-                return;
-            }
-        }
+        let Some(ids) = import_items(&core, record) else { return };
         let shared = self.shared.clone();
         let pane = record.pane_id.clone();
         tokio::spawn(async move {
@@ -329,6 +310,36 @@ impl AcpConversations {
         });
         futures::future::join_all(stops).await;
     }
+}
+
+/// Hands the record's items to the SDK's store as the conversation of its
+/// pane (not declared in this run); the ids to find there before the
+/// record lets them go, or `None` when nothing was handed over (a `warn`
+/// line says why). An item that breaks the item rules would be left out of
+/// a pane too: it is not moved, and goes with the record's items.
+pub(crate) fn import_items(core: &Core, record: &Record) -> Option<Vec<Id>> {
+    let items: Vec<Item> = record.items.iter().filter(|i| follows_item_rules(i)).cloned().collect();
+    if items.len() < record.items.len() {
+        core.warn(&format!(
+            "durable-acp: {} item(s) of {} break the item rules; they are left out",
+            record.items.len() - items.len(),
+            record.pane_id
+        ));
+    }
+    let ids: Vec<Id> = items.iter().map(|i| i.id.clone()).collect();
+    match core.import_conversation(&record.pane_id, &record.title, items) {
+        Ok(true) => Some(ids),
+        Ok(false) => None,
+        Err(e) => {
+            core.warn(&format!("durable-acp: the items of {} stay in its record: {e}", record.pane_id));
+            None
+        }
+    }
+}
+
+/// Whether the SDK takes the item (a pane's write, a restore, an import).
+pub(crate) fn follows_item_rules(item: &Item) -> bool {
+    item.clone().sanitized().is_ok()
 }
 
 /// Whether the SDK's store has every item of `ids` in the conversation of

@@ -254,19 +254,10 @@ impl AcpHistory {
         }
         let mut record = Record { items: log.items().to_vec(), dropped: log.dropped, ..listed };
         if self.shared.sdk_keeps_items && !record.items.is_empty() {
-            let ids: Vec<_> = record.items.iter().map(|i| i.id.clone()).collect();
-            let moved =
-                match self.core.import_conversation(&record.pane_id, &record.title, record.items.clone()) {
-                    Ok(true) => crate::conversations::items_are_kept(&self.core, &record.pane_id, &ids).await,
-                    Ok(false) => false,
-                    Err(e) => {
-                        self.core.warn(&format!(
-                            "durable-acp: the replay of {} is kept in its record: {e}",
-                            record.pane_id
-                        ));
-                        false
-                    }
-                };
+            let moved = match crate::conversations::import_items(&self.core, &record) {
+                Some(ids) => crate::conversations::items_are_kept(&self.core, &record.pane_id, &ids).await,
+                None => false,
+            };
             if moved {
                 record.items.clear();
             }
