@@ -2,8 +2,9 @@
 //! after a restart still returns the first answer (contract §9).
 //!
 //! # Durability
-//! The database runs in WAL mode with `synchronous = FULL`: every `put`
-//! is one transaction whose commit fsyncs the write-ahead log, so a receipt
+//! The database runs in WAL mode with `synchronous = FULL`: every write
+//! (`put`, a send's state, a kept ask, a conversation's batch) is committed
+//! in a transaction that fsyncs the write-ahead log, so a receipt
 //! survives a crash of the process *and* a power loss once `put` has
 //! returned — and the core sends the response only after that. `NORMAL`
 //! would save that fsync but may lose the last commits on a power loss,
@@ -25,11 +26,12 @@
 //! its SHA-256. The database holds the same id and its own count (table
 //! `store_identity`, layout version 3); every transaction that changes the
 //! store — a receipt, a send recorded or moved on, an ask kept or
-//! forgotten, a batch of conversation changes — adds one to the count. After it commits (fsyncing the WAL)
-//! the witness is written and synced, *then* the call returns: every
-//! acknowledged write is covered by the witness. A crash between the two
-//! leaves the database one write ahead, a write never acknowledged, which
-//! is fine; a witness *ahead* of the database means commits were lost.
+//! forgotten, a batch of conversation changes, or several of those
+//! committed together — adds one to the count. After it commits
+//! (fsyncing the WAL) the witness is written and synced, *then* the calls
+//! return: every acknowledged write is covered by the witness. A crash
+//! between the two leaves the database one commit ahead, writes never
+//! acknowledged, which is fine; a witness *ahead* of the database means commits were lost.
 //!
 //! [`open`](SqliteReceiptStore::open) refuses, with a [`StoreError`] naming
 //! the file, the damage and what to do (restore the database and its
@@ -41,7 +43,7 @@
 //!   left beside it);
 //! - without a store identity beside a witness (emptied or replaced);
 //! - another store's (its id differs: replaced);
-//! - behind its witness (rolled back from N to M writes: a WAL cut or
+//! - behind its witness (rolled back from N to M commits: a WAL cut or
 //!   scribbled, an older copy restored alone);
 //! - failing SQLite's `quick_check` (the first problem it reports), or
 //!   unreadable to SQLite;
@@ -104,9 +106,16 @@
 //! and talks to it through a channel: `get` and `put` send a command and
 //! await the reply on a oneshot, so no executor thread ever waits on the
 //! disk, and the store works with any async runtime (it spawns nothing on
-//! one). Commands run one at a time, in order. Dropping the store lets the
-//! thread finish the commands already sent, closes the database and joins
-//! the thread.
+//! one). Commands run in order. Writes that queued up while the thread was
+//! busy are committed together (a group commit, at most 64): one
+//! transaction, each write in a savepoint of its own (one that fails is
+//! undone alone and gets its error; the others go on), one flush of the
+//! WAL and one of the witness; every write of the group hears `Ok` only
+//! after both. Writes that arrive together — several panes' turns at once —
+//! then share their flushes rather than wait in line for one each
+//! (`docs/benchmarks.md`, "Group commit"). A read that came behind them
+//! runs after their commit. Dropping the store lets the thread finish the
+//! commands already sent, closes the database and joins the thread.
 //!
 //! # Eviction
 //! The same as [`MemoryReceiptStore`](crate::stores::MemoryReceiptStore):
@@ -180,7 +189,7 @@ CREATE TABLE IF NOT EXISTS kept_ask (
 ";
 
 /// Version 3: one row, the store's random id and the write transactions it
-/// has committed (each write bumps `writes` in its own transaction).
+/// has committed (each commit that changes the store bumps `writes`).
 const STORE_IDENTITY: &str = "
 CREATE TABLE IF NOT EXISTS store_identity (
     only_row INTEGER PRIMARY KEY CHECK (only_row = 1),
@@ -469,8 +478,8 @@ fn check_against_witness(conn: &Connection, path: &Path, seen: Option<Seen>) -> 
         return Err(damaged(
             path,
             &format!(
-                "it was rolled back from {} to {} writes (its witness records {}): the last {} \
-                 acknowledged writes are lost",
+                "it was rolled back from {} to {} commits (its witness records {}): the last {} \
+                 acknowledged commits are lost",
                 seen.writes,
                 found.writes,
                 seen.writes,
@@ -537,7 +546,7 @@ impl SqliteReceiptStore {
     /// Like [`open`](Self::open), keeping `per_group` receipts per group
     /// (at least 1).
     pub fn open_with_capacity(path: impl AsRef<Path>, per_group: usize) -> Result<Self, StoreError> {
-        Self::open_inner(path.as_ref(), per_group, true)
+        Self::open_inner(path.as_ref(), per_group, true, GROUP_MAX)
     }
 
     /// The store as it was before witnesses: no checks at open, no witness
@@ -545,10 +554,23 @@ impl SqliteReceiptStore {
     /// what the witness costs a write; a program never wants it.
     #[doc(hidden)]
     pub fn bench_open_without_witness(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        Self::open_inner(path.as_ref(), RECEIPTS_PER_GROUP, false)
+        Self::open_inner(path.as_ref(), RECEIPTS_PER_GROUP, false, GROUP_MAX)
     }
 
-    fn open_inner(path: &Path, per_group: usize, witnessed: bool) -> Result<Self, StoreError> {
+    /// The store as it was before group commits: each write in a
+    /// transaction of its own. Only for `cargo xtask bench --only stores`,
+    /// which measures what committing the writes queued together saves.
+    #[doc(hidden)]
+    pub fn bench_open_one_write_per_transaction(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_inner(path.as_ref(), RECEIPTS_PER_GROUP, true, 1)
+    }
+
+    fn open_inner(
+        path: &Path,
+        per_group: usize,
+        witnessed: bool,
+        group_max: usize,
+    ) -> Result<Self, StoreError> {
         let path = path.to_path_buf();
         let per_group = per_group.max(1);
         let witness_path = sqlite_witness::path_for(&path);
@@ -590,7 +612,7 @@ impl SqliteReceiptStore {
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, false)
             .map_err(|e| open_err(&path, "checkpoint on close", e))?;
         let (tx, rx) = mpsc::channel::<Command>();
-        let mut worker_state = Worker { conn, witness, per_group };
+        let mut worker_state = Worker { conn, witness, per_group, group_max };
         let thread = std::thread::Builder::new()
             .name("durable-receipts".into())
             .spawn(move || worker_state.run(rx))
@@ -830,91 +852,211 @@ struct Worker {
     conn: Connection,
     witness: Option<Witness>,
     per_group: usize,
+    /// Writes committed together at most ([`GROUP_MAX`]).
+    group_max: usize,
+}
+
+/// Writes committed together at most: the ones queued behind a write while
+/// the thread was busy join its transaction (a group commit), so that
+/// writes arriving together pay one flush of the WAL and one of the
+/// witness, not one each. Bounded so that the first writer's wait stays
+/// short.
+const GROUP_MAX: usize = 64;
+
+/// A write's change to the database: whether it changed anything, or why not.
+type Change<'a> = Box<dyn FnOnce(&Transaction<'_>) -> Result<bool, StoreError> + 'a>;
+
+/// A write waiting for its transaction: what it is (for errors), the
+/// change, and who hears the result once it is committed and witnessed.
+struct Write<'a> {
+    what: &'static str,
+    change: Change<'a>,
+    reply: Option<oneshot::Sender<Result<(), StoreError>>>,
 }
 
 impl Worker {
     fn run(&mut self, rx: mpsc::Receiver<Command>) {
-        for cmd in rx {
-            match cmd {
-                Command::Get { request_id, reply } => {
-                    let _ = reply.send(get(&self.conn, &request_id));
+        // A read that came behind a group of writes runs after their commit,
+        // so that the order of the commands holds.
+        let mut next: Option<Command> = None;
+        loop {
+            let cmd = match next.take() {
+                Some(cmd) => cmd,
+                None => match rx.recv() {
+                    Ok(cmd) => cmd,
+                    Err(_) => return, // the store was dropped
+                },
+            };
+            let first = match self.as_write(cmd) {
+                Ok(write) => write,
+                Err(read) => {
+                    self.read(read);
+                    continue;
                 }
-                Command::Put { request_id, receipt, group, reply } => {
-                    let per_group = self.per_group;
-                    let _ =
-                        reply.send(self.write("put", |tx| put(tx, &request_id, &receipt, &group, per_group)));
+            };
+            let mut group = vec![first];
+            while group.len() < self.group_max {
+                let Ok(cmd) = rx.try_recv() else { break };
+                match self.as_write(cmd) {
+                    Ok(write) => group.push(write),
+                    Err(read) => {
+                        next = Some(read);
+                        break;
+                    }
                 }
-                Command::RecordSend { send, reply } => {
-                    let _ = reply.send(self.write("record send", |tx| record_send(tx, &send).map(|()| true)));
-                }
-                Command::SetSendState { request_id, state, reply } => {
-                    let _ = reply.send(self.write("send state", |tx| set_send_state(tx, &request_id, state)));
-                }
-                Command::SendState { request_id, reply } => {
-                    let _ = reply.send(send_state(&self.conn, &request_id));
-                }
-                Command::Unfinished { reply } => {
-                    let _ = reply.send(unfinished_sends(&self.conn));
-                }
-                Command::KeepAsk { ask_id, body, reply } => {
-                    let _ =
-                        reply.send(self.write("keep ask", |tx| keep_ask(tx, &ask_id, &body).map(|()| true)));
-                }
-                Command::ForgetAsk { ask_id, reply } => {
-                    let _ = reply.send(self.write("forget ask", |tx| forget_ask(tx, &ask_id)));
-                }
-                Command::KeptAsks { reply } => {
-                    let _ = reply.send(self.kept_asks());
-                }
-                Command::KeepConversation { ops, at, kept, reply } => {
-                    let _ = reply
-                        .send(self.write("keep conversation", |tx| keep_conversation(tx, &ops, at, kept)));
-                }
-                Command::ConversationRows { after, limit, reply } => {
-                    let _ = reply.send(conversation_rows(&self.conn, after.as_ref(), limit));
-                }
-                Command::KeptConversation { pane, reply } => {
-                    let _ = reply.send(kept_conversation(&self.conn, &pane));
+            }
+            let replies: Vec<_> = group.iter_mut().map(|w| w.reply.take()).collect();
+            for (reply, result) in replies.into_iter().zip(self.commit(group)) {
+                if let Some(reply) = reply {
+                    let _ = reply.send(result);
                 }
             }
         }
     }
 
-    /// Runs `change` in one write transaction. When it changed something
-    /// (it says so), the store's write count goes up in the same
-    /// transaction, which commits (fsyncing the WAL); then the witness
-    /// records the count and is synced, before the caller hears `Ok`. So
-    /// every acknowledged write is covered by the witness, and a crash
-    /// between the two leaves the database ahead by one unacknowledged
-    /// write, which the next open accepts.
+    /// The write a command asks for, or the command back when it reads.
+    fn as_write(&self, cmd: Command) -> Result<Write<'static>, Command> {
+        let per_group = self.per_group;
+        let write = |what, reply, change: Change<'static>| Ok(Write { what, change, reply: Some(reply) });
+        match cmd {
+            Command::Put { request_id, receipt, group, reply } => {
+                write("put", reply, Box::new(move |tx| put(tx, &request_id, &receipt, &group, per_group)))
+            }
+            Command::RecordSend { send, reply } => {
+                write("record send", reply, Box::new(move |tx| record_send(tx, &send).map(|()| true)))
+            }
+            Command::SetSendState { request_id, state, reply } => {
+                write("send state", reply, Box::new(move |tx| set_send_state(tx, &request_id, state)))
+            }
+            Command::KeepAsk { ask_id, body, reply } => {
+                write("keep ask", reply, Box::new(move |tx| keep_ask(tx, &ask_id, &body).map(|()| true)))
+            }
+            Command::ForgetAsk { ask_id, reply } => {
+                write("forget ask", reply, Box::new(move |tx| forget_ask(tx, &ask_id)))
+            }
+            Command::KeepConversation { ops, at, kept, reply } => {
+                write("keep conversation", reply, Box::new(move |tx| keep_conversation(tx, &ops, at, kept)))
+            }
+            read => Err(read),
+        }
+    }
+
+    fn read(&mut self, cmd: Command) {
+        match cmd {
+            Command::Get { request_id, reply } => {
+                let _ = reply.send(get(&self.conn, &request_id));
+            }
+            Command::SendState { request_id, reply } => {
+                let _ = reply.send(send_state(&self.conn, &request_id));
+            }
+            Command::Unfinished { reply } => {
+                let _ = reply.send(unfinished_sends(&self.conn));
+            }
+            Command::KeptAsks { reply } => {
+                let _ = reply.send(self.kept_asks());
+            }
+            Command::ConversationRows { after, limit, reply } => {
+                let _ = reply.send(conversation_rows(&self.conn, after.as_ref(), limit));
+            }
+            Command::KeptConversation { pane, reply } => {
+                let _ = reply.send(kept_conversation(&self.conn, &pane));
+            }
+            // Writes never come here (`as_write` took them).
+            Command::Put { reply, .. }
+            | Command::RecordSend { reply, .. }
+            | Command::SetSendState { reply, .. }
+            | Command::KeepAsk { reply, .. }
+            | Command::ForgetAsk { reply, .. }
+            | Command::KeepConversation { reply, .. } => {
+                let _ = reply.send(Err(StoreError::new("sqlite: a write was taken for a read")));
+            }
+        }
+    }
+
+    /// Runs one write in a transaction of its own (see [`commit`](Self::commit)).
     fn write(
         &mut self,
-        what: &str,
+        what: &'static str,
         change: impl FnOnce(&Transaction<'_>) -> Result<bool, StoreError>,
     ) -> Result<(), StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| sql_err("begin", e))?;
-        if !change(&tx)? {
-            return Ok(()); // nothing changed: the transaction rolls back as it drops
+        let write = Write { what, change: Box::new(change), reply: None };
+        self.commit(vec![write]).pop().unwrap_or_else(|| Err(StoreError::new("sqlite: a write was lost")))
+    }
+
+    /// Runs `group`'s changes in one write transaction, each in a savepoint
+    /// of its own, so that one that fails is undone alone and answered with
+    /// its error while the others go on. When any changed something (each
+    /// says so), the store's write count goes up once in the same
+    /// transaction, which commits (fsyncing the WAL); then the witness
+    /// records the count and is synced, before any caller hears `Ok`. So
+    /// every acknowledged write is covered by the witness, and a crash
+    /// between the two leaves the database ahead by one unacknowledged
+    /// transaction, which the next open accepts. A failure of the
+    /// transaction itself (its begin, a savepoint, the commit, the witness)
+    /// is every write's error: none of them is acknowledged.
+    fn commit(&mut self, group: Vec<Write<'_>>) -> Vec<Result<(), StoreError>> {
+        let n = group.len();
+        let all = |why: String| (0..n).map(|_| Err(StoreError::new(why.clone()))).collect::<Vec<_>>();
+        let whats = {
+            let mut whats: Vec<&str> = group.iter().map(|w| w.what).collect();
+            whats.dedup();
+            whats.join(", ")
+        };
+        let tx = match self.conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+            Ok(tx) => tx,
+            Err(e) => return all(format!("sqlite: begin: {e}")),
+        };
+        let mut results = Vec::with_capacity(n);
+        let mut changed = false;
+        for write in group {
+            if let Err(e) = tx.execute_batch("SAVEPOINT one_write") {
+                return all(format!("sqlite: {}: {e}", write.what));
+            }
+            match (write.change)(&tx) {
+                Ok(c) => {
+                    changed |= c;
+                    results.push(Ok(()));
+                    if let Err(e) = tx.execute_batch("RELEASE one_write") {
+                        return all(format!("sqlite: {}: {e}", write.what));
+                    }
+                }
+                // Some errors (a full disk, say) end the whole transaction:
+                // then nothing of the group can be kept.
+                Err(e) if tx.is_autocommit() => {
+                    return all(format!("sqlite: {} failed and ended its transaction: {e}", write.what));
+                }
+                Err(e) => {
+                    results.push(Err(e));
+                    if let Err(e) = tx.execute_batch("ROLLBACK TO one_write; RELEASE one_write") {
+                        return all(format!("sqlite: {}: {e}", write.what));
+                    }
+                }
+            }
         }
-        tx.execute("UPDATE store_identity SET writes = writes + 1 WHERE only_row = 1", [])
-            .map_err(|e| sql_err(what, e))?;
-        let writes: i64 = tx
-            .query_row("SELECT writes FROM store_identity WHERE only_row = 1", [], |r| r.get(0))
-            .map_err(|e| sql_err(what, e))?;
-        tx.commit().map_err(|e| sql_err("commit", e))?;
+        if !changed {
+            return results; // nothing changed: the transaction rolls back as it drops
+        }
+        let counted =
+            tx.execute("UPDATE store_identity SET writes = writes + 1 WHERE only_row = 1", []).and_then(
+                |_| tx.query_row("SELECT writes FROM store_identity WHERE only_row = 1", [], |r| r.get(0)),
+            );
+        let writes: i64 = match counted {
+            Ok(writes) => writes,
+            Err(e) => return all(format!("sqlite: {whats}: {e}")),
+        };
+        if let Err(e) = tx.commit() {
+            return all(format!("sqlite: commit: {e}"));
+        }
         if let Some(witness) = &mut self.witness {
             let writes = u64::try_from(writes).unwrap_or(0);
-            witness.record(writes).map_err(|e| {
-                StoreError::new(format!(
-                    "sqlite: {what} committed, but its witness {} was not written: {e}",
+            if let Err(e) = witness.record(writes) {
+                return all(format!(
+                    "sqlite: {whats} committed, but its witness {} was not written: {e}",
                     witness.path().display()
-                ))
-            })?;
+                ));
+            }
         }
-        Ok(())
+        results
     }
 
     fn kept_asks(&mut self) -> Result<Vec<KeptAskRecord>, StoreError> {
@@ -1586,6 +1728,102 @@ mod tests {
             assert_eq!(mode(&wal), 0o600);
         }
         assert_eq!(mode(&sqlite_witness::path_for(&dir.db())), 0o600);
+    }
+
+    /// The store's committed write transactions, as its witness has them.
+    fn witnessed_writes(db: &Path) -> u64 {
+        match sqlite_witness::read(&sqlite_witness::path_for(db)) {
+            sqlite_witness::Found::Intact(seen) => seen.writes,
+            _ => panic!("the witness reads"),
+        }
+    }
+
+    /// Sends `puts`' commands to the store's thread while another
+    /// connection holds the database's write lock, then lets it go: the
+    /// thread finds them all queued (but perhaps the first) and commits
+    /// them together. Returns each put's result.
+    async fn puts_queued_behind_a_lock(
+        store: &SqliteReceiptStore,
+        puts: &[(String, Receipt)],
+    ) -> Vec<Result<(), StoreError>> {
+        use std::future::Future;
+        let blocker = Connection::open(store.path()).unwrap();
+        blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let all = futures_util::future::join_all(
+            puts.iter().map(|(id, receipt)| store.put(id, receipt.clone(), "pane:t")),
+        );
+        let mut all = std::pin::pin!(all);
+        // One poll sends every command (the replies are still to come).
+        let mut cx = std::task::Context::from_waker(futures_util::task::noop_waker_ref());
+        assert!(all.as_mut().poll(&mut cx).is_pending(), "no put is answered while the lock is held");
+        blocker.execute_batch("COMMIT").unwrap();
+        all.await
+    }
+
+    #[tokio::test]
+    async fn writes_queued_together_commit_in_one_transaction_each_acknowledged_after_its_witness() {
+        let dir = TempDir::new();
+        let store = SqliteReceiptStore::open(dir.db()).unwrap();
+        let before = witnessed_writes(&dir.db());
+        let puts: Vec<_> = (0..20).map(|n| (format!("r-{n}"), receipt(n))).collect();
+        let results = puts_queued_behind_a_lock(&store, &puts).await;
+        assert!(results.iter().all(Result::is_ok), "{results:?}");
+        // Twenty puts, at most two transactions (the first may have gone
+        // alone, before the rest were queued); one each without the group.
+        let transactions = witnessed_writes(&dir.db()) - before;
+        assert!((1..=2).contains(&transactions), "{transactions} transactions for 20 puts");
+        for (id, receipt) in &puts {
+            assert_eq!(store.get(id).await.unwrap(), Lookup::Found(receipt.clone()), "{id}");
+        }
+        // The witness is the database's: a reopen checks them against each other.
+        drop(store);
+        let store = SqliteReceiptStore::open(dir.db()).unwrap();
+        assert_eq!(store.get("r-19").await.unwrap(), Lookup::Found(receipt(19)));
+
+        // The same writes one transaction each, as before group commits.
+        drop(store);
+        let store = SqliteReceiptStore::bench_open_one_write_per_transaction(dir.db()).unwrap();
+        let before = witnessed_writes(&dir.db());
+        let puts: Vec<_> = (20..25).map(|n| (format!("r-{n}"), receipt(n))).collect();
+        let results = puts_queued_behind_a_lock(&store, &puts).await;
+        assert!(results.iter().all(Result::is_ok), "{results:?}");
+        assert_eq!(witnessed_writes(&dir.db()) - before, 5);
+    }
+
+    #[tokio::test]
+    async fn a_write_that_fails_in_a_group_is_undone_alone_and_gets_its_error() {
+        let dir = TempDir::new();
+        let store = SqliteReceiptStore::open(dir.db()).unwrap();
+        // The receipt table refuses one id, after `put` has already moved
+        // its group's sequence: the savepoint must undo that move too.
+        Connection::open(dir.db())
+            .unwrap()
+            .execute_batch(
+                "CREATE TRIGGER refuse_bad BEFORE INSERT ON receipt WHEN NEW.request_id = 'r-bad' \
+                 BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;",
+            )
+            .unwrap();
+        let puts: Vec<_> = ["r-1", "r-2", "r-bad", "r-3", "r-4"]
+            .iter()
+            .enumerate()
+            .map(|(n, id)| (id.to_string(), receipt(n as u64)))
+            .collect();
+        let results = puts_queued_behind_a_lock(&store, &puts).await;
+        let failed: Vec<_> =
+            puts.iter().zip(&results).filter(|(_, r)| r.is_err()).map(|(p, _)| &p.0).collect();
+        assert_eq!(failed, ["r-bad"], "{results:?}");
+        let err = results[2].as_ref().unwrap_err().to_string();
+        assert!(err.contains("refused by the test"), "{err}");
+        assert_eq!(store.get("r-bad").await.unwrap(), Lookup::Unknown);
+        for id in ["r-1", "r-2", "r-3", "r-4"] {
+            assert!(matches!(store.get(id).await.unwrap(), Lookup::Found(_)), "{id}");
+        }
+        drop(store);
+        let seq: i64 = Connection::open(dir.db())
+            .unwrap()
+            .query_row("SELECT last_seq FROM receipt_group WHERE grp = 'pane:t'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(seq, 4, "the failed put's move of the sequence was undone");
     }
 
     #[test]

@@ -225,7 +225,7 @@ async fn an_older_copy_of_the_database_with_the_newer_witness_is_refused_naming_
     put_range(&store, 8..16).await;
     copy(&live, &older, &[WITNESS]);
     let err = refusal(&older.db());
-    assert!(err.contains("rolled back from 16 to 8 writes") && err.contains("last 8"), "{err}");
+    assert!(err.contains("rolled back from 16 to 8 commits") && err.contains("last 8"), "{err}");
     assert_names_file_and_remedy(&err);
 }
 

@@ -142,6 +142,7 @@ pub(crate) async fn run(dir: &Path) -> Result<(), String> {
         checked / unchecked
     );
     turns(&dir).await?;
+    concurrent_turns(&dir).await?;
     full_store(&dir).await?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
@@ -199,6 +200,11 @@ impl ReceiptStore for WithoutConversations {
 /// An agent over `store` with one pane whose turns reply at once, its jobs
 /// run on this runtime as a transport's driver runs them.
 fn agent(store: impl ReceiptStore) -> Result<Collie, String> {
+    agent_with_panes(store, &["p"])
+}
+
+/// [`agent`] with the panes `panes`.
+fn agent_with_panes(store: impl ReceiptStore, panes: &[&str]) -> Result<Collie, String> {
     let collie =
         durable_sdk::create_core(CoreOptions::builder().receipts(store)).map_err(|e| e.to_string())?;
     let core = collie.core().clone();
@@ -209,9 +215,11 @@ fn agent(store: impl ReceiptStore) -> Result<Collie, String> {
     });
     let tab =
         collie.workspace("bench", "Bench").and_then(|w| w.tab("main", "Main")).map_err(|e| e.to_string())?;
-    let pane = tab.pane("p", PaneOptions::new("Bench")).map_err(|e| e.to_string())?;
-    pane.on_send(|turn: Turn| async move { turn.reply(format!("did: {}", turn.text())) })
-        .map_err(|e| e.to_string())?;
+    for id in panes {
+        let pane = tab.pane(id, PaneOptions::new("Bench")).map_err(|e| e.to_string())?;
+        pane.on_send(|turn: Turn| async move { turn.reply(format!("did: {}", turn.text())) })
+            .map_err(|e| e.to_string())?;
+    }
     collie.ready();
     Ok(collie)
 }
@@ -230,6 +238,82 @@ async fn turn_round(collie: &Collie, first: usize) -> Result<f64, String> {
         collie.conversations_kept().await;
     }
     Ok(started.elapsed().as_secs_f64() * 1e6 / TURNS as f64)
+}
+
+/// Panes whose turns run at once in the concurrent case.
+const AT_ONCE: [&str; 8] = ["c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7"];
+
+/// µs per turn over `TURNS` sends on each of [`AT_ONCE`]'s panes, the
+/// panes' clients sending at once (each its next send once the last was
+/// answered: a send on a busy pane waits in its queue, and one refused for
+/// a full queue is sent again); counted until every turn ended and the
+/// store has what the panes showed.
+async fn concurrent_round(collie: &Collie, first: usize) -> Result<f64, String> {
+    let started = Instant::now();
+    let mut clients = tokio::task::JoinSet::new();
+    for pane in AT_ONCE {
+        let collie = collie.clone();
+        clients.spawn(async move {
+            for n in first..first + TURNS {
+                let body = format!(r#"{{"requestId":"{pane}-{n}","text":"hello {n}"}}"#);
+                let path = format!("/v1/panes/{pane}/send");
+                loop {
+                    let r =
+                        collie.core().handle(Request::post(&path, body.clone(), Caller::OtherProcess)).await;
+                    match r.status {
+                        200 => break,
+                        409 => tokio::time::sleep(std::time::Duration::from_micros(200)).await,
+                        status => return Err(format!("a send was refused: {status}")),
+                    }
+                }
+            }
+            Ok::<(), String>(())
+        });
+    }
+    while let Some(done) = clients.join_next().await {
+        done.map_err(|e| e.to_string())??;
+    }
+    collie.core().turns_done().await;
+    collie.conversations_kept().await;
+    Ok(started.elapsed().as_secs_f64() * 1e6 / (TURNS * AT_ONCE.len()) as f64)
+}
+
+/// Turns on eight panes at once: the memory store, the SQLite store
+/// committing each write alone (as before group commits) and the SQLite
+/// store as it is, rounds taken by turns.
+async fn concurrent_turns(dir: &Path) -> Result<(), String> {
+    let err = |e: StoreError| e.to_string();
+    let memory = agent_with_panes(MemoryReceiptStore::new(), &AT_ONCE)?;
+    let alone = agent_with_panes(
+        SqliteReceiptStore::bench_open_one_write_per_transaction(dir.join("at-once-alone.sqlite3"))
+            .map_err(err)?,
+        &AT_ONCE,
+    )?;
+    let grouped =
+        agent_with_panes(SqliteReceiptStore::open(dir.join("at-once.sqlite3")).map_err(err)?, &AT_ONCE)?;
+    let (mut mem_t, mut alone_t, mut grouped_t) = (Vec::new(), Vec::new(), Vec::new());
+    for r in 0..ROUNDS {
+        let first = r * TURNS;
+        mem_t.push(concurrent_round(&memory, first).await?);
+        alone_t.push(concurrent_round(&alone, first).await?);
+        grouped_t.push(concurrent_round(&grouped, first).await?);
+    }
+    let (mem, alone, grouped) = (middle(mem_t), middle(alone_t), middle(grouped_t));
+    println!(
+        "turns at once on {} panes: µs per turn (wall time ÷ turns), the median of {ROUNDS} rounds of {TURNS} per pane",
+        AT_ONCE.len()
+    );
+    println!("  memory store                               {mem:>9.1}");
+    println!(
+        "  SQLite, each write its own commit          {alone:>9.1}  {:.2}× the memory store",
+        alone / mem
+    );
+    println!(
+        "  SQLite, writes queued together committed   {grouped:>9.1}  {:.2}× the memory store, {:.2}× each write alone",
+        grouped / mem,
+        grouped / alone
+    );
+    Ok(())
 }
 
 /// A scripted instant turn with each store, rounds taken by turns.
