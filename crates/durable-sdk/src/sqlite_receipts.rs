@@ -57,10 +57,10 @@
 //! `info` log line, the witness created); a database ahead of its witness.
 //!
 //! **The witness's write.** Two fixed records, 512 bytes apart, written in
-//! place by turns (write `n` to record `n % 2`) and `fdatasync`ed: one
-//! sync per write, where a new file renamed into place would need the
+//! place by turns (commit `n` to record `n % 2`) and `fdatasync`ed: one
+//! sync per commit, where a new file renamed into place would need the
 //! file's and the folder's; a write torn by a crash spoils one record and
-//! leaves the other, one write older, which the database is then ahead of.
+//! leaves the other, one commit older, which the database is then ahead of.
 //! Only the witness's creation goes through a temporary file and a rename,
 //! so that a crash then leaves no witness rather than an unreadable one.
 //! The cost per write: `docs/benchmarks.md`, "The SQLite store's witness".
@@ -73,7 +73,8 @@
 //! told from a move); an upgrade's database damaged before its first open
 //! by this SDK; damage that leaves the count and id intact but changes a
 //! receipt's content and passes `quick_check`; a witness whose newest
-//! record alone is damaged, when the database lost just that write. The
+//! record alone is damaged, when the database lost just that commit (the
+//! writes committed together in it, up to 64). The
 //! PostgreSQL store (`PgReceiptStore`) has none of
 //! this: a server database has its own guarantees (replication, backups,
 //! point-in-time recovery).
@@ -109,7 +110,9 @@
 //! one). Commands run in order. Writes that queued up while the thread was
 //! busy are committed together (a group commit, at most 64): one
 //! transaction, each write in a savepoint of its own (one that fails is
-//! undone alone and gets its error; the others go on), one flush of the
+//! undone alone and gets its error; the others go on — and when its error
+//! ends the whole transaction, a full disk say, each of the others runs
+//! again in a transaction of its own), one flush of the
 //! WAL and one of the witness; every write of the group hears `Ok` only
 //! after both. Writes that arrive together — several panes' turns at once —
 //! then share their flushes rather than wait in line for one each
@@ -864,7 +867,9 @@ struct Worker {
 const GROUP_MAX: usize = 64;
 
 /// A write's change to the database: whether it changed anything, or why not.
-type Change<'a> = Box<dyn FnOnce(&Transaction<'_>) -> Result<bool, StoreError> + 'a>;
+/// `Fn`, not `FnOnce`: a write runs again alone when another write of its
+/// group ended the transaction.
+type Change<'a> = Box<dyn Fn(&Transaction<'_>) -> Result<bool, StoreError> + 'a>;
 
 /// A write waiting for its transaction: what it is (for errors), the
 /// change, and who hears the result once it is committed and witnessed.
@@ -906,7 +911,7 @@ impl Worker {
                 }
             }
             let replies: Vec<_> = group.iter_mut().map(|w| w.reply.take()).collect();
-            for (reply, result) in replies.into_iter().zip(self.commit(group)) {
+            for (reply, result) in replies.into_iter().zip(self.commit(&group)) {
                 if let Some(reply) = reply {
                     let _ = reply.send(result);
                 }
@@ -977,10 +982,12 @@ impl Worker {
     fn write(
         &mut self,
         what: &'static str,
-        change: impl FnOnce(&Transaction<'_>) -> Result<bool, StoreError>,
+        change: impl Fn(&Transaction<'_>) -> Result<bool, StoreError>,
     ) -> Result<(), StoreError> {
         let write = Write { what, change: Box::new(change), reply: None };
-        self.commit(vec![write]).pop().unwrap_or_else(|| Err(StoreError::new("sqlite: a write was lost")))
+        self.commit(std::slice::from_ref(&write))
+            .pop()
+            .unwrap_or_else(|| Err(StoreError::new("sqlite: a write was lost")))
     }
 
     /// Runs `group`'s changes in one write transaction, each in a savepoint
@@ -993,13 +1000,20 @@ impl Worker {
     /// between the two leaves the database ahead by one unacknowledged
     /// transaction, which the next open accepts. A failure of the
     /// transaction itself (its begin, a savepoint, the commit, the witness)
-    /// is every write's error: none of them is acknowledged.
-    fn commit(&mut self, group: Vec<Write<'_>>) -> Vec<Result<(), StoreError>> {
+    /// is every write's error: none of them is acknowledged. A write whose
+    /// error ends the whole transaction (a full disk, an I/O error) gets it,
+    /// and the group's other writes run again, each alone, as they would
+    /// have without the group.
+    fn commit(&mut self, group: &[Write<'_>]) -> Vec<Result<(), StoreError>> {
         let n = group.len();
         let all = |why: String| (0..n).map(|_| Err(StoreError::new(why.clone()))).collect::<Vec<_>>();
         let whats = {
-            let mut whats: Vec<&str> = group.iter().map(|w| w.what).collect();
-            whats.dedup();
+            let mut whats: Vec<&str> = Vec::new();
+            for write in group {
+                if !whats.contains(&write.what) {
+                    whats.push(write.what);
+                }
+            }
             whats.join(", ")
         };
         let tx = match self.conn.transaction_with_behavior(TransactionBehavior::Immediate) {
@@ -1008,7 +1022,8 @@ impl Worker {
         };
         let mut results = Vec::with_capacity(n);
         let mut changed = false;
-        for write in group {
+        let mut ended = None;
+        for (i, write) in group.iter().enumerate() {
             if let Err(e) = tx.execute_batch("SAVEPOINT one_write") {
                 return all(format!("sqlite: {}: {e}", write.what));
             }
@@ -1021,9 +1036,11 @@ impl Worker {
                     }
                 }
                 // Some errors (a full disk, say) end the whole transaction:
-                // then nothing of the group can be kept.
+                // nothing of the group is kept, and the others did nothing
+                // wrong.
                 Err(e) if tx.is_autocommit() => {
-                    return all(format!("sqlite: {} failed and ended its transaction: {e}", write.what));
+                    ended = Some((i, e));
+                    break;
                 }
                 Err(e) => {
                     results.push(Err(e));
@@ -1032,6 +1049,21 @@ impl Worker {
                     }
                 }
             }
+        }
+        if let Some((failed, e)) = ended {
+            drop(tx);
+            if n == 1 {
+                return vec![Err(e)];
+            }
+            let mut e = Some(e);
+            return (0..n)
+                .map(|i| match i == failed {
+                    true => Err(e.take().unwrap_or_else(|| StoreError::new("sqlite: the write failed"))),
+                    false => self.commit(std::slice::from_ref(&group[i])).pop().unwrap_or_else(|| {
+                        Err(StoreError::new(format!("sqlite: {} was lost", group[i].what)))
+                    }),
+                })
+                .collect();
         }
         if !changed {
             return results; // nothing changed: the transaction rolls back as it drops
@@ -1761,7 +1793,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn writes_queued_together_commit_in_one_transaction_each_acknowledged_after_its_witness() {
+    async fn writes_queued_together_commit_in_one_transaction_counted_once_by_the_witness() {
         let dir = TempDir::new();
         let store = SqliteReceiptStore::open(dir.db()).unwrap();
         let before = witnessed_writes(&dir.db());
@@ -1824,6 +1856,35 @@ mod tests {
             .query_row("SELECT last_seq FROM receipt_group WHERE grp = 'pane:t'", [], |r| r.get(0))
             .unwrap();
         assert_eq!(seq, 4, "the failed put's move of the sequence was undone");
+    }
+
+    #[tokio::test]
+    async fn a_write_whose_error_ends_the_transaction_fails_alone_and_the_others_of_its_group_are_kept() {
+        let dir = TempDir::new();
+        let store = SqliteReceiptStore::open(dir.db()).unwrap();
+        // `RAISE(ROLLBACK)` ends the whole transaction, as a full disk does.
+        Connection::open(dir.db())
+            .unwrap()
+            .execute_batch(
+                "CREATE TRIGGER refuse_bad BEFORE INSERT ON receipt WHEN NEW.request_id = 'r-bad' \
+                 BEGIN SELECT RAISE(ROLLBACK, 'ends the transaction'); END;",
+            )
+            .unwrap();
+        let puts: Vec<_> = ["r-1", "r-2", "r-bad", "r-3", "r-4"]
+            .iter()
+            .enumerate()
+            .map(|(n, id)| (id.to_string(), receipt(n as u64)))
+            .collect();
+        let results = puts_queued_behind_a_lock(&store, &puts).await;
+        let failed: Vec<_> = puts.iter().zip(&results).filter(|(_, r)| r.is_err()).map(|(p, _)| &p.0).collect();
+        assert_eq!(failed, ["r-bad"], "{results:?}");
+        for (id, receipt) in puts.iter().filter(|(id, _)| id != "r-bad") {
+            assert_eq!(store.get(id).await.unwrap(), Lookup::Found(receipt.clone()), "{id}");
+        }
+        drop(store);
+        // The witness counts what was committed: the reopen's check passes.
+        let store = SqliteReceiptStore::open(dir.db()).unwrap();
+        assert_eq!(store.get("r-bad").await.unwrap(), Lookup::Unknown);
     }
 
     #[test]

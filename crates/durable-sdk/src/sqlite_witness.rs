@@ -6,10 +6,10 @@
 //!
 //! Layout: two records of 64 bytes, at offsets 0 and 512 (each in a sector
 //! of its own, so that a torn sector write damages one of them at most).
-//! A record is `DURWIT01`, the 16-byte store id, the write count (u64,
-//! little-endian), and the SHA-256 of those 32 bytes. Write `n` goes to
-//! record `n % 2`, in place, then `fdatasync`: a crash while writing it
-//! leaves the other record, one write older, intact. Reading takes the
+//! A record is `DURWIT01`, the 16-byte store id, the count of commits
+//! (u64, little-endian), and the SHA-256 of those 32 bytes. Commit `n`
+//! goes to record `n % 2`, in place, then `fdatasync`: a crash while
+//! writing it leaves the other record, one commit older, intact. Reading takes the
 //! intact record with the larger count.
 
 use std::fs::File;

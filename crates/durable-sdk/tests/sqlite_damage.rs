@@ -231,7 +231,7 @@ async fn an_older_copy_of_the_database_with_the_newer_witness_is_refused_naming_
 
 #[tokio::test]
 async fn a_crash_between_the_database_commit_and_the_witness_write_is_accepted() {
-    // The database one write ahead of its witness: the write never
+    // The database one commit ahead of its witness: the write never
     // returned, so it was never acknowledged.
     let (live, crashed, at_8) = (TempDir::new(), TempDir::new(), TempDir::new());
     let store = SqliteReceiptStore::open(live.db()).unwrap();
