@@ -249,7 +249,7 @@ impl World {
         let agent = {
             let _guard = rt.enter();
             let agent = agent::build(Setup::default(), Arc::new(TokioClock::new()));
-            spawn_driver(agent.core.clone(), CancellationToken::new());
+            spawn_driver(agent.core.driver(), CancellationToken::new());
             agent
         };
         World { rt, agent, inputs: 0 }
@@ -267,7 +267,7 @@ async fn connection(agent: &Agent, bearer: bool, bytes: Vec<u8>, close_write: bo
     } else {
         CallerSource::Fixed(Caller::OtherProcess)
     };
-    let core = agent.core.clone();
+    let core = agent.core.driver();
     let served = tokio::spawn(async move {
         let options = Limits::new();
         let _ =

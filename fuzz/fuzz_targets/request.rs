@@ -1,7 +1,7 @@
 //! `request`: structured requests — any method, path, query,
 //! `If-None-Match`, body and caller — into a core with a layout, asks, a chat
 //! handler, an action, hooks, a starter and history, through
-//! `Core::handle`, driven without a runtime (`durable_fuzz::exec`), with the
+//! `Driver::handle`, driven without a runtime (`durable_fuzz::exec`), with the
 //! clock moved and deadlines fired in between.
 //!
 //! Asserts: no panic; every request is answered; every answer is well
@@ -81,7 +81,7 @@ impl Session {
             match step {
                 Step::Request(req) => {
                     let request = req.to_core(&self.pool, self.last_etag.as_deref());
-                    let response = self.driver.block_on(self.agent.core.handle(request.clone()), &request);
+                    let response = self.driver.block_on(self.agent.core.driver().handle(request.clone()), &request);
                     check::response(&request, &response);
                     self.receipts.note(&response);
                     self.pool.harvest(&response.body);
@@ -164,7 +164,7 @@ fuzz_target!(|data: &[u8]| {
 });
 
 /// What the program does meanwhile: closes a pane, raises an ask, writes.
-fn program(core: &durable_runtime::Core, what: u8) {
+fn program(core: &durable_runtime::Collie, what: u8) {
     let pane = if what & 1 == 0 { "ticket-1" } else { "ticket-2" };
     let Some(p) = core.pane(pane) else { return };
     match what >> 1 & 3 {

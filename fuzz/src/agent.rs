@@ -9,7 +9,7 @@ use durable_runtime::types::{
     AskOption, AskSpec, Caps, Cursor, FieldType, FormField, HistoryRow, Id, Item, Timestamp,
 };
 use durable_runtime::{
-    ActionHandler, ActionRequest, AskHandle, ChatHandler, Clock, CloseRequest, Core, CoreOptions,
+    ActionHandler, ActionRequest, AskHandle, ChatHandler, Clock, CloseRequest, Collie, CoreOptions,
     HandlerResult, HistoryError, HistoryProvider, Hooks, ItemsPage, PaneOptions, Refusal, RenameRequest,
     Reopen, ReopenRequest, RowsPage, SendRequest, Started, StarterRequest, SteerRequest, StopRequest, Turn,
     create_core,
@@ -56,7 +56,7 @@ pub struct Setup {
 #[derive(Debug)]
 pub struct Agent {
     /// The core.
-    pub core: Core,
+    pub core: Collie,
     /// The asks raised at setup (dropping one leaves its ask open).
     pub asks: Vec<AskHandle>,
 }

@@ -7,7 +7,7 @@ use std::pin::{Pin, pin};
 use std::task::{Context, Poll, Waker};
 
 use durable_runtime::types::{BUSY_MS, Timestamp};
-use durable_runtime::{Clock, Core, Job, ManualClock};
+use durable_runtime::{Clock, Collie, Job, ManualClock};
 
 /// Rounds of polling before the clock is moved past the `busy` wait.
 const ROUNDS_BEFORE_BUSY: usize = 16;
@@ -17,7 +17,7 @@ const ROUNDS_MAX: usize = 64;
 /// The core, its clock, and the jobs it handed out that have not ended.
 pub struct Driver {
     /// The core.
-    pub core: Core,
+    pub core: Collie,
     /// Its clock.
     pub clock: ManualClock,
     jobs: Vec<Job>,
@@ -35,7 +35,7 @@ fn poll_once<F: Future + ?Sized>(f: Pin<&mut F>) -> Poll<F::Output> {
 
 impl Driver {
     /// A driver for `core`, whose clock is `clock`.
-    pub fn new(core: Core, clock: ManualClock) -> Self {
+    pub fn new(core: Collie, clock: ManualClock) -> Self {
         Driver { core, clock, jobs: Vec::new() }
     }
 
@@ -43,7 +43,7 @@ impl Driver {
     /// the ended ones.
     pub fn run_jobs(&mut self) {
         for _ in 0..4 {
-            while let Some(job) = self.core.poll_job() {
+            while let Some(job) = self.core.driver().poll_job() {
                 self.jobs.push(job);
             }
             self.jobs.retain_mut(|job| poll_once(job.as_mut()).is_pending());
@@ -59,7 +59,7 @@ impl Driver {
     /// Fires what is due now.
     pub fn tick(&mut self) {
         let now: Timestamp = self.clock.now();
-        self.core.tick(now);
+        self.core.driver().tick(now);
         self.run_jobs();
     }
 

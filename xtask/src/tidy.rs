@@ -91,8 +91,13 @@ fn runtime_crates(names: &BTreeSet<String>) -> Vec<String> {
     names.iter().filter(|n| FORBIDDEN_IN_CORE_TREE.iter().any(|f| n.starts_with(f))).cloned().collect()
 }
 
-/// tokio features that mean a runtime, sockets, timers or files.
-const FORBIDDEN_TOKIO_FEATURES: [&str; 5] = ["rt", "rt-multi-thread", "net", "time", "fs"];
+/// tokio features that mean a runtime, sockets, processes or files:
+/// durable-runtime holds none of them (the program or a transport starts
+/// the runtime and opens what it serves on). Its timers (`time`: the
+/// shutdown grace of `Collie::close`) are its own, as the machine's
+/// deadlines are its driver's.
+const FORBIDDEN_TOKIO_FEATURES: [&str; 8] =
+    ["rt", "rt-multi-thread", "net", "fs", "process", "signal", "io-std", "io-util"];
 
 /// Crates that only build or only mean something on Unix.
 const UNIX_ONLY: [&str; 8] =
@@ -414,8 +419,9 @@ fn core_dependency_tree_has_no_runtime_lock_or_channel() {
     assert!(names.contains("durable-types"), "cargo tree of durable-core:\n{tree}");
     let bad = runtime_crates(&names);
     assert!(bad.is_empty(), "durable-core's dependency tree holds {bad:?}:\n{tree}");
-    // durable-runtime's may hold tokio, but never its runtime, sockets,
-    // timers or files: the driver (a transport) brings those.
+    // durable-runtime's may hold tokio and its timers, but never its
+    // runtime, sockets, processes or files: the program and the transports
+    // bring those.
     let tree = cargo(&["tree", "-p", "durable-runtime", "-e", "normal,features"]);
     let bad: Vec<String> = tokio_features(&tree)
         .into_iter()
@@ -484,6 +490,64 @@ fn crate_name_parser_reads_tree_lines() {
 }
 
 /// The README's test command: the line of its set-up block that says so.
+/// Where each `struct <name>` (public or not) is defined among the crates'
+/// sources, tests excluded.
+fn struct_definitions(files: &[(String, String)], name: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (file, text) in files {
+        if file.contains("/tests/") {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            let code = code.strip_prefix("pub(crate) ").or_else(|| code.strip_prefix("pub ")).unwrap_or(code);
+            let rest = code.strip_prefix("struct ").map(|r| r.trim_start());
+            if rest.is_some_and(|r| {
+                r.strip_prefix(name)
+                    .is_some_and(|t| !t.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+            }) {
+                found.push(format!("{file}:{}", n + 1));
+            }
+        }
+    }
+    found
+}
+
+/// The author's handle is one type, durable-runtime's (issue #41: not a
+/// wrapper in the SDK forwarding to a second handle of the same names),
+/// and no crate brings back the handle it replaced (`Core`).
+#[test]
+fn collie_is_one_handle_defined_by_the_runtime() {
+    let mut paths = Vec::new();
+    rust_files(&project_root().join("crates"), &mut paths);
+    let root = project_root();
+    let files: Vec<(String, String)> = paths
+        .iter()
+        .filter_map(|p| {
+            let text = std::fs::read_to_string(p).ok()?;
+            Some((p.strip_prefix(&root).unwrap_or(p).display().to_string(), text))
+        })
+        .collect();
+    let collie = struct_definitions(&files, "Collie");
+    assert_eq!(collie.len(), 1, "struct Collie defined at {collie:?}");
+    assert!(collie[0].starts_with("crates/durable-runtime/src/"), "struct Collie defined at {collie:?}");
+    let core = struct_definitions(&files, "Core");
+    assert!(core.is_empty(), "struct Core defined at {core:?}");
+}
+
+#[test]
+fn struct_definitions_are_found_by_whole_name() {
+    let files = vec![
+        (
+            "crates/a/src/lib.rs".to_owned(),
+            "pub struct Collie {\n}\nstruct CollieInfo;\n// struct Collie\n".to_owned(),
+        ),
+        ("crates/b/src/x.rs".to_owned(), "    pub(crate) struct Collie(u8);\n".to_owned()),
+        ("crates/b/tests/t.rs".to_owned(), "struct Collie;\n".to_owned()),
+    ];
+    assert_eq!(struct_definitions(&files, "Collie"), ["crates/a/src/lib.rs:1", "crates/b/src/x.rs:1"]);
+}
+
 fn readme_test_command(readme: &str) -> Option<String> {
     readme
         .lines()

@@ -40,7 +40,7 @@ pub(crate) struct Shared {
     pub store: Store,
     pub pool: Pool,
     /// The SDK's receipt store keeps each pane's items across restarts
-    /// (`Core::keeps_conversations_across_restarts`): the records then
+    /// (`Collie::keeps_conversations_across_restarts`): the records then
     /// keep no items of their own (one copy, under the same ids).
     pub sdk_keeps_items: bool,
 }
@@ -236,7 +236,7 @@ impl Conversation {
         if !self.shared.sdk_keeps_items {
             return false;
         }
-        match self.pane.core().kept_conversation(self.pane.id()).await {
+        match self.pane.collie().kept_conversation(self.pane.id()).await {
             Ok(kept) => kept.is_some_and(|k| !k.items.is_empty()),
             Err(e) => {
                 // Unknown: the replay is shown rather than nothing.
@@ -284,7 +284,7 @@ impl Conversation {
         self.unsaved.store(false, Ordering::SeqCst);
         if let Err(e) = self.shared.store.put_with(|| self.record()) {
             self.pane
-                .core()
+                .collie()
                 .warn(&format!("durable-acp: the record of {} was not written: {e}", self.pane.id()));
         }
     }
@@ -607,7 +607,7 @@ impl Conversation {
     /// when the agent offers no modes).
     fn show_modes(&self, process: &AgentProcess) {
         let Some(state) = process.modes() else { return };
-        for (id, label) in crate::modes::buttons(&state, self.pane.core().allow_always()) {
+        for (id, label) in crate::modes::buttons(&state, self.pane.collie().allow_always()) {
             if let Err(e) = self.pane.action(&id, &label, None) {
                 tracing::warn!(error = %e, "acp: a mode button was not shown");
             }
@@ -634,7 +634,7 @@ impl Conversation {
             self.switch_mode(&process, &mode, &name).await;
             return Ok(());
         }
-        if !self.pane.core().allow_always() {
+        if !self.pane.collie().allow_always() {
             return Err(Refusal::new(format!(
                 "the {name} mode runs tools without asking, which is allow-always by another name: not offered here (HTTPS)"
             )));
@@ -947,7 +947,7 @@ impl Conversation {
     ) {
         let acp_call = request.tool_call.tool_call_id.0.to_string();
         let view = self.mapper.lock().unwrap_or_else(|e| e.into_inner()).call_view(&request.tool_call);
-        let allow_always = self.pane.core().allow_always();
+        let allow_always = self.pane.collie().allow_always();
         let mut ours: Vec<(String, &agent_client_protocol::v1::schema::PermissionOption)> = Vec::new();
         let mut options = Vec::new();
         for (n, o) in request.options.iter().enumerate() {
@@ -1012,7 +1012,7 @@ impl Conversation {
                 // 8, …): the pane says so, not only a log line.
                 raised = false;
                 self.pane
-                    .core()
+                    .collie()
                     .warn(&format!("durable-acp: the card of tool call {acp_call} was not raised: {e}"));
                 self.notice(
                     format!(

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use durable_runtime::{CloseRequest, Hooks, RenameRequest, Reopen, ReopenRequest, Started, StarterRequest};
-use durable_runtime::{Core, HandlerResult, KeptAsk, Pane, PaneOptions, Refusal, Tab};
+use durable_runtime::{Collie, HandlerResult, KeptAsk, Pane, PaneOptions, Refusal, Tab};
 use durable_types::{Id, Item, Target};
 
 use crate::conversation::{Conversation, Pool, Shared};
@@ -63,7 +63,7 @@ impl AcpConversations {
         durable_process::stop_leftovers(&durable_process::folder_tag(&options.data_dir));
         let store = Store::open(&options.data_dir)?;
         let idle = options.idle_stop;
-        let sdk_keeps_items = tab.core().keeps_conversations_across_restarts();
+        let sdk_keeps_items = tab.collie().keeps_conversations_across_restarts();
         let shared = Arc::new(Shared { options, store, pool: Pool::new(), sdk_keeps_items });
         let me = Arc::new(AcpConversations {
             shared,
@@ -121,7 +121,7 @@ impl AcpConversations {
             // The pane showed the record's items, and the SDK's store keeps
             // what a pane shows: the record lets them go once it has them.
             let ids = conversation.kept_item_ids();
-            let core = self.tab.core().clone();
+            let core = self.tab.collie().clone();
             let c = conversation.clone();
             tokio::spawn(async move {
                 if items_are_kept(&core, c.pane.id(), &ids).await {
@@ -137,7 +137,7 @@ impl AcpConversations {
     /// store (the pane is not declared: they are kept as its
     /// conversation), and out of the record once the store has them.
     fn move_closed_items(&self, record: &Record) {
-        let core = self.tab.core().clone();
+        let core = self.tab.collie().clone();
         let Some(ids) = import_items(&core, record) else { return };
         let shared = self.shared.clone();
         let pane = record.pane_id.clone();
@@ -317,7 +317,7 @@ impl AcpConversations {
 /// record lets them go, or `None` when nothing was handed over (a `warn`
 /// line says why). An item that breaks the item rules would be left out of
 /// a pane too: it is not moved, and goes with the record's items.
-pub(crate) fn import_items(core: &Core, record: &Record) -> Option<Vec<Id>> {
+pub(crate) fn import_items(core: &Collie, record: &Record) -> Option<Vec<Id>> {
     let items: Vec<Item> = record.items.iter().filter(|i| follows_item_rules(i)).cloned().collect();
     if items.len() < record.items.len() {
         core.warn(&format!(
@@ -344,7 +344,7 @@ pub(crate) fn follows_item_rules(item: &Item) -> bool {
 
 /// Whether the SDK's store has every item of `ids` in the conversation of
 /// `pane`, once it has kept what was written so far (a `warn` line when not).
-pub(crate) async fn items_are_kept(core: &Core, pane: &str, ids: &[Id]) -> bool {
+pub(crate) async fn items_are_kept(core: &Collie, pane: &str, ids: &[Id]) -> bool {
     core.conversations_kept().await;
     let why = match core.kept_conversation(pane).await {
         Ok(Some(kept)) => {

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use durable_runtime::{Core, HistoryError, HistoryProvider, ItemsPage, RowsPage, Tab};
+use durable_runtime::{Collie, HistoryError, HistoryProvider, ItemsPage, RowsPage, Tab};
 use durable_types::{Cursor, HISTORY_LIMIT_MAX, HistoryRow, Item, Timestamp};
 
 use crate::AcpConversations;
@@ -34,7 +34,7 @@ type Listing = Option<(Instant, Vec<Record>)>;
 /// The history provider of [`AcpConversations`] (give it to `Collie::history`).
 pub struct AcpHistory {
     shared: Arc<Shared>,
-    core: Core,
+    core: Collie,
     conversations: Weak<AcpConversations>,
     workspace: String,
     tab: String,
@@ -52,7 +52,7 @@ impl std::fmt::Debug for AcpHistory {
 
 impl AcpHistory {
     pub(crate) fn new(shared: Arc<Shared>, conversations: Weak<AcpConversations>, tab: &Tab) -> AcpHistory {
-        let core = tab.core().clone();
+        let core = tab.collie().clone();
         let tab = tab.id();
         let workspace = tab.split(':').next().unwrap_or("").to_owned();
         AcpHistory {

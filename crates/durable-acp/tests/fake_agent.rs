@@ -17,7 +17,7 @@ use durable_acp::{AcpConversations, AcpOptions, AcpOptionsBuilder, AgentCommand,
 use durable_http::{CancellationToken, SystemClock, random_epoch, spawn_driver};
 use durable_runtime::types::ask_id_for;
 use durable_runtime::types::exchange::{Caller, Request};
-use durable_runtime::{Core, CoreOptions, ReceiptStore, create_core};
+use durable_runtime::{Collie, CoreOptions, ReceiptStore, create_core};
 use durable_sdk::stores::SqliteReceiptStore;
 use serde_json::{Value, json};
 
@@ -406,20 +406,20 @@ fn fake_agent(role: &str) {
 // ---------------------------------------------------------------------------
 // The tests.
 
-fn core() -> Core {
+fn core() -> Collie {
     let core = core_with(None);
     core.ready();
     core
 }
 
 /// A core not yet ready, on `store` (else in memory).
-fn core_with(store: Option<SqliteReceiptStore>) -> Core {
+fn core_with(store: Option<SqliteReceiptStore>) -> Collie {
     let mut options = CoreOptions::builder().host_name("fake").clock(SystemClock).epoch(random_epoch());
     if let Some(store) = store {
         options = options.receipts(store);
     }
     let core = create_core(options.build().unwrap());
-    spawn_driver(core.clone(), CancellationToken::new());
+    spawn_driver(core.driver(), CancellationToken::new());
     core
 }
 
@@ -431,7 +431,7 @@ fn scratch(name: &str) -> std::path::PathBuf {
 }
 
 fn conversations(
-    core: &Core,
+    core: &Collie,
     role: &str,
     name: &str,
     init_timeout: Duration,
@@ -441,7 +441,7 @@ fn conversations(
 
 /// [`conversations`] in `dir`, kept as it is (its data folder is `dir/data`).
 fn conversations_in(
-    core: &Core,
+    core: &Collie,
     role: &str,
     dir: &std::path::Path,
     init_timeout: Duration,
@@ -451,7 +451,7 @@ fn conversations_in(
 
 /// [`conversations_in`] with options of the test's own.
 fn conversations_in_with(
-    core: &Core,
+    core: &Collie,
     role: &str,
     dir: &std::path::Path,
     options: impl FnOnce(AcpOptionsBuilder) -> AcpOptionsBuilder,
@@ -465,12 +465,12 @@ fn conversations_in_with(
     AcpConversations::new(tab, options).unwrap()
 }
 
-async fn get(core: &Core, path: &str) -> Value {
-    core.handle(Request::get(path, Caller::OtherProcess)).await.body_json()
+async fn get(core: &Collie, path: &str) -> Value {
+    core.driver().handle(Request::get(path, Caller::OtherProcess)).await.body_json()
 }
 
 /// The pane's items as the phone shows them (each at its last version).
-async fn items(core: &Core, pane: &str) -> Vec<Value> {
+async fn items(core: &Collie, pane: &str) -> Vec<Value> {
     let page = get(core, &format!("/v1/panes/{pane}/events?after=0")).await;
     if page["snapshot"] == true {
         // Past the tail of events: the view, each item at its last version.
@@ -501,7 +501,7 @@ async fn eventually<T, F: std::future::Future<Output = Option<T>>>(
     }
 }
 
-async fn idle(core: &Core, pane: &str) {
+async fn idle(core: &Collie, pane: &str) {
     let started = Instant::now();
     loop {
         let state = get(core, "/v1/state").await;
@@ -537,7 +537,7 @@ async fn hostile() {
     let tool_item = ask["itemId"].as_str().unwrap().to_owned();
     let answer = json!({"requestId": "a-1", "answer": {"optionIds": ["allow-once"]}}).to_string();
     let path = format!("/v1/asks/{}", ask["id"].as_str().unwrap());
-    let answered = core.handle(Request::post(&path, answer, Caller::OtherProcess)).await;
+    let answered = core.driver().handle(Request::post(&path, answer, Caller::OtherProcess)).await;
     assert_eq!(answered.status, 200, "{}", answered.body_json());
     idle(&core, &pane_id).await;
     let shown = items(&core, &pane_id).await;
@@ -613,14 +613,14 @@ async fn reopen_unknown() {
     let acp = conversations(&core, "silent", "reopen-unknown", Duration::from_millis(500));
     core.set_hooks(acp.hooks());
     let body = json!({"requestId": "r-1", "id": "nobody-knows"}).to_string();
-    let answer = core.handle(Request::post("/v1/reopen", body, Caller::OtherProcess)).await;
+    let answer = core.driver().handle(Request::post("/v1/reopen", body, Caller::OtherProcess)).await;
     let json = answer.body_json();
     assert_eq!((answer.status, json["code"].as_str()), (404, Some("not-found")), "{json}");
     acp.shutdown().await;
 }
 
 /// The asks open on `core`.
-async fn open_asks(core: &Core) -> Vec<Value> {
+async fn open_asks(core: &Collie) -> Vec<Value> {
     get(core, "/v1/state").await["asks"].as_array().cloned().unwrap_or_default()
 }
 
@@ -669,7 +669,7 @@ async fn kept_cards() {
         json!({"requestId": request, "answer": {"optionIds": [option]}, "hash": hash}).to_string()
     };
     let post = |ask: &str, body: String| {
-        core.handle(Request::post(&format!("/v1/asks/{ask}"), body, Caller::OtherProcess))
+        core.driver().handle(Request::post(&format!("/v1/asks/{ask}"), body, Caller::OtherProcess))
     };
     let held = post(&keep_id, answer("a-0", "allow-once")).await;
     let held_body = held.body_json();
@@ -779,8 +779,10 @@ async fn bounded_cards() {
 
     let (cpu, wall) = (cpu_seconds(), Instant::now());
     let stop = json!({"requestId": "stop-1"}).to_string();
-    let stopped =
-        core.handle(Request::post(&format!("/v1/panes/{pane_id}/stop"), stop, Caller::OtherProcess)).await;
+    let stopped = core
+        .driver()
+        .handle(Request::post(&format!("/v1/panes/{pane_id}/stop"), stop, Caller::OtherProcess))
+        .await;
     assert_eq!(stopped.status, 200, "{}", stopped.body_json());
     eventually("every request answered", || async { (told() == (0, cards)).then_some(()) }).await;
     idle(&core, &pane_id).await;
@@ -847,8 +849,10 @@ async fn claude_items() {
     assert_eq!(refused["output"], "User refused permission to run tool", "no fences in a plain output");
     // A plan in a later turn shows in that turn: a new item after its user item.
     let send = json!({"requestId": "s-2", "text": "plan"}).to_string();
-    let sent =
-        core.handle(Request::post(&format!("/v1/panes/{pane_id}/send"), send, Caller::OtherProcess)).await;
+    let sent = core
+        .driver()
+        .handle(Request::post(&format!("/v1/panes/{pane_id}/send"), send, Caller::OtherProcess))
+        .await;
     assert_eq!(sent.status, 200, "{}", sent.body_json());
     eventually("the second turn's plan", || async {
         let shown = items(&core, &pane_id).await;
@@ -900,8 +904,10 @@ async fn mute_agent() {
     .await;
     // The next send starts it again.
     let send = json!({"requestId": "s-1", "text": "again"}).to_string();
-    let sent =
-        core.handle(Request::post(&format!("/v1/panes/{pane_id}/send"), send, Caller::OtherProcess)).await;
+    let sent = core
+        .driver()
+        .handle(Request::post(&format!("/v1/panes/{pane_id}/send"), send, Caller::OtherProcess))
+        .await;
     assert_eq!(sent.status, 200, "{}", sent.body_json());
     eventually("the answer of the agent started again", || async {
         items(&core, &pane_id).await.into_iter().find(|i| i["kind"] == "reply" && i["text"] == "Echo: again")
@@ -919,8 +925,10 @@ async fn close_first_turn() {
     core.set_hooks(acp.hooks());
     core.ready();
     let body = json!({"requestId": "st-1", "text": "first words"}).to_string();
-    let started =
-        core.handle(Request::post("/v1/starters/new-conversation", body, Caller::OtherProcess)).await;
+    let started = core
+        .driver()
+        .handle(Request::post("/v1/starters/new-conversation", body, Caller::OtherProcess))
+        .await;
     let json = started.body_json();
     assert_eq!(started.status, 200, "{json}");
     let pane_id = json["pane"].as_str().unwrap().to_owned();
@@ -931,10 +939,10 @@ async fn close_first_turn() {
     })
     .await;
     let close = json!({"requestId": "c-1", "target": "pane", "id": pane_id}).to_string();
-    let closed = core.handle(Request::post("/v1/close", close, Caller::OtherProcess)).await;
+    let closed = core.driver().handle(Request::post("/v1/close", close, Caller::OtherProcess)).await;
     assert_eq!(closed.status, 200, "{}", closed.body_json());
     let reopen = json!({"requestId": "r-1", "id": pane_id}).to_string();
-    let reopened = core.handle(Request::post("/v1/reopen", reopen, Caller::OtherProcess)).await;
+    let reopened = core.driver().handle(Request::post("/v1/reopen", reopen, Caller::OtherProcess)).await;
     assert_eq!(reopened.status, 200, "{}", reopened.body_json());
     let shown = items(&core, &pane_id).await;
     assert!(shown.iter().any(|i| i["kind"] == "user" && i["text"] == "first words"), "{shown:?}");
@@ -1032,8 +1040,10 @@ async fn items_in_the_sdk_store() {
     assert_eq!((&page["row"]["title"], &page["row"]["items"]), (&json!("Old closed"), &json!(2)), "{page}");
     // A turn: its items go to the store, not the record.
     let send = json!({"requestId": "s-1", "text": "again"}).to_string();
-    let sent =
-        first.handle(Request::post(&format!("/v1/panes/{open}/send"), send, Caller::OtherProcess)).await;
+    let sent = first
+        .driver()
+        .handle(Request::post(&format!("/v1/panes/{open}/send"), send, Caller::OtherProcess))
+        .await;
     assert_eq!(sent.status, 200, "{}", sent.body_json());
     eventually("the answer", || async {
         items(&first, &open).await.into_iter().find(|i| i["kind"] == "reply" && i["text"] == "Echo: again")
@@ -1071,6 +1081,13 @@ async fn items_in_the_sdk_store() {
         "{page}"
     );
     assert_eq!((record_items(&dir, &open), record_items(&dir, &closed)), (0, 0));
+    // The store no longer has the closed one (its bound forgot it, or the
+    // program deleted it): its record has no items either, so history
+    // serves it with none and says older ones were dropped.
+    core.forget_conversation(&closed);
+    core.conversations_kept().await;
+    let page = get(&core, &format!("/v1/history/{closed}")).await;
+    assert_eq!((&page["items"], &page["dropped"]), (&json!([]), &json!(true)), "{page}");
     acp.shutdown().await;
 }
 
@@ -1092,8 +1109,10 @@ async fn replay_not_shown_again() {
     .await;
     idle(&first, &pane).await;
     let send = json!({"requestId": "s-2", "text": "ask"}).to_string();
-    let sent =
-        first.handle(Request::post(&format!("/v1/panes/{pane}/send"), send, Caller::OtherProcess)).await;
+    let sent = first
+        .driver()
+        .handle(Request::post(&format!("/v1/panes/{pane}/send"), send, Caller::OtherProcess))
+        .await;
     assert_eq!(sent.status, 200, "{}", sent.body_json());
     eventually("the card in the store", || async {
         let store = SqliteReceiptStore::open(&db).ok()?;

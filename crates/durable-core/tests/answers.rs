@@ -360,7 +360,10 @@ async fn held_answer_expires_after_hold_ms() {
     let h = Harness::with(|b| b.hold_ms(60_000));
     let pane = h.pane();
     assert_eq!(h.answer(ASK, pick_hash("r-1", "allow", HASH)).await.status, 202);
-    assert_eq!(h.core.next_deadline().map(|t| t.to_rfc3339()).as_deref(), Some("2026-11-30T05:01:00.000Z"));
+    assert_eq!(
+        h.core.driver().next_deadline().map(|t| t.to_rfc3339()).as_deref(),
+        Some("2026-11-30T05:01:00.000Z")
+    );
     h.advance(60_000).await;
     let mut ask = Box::pin(pane.ask(approval()).unwrap());
     h.settle().await;
@@ -385,7 +388,10 @@ async fn held_answer_default_hold_is_ten_minutes() {
     let h = Harness::new();
     h.pane();
     assert_eq!(h.answer(ASK, pick_hash("r-1", "allow", HASH)).await.status, 202);
-    assert_eq!(h.core.next_deadline().map(|t| t.to_rfc3339()).as_deref(), Some("2026-11-30T05:10:00.000Z"));
+    assert_eq!(
+        h.core.driver().next_deadline().map(|t| t.to_rfc3339()).as_deref(),
+        Some("2026-11-30T05:10:00.000Z")
+    );
 }
 
 #[tokio::test]

@@ -298,7 +298,10 @@ async fn ask_past_expiry_closes_with_timeout_and_leaves_one_chat_line() {
     let ask = pane.ask(yes_no("c1", "refund wants to run").expires_in_ms(5_000)).unwrap();
     let id = ask.id().to_owned();
     assert_eq!(state_ask(&h, &id).await.unwrap()["expiresAt"], "2026-11-30T05:00:05.000Z");
-    assert_eq!(h.core.next_deadline().map(|t| t.to_rfc3339()).as_deref(), Some("2026-11-30T05:00:05.000Z"));
+    assert_eq!(
+        h.core.driver().next_deadline().map(|t| t.to_rfc3339()).as_deref(),
+        Some("2026-11-30T05:00:05.000Z")
+    );
     let mut ask = Box::pin(ask.decided());
     h.advance(4_999).await;
     assert!(poll_once(&mut ask).is_none(), "not yet");

@@ -66,7 +66,7 @@ async fn storm(
             tasks.push(tokio::spawn(async move {
                 barrier.wait().await;
                 let reply = Reply::from(
-                    core.handle(Request::post(&path, body.to_string(), Caller::OtherProcess)).await,
+                    core.driver().handle(Request::post(&path, body.to_string(), Caller::OtherProcess)).await,
                 );
                 (format!("r-{id}"), reply)
             }));

@@ -168,7 +168,7 @@ async fn second_run_writing_before_the_restore(store: &Arc<MemoryReceiptStore>) 
 }
 
 async fn restore(h: &Harness) {
-    while let Some(job) = h.core.poll_job() {
+    while let Some(job) = h.core.driver().poll_job() {
         job.await;
     }
 }

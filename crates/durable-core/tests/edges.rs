@@ -89,18 +89,18 @@ async fn a_driver_wake_up_may_call_back_into_the_core() {
     let pane = h.pane();
     let calls = Arc::new(AtomicUsize::new(0));
     let (core, c) = (h.core.clone(), calls.clone());
-    h.core.set_wakeup(move || {
+    h.core.driver().set_wakeup(move || {
         // A driver that reads the next deadline when woken: this used to
         // lock the state twice on one thread.
-        let _ = core.next_deadline();
-        while let Some(job) = core.poll_job() {
+        let _ = core.driver().next_deadline();
+        while let Some(job) = core.driver().poll_job() {
             tokio::spawn(job);
         }
         c.fetch_add(1, Ordering::SeqCst);
     });
     let _ask = pane.ask(yes_no("c1").expires_in_ms(60_000)).unwrap();
     assert!(calls.load(Ordering::SeqCst) >= 1, "the driver was woken");
-    assert_eq!(h.core.next_deadline(), Some(Timestamp::from_millis(T0 + 60_000)));
+    assert_eq!(h.core.driver().next_deadline(), Some(Timestamp::from_millis(T0 + 60_000)));
 }
 
 #[tokio::test]
@@ -385,7 +385,7 @@ async fn history_from_the_provider_meets_the_item_and_id_rules() {
 #[tokio::test]
 async fn one_core_served_on_two_transports_says_each_transports_caller_check() {
     let h = Harness::new();
-    h.core.set_caller_check(durable_runtime::CallerCheckMode::On);
+    h.core.driver().set_caller_check(durable_runtime::CallerCheckMode::On);
     let socket = h.request(Request::get("/hello", Caller::OtherProcess)).await;
     assert_eq!(socket.json["callerCheck"], "on");
     let https = h.request(Request::get("/hello", Caller::Token)).await;
@@ -398,10 +398,10 @@ async fn every_driver_serving_a_core_is_woken() {
     let pane = h.pane();
     let (a, b) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let (a2, b2) = (a.clone(), b.clone());
-    h.core.set_wakeup(move || {
+    h.core.driver().set_wakeup(move || {
         a2.fetch_add(1, Ordering::SeqCst);
     });
-    h.core.set_wakeup(move || {
+    h.core.driver().set_wakeup(move || {
         b2.fetch_add(1, Ordering::SeqCst);
     });
     let _ask = pane.ask(yes_no("c1").expires_in_ms(1_000)).unwrap();

@@ -5,7 +5,7 @@
 //! Each scenario builds its world from scratch for every schedule: one or
 //! two cores over one model receipt store (`model::store`: a claim that
 //! holds across processes, a yield before every store call, failures
-//! injected on demand), duplicate `Core::handle` calls, the program's side
+//! injected on demand), duplicate `Driver::handle` calls, the program's side
 //! (an ask's awaitable, the jobs the core queues). `model::explore` runs
 //! every order in which those futures can be polled, and checks each one:
 //!
@@ -45,7 +45,7 @@ use std::sync::{Arc, Mutex};
 use durable_runtime::types::exchange::{Caller, Request};
 use durable_runtime::types::{Answer, AskOption, AskSpec, Id, Timestamp, ask_id_for};
 use durable_runtime::{
-    AskClosed, AskHandle, ChatHandler, Core, CoreOptions, HandlerResult, ManualClock, Pane, PaneOptions,
+    AskClosed, AskHandle, ChatHandler, Collie, CoreOptions, HandlerResult, ManualClock, Pane, PaneOptions,
     Refusal, SendRequest, Turn, create_core,
 };
 use model::store::Database;
@@ -72,7 +72,7 @@ type Replies = Arc<Mutex<Vec<Reply>>>;
 
 /// An agent process: a core over its handle on the shared store, with the
 /// standard pane.
-fn process(db: &Arc<Database>, process: usize, trace: &Trace) -> (Core, Pane) {
+fn process(db: &Arc<Database>, process: usize, trace: &Trace) -> (Collie, Pane) {
     let sink = trace.clone();
     let options = CoreOptions::builder()
         .clock(ManualClock::new(Timestamp::from_millis(T0)))
@@ -99,12 +99,12 @@ fn request(
     replies: &Replies,
     trace: &Trace,
     who: &str,
-    at: (usize, &Core),
+    at: (usize, &Collie),
     path: &str,
     body: &Value,
 ) {
     let (process, core) = at;
-    let response = core.handle(Request::post(path, body.to_string(), Caller::OtherProcess));
+    let response = core.driver().handle(Request::post(path, body.to_string(), Caller::OtherProcess));
     let (replies, trace, who) = (replies.clone(), trace.clone(), who.to_owned());
     world.spawn_twin(who.clone(), format!("p{process} {path} {body}"), async move {
         let response = response.await;
@@ -184,20 +184,20 @@ impl ChatHandler for Counting {
 // Checks
 
 /// The pane's events since the start, through the wire.
-fn events(core: &Core) -> Vec<Value> {
+fn events(core: &Collie) -> Vec<Value> {
     let path = format!("/v1/panes/{PANE}/events?after=0");
-    let r = drive(core.handle(Request::get(&path, Caller::OtherProcess)));
+    let r = drive(core.driver().handle(Request::get(&path, Caller::OtherProcess)));
     let json = r.body_json();
     json["events"].as_array().cloned().unwrap_or_default()
 }
 
 /// Asks closed as answered: an answer's effect.
-fn answered(core: &Core) -> usize {
+fn answered(core: &Collie) -> usize {
     events(core).iter().filter(|e| e["type"] == "ask-closed" && e["outcome"] == "answered").count()
 }
 
 /// `user` items written: a delivered send's effect on its pane.
-fn user_items(core: &Core) -> usize {
+fn user_items(core: &Collie) -> usize {
     events(core).iter().filter(|e| e["type"] == "item" && e["item"]["kind"] == "user").count()
 }
 
@@ -295,8 +295,8 @@ fn store_clean(db: &Database) -> Result<(), String> {
 }
 
 /// A retry of `body` after every duplicate is over: the first answer again.
-fn retry_replays(core: &Core, path: &str, body: &Value, replies: &[Reply]) -> Result<(), String> {
-    let r = drive(core.handle(Request::post(path, body.to_string(), Caller::OtherProcess)));
+fn retry_replays(core: &Collie, path: &str, body: &Value, replies: &[Reply]) -> Result<(), String> {
+    let r = drive(core.driver().handle(Request::post(path, body.to_string(), Caller::OtherProcess)));
     let json = r.body_json();
     if r.status != 200 || json["replayed"] != true {
         return Err(format!("the retry got {} {json}, not a replay", r.status));
@@ -598,9 +598,12 @@ fn model_a_dropped_send_a_duplicate_and_a_retry() {
             let expect = Expect { also: &[], fresh: Fresh::AtMostOne, injected: None };
             exactly_once(&replies, sends.lock().unwrap().turns, &expect)?;
             store_clean(&db)?;
-            let retry =
-                drive(core.handle(Request::post(&send_path(), send_hi().to_string(), Caller::OtherProcess)));
-            while let Some(job) = core.poll_job() {
+            let retry = drive(core.driver().handle(Request::post(
+                &send_path(),
+                send_hi().to_string(),
+                Caller::OtherProcess,
+            )));
+            while let Some(job) = core.driver().poll_job() {
                 drive(job);
             }
             replies.push(Reply { who: "retry".into(), status: retry.status, json: retry.body_json() });
@@ -636,7 +639,7 @@ fn model_a_dropped_answer_a_duplicate_and_a_retry() {
             exactly_once(&replies, answered(&core), &expect)?;
             resolved_with_yes(&decisions)?;
             store_clean(&db)?;
-            let retry = drive(core.handle(Request::post(
+            let retry = drive(core.driver().handle(Request::post(
                 &answer_path(),
                 pick_yes().to_string(),
                 Caller::OtherProcess,

@@ -6,13 +6,13 @@ use durable_runtime::test_util as harness;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use durable_runtime::{ActionHandler, ActionRequest, ChatHandler, Core, HandlerResult, Turn};
+use durable_runtime::{ActionHandler, ActionRequest, ChatHandler, Collie, HandlerResult, Turn};
 use harness::Harness;
 
 /// Looks at the core when it is dropped, as a handler holding a pane or a
 /// kept ask may.
 #[derive(Clone)]
-struct LooksAtTheCoreOnDrop(Core);
+struct LooksAtTheCoreOnDrop(Collie);
 
 impl ChatHandler for LooksAtTheCoreOnDrop {
     async fn turn(&self, _turn: Turn) {}

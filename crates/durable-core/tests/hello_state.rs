@@ -82,7 +82,7 @@ async fn hello_caller_check_says_what_the_transport_set() {
         (CallerCheckMode::Unavailable, "unavailable"),
         (CallerCheckMode::Token, "token"),
     ] {
-        h.core.set_caller_check(mode);
+        h.core.driver().set_caller_check(mode);
         assert_eq!(h.get("/hello").await.json["callerCheck"], name);
     }
 }

@@ -388,7 +388,7 @@ async fn a_reply_cut_by_its_panes_close_reads_as_final_in_history() {
 
 /// A provider that lists the SDK's own rows with a subtitle added, and
 /// leaves every conversation to the SDK (the desk's shape).
-struct Decorated(durable_runtime::Core);
+struct Decorated(durable_runtime::Collie);
 
 impl HistoryProvider for Decorated {
     async fn rows(

@@ -398,7 +398,7 @@ fn refund_button(
         Ok(())
     })
     .unwrap();
-    let press = h.core.handle(durable_runtime::types::exchange::Request::post(
+    let press = h.core.driver().handle(durable_runtime::types::exchange::Request::post(
         "/v1/panes/ticket-1/actions/refund",
         r#"{"requestId":"b-1"}"#,
         durable_runtime::types::exchange::Caller::OtherProcess,
@@ -485,7 +485,7 @@ async fn an_answer_is_acknowledged_only_once_its_card_is_forgotten() {
     let (id, hash) = (state["asks"][0]["id"].as_str().unwrap().to_owned(), state["asks"][0]["hash"].clone());
     assert_eq!(store.inner.kept_ids(), std::slice::from_ref(&id));
     let body = json!({"requestId": "a-1", "answer": {"optionIds": ["allow"]}, "hash": hash}).to_string();
-    let answer = h.core.handle(durable_runtime::types::exchange::Request::post(
+    let answer = h.core.driver().handle(durable_runtime::types::exchange::Request::post(
         &format!("/v1/asks/{id}"),
         body,
         durable_runtime::types::exchange::Caller::OtherProcess,
@@ -586,7 +586,7 @@ async fn a_write_waiting_for_the_store_that_goes_away_leaves_nothing_behind() {
     let _ = refund_button(&h);
     h.settle().await;
     let links = harness::links_in_use(&h.core);
-    let press = h.core.handle(durable_runtime::types::exchange::Request::post(
+    let press = h.core.driver().handle(durable_runtime::types::exchange::Request::post(
         "/v1/panes/ticket-1/actions/refund",
         r#"{"requestId":"b-1"}"#,
         durable_runtime::types::exchange::Caller::OtherProcess,

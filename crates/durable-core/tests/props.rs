@@ -260,8 +260,10 @@ fn check_answers(ops: &[AnswerOp], batch_sizes: &[usize], yields: Vec<u8>) -> Re
             let n = (*sizes.next().unwrap()).clamp(1, rest.len());
             let (now, later) = rest.split_at(n);
             rest = later;
-            let tasks: Vec<_> =
-                now.iter().map(|op| (*op, tokio::spawn(h.core.handle(request(&ids[op.ask], *op))))).collect();
+            let tasks: Vec<_> = now
+                .iter()
+                .map(|op| (*op, tokio::spawn(h.core.driver().handle(request(&ids[op.ask], *op)))))
+                .collect();
             for (op, task) in tasks {
                 let resp = task.await.unwrap();
                 outcomes.push(Outcome { op, batch, status: resp.status, body: resp.body_json() });
@@ -342,7 +344,7 @@ fn check_answers_sequential(ops: &[AnswerOp]) -> Result<(), TestCaseError> {
         let mut decided: HashMap<usize, usize> = HashMap::new();
         for (step, op) in ops.iter().enumerate() {
             h.advance(1).await;
-            let resp: Value = h.core.handle(request(&ids[op.ask], *op)).await.body_json();
+            let resp: Value = h.core.driver().handle(request(&ids[op.ask], *op)).await.body_json();
             if let Some(first) = receipts.get(&op.rid) {
                 prop_assert_eq!(resp["replayed"].as_bool(), Some(true), "step {}", step);
                 prop_assert_eq!(without_replayed(&resp), without_replayed(first));
@@ -447,7 +449,7 @@ proptest! {
             }
             let mut req = Request::new(durable_runtime::types::exchange::Method::from_name(method), &path, caller);
             req.body = durable_runtime::types::exchange::Body::Complete(body.clone().into());
-            let resp = h.core.handle(req).await;
+            let resp = h.core.driver().handle(req).await;
             prop_assert!([200, 202, 304, 400, 403, 404, 405, 409, 413, 500].contains(&resp.status), "{}", resp.status);
             if resp.status != 304 {
                 let json = resp.body_json();

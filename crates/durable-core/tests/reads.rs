@@ -1,6 +1,6 @@
-//! The borrowed read path (`Core::answer_read`): each read gets the
+//! The borrowed read path (`Driver::answer_read`): each read gets the
 //! contract's answer, the very answer (status, headers, bytes) the owned
-//! path (`Core::handle`) gives, and only the history routes are left to
+//! path (`Driver::handle`) gives, and only the history routes are left to
 //! `handle`.
 use durable_runtime::test_util as harness;
 
@@ -15,8 +15,8 @@ async fn both(
     req: Request,
 ) -> (Option<durable_runtime::types::exchange::Response>, durable_runtime::types::exchange::Response) {
     let read = req.as_read().expect("a GET reads as a borrowed read");
-    let borrowed = h.core.answer_read(&read);
-    let owned = h.core.handle(req.clone()).await;
+    let borrowed = h.core.driver().answer_read(&read);
+    let owned = h.core.driver().handle(req.clone()).await;
     (borrowed, owned)
 }
 
@@ -135,7 +135,7 @@ async fn the_history_routes_are_left_to_handle() {
         for path in ["/v1/history", "/v1/history?limit=5", "/v1/history/s-1"] {
             let req = Request::get(path, Caller::OtherProcess);
             let read = req.as_read().unwrap();
-            assert_eq!(h.core.answer_read(&read), None, "{path}");
+            assert_eq!(h.core.driver().answer_read(&read), None, "{path}");
         }
         // Refused before the route is asked: the refusal is at once.
         let req = Request::get("/v1/history", Caller::OtherUser);

@@ -291,7 +291,8 @@ async fn concurrent_repeat_of_an_in_flight_request_id_waits_for_the_first_and_re
     let h = Harness::with(|b| b.receipts(store));
     let ask = h.pane().ask(yes_no("c1")).unwrap();
     let path = format!("/v1/asks/{}", ask.id());
-    let send = |body: Value| h.core.handle(Request::post(&path, body.to_string(), Caller::OtherProcess));
+    let send =
+        |body: Value| h.core.driver().handle(Request::post(&path, body.to_string(), Caller::OtherProcess));
     let first = tokio::spawn(send(pick("r-1", "yes")));
     h.settle().await;
     let second = tokio::spawn(send(pick("r-1", "no")));
@@ -317,7 +318,8 @@ async fn concurrent_repeat_of_a_refused_request_runs_on_its_own() {
     let h = Harness::with(|b| b.receipts(store));
     let ask = h.pane().ask(yes_no("c1")).unwrap();
     let path = format!("/v1/asks/{}", ask.id());
-    let send = |body: Value| h.core.handle(Request::post(&path, body.to_string(), Caller::OtherProcess));
+    let send =
+        |body: Value| h.core.driver().handle(Request::post(&path, body.to_string(), Caller::OtherProcess));
     let first = tokio::spawn(send(pick("r-1", "maybe"))); // does not fit: 400
     h.settle().await;
     let second = tokio::spawn(send(pick("r-1", "no")));
@@ -376,7 +378,7 @@ async fn applied_held_answer_becomes_the_receipt_in_the_group_of_the_asks_pane()
     );
     assert!(puts.lock().unwrap().is_empty());
     // The driver runs the job: the receipt is kept in the ask's pane group.
-    while let Some(job) = h.core.poll_job() {
+    while let Some(job) = h.core.driver().poll_job() {
         job.await;
     }
     assert_eq!(*puts.lock().unwrap(), [("r-1".to_owned(), "pane:ticket-1".to_owned())]);
@@ -445,7 +447,7 @@ async fn a_request_dropped_while_its_write_runs_releases_its_claim() {
     let path = format!("/v1/asks/{}", ask.id());
     let request = Request::post(&path, pick("r-1", "yes").to_string(), Caller::OtherProcess);
     let core = h.core.clone();
-    let task = tokio::spawn(async move { core.handle(request).await });
+    let task = tokio::spawn(async move { core.driver().handle(request).await });
     h.settle().await;
     assert_eq!(*log.lock().unwrap(), ["claim r-1", "put r-1"], "held in put");
     task.abort(); // the connection went away
@@ -474,8 +476,11 @@ async fn the_kept_receipt_is_the_answer_as_sent_byte_for_byte() {
     let h = Harness::with(|b| b.receipts(store.clone()));
     let ask = h.pane().ask(yes_no("c1")).unwrap();
     let path = format!("/v1/asks/{}", ask.id());
-    let sent =
-        h.core.handle(Request::post(&path, pick("r-1", "yes").to_string(), Caller::OtherProcess)).await;
+    let sent = h
+        .core
+        .driver()
+        .handle(Request::post(&path, pick("r-1", "yes").to_string(), Caller::OtherProcess))
+        .await;
     assert_eq!(sent.status, 200);
     let Lookup::Found(kept) = store.get("r-1").await.unwrap() else { panic!("an answer's receipt is kept") };
     assert_eq!((kept.status, &kept.body), (200, &sent.body), "the bytes the phone got");

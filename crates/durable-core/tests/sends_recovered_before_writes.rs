@@ -127,8 +127,8 @@ async fn writes_arriving_while_the_restart_recovers_sends_wait_for_it() {
 
     // The burst goes on: a new send on ticket-1, and the phone repeats "two".
     let (core, core2) = (h.core.clone(), h.core.clone());
-    let new = tokio::spawn(async move { core.handle(send("ticket-1", "r-3", "three")).await });
-    let again = tokio::spawn(async move { core2.handle(send("ticket-2", "r-2", "two")).await });
+    let new = tokio::spawn(async move { core.driver().handle(send("ticket-1", "r-3", "three")).await });
+    let again = tokio::spawn(async move { core2.driver().handle(send("ticket-2", "r-2", "two")).await });
     h.settle().await;
     store.gate.add_permits(1);
     h.settle().await;

@@ -37,7 +37,7 @@ fn varied(h: &Harness) -> (Vec<Pane>, Vec<AskHandle>) {
 }
 
 async fn assert_is_its_wire_type(h: &Harness, path: &str) -> serde_json::Value {
-    let r = h.core.handle(Request::get(path, Caller::OtherProcess)).await;
+    let r = h.core.driver().handle(Request::get(path, Caller::OtherProcess)).await;
     assert_eq!(r.status, 200, "{path}");
     let typed: StateResponse = serde_json::from_slice(&r.body).expect("the answer reads as StateResponse");
     let again = serde_json::to_vec(&typed).unwrap();

@@ -276,7 +276,7 @@ fn a_request_is_a_span_with_its_route_pane_and_request_id_and_a_debug_event_with
             if_none_match: Some(&etag),
             caller: Caller::OtherProcess,
         };
-        assert_eq!(h.core.answer_read(&read).unwrap().status, 304);
+        assert_eq!(h.core.driver().answer_read(&read).unwrap().status, 304);
     });
 
     let pressed = rec.events("refund pressed");

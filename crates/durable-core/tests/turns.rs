@@ -177,7 +177,7 @@ async fn a_replaced_turn_hears_the_end_of_its_steers() {
     assert_eq!(heard, Ok(None), "the replaced turn still waits for steers");
 }
 
-/// A graceful stop waits for the turns running (`Core::turns_done`): it
+/// A graceful stop waits for the turns running (`Driver::turns_done`): it
 /// waits while one runs, and wakes when the last one ends — a steer that
 /// ends it here.
 #[tokio::test]
@@ -186,9 +186,9 @@ async fn turns_done_waits_for_the_running_turn_and_wakes_at_its_end() {
     let started = listener(&h);
     h.post(SEND, json!({"requestId": "r-1", "text": "long"})).await;
     started.notified().await;
-    assert_eq!(h.core.turns_running(), 1);
+    assert_eq!(h.core.driver().turns_running(), 1);
     let core = h.core.clone();
-    let mut done = tokio::spawn(async move { core.turns_done().await });
+    let mut done = tokio::spawn(async move { core.driver().turns_done().await });
     tokio::task::yield_now().await;
     let waited = tokio::time::timeout(std::time::Duration::from_millis(50), &mut done).await;
     assert!(waited.is_err(), "turns_done returned while a turn ran");
@@ -197,7 +197,7 @@ async fn turns_done_waits_for_the_running_turn_and_wakes_at_its_end() {
         .await
         .expect("turns_done never woke after the last turn ended")
         .unwrap();
-    assert_eq!(h.core.turns_running(), 0);
+    assert_eq!(h.core.driver().turns_running(), 0);
     // With none running it returns at once.
-    h.core.turns_done().await;
+    h.core.driver().turns_done().await;
 }

@@ -115,7 +115,7 @@ fn gated(
 
 /// Starts a request on the runtime and lets it run as far as it can.
 async fn spawn_post(h: &Harness, path: &str, body: Value) -> tokio::task::JoinHandle<Reply> {
-    let fut = h.core.handle(Request::post(path, body.to_string(), Caller::OtherProcess));
+    let fut = h.core.driver().handle(Request::post(path, body.to_string(), Caller::OtherProcess));
     let task = tokio::spawn(async move { Reply::from(fut.await) });
     h.settle().await;
     task

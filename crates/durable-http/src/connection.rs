@@ -22,7 +22,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use durable_runtime::Core;
+use durable_runtime::Driver;
 use durable_types::exchange::{Caller, Method, Read, Request, Response};
 use durable_types::{ErrorBody, ErrorCode};
 
@@ -33,7 +33,7 @@ use crate::translate::{read_of, to_core_request, to_core_request_without_body, t
 use crate::until::until;
 use crate::write_timeout::WriteTimeout;
 
-/// What answers the requests of a connection: the [`Core`], or a stand-in in
+/// What answers the requests of a connection: the [`Driver`], or a stand-in in
 /// tests.
 pub trait Handler: Clone + Send + Sync + 'static {
     /// Answers one request.
@@ -50,13 +50,13 @@ pub trait Handler: Clone + Send + Sync + 'static {
     }
 }
 
-impl Handler for Core {
+impl Handler for Driver {
     fn handle(&self, request: Request) -> impl Future<Output = Response> + Send + 'static {
-        Core::handle(self, request)
+        Driver::handle(self, request)
     }
 
     fn answer_read(&self, read: &Read<'_>) -> Option<Response> {
-        Core::answer_read(self, read)
+        Driver::answer_read(self, read)
     }
 }
 
@@ -98,8 +98,9 @@ impl Limits {
     /// The default cap on a server's connections: 64.
     pub const DEFAULT_MAX_CONNECTIONS: usize = 64;
 
-    /// The default shutdown grace period: 10 s.
-    pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+    /// The default shutdown grace period: 10 s (the runtime's, which
+    /// `Collie::close` uses with no transport served).
+    pub const DEFAULT_SHUTDOWN_GRACE: Duration = durable_runtime::DEFAULT_SHUTDOWN_GRACE;
 
     /// The defaults.
     pub fn new() -> Self {

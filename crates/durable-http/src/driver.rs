@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use durable_runtime::{Core, Job};
+use durable_runtime::{Driver, Job};
 use durable_types::Timestamp;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
@@ -26,36 +26,36 @@ pub(crate) trait Drive: Send + Sync + 'static {
     fn now(&self) -> Timestamp;
 }
 
-impl Drive for Core {
+impl Drive for Driver {
     fn next_deadline(&self) -> Option<Timestamp> {
-        Core::next_deadline(self)
+        Driver::next_deadline(self)
     }
     fn tick(&self, now: Timestamp) {
-        Core::tick(self, now)
+        Driver::tick(self, now)
     }
     fn poll_job(&self) -> Option<Job> {
-        Core::poll_job(self)
+        Driver::poll_job(self)
     }
     fn set_wakeup(&self, wake: Box<dyn Fn() + Send + Sync>) {
-        Core::set_wakeup(self, wake)
+        Driver::set_wakeup(self, wake)
     }
     fn now(&self) -> Timestamp {
-        Core::now(self)
+        self.collie().now()
     }
 }
 
 /// Spawns the loop that drives `core` until `stop` is cancelled:
 ///
-/// 1. every job from [`Core::poll_job`] is spawned on the runtime;
-/// 2. the loop sleeps until [`Core::next_deadline`] (by the core's own
-///    clock) or until the core wakes it ([`Core::set_wakeup`]: a job queued,
+/// 1. every job from [`Driver::poll_job`] is spawned on the runtime;
+/// 2. the loop sleeps until [`Driver::next_deadline`] (by the core's own
+///    clock) or until the core wakes it ([`Driver::set_wakeup`]: a job queued,
 ///    a deadline moved earlier);
-/// 3. a deadline reached is fired with [`Core::tick`] at the clock's time.
+/// 3. a deadline reached is fired with [`Driver::tick`] at the clock's time.
 ///
 /// The driver registers the core's wake-up; a core has one driver. Stop it
 /// only after the connections have finished: a request in flight may wait on
 /// a deadline. Must be called inside a tokio runtime.
-pub fn spawn_driver(core: Core, stop: CancellationToken) -> JoinHandle<()> {
+pub fn spawn_driver(core: Driver, stop: CancellationToken) -> JoinHandle<()> {
     spawn_drive(core, stop)
 }
 
@@ -204,7 +204,7 @@ mod tests {
             durable_runtime::CoreOptions::builder().clock(clock).epoch("0123456789abcdef").build().unwrap(),
         );
         let stop = CancellationToken::new();
-        let driver = spawn_driver(core, stop.clone());
+        let driver = spawn_driver(core.driver(), stop.clone());
         stop.cancel();
         tokio::time::timeout(Duration::from_secs(5), driver).await.unwrap().unwrap();
     }

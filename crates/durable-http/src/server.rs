@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use durable_runtime::Core;
+use durable_runtime::Driver;
 use durable_types::exchange::Caller;
 
 use crate::caller::CallerSource;
@@ -120,7 +120,7 @@ impl fmt::Debug for Server {
 impl Server {
     /// Starts serving `core` on the connections `listener` yields, and
     /// starts the core's driver. Must be called inside a tokio runtime.
-    pub fn start<L: Listen>(core: Core, listener: L, options: Limits) -> Server {
+    pub fn start<L: Listen>(core: Driver, listener: L, options: Limits) -> Server {
         Server::start_with(core.clone(), core, listener, options)
     }
 
@@ -128,7 +128,7 @@ impl Server {
     /// a stand-in); `core` is driven and gets the warn lines.
     pub(crate) fn start_with<H: Handler, L: Listen>(
         handler: H,
-        core: Core,
+        core: Driver,
         listener: L,
         options: Limits,
     ) -> Server {
@@ -170,7 +170,7 @@ impl Drop for Server {
 
 async fn run<H: Handler, L: Listen>(
     handler: H,
-    core: Core,
+    core: Driver,
     mut listener: L,
     options: Limits,
     shutdown: CancellationToken,
@@ -223,7 +223,7 @@ async fn run<H: Handler, L: Listen>(
                 }.instrument(span));
             }
             Err(e) => {
-                core.warn(&format!("durable: accepting a connection failed: {e}"));
+                core.collie().warn(&format!("durable: accepting a connection failed: {e}"));
                 tokio::time::sleep(ACCEPT_BACKOFF).await;
             }
         }
@@ -343,9 +343,9 @@ mod tests {
         }
     }
 
-    fn test_core() -> Core {
+    fn test_core() -> Driver {
         let clock = ManualClock::new(Timestamp::from_millis(1));
-        create_core(CoreOptions::builder().clock(clock).epoch("0123456789abcdef").build().unwrap())
+        create_core(CoreOptions::builder().clock(clock).epoch("0123456789abcdef").build().unwrap()).driver()
     }
 
     type Connect = mpsc::UnboundedSender<(DuplexStream, Caller)>;

@@ -134,7 +134,7 @@ fn a_connections_span_holds_its_transport_peer_and_caller_and_the_core_speaks_in
                 .unwrap();
             let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
             let address = listener.local_addr().unwrap();
-            let server = Server::start(create_core(options), TcpListen(listener), Limits::new());
+            let server = Server::start(create_core(options).driver(), TcpListen(listener), Limits::new());
             assert_eq!(status_of(address, std::str::from_utf8(TOKEN).unwrap()).await, "HTTP/1.1 200 OK");
             assert!(status_of(address, "a-wrong-token").await.starts_with("HTTP/1.1 401"));
             server.close().await;

@@ -14,7 +14,7 @@ use durable_http::{CancellationToken, SystemClock, random_epoch, spawn_driver};
 use durable_pi::{Block, GateOptions, Message, PiCommand, PiConversation, PiOptions, SessionFolder};
 use durable_runtime::types::ask_id_for;
 use durable_runtime::types::exchange::{Caller, Request};
-use durable_runtime::{Core, CoreOptions, Pane, PaneOptions, create_core};
+use durable_runtime::{Collie, CoreOptions, Pane, PaneOptions, create_core};
 use serde_json::{Value, json};
 
 const PI_CLI: &str = "node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js";
@@ -58,30 +58,30 @@ fn pi(dir: &Path, project: &str) -> PiCommand {
 
 /// A core served by nothing but its driver (jobs, timers), as a server
 /// runs it: the test plays Collie through `handle`.
-fn core() -> Core {
+fn core() -> Collie {
     let options = CoreOptions::builder().host_name("live").clock(SystemClock).epoch(random_epoch());
     let core = create_core(options.build().unwrap());
-    spawn_driver(core.clone(), CancellationToken::new());
+    spawn_driver(core.driver(), CancellationToken::new());
     core.ready();
     core
 }
 
 /// Pi behind pane `id` of `core`, running in `dir/<project>`.
-fn attach(core: &Core, dir: &Path, project: &str, id: &str, gate: GateOptions) -> PiConversation {
+fn attach(core: &Collie, dir: &Path, project: &str, id: &str, gate: GateOptions) -> PiConversation {
     let options = PiOptions::builder(pi(dir, project), dir.join("sessions")).gate(gate).build().unwrap();
     PiConversation::attach(&pane(core, id), id, options).unwrap()
 }
 
-fn pane(core: &Core, id: &str) -> Pane {
+fn pane(core: &Collie, id: &str) -> Pane {
     core.workspace("w", "W").unwrap().tab("t", "T").unwrap().pane(id, PaneOptions::new("Pi")).unwrap()
 }
 
-async fn get(core: &Core, path: &str) -> Value {
-    core.handle(Request::get(path, Caller::OtherProcess)).await.body_json()
+async fn get(core: &Collie, path: &str) -> Value {
+    core.driver().handle(Request::get(path, Caller::OtherProcess)).await.body_json()
 }
 
 /// The pane's items as the phone shows them (each at its last version).
-async fn items(core: &Core, pane: &str) -> Vec<Value> {
+async fn items(core: &Collie, pane: &str) -> Vec<Value> {
     let page = get(core, &format!("/v1/panes/{pane}/events?after=0")).await;
     let mut shown: Vec<Value> = Vec::new();
     for item in page["events"].as_array().unwrap().iter().filter(|e| e["type"] == "item").map(|e| &e["item"])
@@ -131,7 +131,7 @@ async fn a_gated_call_waits_for_its_card_and_allow_runs_it() {
     assert_eq!(ask["id"], ask_id_for(&id, call), "{ask}");
     let answer = json!({"requestId": "r-1", "answer": {"optionIds": ["allow"]}}).to_string();
     let path = format!("/v1/asks/{}", ask["id"].as_str().unwrap());
-    let answered = core.handle(Request::post(&path, answer, Caller::OtherProcess)).await;
+    let answered = core.driver().handle(Request::post(&path, answer, Caller::OtherProcess)).await;
     assert_eq!(answered.status, 200, "{}", answered.body_json());
     tokio::time::timeout(DEADLINE, turn).await.expect("the turn ended").unwrap().unwrap();
     let shown = items(&core, &id).await;

@@ -66,30 +66,31 @@ fn main() {
         .unwrap();
     core.ready();
 
-    let full = rt.block_on(core.handle(Request::get("/v1/state", Caller::OtherProcess)));
+    let full = rt.block_on(core.driver().handle(Request::get("/v1/state", Caller::OtherProcess)));
     let etag = full.etag.clone().unwrap();
     let full_value: serde_json::Value = serde_json::from_slice(&full.body).unwrap();
-    let events =
-        rt.block_on(core.handle(Request::get("/v1/panes/ticket-0/events?after=0", Caller::OtherProcess)));
+    let events = rt.block_on(
+        core.driver().handle(Request::get("/v1/panes/ticket-0/events?after=0", Caller::OtherProcess)),
+    );
     let events_value: serde_json::Value = serde_json::from_slice(&events.body).unwrap();
 
     let base_full = measure(budget, || {
         black_box(serde_json::to_vec(black_box(&full_value)).unwrap());
     });
     let poll_full = measure(budget, || {
-        black_box(rt.block_on(core.handle(Request::get("/v1/state", Caller::OtherProcess))));
+        black_box(rt.block_on(core.driver().handle(Request::get("/v1/state", Caller::OtherProcess))));
     });
     let poll_304 = measure(budget, || {
         let req = Request::get("/v1/state", Caller::OtherProcess).with_if_none_match(etag.clone());
-        black_box(rt.block_on(core.handle(req)));
+        black_box(rt.block_on(core.driver().handle(req)));
     });
     let base_events = measure(budget, || {
         black_box(serde_json::to_vec(black_box(&events_value)).unwrap());
     });
     let read_events = measure(budget, || {
-        black_box(
-            rt.block_on(core.handle(Request::get("/v1/panes/ticket-0/events?after=0", Caller::OtherProcess))),
-        );
+        black_box(rt.block_on(
+            core.driver().handle(Request::get("/v1/panes/ticket-0/events?after=0", Caller::OtherProcess)),
+        ));
     });
     let mut n = 0u64;
     let write_item = measure(budget, || {
@@ -102,7 +103,7 @@ fn main() {
         r += 1;
         let body = format!(r#"{{"requestId":"bench-{}","answer":{{"optionIds":["allow"]}}}}"#, r % 1000);
         let req = Request::post(&format!("/v1/asks/{}", ask.id()), body, Caller::OtherProcess);
-        black_box(rt.block_on(core.handle(req)));
+        black_box(rt.block_on(core.driver().handle(req)));
     });
 
     println!(

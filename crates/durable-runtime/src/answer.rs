@@ -11,13 +11,13 @@
 use durable_types::exchange::Response;
 use durable_types::{AnswerRequest, Id};
 
-use crate::core::Core;
+use crate::core::Collie;
 use crate::once::Ran;
 use durable_core::asks::held_response;
 
-pub(crate) async fn answer(core: &Core, ask_id: Id, parsed: AnswerRequest) -> Response {
+pub(crate) async fn answer(core: &Collie, ask_id: Id, parsed: AnswerRequest) -> Response {
     let request_id = parsed.request_id.clone();
-    let held_again = |core: &Core| -> Option<Response> {
+    let held_again = |core: &Collie| -> Option<Response> {
         let st = core.lock();
         let ask = st.held_ask_of(&request_id)?;
         Some(held_response(ask, &request_id))
@@ -27,7 +27,7 @@ pub(crate) async fn answer(core: &Core, ask_id: Id, parsed: AnswerRequest) -> Re
 }
 
 /// Steps 3–7 and the decision itself, in the machine.
-fn decide(core: &Core, ask_id: &Id, req: AnswerRequest) -> Ran {
+fn decide(core: &Collie, ask_id: &Id, req: AnswerRequest) -> Ran {
     let now = core.now();
     let (response, group) = core.lock().machine_mut().answer_ask(ask_id, req, now);
     match group {

@@ -7,7 +7,7 @@ use durable_core::data::receipt::StoreError;
 use durable_core::state::{ConversationStep, JournalName};
 use durable_types::{Id, Item, RuleError, Target};
 
-use crate::core::Core;
+use crate::core::Collie;
 use crate::handlers::RenameRequest;
 use crate::journals::{InFlight, Lost};
 
@@ -15,7 +15,7 @@ use crate::journals::{InFlight, Lost};
 /// can): a burst of items is a few commits, not one per item.
 const BATCH: usize = 256;
 
-impl Core {
+impl Collie {
     /// Waits until the receipt store has what every pane showed so far,
     /// and the panes declared so far have their kept items back. Immediate
     /// with a store that keeps no conversations.
@@ -149,7 +149,7 @@ impl Core {
         self.push_job(async move {
             let Some(hooks) = core.hooks() else { return };
             let still_offered =
-                |core: &Core| core.lock().pane(&pane).is_some_and(|p| p.title() == instead_of);
+                |core: &Collie| core.lock().pane(&pane).is_some_and(|p| p.title() == instead_of);
             // As the phone's rename: one write on the pane at a time, and a
             // pane closed meanwhile is asked nothing.
             let Ok(_write) = core.write_pane(&pane, Some(core.now())).await else { return };

@@ -27,9 +27,21 @@ pub type Job = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
 use durable_core::data::caller_check::CallerCheckMode;
 
-/// A durable agent's protocol core. Cheap to clone: clones share one state.
+/// A durable agent: the layout the phone shows, its handlers, and the
+/// transports it is served on. The seed's `collie`. Cheap to clone: clones
+/// share one agent.
+///
+/// The layout goes [`workspace`](Self::workspace) →
+/// [`tab`](crate::Workspace::tab) → [`pane`](crate::Tab::pane); a pane
+/// takes its chat and buttons ([`Pane::on_send`](crate::Pane::on_send),
+/// [`Pane::on_action`](crate::Pane::on_action)) and raises asks
+/// ([`Pane::ask`](crate::Pane::ask),
+/// [`require_approval`](crate::require_approval)). Call
+/// [`ready`](Self::ready) once the layout is set, and
+/// [`serve`](Self::serve) it on a transport. What a transport calls is
+/// its [`driver`](Self::driver).
 #[derive(Clone)]
-pub struct Core {
+pub struct Collie {
     pub(crate) shared: Arc<Shared>,
 }
 
@@ -40,6 +52,8 @@ pub(crate) struct Shared {
     pub(crate) state: RwLock<Locked>,
     pub(crate) driver: Mutex<DriverState>,
     pub(crate) wake_pending: AtomicBool,
+    /// The transports served ([`Collie::serve`]).
+    pub(crate) serving: Mutex<crate::serve::Serving>,
 }
 
 /// What the state lock guards: the state, and the program's side of what
@@ -54,20 +68,179 @@ pub(crate) struct DriverState {
     wakeups: Vec<Arc<dyn Fn() + Send + Sync>>,
 }
 
-impl fmt::Debug for Core {
+impl fmt::Debug for Collie {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Core").field("options", &self.shared.options).finish_non_exhaustive()
+        f.debug_struct("Collie")
+            .field("host_name", &self.shared.options.host_name())
+            .field("addresses", &self.addresses())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The transports' side of an agent ([`Collie::driver`]): requests go in
+/// ([`handle`](Self::handle), [`answer_read`](Self::answer_read)), and the
+/// work that belongs to no request comes out as jobs
+/// ([`poll_job`](Self::poll_job)) and deadlines
+/// ([`next_deadline`](Self::next_deadline), [`tick`](Self::tick)), with a
+/// wake-up ([`set_wakeup`](Self::set_wakeup)) when either changes. The
+/// servers of `durable-http`, `durable-socket` and `durable-tls` take one;
+/// so does a custom transport. Cheap to clone: clones share one agent.
+#[derive(Clone)]
+pub struct Driver {
+    collie: Collie,
+}
+
+impl fmt::Debug for Driver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Driver")
+            .field("host_name", &self.collie.options().host_name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Driver {
+    /// The agent this drives: its options, its clock and warn sink.
+    pub fn collie(&self) -> &Collie {
+        &self.collie
+    }
+
+    /// Answers one request from Collie. The future is `Send + 'static`:
+    /// a server awaits many at once.
+    ///
+    /// The future runs inside the request's `tracing` span (`request`, at
+    /// `DEBUG`: method, route, pane, ask id, request id), made here so that
+    /// its parent is the span current where the transport calls this (its
+    /// connection's), even when the future runs on a task of its own.
+    pub fn handle(&self, request: Request) -> impl Future<Output = Response> + Send + use<> {
+        use tracing::Instrument;
+        let core = self.collie.clone();
+        let span = durable_core::routes::request_span(&request.method, &request.path);
+        async move { crate::dispatch::route(&core, request).await }.instrument(span)
+    }
+
+    /// Answers a read at once from a request borrowed from the transport
+    /// (nothing copied), or `None` when the read must wait — the history
+    /// routes ask the program's provider — and goes to [`Driver::handle`]
+    /// instead. An answer is exactly what [`Driver::handle`] would give the
+    /// same request as a `GET`: the same checks in the same order (another
+    /// user, the route, the method), the same bytes and `ETag`.
+    ///
+    /// Why: a poll comes every 2 s from each phone that watches; this way
+    /// it costs no owned copy of its path, query and `If-None-Match`, and
+    /// no future.
+    pub fn answer_read(&self, read: &Read<'_>) -> Option<Response> {
+        let span = durable_core::routes::request_span(&durable_types::exchange::Method::Get, read.path);
+        let _in_span = span.enter();
+        let kept = self.collie.read_lock().locked().machine.answer_read_kept(read);
+        let response = match kept {
+            Ok(response) => response,
+            Err(durable_core::routes::NeedsWrite) => self.collie.lock().machine_mut().answer_read(read),
+        };
+        // `None` goes on to `handle`, whose own span says how it ended.
+        if let Some(response) = &response {
+            durable_core::routes::answered(response);
+        }
+        response
+    }
+
+    /// The earliest time at which the driver must call [`Driver::tick`].
+    pub fn next_deadline(&self) -> Option<Timestamp> {
+        self.collie.lock().next_deadline()
+    }
+
+    /// Fires every deadline at or before `now`: ask expiry, held answers,
+    /// the `busy` wait.
+    pub fn tick(&self, now: Timestamp) {
+        let due = self.collie.lock().take_due(now);
+        for timer in due {
+            match timer {
+                Timer::AskExpiry(id) => self.collie.expire_ask(&id, now),
+                Timer::HoldExpiry(id) => self.collie.expire_hold(&id, now),
+                Timer::Wake(link) => self.collie.lock().links().wake(link),
+            }
+        }
+    }
+
+    /// The next job to run, if any.
+    pub fn poll_job(&self) -> Option<Job> {
+        self.collie.driver_state().jobs.pop_front()
+    }
+
+    /// Registers a driver's wake-up: called when a job is queued or the
+    /// next deadline may have moved earlier. Each server that serves this
+    /// core (a socket and a TLS server may serve one core together) adds its
+    /// own; all are called. A wake-up may call back into the core.
+    pub fn set_wakeup(&self, wake: impl Fn() + Send + Sync + 'static) {
+        self.collie.driver_state().wakeups.push(Arc::new(wake));
+    }
+
+    /// Tells the core what the socket transport's caller check is (for
+    /// `GET /hello`). A request that carries `Caller::Token` (HTTPS) always
+    /// hears `token`, so the TLS server need not set it.
+    pub fn set_caller_check(&self, mode: CallerCheckMode) {
+        self.collie.lock().machine_mut().set_caller_check(mode);
+    }
+
+    /// Begins a graceful stop (a driver's call, made by `close()`): from now
+    /// on no turn starts — a new send is `409 busy` ("the agent is
+    /// stopping"), unstored, for the phone to send again once the agent is
+    /// back, and sends already queued stay queued for the next start — while
+    /// the turns running go on to their end ([`Driver::turns_done`]).
+    pub fn begin_stop(&self) {
+        self.collie.lock().machine_mut().begin_stop();
+    }
+
+    /// Whether [`Driver::begin_stop`] was called.
+    pub fn is_stopping(&self) -> bool {
+        self.collie.is_stopping()
+    }
+
+    /// How many turns of sends run now.
+    pub fn turns_running(&self) -> usize {
+        self.collie.lock().turns_running()
+    }
+
+    /// Resolves once no turn of a send runs (at once if none does). A
+    /// driver bounds the wait with its own timer: the shutdown grace.
+    pub async fn turns_done(&self) {
+        loop {
+            // The count and the wait are one step under the lock: a last
+            // turn ending in between still wakes it. Looked at again once
+            // woken: a turn may have begun since.
+            let idle = {
+                let mut st = self.collie.lock();
+                if st.turns_running() == 0 {
+                    return;
+                }
+                let (waiter, idle) = st.links().add_waiter();
+                st.wait_for_idle(waiter);
+                idle
+            };
+            let _ = idle.await;
+        }
+    }
+
+    /// Turns allow-always off for the asks raised from now on (a driver's
+    /// call: the HTTPS transport makes it when its options do not keep
+    /// allow-always, contract §1.2). There is no turning it back on.
+    pub fn forbid_allow_always(&self) {
+        self.collie.lock().machine_mut().forbid_allow_always();
+    }
+
+    /// What `GET /hello` says of the caller check.
+    pub fn caller_check(&self) -> CallerCheckMode {
+        self.collie.lock().machine().caller_check()
     }
 }
 
 /// Builds a core (the seed's `createCore`).
-pub fn create_core(options: CoreOptions) -> Core {
-    Core::new(options)
+pub fn create_core(options: CoreOptions) -> Collie {
+    Collie::new(options)
 }
 
-impl Core {
+impl Collie {
     /// Builds a core from its options.
-    pub fn new(options: CoreOptions) -> Core {
+    pub fn new(options: CoreOptions) -> Collie {
         let machine = Machine::new(MachineConfig {
             host_name: options.host_name.clone(),
             runtime: options.runtime.clone(),
@@ -82,130 +255,27 @@ impl Core {
             hold_ms: options.hold_ms,
             held_answer_bytes: options.held_answer_bytes,
         });
-        Core {
+        Collie {
             shared: Arc::new(Shared {
                 options,
                 state: RwLock::new(Locked { machine, links: crate::links::Links::default() }),
                 driver: Mutex::new(DriverState { jobs: VecDeque::new(), wakeups: Vec::new() }),
                 wake_pending: AtomicBool::new(false),
+                serving: Mutex::new(crate::serve::Serving::default()),
             }),
         }
     }
 
-    /// Answers one request from Collie. The future is `Send + 'static`:
-    /// a server awaits many at once.
-    ///
-    /// The future runs inside the request's `tracing` span (`request`, at
-    /// `DEBUG`: method, route, pane, ask id, request id), made here so that
-    /// its parent is the span current where the transport calls this (its
-    /// connection's), even when the future runs on a task of its own.
-    pub fn handle(&self, request: Request) -> impl Future<Output = Response> + Send + 'static {
-        use tracing::Instrument;
-        let core = self.clone();
-        let span = durable_core::routes::request_span(&request.method, &request.path);
-        async move { crate::dispatch::route(&core, request).await }.instrument(span)
+    /// The transports' side of this agent: what a server or a custom
+    /// driver calls (requests in, jobs and deadlines out). Cheap: it shares
+    /// this agent's state.
+    pub fn driver(&self) -> Driver {
+        Driver { collie: self.clone() }
     }
 
-    /// Answers a read at once from a request borrowed from the transport
-    /// (nothing copied), or `None` when the read must wait — the history
-    /// routes ask the program's provider — and goes to [`Core::handle`]
-    /// instead. An answer is exactly what [`Core::handle`] would give the
-    /// same request as a `GET`: the same checks in the same order (another
-    /// user, the route, the method), the same bytes and `ETag`.
-    ///
-    /// Why: a poll comes every 2 s from each phone that watches; this way
-    /// it costs no owned copy of its path, query and `If-None-Match`, and
-    /// no future.
-    pub fn answer_read(&self, read: &Read<'_>) -> Option<Response> {
-        let span = durable_core::routes::request_span(&durable_types::exchange::Method::Get, read.path);
-        let _in_span = span.enter();
-        let kept = self.read_lock().locked().machine.answer_read_kept(read);
-        let response = match kept {
-            Ok(response) => response,
-            Err(durable_core::routes::NeedsWrite) => self.lock().machine_mut().answer_read(read),
-        };
-        // `None` goes on to `handle`, whose own span says how it ended.
-        if let Some(response) = &response {
-            durable_core::routes::answered(response);
-        }
-        response
-    }
-
-    /// The earliest time at which the driver must call [`Core::tick`].
-    pub fn next_deadline(&self) -> Option<Timestamp> {
-        self.lock().next_deadline()
-    }
-
-    /// Fires every deadline at or before `now`: ask expiry, held answers,
-    /// the `busy` wait.
-    pub fn tick(&self, now: Timestamp) {
-        let due = self.lock().take_due(now);
-        for timer in due {
-            match timer {
-                Timer::AskExpiry(id) => self.expire_ask(&id, now),
-                Timer::HoldExpiry(id) => self.expire_hold(&id, now),
-                Timer::Wake(link) => self.lock().links().wake(link),
-            }
-        }
-    }
-
-    /// The next job to run, if any.
-    pub fn poll_job(&self) -> Option<Job> {
-        self.driver().jobs.pop_front()
-    }
-
-    /// Registers a driver's wake-up: called when a job is queued or the
-    /// next deadline may have moved earlier. Each server that serves this
-    /// core (a socket and a TLS server may serve one core together) adds its
-    /// own; all are called. A wake-up may call back into the core.
-    pub fn set_wakeup(&self, wake: impl Fn() + Send + Sync + 'static) {
-        self.driver().wakeups.push(Arc::new(wake));
-    }
-
-    /// Tells the core what the socket transport's caller check is (for
-    /// `GET /hello`). A request that carries `Caller::Token` (HTTPS) always
-    /// hears `token`, so the TLS server need not set it.
-    pub fn set_caller_check(&self, mode: CallerCheckMode) {
-        self.lock().machine_mut().set_caller_check(mode);
-    }
-
-    /// Begins a graceful stop (a driver's call, made by `close()`): from now
-    /// on no turn starts — a new send is `409 busy` ("the agent is
-    /// stopping"), unstored, for the phone to send again once the agent is
-    /// back, and sends already queued stay queued for the next start — while
-    /// the turns running go on to their end ([`Core::turns_done`]).
-    pub fn begin_stop(&self) {
-        self.lock().machine_mut().begin_stop();
-    }
-
-    /// Whether [`Core::begin_stop`] was called.
-    pub fn is_stopping(&self) -> bool {
+    /// Whether a graceful stop began ([`Collie::close`], [`Driver::begin_stop`]).
+    pub(crate) fn is_stopping(&self) -> bool {
         self.lock().machine().is_stopping()
-    }
-
-    /// How many turns of sends run now.
-    pub fn turns_running(&self) -> usize {
-        self.lock().turns_running()
-    }
-
-    /// Resolves once no turn of a send runs (at once if none does). A
-    /// driver bounds the wait with its own timer: the shutdown grace.
-    pub async fn turns_done(&self) {
-        loop {
-            // The count and the wait are one step under the lock: a last
-            // turn ending in between still wakes it. Looked at again once
-            // woken: a turn may have begun since.
-            let idle = {
-                let mut st = self.lock();
-                if st.turns_running() == 0 {
-                    return;
-                }
-                let (waiter, idle) = st.links().add_waiter();
-                st.wait_for_idle(waiter);
-                idle
-            };
-            let _ = idle.await;
-        }
     }
 
     pub(crate) fn turn_began(&self) {
@@ -216,24 +286,13 @@ impl Core {
         self.lock().turn_ended();
     }
 
-    /// Turns allow-always off for the asks raised from now on (a driver's
-    /// call: the HTTPS transport makes it when its options do not keep
-    /// allow-always, contract §1.2). There is no turning it back on.
-    pub fn forbid_allow_always(&self) {
-        self.lock().machine_mut().forbid_allow_always();
-    }
-
-    /// What `GET /hello` says of the caller check.
-    pub fn caller_check(&self) -> CallerCheckMode {
-        self.lock().machine().caller_check()
-    }
-
     /// Writes one line through the warn sink.
     pub fn warn(&self, line: &str) {
         (self.shared.options.warn)(line);
     }
 
-    /// The current time, from the injected clock.
+    /// The current time, from the agent's clock (an ask's expiry is
+    /// counted from it).
     pub fn now(&self) -> Timestamp {
         self.shared.options.clock.now()
     }
@@ -329,7 +388,7 @@ impl Core {
     }
 
     /// What runs when the phone presses a starter declared with
-    /// [`Core::starter`]. A closure's form of [`Hooks::on_starter`].
+    /// [`Collie::starter`]. A closure's form of [`Hooks::on_starter`].
     pub fn on_starter<F, Fut>(&self, hook: F)
     where
         F: Fn(StarterRequest) -> Fut + Send + Sync + 'static,
@@ -430,14 +489,14 @@ impl Core {
         StateGuard { guard: Some(self.shared.state.write().unwrap_or_else(|e| e.into_inner())), core: self }
     }
 
-    fn driver(&self) -> MutexGuard<'_, DriverState> {
+    pub(crate) fn driver_state(&self) -> MutexGuard<'_, DriverState> {
         self.shared.driver.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Queues a job and wakes the driver (once no state lock is held: the
     /// driver's wake-up may call back into the core).
     pub(crate) fn push_job(&self, job: impl Future<Output = ()> + Send + 'static) {
-        self.driver().jobs.push_back(Box::pin(job));
+        self.driver_state().jobs.push_back(Box::pin(job));
         self.wake_soon();
     }
 
@@ -475,7 +534,7 @@ impl Core {
     fn wake_if_pending(&self) {
         std::sync::atomic::fence(Ordering::SeqCst);
         if self.shared.wake_pending.swap(false, Ordering::SeqCst) {
-            let wakeups = self.driver().wakeups.clone();
+            let wakeups = self.driver_state().wakeups.clone();
             for w in wakeups {
                 w();
             }
@@ -489,7 +548,7 @@ impl Core {
 /// reader holds it, and leaves the wake-up to the holder.
 struct ReadGuard<'a> {
     guard: Option<RwLockReadGuard<'a, Locked>>,
-    core: &'a Core,
+    core: &'a Collie,
 }
 
 impl ReadGuard<'_> {
@@ -510,7 +569,7 @@ impl Drop for ReadGuard<'_> {
 /// wake-up asked for meanwhile, after the lock is gone.
 pub(crate) struct StateGuard<'a> {
     guard: Option<RwLockWriteGuard<'a, Locked>>,
-    core: &'a Core,
+    core: &'a Collie,
 }
 
 impl StateGuard<'_> {

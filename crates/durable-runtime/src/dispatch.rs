@@ -5,13 +5,13 @@
 use durable_types::exchange::{Request, Response};
 use durable_types::{Cap, ErrorCode};
 
-use crate::core::Core;
+use crate::core::Collie;
 use durable_core::request::{body, path_id};
 use durable_core::respond;
 use durable_core::routes::{Route, answered, gate, read_now};
 
 /// Answers one request (inside its span, `routes::request_span`).
-pub(crate) async fn route(core: &Core, req: Request) -> Response {
+pub(crate) async fn route(core: &Collie, req: Request) -> Response {
     let gated = gate(core.lock().machine(), &req.method, &req.path, req.caller);
     let response = match gated {
         Ok(route) => dispatch(core, route, &req).await.unwrap_or_else(|resp| resp),
@@ -23,7 +23,7 @@ pub(crate) async fn route(core: &Core, req: Request) -> Response {
 
 /// Hands the request to its route's handler, with the path ids and the body
 /// parsed to the route's types (path ids first, then the body).
-async fn dispatch(core: &Core, route: Route<'_>, req: &Request) -> Result<Response, Response> {
+async fn dispatch(core: &Collie, route: Route<'_>, req: &Request) -> Result<Response, Response> {
     if let Some(read) = req.as_read() {
         if let Some(answered) = read_now(core.lock().machine_mut(), route, &read) {
             return answered;
@@ -78,7 +78,7 @@ async fn dispatch(core: &Core, route: Route<'_>, req: &Request) -> Result<Respon
 }
 
 /// History routes answer only when the agent declares the capability.
-fn history_gate(core: &Core) -> Result<(), Response> {
+fn history_gate(core: &Collie) -> Result<(), Response> {
     if core.caps().has(Cap::History) {
         Ok(())
     } else {

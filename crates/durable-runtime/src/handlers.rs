@@ -7,8 +7,8 @@
 //! call) so that handlers of different types live side by side. A handler
 //! is registered where it applies — [`Pane::on_send`](crate::Pane::on_send),
 //! [`Pane::on_action`](crate::Pane::on_action), or for every pane without
-//! its own, [`Core::on_send`](crate::Core::on_send) and
-//! [`Core::on_action`](crate::Core::on_action) — so what a pane takes is
+//! its own, [`Collie::on_send`](crate::Collie::on_send) and
+//! [`Collie::on_action`](crate::Collie::on_action) — so what a pane takes is
 //! known from what was registered, and the default capabilities say exactly
 //! that (§4).
 
@@ -251,7 +251,7 @@ where
 
 /// Agent-wide hooks for the layout writes from the phone: rename, close,
 /// reopen and starters. A hook runs only when its cap is on and its request
-/// id is new. Setting hooks ([`Core::set_hooks`](crate::Core::set_hooks))
+/// id is new. Setting hooks ([`Collie::set_hooks`](crate::Collie::set_hooks))
 /// turns on the `rename`, `close` and `reopen` caps when caps are not given.
 pub trait Hooks: Send + Sync + 'static {
     /// A rename; `Ok` and the SDK sets the title. Default: accept.
@@ -269,7 +269,7 @@ pub trait Hooks: Send + Sync + 'static {
         let _ = req;
         async { Ok(Reopen::Restore) }
     }
-    /// A starter (declared with [`Core::starter`](crate::Core::starter)).
+    /// A starter (declared with [`Collie::starter`](crate::Collie::starter)).
     /// Default: not supported.
     fn on_starter(&self, req: StarterRequest) -> impl Future<Output = HandlerResult<Started>> + Send {
         let _ = req;
@@ -346,7 +346,7 @@ where
 }
 
 /// The agent-wide hooks in force: a [`Hooks`] value, and closures set one
-/// hook at a time over it ([`Core::on_rename`](crate::Core::on_rename), …).
+/// hook at a time over it ([`Collie::on_rename`](crate::Collie::on_rename), …).
 /// A hook set by neither answers as the trait's default does.
 #[derive(Clone, Default)]
 pub(crate) struct HookSlots {

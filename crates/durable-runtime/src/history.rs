@@ -1,5 +1,5 @@
 //! History (§10): the agent's own store of conversations, served through a
-//! [`HistoryProvider`] set with [`Core::history`].
+//! [`HistoryProvider`] set with [`Collie::history`].
 
 use std::sync::Arc;
 
@@ -16,7 +16,7 @@ use durable_types::{
     Id, Item, Timestamp,
 };
 
-use crate::core::Core;
+use crate::core::Collie;
 use durable_core::request::{Query, RequestError};
 use durable_core::respond;
 
@@ -81,7 +81,7 @@ fn provider_failed(e: HistoryError) -> Response {
 /// with that `sessionId` from the pane's own view, else the conversation
 /// the receipt store keeps (§10). The rows list is the provider's alone; a
 /// provider that only adds to the SDK's own rows (a subtitle) takes them
-/// from [`Core::kept_history_rows`]. A row's `id` is the session id it is
+/// from [`Collie::kept_history_rows`]. A row's `id` is the session id it is
 /// read under.
 pub trait HistoryProvider: Send + Sync + 'static {
     /// Rows after `after` (from the start when `None`), at most `limit`.
@@ -160,7 +160,7 @@ impl<P: HistoryProvider> DynHistory for P {
     }
 }
 
-impl Core {
+impl Collie {
     /// Sets the history provider (the seed's `collie.history(provider)`).
     /// With caps omitted, this turns the `history` cap on; every pane's
     /// session id becomes its pane id unless `tab.pane()` named another.
@@ -180,7 +180,7 @@ impl Core {
 
 /// A provider's row under the rules: its id follows the ID rule (else it is
 /// left out, with a warn line), its title and subtitle are cut to 256 bytes.
-fn clean_row(core: &Core, mut row: HistoryRow) -> Option<HistoryRow> {
+fn clean_row(core: &Collie, mut row: HistoryRow) -> Option<HistoryRow> {
     if let Err(e) = durable_types::check_id(&row.id) {
         core.warn(&format!("collie: history left out a row whose id breaks the ID rule: {e}"));
         return None;
@@ -222,7 +222,7 @@ fn no_history() -> Response {
     )
 }
 
-pub(crate) async fn list(core: &Core, req: &Request) -> Result<Response, Response> {
+pub(crate) async fn list(core: &Collie, req: &Request) -> Result<Response, Response> {
     let (after, limit) = paging(req)?;
     let Some(provider) = core.provider() else {
         if core.keeps_conversations() {
@@ -239,7 +239,7 @@ pub(crate) async fn list(core: &Core, req: &Request) -> Result<Response, Respons
     ))
 }
 
-pub(crate) async fn conversation(core: &Core, req: &Request, session: Id) -> Result<Response, Response> {
+pub(crate) async fn conversation(core: &Collie, req: &Request, session: Id) -> Result<Response, Response> {
     let (after, limit) = paging(req)?;
     let provider = match core.provider() {
         Some(provider) => provider,
@@ -302,7 +302,7 @@ const ROWS_CURSOR: &str = "rows-";
 /// (a pane this process closed under that session id, or the pane of that
 /// id), as a closed one; else `404`.
 async fn sdk_page(
-    core: &Core,
+    core: &Collie,
     session: &Id,
     after: Option<Cursor>,
     limit: usize,
@@ -334,7 +334,7 @@ async fn sdk_page(
 /// A `500` for a receipt store that failed a history read: the phone gets
 /// a plain message, the program's warn line the store's own (which may name
 /// where the store lives).
-fn store_failed(core: &Core, what: &str, e: &StoreError) -> Response {
+fn store_failed(core: &Collie, what: &str, e: &StoreError) -> Response {
     core.warn(&format!("collie: history could not {what} from the receipt store: {e}"));
     respond::error(ErrorCode::Internal, format!("history: the receipt store could not {what}"))
 }
@@ -343,7 +343,7 @@ fn store_failed(core: &Core, what: &str, e: &StoreError) -> Response {
 /// now (a pane closed, or not declared again since a restart), served as
 /// `session`: a `closed` row, ended when the store last kept a change of it.
 async fn kept_page(
-    core: &Core,
+    core: &Collie,
     session: &Id,
     pane: &str,
     after: Option<Cursor>,
@@ -398,7 +398,7 @@ async fn kept_page(
 /// under the session id of the pane this process closed, else the pane id
 /// (one whose id an open pane uses as its session id is left out: the open
 /// pane is what that id reads).
-async fn kept_rows(core: &Core, after: Option<Cursor>, limit: usize) -> Result<Response, Response> {
+async fn kept_rows(core: &Collie, after: Option<Cursor>, limit: usize) -> Result<Response, Response> {
     let page = core.kept_history_rows(after, limit).await.map_err(provider_failed)?;
     Ok(respond::json(
         200,
@@ -407,7 +407,7 @@ async fn kept_rows(core: &Core, after: Option<Cursor>, limit: usize) -> Result<R
 }
 
 /// One page of the rows of kept conversations, after `place`.
-async fn rows_page(core: &Core, mut place: Option<RowPlace>, limit: usize) -> Result<RowsPage, StoreError> {
+async fn rows_page(core: &Collie, mut place: Option<RowPlace>, limit: usize) -> Result<RowsPage, StoreError> {
     let mut rows = Vec::with_capacity(limit);
     // Rows left out (open panes without a session id) are made up for
     // from the next ones, so that a page is short only at the end.
@@ -441,7 +441,7 @@ async fn rows_page(core: &Core, mut place: Option<RowPlace>, limit: usize) -> Re
     }
 }
 
-impl Core {
+impl Collie {
     /// A page of history's rows as the SDK lists them with no provider
     /// (docs/wire.md §10): the conversations the receipt store keeps,
     /// newest first. For a provider that lists the SDK's rows with
@@ -529,7 +529,7 @@ fn rows_place(cursor: &Cursor) -> Option<RowPlace> {
 /// order, with a row describing the pane; no such pane is `404`. The view's
 /// items already met the item rules when the program wrote them.
 fn open_pane_page(
-    core: &Core,
+    core: &Collie,
     session: &Id,
     after: Option<Cursor>,
     limit: usize,

@@ -4,9 +4,9 @@
 
 use durable_core::state::{JournalName, Link};
 
-use crate::core::Core;
+use crate::core::Collie;
 
-impl Core {
+impl Collie {
     /// Waits until the store has applied the first `target` ops of
     /// `journal` (at once if it has).
     pub(crate) async fn wait_for_journal(&self, journal: JournalName, target: u64) {
@@ -28,7 +28,7 @@ impl Core {
 /// away), it leaves the journal's waiters and the links: a store that hangs
 /// with the phone retrying keeps nothing.
 struct Waiting<'a> {
-    core: &'a Core,
+    core: &'a Collie,
     journal: JournalName,
     waiter: Link,
     woken: bool,
@@ -58,7 +58,7 @@ pub(crate) struct Lost {
 /// saying which, and the rest of the journal goes on in a new job: nobody
 /// waits for ever behind them.
 pub(crate) struct InFlight<'a> {
-    core: &'a Core,
+    core: &'a Collie,
     journal: JournalName,
     count: u64,
     lost: Lost,
@@ -66,7 +66,7 @@ pub(crate) struct InFlight<'a> {
 }
 
 impl<'a> InFlight<'a> {
-    pub(crate) fn new(core: &'a Core, journal: JournalName, count: usize, lost: Lost) -> Self {
+    pub(crate) fn new(core: &'a Collie, journal: JournalName, count: usize, lost: Lost) -> Self {
         InFlight { core, journal, count: count as u64, lost, done: false }
     }
 

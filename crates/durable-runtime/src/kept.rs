@@ -9,7 +9,7 @@ use std::fmt;
 use durable_types::{Ask, AskSpec, DecidedBy, EventBody, Id, Item, ItemBody, NoticeTone, RuleError};
 use serde_json::Value;
 
-use crate::core::Core;
+use crate::core::Collie;
 use crate::handles::asks::{ApprovalFuture, AskHandle, approval_of};
 use durable_core::data::receipt::{KeptAskRecord, StoreError};
 use durable_core::state::{AskOp, JournalName, KeptLoad};
@@ -20,7 +20,7 @@ use crate::journals::{InFlight, Lost};
 /// dropped before it says how it went, it failed, and the next caller
 /// reads again (nobody waits for it for ever).
 struct KeptLoadTurn<'a> {
-    core: &'a Core,
+    core: &'a Collie,
     done: bool,
 }
 
@@ -45,16 +45,16 @@ impl Drop for KeptLoadTurn<'_> {
 }
 
 /// An ask that was open when the agent last stopped, handed back by
-/// `Collie::kept_asks` in `durable_sdk` ([`Core::kept_asks`] on a core built
+/// `Collie::kept_asks` in `durable_sdk` ([`Collie::kept_asks`] on a core built
 /// by hand). Claim it — [`raise`](Self::raise) it again now,
 /// [`raise_approval`](Self::raise_approval) for a
 /// [`require_approval`](crate::require_approval) card, or take its card with
 /// [`claim`](Self::claim) to raise later — or [`close`](Self::close) it. One
-/// dropped unclaimed before [`Core::ready`] is closed there, with the chat
+/// dropped unclaimed before [`Collie::ready`] is closed there, with the chat
 /// line `Stopped before an answer: <title>`; one dropped after, at once.
 #[must_use = "an ask dropped unclaimed is closed: raise it, claim it, or close it"]
 pub struct KeptAsk {
-    core: Core,
+    core: Collie,
     /// Boxed: a kept ask is moved around (and handed back in `Err`s) whole.
     record: Option<Box<KeptAskRecord>>,
 }
@@ -158,7 +158,7 @@ impl Drop for KeptAsk {
     }
 }
 
-impl Core {
+impl Collie {
     /// The asks open when the agent last stopped, for it to claim before
     /// [`ready`](Self::ready) (§7.2): each is raised again by its id, now
     /// or later, or closed; those left unclaimed at `ready()` are closed

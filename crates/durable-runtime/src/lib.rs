@@ -13,26 +13,26 @@
 //! the receipt store's and the kept asks' journal run here.
 //!
 //! **What goes in**
-//! - The program's calls, through the handles: [`Core::workspace`] →
+//! - The program's calls, through the handles: [`Collie::workspace`] →
 //!   [`Workspace::tab`] → [`Tab::pane`], then [`Pane::write`] (items),
-//!   [`Pane::state`], [`Pane::ask`], [`require_approval`], [`Core::ready`].
-//! - Collie's requests, as plain values: [`Core::handle`] takes a
+//!   [`Pane::state`], [`Pane::ask`], [`require_approval`], [`Collie::ready`].
+//! - Collie's requests, as plain values: [`Driver::handle`] takes a
 //!   [`Request`](durable_types::exchange::Request) (method, path, query,
 //!   `If-None-Match`, body, and who the caller is) and returns a
 //!   [`Response`](durable_types::exchange::Response) (status, `ETag`, JSON body).
-//!   A `GET` may instead go to [`Core::answer_read`] as a borrowed
+//!   A `GET` may instead go to [`Driver::answer_read`] as a borrowed
 //!   [`Read`](durable_types::exchange::Read): it answers at once, with no
 //!   copy and no future, every read but the history routes (for those it
-//!   says `None`, and [`Core::handle`] answers).
+//!   says `None`, and [`Driver::handle`] answers).
 //! - Time, from the [`Clock`] given in [`CoreOptions`], and the driver's
-//!   [`Core::tick`] when a deadline passes.
+//!   [`Driver::tick`] when a deadline passes.
 //!
 //! **What comes out**
-//! - Responses, from [`Core::handle`] (and [`Core::answer_read`]).
-//! - Deadlines: [`Core::next_deadline`] is the earliest time at which the core
-//!   wants [`Core::tick`] called (ask expiry, held answers, the 5 s `busy`
+//! - Responses, from [`Driver::handle`] (and [`Driver::answer_read`]).
+//! - Deadlines: [`Driver::next_deadline`] is the earliest time at which the core
+//!   wants [`Driver::tick`] called (ask expiry, held answers, the 5 s `busy`
 //!   wait).
-//! - Jobs: [`Core::poll_job`] hands out work that belongs to no request: the
+//! - Jobs: [`Driver::poll_job`] hands out work that belongs to no request: the
 //!   turn of a send a [`ChatHandler`] took, a queued send delivered once the
 //!   pane goes idle. The driver runs each to completion on its executor.
 //! - Warn lines, through the sink given in [`CoreOptions`].
@@ -48,14 +48,14 @@
 //!
 //! **In what order a driver calls things**
 //! 1. Build the core with [`create_core`] and register a wake-up with
-//!    [`Core::set_wakeup`]: the core calls it whenever the next deadline may
+//!    [`Driver::set_wakeup`]: the core calls it whenever the next deadline may
 //!    have moved earlier or a job is waiting.
-//! 2. Loop: run every job from [`Core::poll_job`]; sleep until
-//!    [`Core::next_deadline`] or until woken; call [`Core::tick`] with the
+//! 2. Loop: run every job from [`Driver::poll_job`]; sleep until
+//!    [`Driver::next_deadline`] or until woken; call [`Driver::tick`] with the
 //!    clock's time.
-//! 3. For each request, await [`Core::handle`] (concurrently with others: the
+//! 3. For each request, await [`Driver::handle`] (concurrently with others: the
 //!    future is `Send + 'static`); a `GET` may first go to
-//!    [`Core::answer_read`], and to [`Core::handle`] only when that says
+//!    [`Driver::answer_read`], and to [`Driver::handle`] only when that says
 //!    `None`.
 //!
 //! The program's handles can be used from any thread at any time.
@@ -81,12 +81,13 @@ mod once;
 mod options;
 mod receipts;
 mod select;
+mod serve;
 mod signal;
 mod turn;
 mod writes;
 
 pub use clock::{Clock, ManualClock, WarnSink};
-pub use core::{Core, Job, create_core};
+pub use core::{Collie, Driver, Job, create_core};
 pub use durable_core::{
     AskClosed, CallerCheckMode, ConversationOp, Decided, HandlerResult, ItemCadence, KEPT_CONVERSATIONS,
     KEPT_ITEMS_PER_CONVERSATION, KeptAskRecord, KeptConversation, KeptConversationRow, Lookup, PaneOptions,
@@ -104,6 +105,7 @@ pub use history::{HistoryError, HistoryProvider, ItemsPage, RowsPage};
 pub use kept::KeptAsk;
 pub use options::{CoreOptions, CoreOptionsBuilder, HELD_ANSWER_BYTES};
 pub use receipts::{MEMORY_CONVERSATIONS, MemoryReceiptStore, ReceiptStore};
+pub use serve::{DEFAULT_SHUTDOWN_GRACE, Serve, Served};
 pub use signal::{AbortController, AbortSignal};
 pub use turn::Turn;
 pub use writes::user_item_id;

@@ -10,7 +10,7 @@ use durable_types::exchange::Response;
 use durable_types::{ErrorCode, Id};
 use serde_json::Value;
 
-use crate::core::Core;
+use crate::core::Collie;
 use crate::receipts::DynReceiptStore;
 use durable_core::data::receipt::{Lookup, Receipt, SendState};
 use durable_core::respond;
@@ -22,7 +22,7 @@ use durable_core::state::Link;
 /// the outcome (nothing, if none was given): a repeat that hears nothing
 /// claims the id itself.
 struct RequestClaim<'a> {
-    core: &'a Core,
+    core: &'a Collie,
     id: &'a Id,
     ended: bool,
 }
@@ -50,7 +50,7 @@ impl Drop for RequestClaim<'_> {
 /// waits (its caller went away), it leaves the claim's waiters and the
 /// links: a handler stuck for long with its phone retrying keeps nothing.
 struct RepeatWaiting<'a> {
-    core: &'a Core,
+    core: &'a Collie,
     id: &'a Id,
     waiter: Link,
     settled: bool,
@@ -99,7 +99,7 @@ fn replay_with(receipt: &Receipt, delivery: Option<SendState>) -> Response {
     response
 }
 
-impl Core {
+impl Collie {
     /// The replay of a receipt; a send's with its delivery state.
     async fn replay_of(&self, request_id: &Id, receipt: &Receipt) -> Response {
         /// The one field that tells a send's receipt.
@@ -140,14 +140,14 @@ impl Ran {
     }
 }
 
-impl Core {
+impl Collie {
     /// Runs `run` at most once for `request_id`, through the receipt store.
     /// `before_run` is checked once the id is ours and before the store:
     /// it may answer at once (the answer route's held answers).
     pub(crate) async fn once<F, Fut>(
         &self,
         request_id: &Id,
-        before_run: impl Fn(&Core) -> Option<Response>,
+        before_run: impl Fn(&Collie) -> Option<Response>,
         run: F,
     ) -> Response
     where

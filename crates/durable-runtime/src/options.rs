@@ -46,7 +46,7 @@ impl CoreOptions {
     }
 
     /// Whether the options let asks carry allow-always options (a
-    /// transport may still turn it off: [`Core::allow_always`](crate::Core::allow_always)).
+    /// transport may still turn it off: [`Collie::allow_always`](crate::Collie::allow_always)).
     pub fn allow_always(&self) -> bool {
         self.allow_always
     }
@@ -117,7 +117,7 @@ impl CoreOptionsBuilder {
 
     /// Whether asks may carry allow-always options. Default true; serving
     /// over HTTPS turns it off unless the transport's options keep it
-    /// ([`Core::allow_always`](crate::Core::allow_always) says what is in
+    /// ([`Collie::allow_always`](crate::Collie::allow_always) says what is in
     /// force).
     pub fn allow_always(mut self, allow: bool) -> Self {
         self.allow_always = Some(allow);

@@ -107,12 +107,12 @@ use durable_types::{Item, Timestamp};
 /// let runs = Arc::new(Mutex::new(0));
 /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
 /// rt.block_on(async {
-///     let first = start(&disk, "0123456789abcdef", &runs).core().handle(send()).await.body_json();
+///     let first = start(&disk, "0123456789abcdef", &runs).driver().handle(send()).await.body_json();
 ///     assert_eq!(first["result"], "sent");
 ///     assert_eq!(first["replayed"], false);
 ///
 ///     // The agent restarts; Collie, unsure the send arrived, repeats it.
-///     let again = start(&disk, "fedcba9876543210", &runs).core().handle(send()).await.body_json();
+///     let again = start(&disk, "fedcba9876543210", &runs).driver().handle(send()).await.body_json();
 ///     assert_eq!(again["result"], "sent");
 ///     assert_eq!(again["replayed"], true); // the first answer, and nothing ran again
 /// });
@@ -198,7 +198,7 @@ pub trait ReceiptStore: Send + Sync + 'static {
     /// Whether this store keeps the sends journal across a restart (it
     /// implements [`record_send`](Self::record_send) and
     /// [`unfinished_sends`](Self::unfinished_sends)): then the writes that
-    /// arrive after [`ready`](crate::Core::ready) wait (within the 5 s busy
+    /// arrive after [`ready`](crate::Collie::ready) wait (within the 5 s busy
     /// limit) until the last run's sends are back in their queues, so a
     /// repeat is decided once and a new send never overtakes them
     /// (the wire, §9.1: [`durable_sdk::wire`](https://docs.rs/durable-sdk/latest/durable_sdk/wire/index.html)).
@@ -212,7 +212,7 @@ pub trait ReceiptStore: Send + Sync + 'static {
     /// [`forget_ask`](Self::forget_ask) as it closes, and
     /// [`kept_asks`](Self::kept_asks) at the next start. A store that keeps
     /// receipts but not asks makes the core say so once, at
-    /// [`ready`](crate::Core::ready). The default: `false`.
+    /// [`ready`](crate::Collie::ready). The default: `false`.
     fn keeps_asks(&self) -> bool {
         false
     }

@@ -69,10 +69,10 @@ impl Pane {
 
     pub(crate) fn begin_turn(&self, start: TurnStart) -> Result<Turn, RuleError> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let token = self.core().install_turn(self.id_ref(), start.controller.clone(), tx)?;
+        let token = self.collie().install_turn(self.id_ref(), start.controller.clone(), tx)?;
         if let Err(e) = self.working(&start.turn_id) {
             // Closed meanwhile: no turn holds the inbox, so nothing else forgets it.
-            self.core().uninstall_turn(self.id_ref(), token);
+            self.collie().uninstall_turn(self.id_ref(), token);
             return Err(e);
         }
         // A root of its own: a turn outlives the request that began it (and
@@ -205,7 +205,7 @@ impl Turn {
             self.ended = true;
             // Only the pane's current turn sets it idle: a turn the program
             // replaced, or a pane closed meanwhile, has nothing to end.
-            if self.pane.core().uninstall_turn(self.pane.id_ref(), self.token) {
+            if self.pane.collie().uninstall_turn(self.pane.id_ref(), self.token) {
                 let _ = self.pane.idle();
             }
         }

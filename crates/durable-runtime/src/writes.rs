@@ -1,5 +1,5 @@
 //! The phone's writes (§8): send, steer, stop, pane actions, rename, close,
-//! reopen and starters. Each goes through the receipt step ([`Core::once`]);
+//! reopen and starters. Each goes through the receipt step ([`Collie::once`]);
 //! all writes on one pane but answers and stop share one lock, waited for at
 //! most 5 s from the request's arrival (`409 busy`).
 
@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
-use crate::core::Core;
+use crate::core::Collie;
 use crate::handlers::{
     ActionRequest, BoxFuture, CloseRequest, HandlerResult, PaneTakers, Refusal, RenameRequest, Reopen,
     ReopenRequest, SendRequest, StarterRequest, SteerRequest, StopRequest,
@@ -33,7 +33,7 @@ use durable_core::timers::Timer;
 /// ends — done, given up, or its request dropped — the next writer holds
 /// the pane.
 pub(crate) struct PaneWrite<'a> {
-    core: &'a Core,
+    core: &'a Collie,
     pane: Id,
     writer: Link,
 }
@@ -51,7 +51,7 @@ impl Drop for PaneWrite<'_> {
 /// Marks the recovery of the sends over when dropped: an early return, or
 /// a recovery dropped midway, never keeps the panes' writes waiting (were
 /// it never to end, they would wait their 5 s and answer `409 busy`).
-pub(crate) struct RecoveryOver<'a>(pub(crate) &'a Core);
+pub(crate) struct RecoveryOver<'a>(pub(crate) &'a Collie);
 
 impl Drop for RecoveryOver<'_> {
     fn drop(&mut self) {
@@ -123,7 +123,7 @@ fn no_pane(pane: &Id) -> Ran {
     Ran::unstored(respond::not_found(format!("no open pane {pane}")))
 }
 
-impl Core {
+impl Collie {
     /// Asks for the pane's write and waits for it: at most until `arrival
     /// + 5 s` for a write from the phone (`409 busy`, and it waits first
     /// for the sends the last run left to be back in their queues: a send
@@ -468,7 +468,7 @@ pub(crate) fn derived_item_id(prefix: &str, id: &str) -> Id {
         .unwrap_or_else(|_| Id::new(prefix).unwrap_or_else(|_| unreachable!("a short prefix is an id")))
 }
 
-pub(crate) async fn send(core: &Core, pane: Id, body: SendBody, arrival: Timestamp) -> Response {
+pub(crate) async fn send(core: &Collie, pane: Id, body: SendBody, arrival: Timestamp) -> Response {
     let SendBody { request_id, text, turn_id, .. } = body;
     let run = || async {
         let (_guard, takers) = match core.locked_takers(&pane, arrival, "send").await {
@@ -577,7 +577,7 @@ pub(crate) async fn send(core: &Core, pane: Id, body: SendBody, arrival: Timesta
     core.once(&request_id, |_| None, run).await
 }
 
-pub(crate) async fn steer(core: &Core, pane: Id, body: SteerBody, arrival: Timestamp) -> Response {
+pub(crate) async fn steer(core: &Collie, pane: Id, body: SteerBody, arrival: Timestamp) -> Response {
     let SteerBody { request_id, text, .. } = body;
     let run = || async {
         let (_guard, (own, wide)) = match core.locked_takers(&pane, arrival, "steer").await {
@@ -616,7 +616,7 @@ pub(crate) async fn steer(core: &Core, pane: Id, body: SteerBody, arrival: Times
 
 /// Stop never waits behind the pane's lock: a stuck send cannot keep it
 /// from acting.
-pub(crate) async fn stop(core: &Core, pane: Id, body: PlainBody) -> Response {
+pub(crate) async fn stop(core: &Collie, pane: Id, body: PlainBody) -> Response {
     let request_id = body.request_id;
     let run = || async {
         let (own, wide) = match core.takers(&pane, "stop") {
@@ -643,7 +643,7 @@ pub(crate) async fn stop(core: &Core, pane: Id, body: PlainBody) -> Response {
 }
 
 pub(crate) async fn action(
-    core: &Core,
+    core: &Collie,
     pane: Id,
     action: Id,
     body: PlainBody,
@@ -685,7 +685,7 @@ enum Resolved {
     Pane(Id),
 }
 
-fn resolve(core: &Core, target: Target, id: &str) -> Option<Resolved> {
+fn resolve(core: &Collie, target: Target, id: &str) -> Option<Resolved> {
     let st = core.lock();
     match target {
         Target::Workspace => {
@@ -709,7 +709,7 @@ fn resolve(core: &Core, target: Target, id: &str) -> Option<Resolved> {
 /// Finds a rename or close target (`404` when there is none) and, for a
 /// pane, waits for its write lock (`409 busy` after 5 s).
 async fn resolve_and_lock<'a>(
-    core: &'a Core,
+    core: &'a Collie,
     target: Target,
     id: &str,
     arrival: Timestamp,
@@ -725,7 +725,7 @@ async fn resolve_and_lock<'a>(
     Ok((resolved, guard))
 }
 
-pub(crate) async fn rename(core: &Core, body: RenameBody, arrival: Timestamp) -> Response {
+pub(crate) async fn rename(core: &Collie, body: RenameBody, arrival: Timestamp) -> Response {
     let RenameBody { request_id, target, id, title, .. } = body;
     let run = || async {
         let (resolved, _guard) = match resolve_and_lock(core, target, &id, arrival, "rename").await {
@@ -764,7 +764,7 @@ pub(crate) async fn rename(core: &Core, body: RenameBody, arrival: Timestamp) ->
     core.once(&request_id, |_| None, run).await
 }
 
-pub(crate) async fn close(core: &Core, body: CloseBody, arrival: Timestamp) -> Response {
+pub(crate) async fn close(core: &Collie, body: CloseBody, arrival: Timestamp) -> Response {
     let CloseBody { request_id, target, id, .. } = body;
     let run = || async {
         let (resolved, _guard) = match resolve_and_lock(core, target, &id, arrival, "close").await {
@@ -791,7 +791,7 @@ pub(crate) async fn close(core: &Core, body: CloseBody, arrival: Timestamp) -> R
     core.once(&request_id, |_| None, run).await
 }
 
-pub(crate) async fn reopen(core: &Core, body: ReopenBody) -> Response {
+pub(crate) async fn reopen(core: &Collie, body: ReopenBody) -> Response {
     let ReopenBody { request_id, id, .. } = body;
     let run = || async {
         if let Some(h) = core.hooks() {
@@ -818,7 +818,7 @@ pub(crate) async fn reopen(core: &Core, body: ReopenBody) -> Response {
     core.once(&request_id, |_| None, run).await
 }
 
-pub(crate) async fn starter(core: &Core, starter: Id, body: StarterBody) -> Response {
+pub(crate) async fn starter(core: &Collie, starter: Id, body: StarterBody) -> Response {
     let StarterBody { request_id, text, .. } = body;
     let run = || async {
         if core.is_stopping() {
@@ -843,7 +843,7 @@ pub(crate) async fn starter(core: &Core, starter: Id, body: StarterBody) -> Resp
     core.once(&request_id, |_| None, run).await
 }
 
-/// A graceful stop began ([`Core::begin_stop`]): no turn starts.
+/// A graceful stop began ([`Driver::begin_stop`]): no turn starts.
 pub(crate) struct Stopping;
 
 /// `409 busy`, unstored: the phone sends it again once the agent is back.
@@ -852,10 +852,10 @@ fn stopping() -> Ran {
 }
 
 /// A running turn, counted until it ends or its job is dropped.
-struct TurnRunning(Core);
+struct TurnRunning(Collie);
 
 impl TurnRunning {
-    fn begin(core: Core) -> Self {
+    fn begin(core: Collie) -> Self {
         core.turn_began();
         TurnRunning(core)
     }

@@ -109,8 +109,8 @@
 //! - [`stores`]: receipt stores (memory, SQLite, PostgreSQL);
 //! - [`transport`]: the caller check, the socket path, the transports'
 //!   errors;
-//! - [`driver`]: the core underneath, its requests and responses, clocks —
-//!   for tests and custom transports;
+//! - [`driver`]: what drives an agent ([`Collie::driver`]), its requests and
+//!   responses, clocks — for tests and custom transports;
 //! - `pi` (feature `pi`): Pi's sessions as conversations, panes and history.
 //! - `acp` (feature `acp`): any ACP agent's sessions as conversations,
 //!   panes and history.
@@ -251,7 +251,8 @@ mod warn;
 // The root: what recipes type.
 #[cfg(any(all(feature = "socket", unix), feature = "tls"))]
 #[cfg_attr(docsrs, doc(cfg(any(all(feature = "socket", unix), feature = "tls"))))]
-pub use collie::{Collie, OpenOptions, create_core, open_collie};
+pub use collie::{OpenOptions, create_core, open_collie};
+pub use durable_runtime::Collie;
 pub use durable_runtime::{
     ActionRequest, ApprovalOptions, CoreOptions, CoreOptionsBuilder, HandlerResult, Pane, PaneOptions,
     Refusal, Tab, Turn, Workspace, require_approval,
@@ -354,12 +355,15 @@ pub mod transport {
     pub use durable_tls::TlsError;
 }
 
-/// The core underneath a [`Collie`] and what drives it: the
-/// request and response values, deadlines and jobs, clocks. For tests that
-/// play Collie without a socket, and for custom transports;
-/// [`Collie::core`] hands out an agent's core.
+/// What drives a [`Collie`]: its [`Driver`](driver::Driver) (requests in,
+/// deadlines and jobs out), the request and response values, clocks. For
+/// tests that play Collie without a socket, and for custom transports
+/// ([`Serve`](driver::Serve), [`Served`](driver::Served));
+/// [`Collie::driver`] hands out an agent's driver.
 pub mod driver {
-    pub use durable_runtime::{CallerCheckMode, Clock, Core, Job, ManualClock, WarnSink};
+    pub use durable_runtime::{
+        CallerCheckMode, Clock, DEFAULT_SHUTDOWN_GRACE, Driver, Job, ManualClock, Serve, Served, WarnSink,
+    };
     pub use durable_types::exchange;
 }
 

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use durable_http::Limits;
-use durable_runtime::{CallerCheckMode, Core};
+use durable_runtime::{Driver, Serve, Served};
 
 use crate::error::Error;
 
@@ -201,33 +201,44 @@ impl Transport {
         self.tls("handshake_timeout", |b| b.handshake_timeout(timeout))
     }
 
-    /// The shutdown grace of its limits.
-    pub(crate) fn shutdown_grace(&self) -> Duration {
-        self.limits.as_ref().map_or(Limits::DEFAULT_SHUTDOWN_GRACE, Limits::shutdown_grace_value)
-    }
-
-    /// Starts serving `core` (`host` names the default socket path).
-    pub(crate) async fn serve(self, core: &Core, host: &str) -> Result<Served, Error> {
+    /// Starts serving `driver`'s agent (`host` names the default socket
+    /// path).
+    async fn start(self, driver: Driver, host: &str) -> Result<Box<dyn Served>, Error> {
         if let Some(option) = self.misapplied {
             return Err(Error::Misapplied { option, transport: self.kind.name() });
         }
         let limits = self.limits.unwrap_or_default();
         let _ = host;
-        let served = match self.kind {
+        let served: Box<dyn Served> = match self.kind {
             #[cfg(all(feature = "socket", unix))]
             Kind::Socket { path, caller_check } => {
-                let path = path.unwrap_or_else(|| socket_path_with(host, &|line| core.warn(line)));
+                let path = path.unwrap_or_else(|| socket_path_with(host, &|line| driver.collie().warn(line)));
                 let options = durable_socket::SocketOptions::builder()
                     .path(path)
                     .caller_check(caller_check)
                     .limits(limits);
-                Served::Socket(durable_socket::serve(core.clone(), options.build()).await?)
+                Box::new(durable_socket::serve(driver, options.build()).await?)
             }
             #[cfg(feature = "tls")]
-            Kind::Https(b) => Served::Tls(durable_tls::serve(core.clone(), b.limits(limits).build()?).await?),
+            Kind::Https(b) => Box::new(durable_tls::serve(driver, b.limits(limits).build()?).await?),
         };
         tracing::info!(address = %served.address(), "serving");
         Ok(served)
+    }
+}
+
+/// [`Collie::serve`](crate::Collie::serve) takes a transport.
+impl Serve for Transport {
+    type Error = Error;
+
+    /// The shutdown grace of its limits.
+    fn shutdown_grace(&self) -> Duration {
+        self.limits.as_ref().map_or(Limits::DEFAULT_SHUTDOWN_GRACE, Limits::shutdown_grace_value)
+    }
+
+    async fn serve(self, driver: Driver) -> Result<Box<dyn Served>, Error> {
+        let host = driver.collie().options().host_name().to_owned();
+        self.start(driver, &host).await
     }
 }
 
@@ -238,52 +249,6 @@ impl Kind {
             Kind::Socket { .. } => "the socket",
             #[cfg(feature = "tls")]
             Kind::Https(_) => "HTTPS",
-        }
-    }
-}
-
-/// A transport being served.
-pub(crate) enum Served {
-    #[cfg(all(feature = "socket", unix))]
-    Socket(durable_socket::SocketServer),
-    #[cfg(feature = "tls")]
-    Tls(durable_tls::TlsServer),
-}
-
-impl Served {
-    pub(crate) fn address(&self) -> String {
-        match *self {
-            #[cfg(all(feature = "socket", unix))]
-            Served::Socket(ref s) => s.address().display().to_string(),
-            #[cfg(feature = "tls")]
-            Served::Tls(ref s) => s.address(),
-        }
-    }
-
-    pub(crate) fn fingerprint(&self) -> Option<String> {
-        match *self {
-            #[cfg(all(feature = "socket", unix))]
-            Served::Socket(_) => None,
-            #[cfg(feature = "tls")]
-            Served::Tls(ref s) => s.fingerprint(),
-        }
-    }
-
-    pub(crate) fn caller_check(&self) -> CallerCheckMode {
-        match *self {
-            #[cfg(all(feature = "socket", unix))]
-            Served::Socket(ref s) => s.caller_check(),
-            #[cfg(feature = "tls")]
-            Served::Tls(_) => CallerCheckMode::Token,
-        }
-    }
-
-    pub(crate) async fn close(self) {
-        match self {
-            #[cfg(all(feature = "socket", unix))]
-            Served::Socket(s) => s.close().await,
-            #[cfg(feature = "tls")]
-            Served::Tls(s) => s.close().await,
         }
     }
 }

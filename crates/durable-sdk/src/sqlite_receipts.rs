@@ -1876,7 +1876,8 @@ mod tests {
             .map(|(n, id)| (id.to_string(), receipt(n as u64)))
             .collect();
         let results = puts_queued_behind_a_lock(&store, &puts).await;
-        let failed: Vec<_> = puts.iter().zip(&results).filter(|(_, r)| r.is_err()).map(|(p, _)| &p.0).collect();
+        let failed: Vec<_> =
+            puts.iter().zip(&results).filter(|(_, r)| r.is_err()).map(|(p, _)| &p.0).collect();
         assert_eq!(failed, ["r-bad"], "{results:?}");
         for (id, receipt) in puts.iter().filter(|(id, _)| id != "r-bad") {
             assert_eq!(store.get(id).await.unwrap(), Lookup::Found(receipt.clone()), "{id}");

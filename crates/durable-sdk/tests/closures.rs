@@ -25,7 +25,7 @@ async fn agent(dir: &TempDir) -> Collie {
 }
 
 async fn post(collie: &Collie, path: &str, body: Value) -> (u16, Value) {
-    let r = collie.core().handle(Request::post(path, body.to_string(), Caller::OtherProcess)).await;
+    let r = collie.driver().handle(Request::post(path, body.to_string(), Caller::OtherProcess)).await;
     (r.status, r.body_json())
 }
 
@@ -69,14 +69,14 @@ async fn a_closure_runs_each_turn_and_an_action() {
         (view == durable_sdk::types::PaneState::Idle).then_some(())
     })
     .await;
-    let events = collie.core().handle(Request::get("/v1/panes/chat/events", Caller::OtherProcess)).await;
+    let events = collie.driver().handle(Request::get("/v1/panes/chat/events", Caller::OtherProcess)).await;
     let events = events.body_json().to_string();
     assert!(events.contains("echo: hi"), "{events}");
 
     let (status, r) = post(&collie, "/v1/panes/ops/actions/ping", json!({"requestId": "b-1"})).await;
     assert_eq!((status, r["result"].as_str()), (200, Some("done")), "{r}");
     assert_eq!(pressed.load(Ordering::SeqCst), 1);
-    let events = collie.core().handle(Request::get("/v1/panes/ops/events", Caller::OtherProcess)).await;
+    let events = collie.driver().handle(Request::get("/v1/panes/ops/events", Caller::OtherProcess)).await;
     let events = events.body_json().to_string();
     assert!(events.contains("pong-b-1"), "{events}");
     collie.close().await;
@@ -180,13 +180,13 @@ async fn close_lets_a_running_turn_end_and_refuses_new_sends_meanwhile() {
     collie.ready();
     let (status, r) = post(&collie, "/v1/panes/p/send", json!({"requestId": "r-1", "text": "slow"})).await;
     assert_eq!((status, r["result"].as_str()), (200, Some("sent")), "{r}");
-    eventually("the turn running", || (collie.core().turns_running() == 1).then_some(())).await;
+    eventually("the turn running", || (collie.driver().turns_running() == 1).then_some(())).await;
 
     let closing = tokio::spawn({
         let collie = collie.clone();
         async move { collie.close().await }
     });
-    eventually("the stop begun", || collie.core().is_stopping().then_some(())).await;
+    eventually("the stop begun", || collie.driver().is_stopping().then_some(())).await;
     let (status, r) = post(&collie, "/v1/panes/p/send", json!({"requestId": "r-2", "text": "late"})).await;
     assert_eq!((status, r["code"].as_str()), (409, Some("busy")), "{r}");
     let (status, r) = post(&collie, "/v1/starters/new", json!({"requestId": "s-1"})).await;
@@ -196,8 +196,8 @@ async fn close_lets_a_running_turn_end_and_refuses_new_sends_meanwhile() {
         "a starter opens no turn in the grace: {r}"
     );
     tokio::time::timeout(Duration::from_secs(10), closing).await.expect("close returned").unwrap();
-    assert_eq!(collie.core().turns_running(), 0);
-    let events = collie.core().handle(Request::get("/v1/panes/p/events", Caller::OtherProcess)).await;
+    assert_eq!(collie.driver().turns_running(), 0);
+    let events = collie.driver().handle(Request::get("/v1/panes/p/events", Caller::OtherProcess)).await;
     let events = events.body_json().to_string();
     assert!(events.contains("done: slow"), "the turn ended whole before close returned: {events}");
     assert!(!events.contains("late"), "the send in the grace ran nothing: {events}");

@@ -27,7 +27,7 @@ async fn closing_rule_close_of_the_whole_handle_leaves_open_asks_open() {
     let collie = open_collie(OpenOptions::new("agent").transport(Transport::socket_at(&socket)).warn(|_| {}))
         .await
         .expect("open_collie serves");
-    let core = collie.core().clone();
+    let core = collie.driver().clone();
     let pane = collie
         .workspace("support", "Support")
         .unwrap()

@@ -1,7 +1,7 @@
 //! The durable agent's private Unix socket server: the socket half of the
 //! seed's `openCollie` (contract §1.1).
 //!
-//! [`serve`] takes a [`Core`](durable_runtime::Core) and [`SocketOptions`] and
+//! [`serve`] takes a [`Driver`](durable_runtime::Driver) and [`SocketOptions`] and
 //! serves the core on a Unix socket that only the current user can reach:
 //!
 //! - the path comes from the options, else `$COLLIE_DURABLE_SOCKET`, else

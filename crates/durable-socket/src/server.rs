@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use tokio::net::{UnixListener, UnixStream};
 
 use durable_http::{Accepted, CallerSource, Listen, Server};
-use durable_runtime::{CallerCheckMode, Core};
+use durable_runtime::{CallerCheckMode, Driver};
 
 use crate::SOCKET_ENV;
 use crate::error::SocketError;
@@ -31,7 +31,7 @@ use crate::peer::PeerCheck;
 /// [`SocketServer::close`].
 ///
 /// Must be awaited inside a tokio runtime (it spawns the server's tasks).
-pub async fn serve(core: Core, options: SocketOptions) -> Result<SocketServer, SocketError> {
+pub async fn serve(core: Driver, options: SocketOptions) -> Result<SocketServer, SocketError> {
     let path = path::resolve(options.path.as_deref(), std::env::var_os(SOCKET_ENV))?;
     path::check_shape(&path)?;
     let uid = nix::unistd::geteuid().as_raw();
@@ -51,7 +51,7 @@ pub async fn serve(core: Core, options: SocketOptions) -> Result<SocketServer, S
     let (check, mode, warning) = PeerCheck::for_platform(options.caller_check);
     core.set_caller_check(mode);
     if let Some(line) = warning {
-        core.warn(line);
+        core.collie().warn(line);
     }
     let listen = SocketListen { listener, check, observer: options.observer };
     let server = Server::start(core, listen, options.http);
@@ -84,6 +84,34 @@ impl fmt::Debug for SocketServer {
             .field("address", &self.path)
             .field("caller_check", &self.caller_check)
             .finish_non_exhaustive()
+    }
+}
+
+/// `collie.serve(options)`: [`Collie::serve`](durable_runtime::Collie::serve)
+/// starts [`serve`] with these options, and `close` stops it.
+impl durable_runtime::Serve for SocketOptions {
+    type Error = SocketError;
+
+    fn shutdown_grace(&self) -> std::time::Duration {
+        self.limits().shutdown_grace_value()
+    }
+
+    async fn serve(self, driver: Driver) -> Result<Box<dyn durable_runtime::Served>, SocketError> {
+        Ok(Box::new(serve(driver, self).await?))
+    }
+}
+
+impl durable_runtime::Served for SocketServer {
+    fn address(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    fn caller_check(&self) -> CallerCheckMode {
+        self.caller_check
+    }
+
+    fn close(self: Box<Self>) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+        Box::pin(SocketServer::close(*self))
     }
 }
 

@@ -50,7 +50,7 @@ fn fixture_agent_process() {
         if let Some(path) = std::env::var_os(FIXTURE_PATH) {
             builder = builder.path(path);
         }
-        let server = match serve(core(), builder.build()).await {
+        let server = match serve(core().driver(), builder.build()).await {
             Ok(server) => server,
             Err(e) => {
                 println!("fixture: error {e}");

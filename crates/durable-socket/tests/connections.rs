@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::{TempDir, core};
-use durable_runtime::{Core, PaneOptions};
+use durable_runtime::{Collie, PaneOptions};
 use durable_socket::{Limits, SocketOptions, SocketOptionsBuilder, serve};
 use durable_types::Item;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -80,7 +80,7 @@ async fn a_flood_past_the_cap_is_displaced_and_a_polling_collie_is_served() {
     // place): with the check off it is a caller like Collie.
     let options = limits(SocketOptions::builder().path(&path), 4, Duration::from_secs(30))
         .caller_check(durable_socket::CallerCheck::Off);
-    let server = serve(core(), options.build()).await.unwrap();
+    let server = serve(core().driver(), options.build()).await.unwrap();
     let mut collie = UnixStream::connect(&path).await.unwrap();
     assert_eq!(poll(&mut collie).await, 200);
 
@@ -107,7 +107,7 @@ async fn a_flood_past_the_cap_is_displaced_and_a_polling_collie_is_served() {
 
 /// A pane `big` with 16 reply items of 200,000 bytes: its events answer
 /// (3.2 MB) is larger than the socket's buffers.
-fn big(core: &Core) {
+fn big(core: &Collie) {
     let pane = core
         .workspace("w", "W")
         .unwrap()
@@ -158,7 +158,7 @@ async fn a_client_that_never_reads_its_answer_is_cut_off_by_the_write_timeout() 
     let core = core();
     big(&core);
     let options = limits(SocketOptions::builder().path(&path), 64, Duration::from_millis(500));
-    let server = serve(core, options.build()).await.unwrap();
+    let server = serve(core.driver(), options.build()).await.unwrap();
     let (length, received, closed) = never_read(&path, Duration::from_secs(3)).await;
     assert!(length > 3_000_000, "{length}");
     assert!(received < length, "the whole answer came ({received} bytes): the server never gave up");

@@ -10,7 +10,7 @@ use common::{TempDir, core, set_mode};
 use durable_socket::{PrivacyRule, SocketError, SocketOptions, SocketServer, serve};
 
 async fn serve_at(path: &Path) -> Result<SocketServer, SocketError> {
-    serve(core(), SocketOptions::builder().path(path).build()).await
+    serve(core().driver(), SocketOptions::builder().path(path).build()).await
 }
 
 /// §1.1 "Private means: … no ancestor folder is writable by group or

@@ -11,7 +11,7 @@ use common::{Need, TempDir, core, curl_async, mode, needs, set_mode};
 use durable_socket::{PrivacyRule, SocketError, SocketOptions, SocketServer, serve};
 
 async fn serve_at(path: &Path) -> Result<SocketServer, SocketError> {
-    serve(core(), SocketOptions::builder().path(path).build()).await
+    serve(core().driver(), SocketOptions::builder().path(path).build()).await
 }
 
 fn expect_not_private(result: Result<SocketServer, SocketError>, component: &Path) -> PrivacyRule {

@@ -13,7 +13,7 @@ use durable_types::exchange::Caller;
 async fn get_hello_over_the_socket_with_curl() {
     let dir = TempDir::new();
     let path = dir.join("run/app.sock");
-    let server = serve(core(), SocketOptions::builder().path(&path).build()).await.unwrap();
+    let server = serve(core().driver(), SocketOptions::builder().path(&path).build()).await.unwrap();
     assert_eq!(server.caller_check(), CallerCheckMode::On);
     let (status, body) = curl_async(&path, "GET", "/hello", None).await;
     assert_eq!(status, 200, "{body}");
@@ -34,7 +34,7 @@ async fn caller_check_off_reaches_the_core_as_unknown_and_hello_says_off() {
         .caller_check(CallerCheck::Off)
         .observe_callers(move |c| record.lock().unwrap().push(c))
         .build();
-    let server = serve(core(), options).await.unwrap();
+    let server = serve(core().driver(), options).await.unwrap();
     assert_eq!(server.caller_check(), CallerCheckMode::Off);
     let (status, body) = curl_async(&path, "GET", "/hello", None).await;
     assert_eq!(*seen.lock().unwrap(), [Caller::Unknown]);
@@ -51,7 +51,7 @@ async fn a_connection_from_the_agents_own_process_is_self_or_descendant() {
     let record = seen.clone();
     let options =
         SocketOptions::builder().path(&path).observe_callers(move |c| record.lock().unwrap().push(c)).build();
-    let server = serve(core(), options).await.unwrap();
+    let server = serve(core().driver(), options).await.unwrap();
     // curl is this process's child: a descendant of the agent.
     let (status, _) = curl_async(&path, "POST", ANSWER_PATH, Some(ANSWER_BODY)).await;
     assert_ne!(status, 0);
@@ -71,7 +71,7 @@ async fn a_connection_from_the_agents_own_process_is_self_or_descendant() {
 async fn a_write_from_a_descendant_of_the_agent_is_403_caller_refused() {
     let dir = TempDir::new();
     let path = dir.join("run/app.sock");
-    let server = serve(core(), SocketOptions::builder().path(&path).build()).await.unwrap();
+    let server = serve(core().driver(), SocketOptions::builder().path(&path).build()).await.unwrap();
     let (status, body) = curl_async(&path, "POST", ANSWER_PATH, Some(ANSWER_BODY)).await;
     assert_eq!(status, 403, "{body}");
     assert_eq!(serde_json::from_str::<serde_json::Value>(&body).unwrap()["code"], "caller-refused");
@@ -83,7 +83,7 @@ async fn a_body_over_one_mib_is_413_too_large() {
     let dir = TempDir::new();
     let path = dir.join("run/app.sock");
     let options = SocketOptions::builder().path(&path).caller_check(CallerCheck::Off).build();
-    let server = serve(core(), options).await.unwrap();
+    let server = serve(core().driver(), options).await.unwrap();
     let big = dir.join("big.json");
     std::fs::write(&big, vec![b' '; durable_types::BODY_MAX + 1024]).unwrap();
     let arg: &'static str = Box::leak(format!("@{}", big.display()).into_boxed_str());

@@ -2,7 +2,7 @@
 //! reaches a durable agent (contract §1.2) — the only one on Windows, and the
 //! way for an agent deployed on a server.
 //!
-//! [`serve`] takes a [`Core`](durable_runtime::Core) and [`TlsOptions`] and serves
+//! [`serve`] takes a [`Driver`](durable_runtime::Driver) and [`TlsOptions`] and serves
 //! the core over TLS (rustls with the `ring` provider, ALPN `http/1.1`):
 //!
 //! - **Certificate**: a chain and key from PEM files
@@ -49,17 +49,17 @@
 //!   flood.
 //!
 //! The crate has no Unix-only dependency: an agent on Windows uses
-//! `durable-runtime` and `durable-tls` alone.
+//! `durable-core` (the types) and `durable-tls` alone, which re-exports the
+//! agent's handle and options (`examples/core_agent.rs`; the Windows check
+//! builds it).
 //!
 //! # Example
 //!
 //! ```no_run
-//! use durable_http::{SystemClock, random_epoch, stderr_warn};
-//! use durable_runtime::{CoreOptions, create_core};
-//! use durable_tls::{TlsOptions, serve};
+//! use durable_tls::{CoreOptions, SystemClock, TlsOptions, create_core, random_epoch, stderr_warn};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let core = create_core(
+//! let collie = create_core(
 //!     CoreOptions::builder()
 //!         .host_name("desk")
 //!         .clock(SystemClock)
@@ -72,11 +72,11 @@
 //!     .listen("0.0.0.0:8443")
 //!     .cert_pem_files("/etc/desk/cert.pem", "/etc/desk/key.pem")
 //!     .build()?;
-//! let server = serve(core.clone(), options).await?;
-//! println!("listening {}", server.address());
-//! core.ready();
+//! collie.serve(options).await?; // or `serve(collie.driver(), options)`, for a server of your own to close
+//! println!("listening {}", collie.address());
+//! collie.ready();
 //! // … until the agent stops:
-//! server.close().await;
+//! collie.close().await;
 //! # Ok(())
 //! # }
 //! ```
@@ -90,6 +90,14 @@ mod server;
 mod token;
 
 pub use durable_http::Limits;
+/// What an agent built without the SDK needs around this server — its
+/// handle and options, the system clock, a fresh epoch, warn lines on
+/// standard error — so that it depends on `durable-core` (the types) and
+/// this crate alone: an agent on Windows, where HTTPS is the only
+/// transport (`examples/core_agent.rs`).
+pub use durable_http::{SystemClock, random_epoch, stderr_warn};
+#[doc(no_inline)]
+pub use durable_runtime::{Collie, CoreOptions, CoreOptionsBuilder, Driver, Turn, create_core};
 pub use error::TlsError;
 pub use options::{TlsOptions, TlsOptionsBuilder};
 pub use server::{TlsServer, serve};

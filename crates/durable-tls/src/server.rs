@@ -11,7 +11,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 
 use durable_http::{Accepted, CallerSource, CancellationToken, Listen, Server};
-use durable_runtime::Core;
+use durable_runtime::Driver;
 
 use crate::cert;
 use crate::error::TlsError;
@@ -37,7 +37,7 @@ use crate::token::TokenSet;
 /// until [`TlsServer::close`].
 ///
 /// Must be awaited inside a tokio runtime (it spawns the server's tasks).
-pub async fn serve(core: Core, options: TlsOptions) -> Result<TlsServer, TlsError> {
+pub async fn serve(core: Driver, options: TlsOptions) -> Result<TlsServer, TlsError> {
     let (acceptor, fingerprint) = match &options.mode {
         Mode::PlainHttp => (None, None),
         Mode::CertFiles { cert, key } => {
@@ -65,7 +65,7 @@ pub async fn serve(core: Core, options: TlsOptions) -> Result<TlsServer, TlsErro
     let address = format!("{scheme}://{}:{}", options.listen.url_host(), local_addr.port());
 
     if let Some(fingerprint) = &fingerprint {
-        core.warn(&format!(
+        core.collie().warn(&format!(
             "durable: serving {address} with a self-signed certificate (development only), SHA-256 fingerprint {fingerprint}"
         ));
     }
@@ -142,6 +142,38 @@ impl TlsServer {
     }
 }
 
+/// `collie.serve(options)`: [`Collie::serve`](durable_runtime::Collie::serve)
+/// starts [`serve`] with these options, and `close` stops it.
+impl durable_runtime::Serve for TlsOptions {
+    type Error = TlsError;
+
+    fn shutdown_grace(&self) -> Duration {
+        self.limits().shutdown_grace_value()
+    }
+
+    async fn serve(self, driver: Driver) -> Result<Box<dyn durable_runtime::Served>, TlsError> {
+        Ok(Box::new(serve(driver, self).await?))
+    }
+}
+
+impl durable_runtime::Served for TlsServer {
+    fn address(&self) -> String {
+        TlsServer::address(self)
+    }
+
+    fn fingerprint(&self) -> Option<String> {
+        TlsServer::fingerprint(self)
+    }
+
+    fn caller_check(&self) -> durable_runtime::CallerCheckMode {
+        durable_runtime::CallerCheckMode::Token
+    }
+
+    fn close(self: Box<Self>) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+        Box::pin(TlsServer::close(*self))
+    }
+}
+
 impl Drop for TlsServer {
     fn drop(&mut self) {
         self.closing.cancel();
@@ -213,13 +245,13 @@ impl Listen for PlainListen {
 #[cfg(test)]
 mod tests {
     use durable_http::{SystemClock, random_epoch};
-    use durable_runtime::{CoreOptions, create_core};
+    use durable_runtime::{Collie, CoreOptions, create_core};
 
     use super::*;
 
     const TOKEN: &str = "tok-0123456789abcdef0123456789abcdef";
 
-    fn core(allow_always: bool) -> Core {
+    fn core(allow_always: bool) -> Collie {
         create_core(
             CoreOptions::builder()
                 .clock(SystemClock)
@@ -237,16 +269,16 @@ mod tests {
     #[tokio::test]
     async fn serving_turns_allow_always_off_unless_the_options_keep_it() {
         let c = core(true);
-        let server = serve(c.clone(), options().build().unwrap()).await.unwrap();
+        let server = serve(c.driver(), options().build().unwrap()).await.unwrap();
         assert!(!c.allow_always(), "HTTPS turns allow-always off");
         assert!(c.options().allow_always(), "the options the core was built with are kept");
         server.close().await;
         let c = core(true);
-        let server = serve(c.clone(), options().allow_always(true).build().unwrap()).await.unwrap();
+        let server = serve(c.driver(), options().allow_always(true).build().unwrap()).await.unwrap();
         assert!(c.allow_always(), "kept when the options say so");
         server.close().await;
         let c = core(false);
-        let server = serve(c.clone(), options().allow_always(true).build().unwrap()).await.unwrap();
+        let server = serve(c.driver(), options().allow_always(true).build().unwrap()).await.unwrap();
         assert!(!c.allow_always(), "the transport never turns it on");
         server.close().await;
         let c = core(true);
@@ -254,14 +286,14 @@ mod tests {
             .listen("127.0.0.1:0")
             .cert_pem_files("/nonexistent/cert.pem", "/nonexistent/key.pem")
             .token(TOKEN);
-        assert!(serve(c.clone(), missing.build().unwrap()).await.is_err());
+        assert!(serve(c.driver(), missing.build().unwrap()).await.is_err());
         assert!(c.allow_always(), "a start that failed leaves allow-always as it was");
     }
 
     #[tokio::test]
     async fn the_address_has_the_real_port_and_the_fingerprint_is_set_when_self_signed() {
         let c = core(false);
-        let server = serve(c.clone(), options().build().unwrap()).await.unwrap();
+        let server = serve(c.driver(), options().build().unwrap()).await.unwrap();
         let port = server.local_addr().port();
         assert_ne!(port, 0);
         assert_eq!(server.address(), format!("https://127.0.0.1:{port}"));
@@ -276,7 +308,8 @@ mod tests {
     async fn a_port_in_use_is_a_bind_error_naming_the_address() {
         let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = format!("127.0.0.1:{}", taken.local_addr().unwrap().port());
-        let e = serve(core(false), options().listen(addr.clone()).build().unwrap()).await.unwrap_err();
+        let e =
+            serve(core(false).driver(), options().listen(addr.clone()).build().unwrap()).await.unwrap_err();
         assert!(matches!(&e, TlsError::Bind { addr: a, .. } if *a == addr), "{e}");
     }
 }

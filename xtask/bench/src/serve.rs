@@ -118,8 +118,9 @@ async fn agent(args: &ServeArgs) -> Result<(), String> {
     }
     // Over HTTPS, serving turns allow-always off.
     let collie = create_core(CoreOptions::builder().host_name("bench")).map_err(|x| e(&x))?;
-    let core = collie.core().clone();
-    let tab = core.workspace("bench", "Bench").map_err(|x| e(&x))?.tab("main", "Main").map_err(|x| e(&x))?;
+    let core = collie.driver().clone();
+    let tab =
+        collie.workspace("bench", "Bench").map_err(|x| e(&x))?.tab("main", "Main").map_err(|x| e(&x))?;
     let mut panes = Vec::with_capacity(args.panes);
     for i in 0..args.panes {
         panes.push(
@@ -133,7 +134,7 @@ async fn agent(args: &ServeArgs) -> Result<(), String> {
         let item = Item::reply(&format!("i{n}"), text.clone()).map_err(|x| e(&x))?;
         panes[0].write(item).map_err(|x| e(&x))?;
     }
-    core.ready();
+    collie.ready();
     // The last change: one pane, so a delta since the seq before it carries one pane.
     let middle = &panes[args.panes / 2];
     middle.write(Item::reply("last", "changed").map_err(|x| e(&x))?).map_err(|x| e(&x))?;
@@ -177,14 +178,14 @@ async fn agent(args: &ServeArgs) -> Result<(), String> {
 /// fields `T` names: a `serde_json::Value` of a 10,000-pane answer would
 /// leave the allocator holding some 20 MiB that the memory figures would
 /// then count against the agent).
-async fn read_state<T: serde::de::DeserializeOwned>(core: &durable_sdk::driver::Core) -> Option<T> {
+async fn read_state<T: serde::de::DeserializeOwned>(core: &durable_sdk::driver::Driver) -> Option<T> {
     use durable_sdk::driver::exchange::{Caller, Request};
     let resp = core.handle(Request::get("/v1/state", Caller::OtherProcess)).await;
     serde_json::from_slice(&resp.body).ok()
 }
 
 /// The agent's current change sequence.
-async fn core_seq(core: &durable_sdk::driver::Core) -> u64 {
+async fn core_seq(core: &durable_sdk::driver::Driver) -> u64 {
     #[derive(serde::Deserialize)]
     struct Seq {
         seq: u64,
@@ -193,7 +194,7 @@ async fn core_seq(core: &durable_sdk::driver::Core) -> u64 {
 }
 
 /// The hash of the first open ask in the agent's state.
-async fn ask_hash_of(core: &durable_sdk::driver::Core) -> Option<String> {
+async fn ask_hash_of(core: &durable_sdk::driver::Driver) -> Option<String> {
     #[derive(serde::Deserialize)]
     struct Asks {
         asks: Vec<Hash>,

@@ -207,8 +207,8 @@ fn agent(store: impl ReceiptStore) -> Result<Collie, String> {
 fn agent_with_panes(store: impl ReceiptStore, panes: &[&str]) -> Result<Collie, String> {
     let collie =
         durable_sdk::create_core(CoreOptions::builder().receipts(store)).map_err(|e| e.to_string())?;
-    let core = collie.core().clone();
-    collie.core().set_wakeup(move || {
+    let core = collie.driver().clone();
+    collie.driver().set_wakeup(move || {
         while let Some(job) = core.poll_job() {
             tokio::spawn(job);
         }
@@ -230,11 +230,11 @@ async fn turn_round(collie: &Collie, first: usize) -> Result<f64, String> {
     let started = Instant::now();
     for n in first..first + TURNS {
         let body = format!(r#"{{"requestId":"t-{n}","text":"hello {n}"}}"#);
-        let r = collie.core().handle(Request::post("/v1/panes/p/send", body, Caller::OtherProcess)).await;
+        let r = collie.driver().handle(Request::post("/v1/panes/p/send", body, Caller::OtherProcess)).await;
         if r.status != 200 {
             return Err(format!("a send was refused: {}", r.status));
         }
-        collie.core().turns_done().await;
+        collie.driver().turns_done().await;
         collie.conversations_kept().await;
     }
     Ok(started.elapsed().as_secs_f64() * 1e6 / TURNS as f64)
@@ -258,8 +258,10 @@ async fn concurrent_round(collie: &Collie, first: usize) -> Result<f64, String> 
                 let body = format!(r#"{{"requestId":"{pane}-{n}","text":"hello {n}"}}"#);
                 let path = format!("/v1/panes/{pane}/send");
                 loop {
-                    let r =
-                        collie.core().handle(Request::post(&path, body.clone(), Caller::OtherProcess)).await;
+                    let r = collie
+                        .driver()
+                        .handle(Request::post(&path, body.clone(), Caller::OtherProcess))
+                        .await;
                     // Only a full queue (`409 busy`) is waited out; any other
                     // refusal is the bench's mistake.
                     match (r.status, r.body_json()["code"].as_str()) {
@@ -275,7 +277,7 @@ async fn concurrent_round(collie: &Collie, first: usize) -> Result<f64, String> 
     while let Some(done) = clients.join_next().await {
         done.map_err(|e| e.to_string())??;
     }
-    collie.core().turns_done().await;
+    collie.driver().turns_done().await;
     collie.conversations_kept().await;
     Ok(started.elapsed().as_secs_f64() * 1e6 / (TURNS * AT_ONCE.len()) as f64)
 }

@@ -7,7 +7,7 @@
 //! Today the machine answers the reads (`GET /hello`, the state poll, a
 //! pane's events) and the capability gate, and keeps the rules of the
 //! layout (`layout.rs`) and of asks and answers (`asks.rs`); the writes,
-//! receipts and the kept asks' journal still run in durable-runtime's `Core` around it
+//! receipts and the kept asks' journal still run in durable-runtime around it
 //! (issue #41's plan, `docs/design/core-machine.md`, moves them in step by
 //! step).
 

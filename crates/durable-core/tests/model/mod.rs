@@ -1,10 +1,10 @@
 //! An exhaustive interleaving checker for the core's own futures (issue
 //! #15). A schedule is built from scratch by a scenario: cores, a model
-//! receipt store, and the futures that race (duplicate `Core::handle`
+//! receipt store, and the futures that race (duplicate `Driver::handle`
 //! calls, the program's side). The scheduler polls one runnable future at a
 //! time, where a future is runnable once it was woken (every future starts
 //! woken); whenever more than one is runnable, which one goes next is a
-//! choice. Every job a core queues (`Core::poll_job`) joins the schedule as
+//! choice. Every job a core queues (`Driver::poll_job`) joins the schedule as
 //! one more future, as a driver would spawn it.
 //!
 //! Duplicates are twins: two futures of one request at one core are the
@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
-use durable_runtime::Core;
+use durable_runtime::Collie;
 
 /// What happened in one schedule, in order; recorded only when a failing
 /// schedule is replayed to be reported (formatting every line of every
@@ -76,7 +76,7 @@ pub struct World {
     tasks: Vec<(String, Option<String>, Task)>,
     /// Droppers: (name, the future each drops).
     drops: Vec<(String, String)>,
-    cores: Vec<(String, Core)>,
+    cores: Vec<(String, Collie)>,
     checks: Vec<Box<dyn FnOnce() -> Result<(), String>>>,
 }
 
@@ -109,7 +109,7 @@ impl World {
     }
 
     /// Runs `core`'s jobs as futures of the schedule (named `<name> job <n>`).
-    pub fn drive_jobs_of(&mut self, name: impl Into<String>, core: &Core) {
+    pub fn drive_jobs_of(&mut self, name: impl Into<String>, core: &Collie) {
         self.cores.push((name.into(), core.clone()));
     }
 
@@ -202,7 +202,7 @@ fn run_one(setup: &dyn Fn(&Trace) -> World, prefix: &[Choice], trace: &Trace) ->
     let mut ran = Ran { choices: Vec::new(), steps: 0, verdict: Ok(()) };
     loop {
         for (name, core) in &world.cores {
-            while let Some(job) = core.poll_job() {
+            while let Some(job) = core.driver().poll_job() {
                 jobs += 1;
                 slots.push(Slot::new(format!("{name} job {jobs}"), None, job));
             }

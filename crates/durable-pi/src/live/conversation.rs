@@ -372,7 +372,7 @@ impl Inner {
             },
             Err(e) => {
                 self.pane
-                    .core()
+                    .collie()
                     .warn(&format!("durable-pi: the card of tool call {call_id} was not raised: {e}"));
                 unanswered()
             }

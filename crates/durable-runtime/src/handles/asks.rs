@@ -12,7 +12,7 @@ use durable_types::{Answer, AskOption, AskSpec, DecidedBy, Id, Outcome, RuleErro
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use crate::core::Core;
+use crate::core::Collie;
 use crate::handles::layout::Pane;
 use crate::select::{Either, select};
 use crate::signal::AbortSignal;
@@ -23,7 +23,7 @@ use durable_core::data::decided::{AskClosed, Decided};
 /// [`AskClosed`]. Dropping it does *not* close the ask: like a shutdown, it
 /// is not an answer. With a receipt store that keeps asks, an ask open when
 /// the agent stops is handed back at its next start
-/// ([`Core::kept_asks`](crate::Core::kept_asks)), to raise again by its id.
+/// ([`Collie::kept_asks`](crate::Collie::kept_asks)), to raise again by its id.
 #[must_use = "the ask stays open whether or not this is awaited; await it to get the answer"]
 pub struct AskHandle {
     id: String,
@@ -74,7 +74,7 @@ impl Future for AskHandle {
     }
 }
 
-impl Core {
+impl Collie {
     /// Raises an ask on a pane (see [`Pane::ask`]): the machine opens it,
     /// and an abort signal is watched by a job until the ask closes.
     pub(crate) fn raise_ask(

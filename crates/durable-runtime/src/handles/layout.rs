@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use durable_types::{Answer, AskSpec, Id, Item, PaneState, RuleError, ScopeId};
 
-use crate::core::Core;
+use crate::core::Collie;
 use crate::handlers::{ActionHandler, ChatHandler};
 use crate::handles::asks::AskHandle;
 use crate::signal::AbortSignal;
@@ -16,21 +16,21 @@ use durable_core::state::TabKey;
 /// A workspace handle: a group of tabs on the phone.
 #[derive(Clone)]
 pub struct Workspace {
-    core: Core,
+    core: Collie,
     id: ScopeId,
 }
 
 /// A tab handle: a group of panes, named `<workspace>:<tab>` on the wire.
 #[derive(Clone)]
 pub struct Tab {
-    core: Core,
+    core: Collie,
     key: TabKey,
 }
 
 /// A pane handle: one conversation on the phone.
 #[derive(Clone)]
 pub struct Pane {
-    core: Core,
+    core: Collie,
     id: Id,
 }
 
@@ -52,7 +52,7 @@ impl fmt::Debug for Pane {
     }
 }
 
-impl Core {
+impl Collie {
     /// The workspace with this id, created with `title` if it does not exist.
     /// An id breaking the ID rule (or holding `:`) is an `Err`, and so is a
     /// title that is empty once cleaned (the title rule).
@@ -112,8 +112,8 @@ impl Tab {
         self.key.wire()
     }
 
-    /// The core this tab belongs to.
-    pub fn core(&self) -> &Core {
+    /// The agent this tab belongs to.
+    pub fn collie(&self) -> &Collie {
         &self.core
     }
 
@@ -147,8 +147,8 @@ impl Pane {
         self.id.as_str()
     }
 
-    /// The core this pane belongs to.
-    pub fn core(&self) -> &Core {
+    /// The agent this pane belongs to.
+    pub fn collie(&self) -> &Collie {
         &self.core
     }
 
@@ -238,7 +238,7 @@ impl Pane {
 
     /// Sets what runs when the phone sends text to this pane (its turns,
     /// steers and stops); it wins over the agent-wide one (`Collie::on_send`
-    /// in `durable_sdk`; [`Core::on_send`] on a core built by hand). Turns on the `send`, `steer` and `abort` caps when
+    /// in `durable_sdk`; [`Collie::on_send`] on a core built by hand). Turns on the `send`, `steer` and `abort` caps when
     /// caps are not given.
     ///
     /// A [`ChatHandler`], or a closure run as each turn, its argument's
@@ -256,7 +256,7 @@ impl Pane {
 
     /// Sets what runs when the phone presses one of this pane's action
     /// buttons; it wins over the agent-wide one (`Collie::on_action` in
-    /// `durable_sdk`; [`Core::on_action`] on a core built by hand). Turns
+    /// `durable_sdk`; [`Collie::on_action`] on a core built by hand). Turns
     /// on the `actions` and `abort` caps when caps are not given.
     ///
     /// An [`ActionHandler`], or a closure, its argument's type written out:
@@ -293,7 +293,7 @@ impl Pane {
 }
 
 impl Pane {
-    pub(crate) fn from_parts(core: Core, id: Id) -> Pane {
+    pub(crate) fn from_parts(core: Collie, id: Id) -> Pane {
         Pane { core, id }
     }
 
@@ -302,7 +302,7 @@ impl Pane {
     }
 }
 
-impl Core {
+impl Collie {
     pub(crate) fn workspace_handle(&self, id: &ScopeId) -> Workspace {
         Workspace { core: self.clone(), id: id.clone() }
     }

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::types::exchange::{Body, Caller, Method, Request, Response};
 use crate::types::{Caps, Timestamp};
-use crate::{Core, CoreOptions, CoreOptionsBuilder, ManualClock, Pane, PaneOptions, create_core};
+use crate::{Collie, CoreOptions, CoreOptionsBuilder, ManualClock, Pane, PaneOptions, create_core};
 use serde_json::Value;
 
 /// The harness's start time: 2026-11-30T05:00:00.000Z.
@@ -15,7 +15,7 @@ pub const T0: u64 = 1_796_014_800_000;
 /// A core, its clock, and the warn lines it wrote.
 pub struct Harness {
     /// The core under test.
-    pub core: Core,
+    pub core: Collie,
     /// Its clock, moved by hand.
     pub clock: ManualClock,
     /// The lines its warn sink was given.
@@ -87,9 +87,9 @@ impl Harness {
         // test with no runtime leaves them queued, as a program does until
         // its driver runs.
         let waker_core = h.core.clone();
-        h.core.set_wakeup(move || {
+        h.core.driver().set_wakeup(move || {
             let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-            while let Some(job) = waker_core.poll_job() {
+            while let Some(job) = waker_core.driver().poll_job() {
                 runtime.spawn(job);
             }
         });
@@ -130,7 +130,7 @@ impl Harness {
     /// Sends a request as another process of the same user.
     pub async fn request(&self, req: Request) -> Reply {
         self.settle().await;
-        let r = self.core.handle(req).await;
+        let r = self.core.driver().handle(req).await;
         self.settle().await;
         r.into()
     }
@@ -170,7 +170,7 @@ impl Harness {
     /// Moves the clock and fires due deadlines, as a driver would.
     pub async fn advance(&self, ms: u64) {
         self.clock.advance(ms);
-        self.core.tick(self.clock.now_ts());
+        self.core.driver().tick(self.clock.now_ts());
         self.settle().await;
     }
 
@@ -277,7 +277,7 @@ impl Harness {
 /// How many things of the program's side the core names now (asks'
 /// awaitables, turns' inboxes and stop signals, handlers, waiters): a
 /// write or a repeat that went away must leave none behind.
-pub fn links_in_use(core: &Core) -> usize {
+pub fn links_in_use(core: &Collie) -> usize {
     core.lock().links_ref().len()
 }
 

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::types::{Id, RuleError};
 use crate::{
-    AbortSignal, ActionHandler, ActionRequest, ChatHandler, CloseRequest, Core, HandlerResult, Hooks, Pane,
+    AbortSignal, ActionHandler, ActionRequest, ChatHandler, CloseRequest, Collie, HandlerResult, Hooks, Pane,
     Refusal, RenameRequest, Reopen, ReopenRequest, SendRequest, Started, StarterRequest, SteerRequest,
     StopRequest, Turn,
 };
@@ -70,7 +70,7 @@ pub trait CoreExt {
     fn set_handlers<H: ChatHandler + ActionHandler + Clone>(&self, h: H);
 }
 
-impl CoreExt for Core {
+impl CoreExt for Collie {
     fn set_handlers<H: ChatHandler + ActionHandler + Clone>(&self, h: H) {
         self.on_send(h.clone());
         self.on_action(h);

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use durable_http::{SystemClock, random_epoch, stderr_warn};
-use durable_runtime::{Core, CoreOptions, create_core};
+use durable_runtime::{Collie, CoreOptions, create_core};
 
 /// A write the core refuses from the agent itself (an answer to an ask).
 pub const ANSWER_PATH: &str = "/v1/asks/970f8a0b30368fbbcab73013d31d2d51";
@@ -52,7 +52,7 @@ pub fn set_mode(path: &Path, mode: u32) {
     fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
 }
 
-pub fn core() -> Core {
+pub fn core() -> Collie {
     create_core(
         CoreOptions::builder()
             .host_name("socket-test")

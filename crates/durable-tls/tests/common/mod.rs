@@ -17,7 +17,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use durable_http::{SystemClock, random_epoch, stderr_warn};
-use durable_runtime::{Core, CoreOptions, PaneOptions, create_core};
+use durable_runtime::{Collie, CoreOptions, PaneOptions, create_core};
 use durable_tls::{Limits, TlsOptions, serve};
 use durable_types::Item;
 
@@ -109,7 +109,7 @@ fn serve_as_fixture() {
             big_pane(&core, n.parse().unwrap());
         }
         let started = match builder.build() {
-            Ok(options) => serve(core.clone(), options).await,
+            Ok(options) => serve(core.driver(), options).await,
             Err(e) => Err(e),
         };
         let server = match started {
@@ -153,7 +153,7 @@ fn connection_limits(var: &dyn Fn(&str) -> Option<String>) -> Limits {
 /// A pane `big` (workspace `w`, tab `t`) holding `items` reply items of
 /// 200,000 bytes: its events view (`GET /v1/panes/big/events?after=0`) is
 /// about `items` × 200 kB.
-fn big_pane(core: &Core, items: usize) {
+fn big_pane(core: &Collie, items: usize) {
     let pane = core
         .workspace("w", "W")
         .unwrap()
