@@ -489,7 +489,6 @@ fn crate_name_parser_reads_tree_lines() {
     assert!(names.iter().any(|c| UNIX_ONLY.contains(&c.as_str())));
 }
 
-/// The README's test command: the line of its set-up block that says so.
 /// Where each `struct <name>` (public or not) is defined among the crates'
 /// sources, tests excluded.
 fn struct_definitions(files: &[(String, String)], name: &str) -> Vec<String> {
@@ -548,6 +547,7 @@ fn struct_definitions_are_found_by_whole_name() {
     assert_eq!(struct_definitions(&files, "Collie"), ["crates/a/src/lib.rs:1", "crates/b/src/x.rs:1"]);
 }
 
+/// The README's test command: the line of its set-up block that says so.
 fn readme_test_command(readme: &str) -> Option<String> {
     readme
         .lines()

@@ -94,7 +94,7 @@ impl Collie {
     /// steps as the restores' reads, in order, each given back to its pane,
     /// then the changes in one call.
     pub(crate) fn drain_conversations(&self) {
-        let core = self.clone();
+        let core = self.inner();
         self.push_job(async move {
             loop {
                 let steps = core.lock().next_conversation_steps(BATCH);
@@ -145,7 +145,7 @@ impl Collie {
     /// the program declared stays. `restore` numbers the request id, which
     /// is this run's own (`kept-title-<epoch>-<n>`).
     pub(crate) fn offer_kept_title(&self, pane: Id, title: String, instead_of: String, restore: u64) {
-        let core = self.clone();
+        let core = self.inner();
         self.push_job(async move {
             let Some(hooks) = core.hooks() else { return };
             let still_offered =

@@ -40,9 +40,33 @@ use durable_core::data::caller_check::CallerCheckMode;
 /// [`ready`](Self::ready) once the layout is set, and
 /// [`serve`](Self::serve) it on a transport. What a transport calls is
 /// its [`driver`](Self::driver).
+///
+/// The transports served stop when the last `Collie` the program holds
+/// (the one [`create_core`] returned, or a clone of it) is dropped, as a
+/// server value does when it is; [`close`](Self::close) stops them
+/// gracefully. The handles the SDK hands out — a pane's
+/// [`collie`](crate::Pane::collie), a [`Driver`] — do not keep them up.
 #[derive(Clone)]
 pub struct Collie {
     pub(crate) shared: Arc<Shared>,
+    /// Held by the program's handles only: the last one dropped stops the
+    /// transports. The handles the runtime keeps (panes, drivers, jobs)
+    /// hold none, or a server's own driver would keep it serving forever.
+    _program: Option<Arc<ProgramHandle>>,
+}
+
+/// What the program's last [`Collie`] stops as it is dropped.
+struct ProgramHandle {
+    shared: std::sync::Weak<Shared>,
+}
+
+impl Drop for ProgramHandle {
+    fn drop(&mut self) {
+        if let Some(shared) = self.shared.upgrade() {
+            // Dropping a server stops it (without waiting: that is `close`).
+            drop(crate::serve::take_served(&shared));
+        }
+    }
 }
 
 pub(crate) struct Shared {
@@ -255,22 +279,28 @@ impl Collie {
             hold_ms: options.hold_ms,
             held_answer_bytes: options.held_answer_bytes,
         });
-        Collie {
-            shared: Arc::new(Shared {
-                options,
-                state: RwLock::new(Locked { machine, links: crate::links::Links::default() }),
-                driver: Mutex::new(DriverState { jobs: VecDeque::new(), wakeups: Vec::new() }),
-                wake_pending: AtomicBool::new(false),
-                serving: Mutex::new(crate::serve::Serving::default()),
-            }),
-        }
+        let shared = Arc::new(Shared {
+            options,
+            state: RwLock::new(Locked { machine, links: crate::links::Links::default() }),
+            driver: Mutex::new(DriverState { jobs: VecDeque::new(), wakeups: Vec::new() }),
+            wake_pending: AtomicBool::new(false),
+            serving: Mutex::new(crate::serve::Serving::default()),
+        });
+        let program = Some(Arc::new(ProgramHandle { shared: Arc::downgrade(&shared) }));
+        Collie { shared, _program: program }
+    }
+
+    /// This agent as the runtime keeps it (in a pane, a driver, a job): a
+    /// handle that does not keep the transports up ([`Collie`]'s docs).
+    pub(crate) fn inner(&self) -> Collie {
+        Collie { shared: self.shared.clone(), _program: None }
     }
 
     /// The transports' side of this agent: what a server or a custom
     /// driver calls (requests in, jobs and deadlines out). Cheap: it shares
     /// this agent's state.
     pub fn driver(&self) -> Driver {
-        Driver { collie: self.clone() }
+        Driver { collie: self.inner() }
     }
 
     /// Whether a graceful stop began ([`Collie::close`], [`Driver::begin_stop`]).
@@ -326,7 +356,7 @@ impl Collie {
             first
         };
         if first {
-            let core = self.clone();
+            let core = self.inner();
             self.push_job(async move {
                 // However this job ends (the kept asks' settle panicking
                 // included), the phone's writes are not held back for ever.
@@ -503,7 +533,7 @@ impl Collie {
     /// Stores the receipt of an answer the machine applied from a hold (a
     /// job: the store is async); a receipt the store refuses stays in memory.
     fn put_held_receipt(&self, request_id: durable_types::Id, receipt: crate::Receipt, group: String) {
-        let core = self.clone();
+        let core = self.inner();
         self.push_job(async move {
             match core.shared.options.receipts.put_dyn(request_id.as_str(), receipt, &group).await {
                 Ok(()) => {

@@ -172,7 +172,7 @@ impl Collie {
         };
         Ok(records
             .into_iter()
-            .map(|record| KeptAsk { core: self.clone(), record: Some(Box::new(record)) })
+            .map(|record| KeptAsk { core: self.inner(), record: Some(Box::new(record)) })
             .collect())
     }
 
@@ -289,7 +289,7 @@ impl Collie {
     /// and in order, until none is left (the machine asked for it:
     /// `Effect::DrainAsks`).
     pub(crate) fn drain_asks(&self) {
-        let core = self.clone();
+        let core = self.inner();
         self.push_job(async move {
             loop {
                 let Some(op) = core.lock().next_ask_op() else { return };

@@ -10,15 +10,17 @@ use std::time::Duration;
 
 use durable_core::data::caller_check::CallerCheckMode;
 
-use crate::core::{Collie, Driver};
+use crate::core::{Collie, Driver, Shared};
 
 /// How long [`Collie::close`] lets running turns go on before serving
 /// stops, unless a transport served says otherwise (its
 /// [`Serve::shutdown_grace`]): 10 s.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
-/// A transport, as [`Collie::serve`] starts it: the SDK's `Transport`
-/// (the socket, HTTPS) implements it; so can a transport of your own.
+/// A transport, as [`Collie::serve`] starts it: the SDK's `Transport`,
+/// `durable_socket::SocketOptions` and `durable_tls::TlsOptions` implement
+/// it; so can a transport of your own (its server driving the
+/// [`Driver`] it is given).
 pub trait Serve {
     /// What starting it fails with.
     type Error;
@@ -54,10 +56,19 @@ pub trait Served: Send + Sync {
     fn close(self: Box<Self>) -> Pin<Box<dyn Future<Output = ()> + Send>>;
 }
 
+/// A transport served, with what it said of itself when it started (asked
+/// then, so that no call into a transport is made under the lock).
+struct Entry {
+    served: Box<dyn Served>,
+    address: String,
+    fingerprint: Option<String>,
+    caller_check: CallerCheckMode,
+}
+
 /// The transports an agent serves, in the order served, and the longest
 /// of their shutdown graces.
 pub(crate) struct Serving {
-    served: Vec<Box<dyn Served>>,
+    served: Vec<Entry>,
     grace: Duration,
 }
 
@@ -69,9 +80,16 @@ impl Default for Serving {
 
 impl fmt::Debug for Serving {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let addresses: Vec<String> = self.served.iter().map(|s| s.address()).collect();
+        let addresses: Vec<&str> = self.served.iter().map(|e| e.address.as_str()).collect();
         f.debug_struct("Serving").field("addresses", &addresses).field("grace", &self.grace).finish()
     }
+}
+
+/// Takes the transports served out of `shared` (to stop them: dropping a
+/// server stops it).
+pub(crate) fn take_served(shared: &Shared) -> Vec<Box<dyn Served>> {
+    let mut serving = shared.serving.lock().unwrap_or_else(PoisonError::into_inner);
+    std::mem::take(&mut serving.served).into_iter().map(|e| e.served).collect()
 }
 
 impl Collie {
@@ -80,17 +98,25 @@ impl Collie {
     }
 
     /// Serves the agent on a transport (call again to serve it on another
-    /// too: the socket and HTTPS at once). Over HTTPS this turns
-    /// allow-always off unless the transport keeps it. Must be awaited
-    /// inside a tokio runtime.
+    /// too: the socket and HTTPS at once): the SDK's `Transport`,
+    /// `durable_socket::SocketOptions`, `durable_tls::TlsOptions`, or any
+    /// [`Serve`]. Over HTTPS this turns allow-always off unless the
+    /// transport keeps it. Must be awaited inside a tokio runtime.
     pub async fn serve<T: Serve>(&self, transport: T) -> Result<(), T::Error> {
         let grace = transport.shutdown_grace();
         let served = transport.serve(self.driver()).await?;
+        let entry = Entry {
+            address: served.address(),
+            fingerprint: served.fingerprint(),
+            caller_check: served.caller_check(),
+            served,
+        };
+        tracing::info!(address = %entry.address, "serving");
         let mut serving = self.serving();
         if serving.served.is_empty() || grace > serving.grace {
             serving.grace = grace;
         }
-        serving.served.push(served);
+        serving.served.push(entry);
         Ok(())
     }
 
@@ -98,24 +124,26 @@ impl Collie {
     /// (`http://` for loopback plain HTTP) — of the first transport served;
     /// empty before [`serve`](Self::serve).
     pub fn address(&self) -> String {
-        self.serving().served.first().map(|s| s.address()).unwrap_or_default()
+        self.serving().served.first().map(|e| e.address.clone()).unwrap_or_default()
     }
 
     /// Every served transport's address, in the order served.
     pub fn addresses(&self) -> Vec<String> {
-        self.serving().served.iter().map(|s| s.address()).collect()
+        self.serving().served.iter().map(|e| e.address.clone()).collect()
     }
 
     /// The SHA-256 fingerprint of the self-signed certificate, when a
     /// transport serves one, for Collie to pin.
     pub fn fingerprint(&self) -> Option<String> {
-        self.serving().served.iter().find_map(|s| s.fingerprint())
+        self.serving().served.iter().find_map(|e| e.fingerprint.clone())
     }
 
     /// Who may answer on the first transport: the socket's caller check, or
-    /// `token` over HTTPS (`None` before [`serve`](Self::serve)).
+    /// `token` over HTTPS (`None` before [`serve`](Self::serve)). `GET
+    /// /hello` says the socket's check, whichever transport came first
+    /// ([`Driver::caller_check`]).
     pub fn caller_check(&self) -> Option<CallerCheckMode> {
-        self.serving().served.first().map(|s| s.caller_check())
+        self.serving().served.first().map(|e| e.caller_check)
     }
 
     /// Stops gracefully. First no new turn starts (a send is `409 busy`,
@@ -129,7 +157,8 @@ impl Collie {
     /// store that keeps sends closes it with a notice at the next start.
     /// Open asks stay open: a shutdown is not an answer. What the panes
     /// showed is in a store that keeps conversations before serving stops
-    /// (within a grace of its own).
+    /// (within a grace of its own). Must be awaited inside a tokio runtime
+    /// with its timer on (the grace is tokio's `timeout`).
     pub async fn close(&self) {
         let driver = self.driver();
         driver.begin_stop();
@@ -137,9 +166,8 @@ impl Collie {
         let _ = tokio::time::timeout(grace, driver.turns_done()).await;
         // The store's job runs on the transports' driver: before they stop.
         let _ = tokio::time::timeout(grace, self.conversations_kept()).await;
-        let served = std::mem::take(&mut self.serving().served);
-        for s in served {
-            s.close().await;
+        for served in take_served(&self.shared) {
+            served.close().await;
         }
     }
 }

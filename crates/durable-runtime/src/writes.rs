@@ -210,7 +210,7 @@ impl Collie {
     }
 
     fn pane_handle(&self, pane: &Id) -> Pane {
-        Pane::from_parts(self.clone(), pane.clone())
+        Pane::from_parts(self.inner(), pane.clone())
     }
 
     /// Offers a send to the chat handlers; once one takes it, starts its
@@ -232,7 +232,7 @@ impl Collie {
         text: &str,
         recorded: SendState,
     ) -> Result<Taken<()>, Stopping> {
-        let running = TurnRunning::begin(self.clone());
+        let running = TurnRunning::begin(self.inner());
         if self.is_stopping() {
             return Err(Stopping);
         }
@@ -287,7 +287,7 @@ impl Collie {
         // handler returns and drops it.
         // It runs inside the turn's span: the handler's own `tracing` events
         // carry the pane and the turn.
-        let (core, id) = (self.clone(), request_id.clone());
+        let (core, id) = (self.inner(), request_id.clone());
         let span = turn.span().clone();
         self.push_job(
             async move {
@@ -331,7 +331,7 @@ impl Collie {
             };
             let close = |why: String| {
                 let receipts = receipts.clone();
-                let core = self.clone();
+                let core = self.inner();
                 let id = request_id.clone();
                 async move {
                     if let Err(e) = receipts.set_send_state_dyn(id.as_str(), SendState::Closed).await {
@@ -398,7 +398,7 @@ impl Collie {
         if !has_queued {
             return;
         }
-        let core = self.clone();
+        let core = self.inner();
         let pane = pane.clone();
         self.push_job(async move {
             let Ok(_write) = core.write_pane(&pane, None).await else { return };

@@ -222,7 +222,6 @@ impl Transport {
             #[cfg(feature = "tls")]
             Kind::Https(b) => Box::new(durable_tls::serve(driver, b.limits(limits).build()?).await?),
         };
-        tracing::info!(address = %served.address(), "serving");
         Ok(served)
     }
 }

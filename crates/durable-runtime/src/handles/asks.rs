@@ -98,7 +98,7 @@ impl Collie {
         drop(st);
         let Raised { id, span, open } = raised;
         if let (Some(signal), true) = (signal, open) {
-            let core = self.clone();
+            let core = self.inner();
             let ask_id = id.clone();
             self.push_job(async move {
                 if let Either::Left(()) = select(signal.aborted(), closed_rx).await {

@@ -58,13 +58,13 @@ impl Collie {
     /// title that is empty once cleaned (the title rule).
     pub fn workspace(&self, id: &str, title_text: &str) -> Result<Workspace, RuleError> {
         let id = self.lock().machine_mut().add_workspace(id, title_text)?;
-        Ok(Workspace { core: self.clone(), id })
+        Ok(Workspace { core: self.inner(), id })
     }
 
     /// A handle to an open pane, if there is one with this id.
     pub fn pane(&self, id: &str) -> Option<Pane> {
         let id = Id::new(id).ok()?;
-        self.lock().is_open(&id).then(|| Pane { core: self.clone(), id })
+        self.lock().is_open(&id).then(|| Pane { core: self.inner(), id })
     }
 
     /// Adds (or relabels) a starter: a button on the phone that starts a new
@@ -304,10 +304,10 @@ impl Pane {
 
 impl Collie {
     pub(crate) fn workspace_handle(&self, id: &ScopeId) -> Workspace {
-        Workspace { core: self.clone(), id: id.clone() }
+        Workspace { core: self.inner(), id: id.clone() }
     }
 
     pub(crate) fn tab_handle(&self, key: &TabKey) -> Tab {
-        Tab { core: self.clone(), key: key.clone() }
+        Tab { core: self.inner(), key: key.clone() }
     }
 }
