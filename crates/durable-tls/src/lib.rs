@@ -2,7 +2,7 @@
 //! reaches a durable agent (contract §1.2) — the only one on Windows, and the
 //! way for an agent deployed on a server.
 //!
-//! [`serve`] takes a [`Driver`](durable_runtime::Driver) and [`TlsOptions`] and serves
+//! [`serve`] takes a [`Driver`] and [`TlsOptions`] and serves
 //! the core over TLS (rustls with the `ring` provider, ALPN `http/1.1`):
 //!
 //! - **Certificate**: a chain and key from PEM files
