@@ -1822,18 +1822,20 @@ mod tests {
         assert_eq!(witnessed_writes(&dir.db()) - before, 5);
     }
 
-    #[tokio::test]
-    async fn a_write_that_fails_in_a_group_is_undone_alone_and_gets_its_error() {
+    /// Five puts queued together, the third (`r-bad`) refused by a trigger
+    /// raising `raise`: checks that it alone failed, and gives the store,
+    /// the puts and their results.
+    async fn five_puts_one_refused(
+        raise: &str,
+    ) -> (TempDir, SqliteReceiptStore, Vec<(String, Receipt)>, Vec<Result<(), StoreError>>) {
         let dir = TempDir::new();
         let store = SqliteReceiptStore::open(dir.db()).unwrap();
-        // The receipt table refuses one id, after `put` has already moved
-        // its group's sequence: the savepoint must undo that move too.
         Connection::open(dir.db())
             .unwrap()
-            .execute_batch(
+            .execute_batch(&format!(
                 "CREATE TRIGGER refuse_bad BEFORE INSERT ON receipt WHEN NEW.request_id = 'r-bad' \
-                 BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;",
-            )
+                 BEGIN SELECT RAISE({raise}); END;"
+            ))
             .unwrap();
         let puts: Vec<_> = ["r-1", "r-2", "r-bad", "r-3", "r-4"]
             .iter()
@@ -1844,6 +1846,14 @@ mod tests {
         let failed: Vec<_> =
             puts.iter().zip(&results).filter(|(_, r)| r.is_err()).map(|(p, _)| &p.0).collect();
         assert_eq!(failed, ["r-bad"], "{results:?}");
+        (dir, store, puts, results)
+    }
+
+    #[tokio::test]
+    async fn a_write_that_fails_in_a_group_is_undone_alone_and_gets_its_error() {
+        // The receipt table refuses one id, after `put` has already moved
+        // its group's sequence: the savepoint must undo that move too.
+        let (dir, store, _, results) = five_puts_one_refused("ABORT, 'refused by the test'").await;
         let err = results[2].as_ref().unwrap_err().to_string();
         assert!(err.contains("refused by the test"), "{err}");
         assert_eq!(store.get("r-bad").await.unwrap(), Lookup::Unknown);
@@ -1860,25 +1870,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_write_whose_error_ends_the_transaction_fails_alone_and_the_others_of_its_group_are_kept() {
-        let dir = TempDir::new();
-        let store = SqliteReceiptStore::open(dir.db()).unwrap();
         // `RAISE(ROLLBACK)` ends the whole transaction, as a full disk does.
-        Connection::open(dir.db())
-            .unwrap()
-            .execute_batch(
-                "CREATE TRIGGER refuse_bad BEFORE INSERT ON receipt WHEN NEW.request_id = 'r-bad' \
-                 BEGIN SELECT RAISE(ROLLBACK, 'ends the transaction'); END;",
-            )
-            .unwrap();
-        let puts: Vec<_> = ["r-1", "r-2", "r-bad", "r-3", "r-4"]
-            .iter()
-            .enumerate()
-            .map(|(n, id)| (id.to_string(), receipt(n as u64)))
-            .collect();
-        let results = puts_queued_behind_a_lock(&store, &puts).await;
-        let failed: Vec<_> =
-            puts.iter().zip(&results).filter(|(_, r)| r.is_err()).map(|(p, _)| &p.0).collect();
-        assert_eq!(failed, ["r-bad"], "{results:?}");
+        let (dir, store, puts, _) = five_puts_one_refused("ROLLBACK, 'ends the transaction'").await;
         for (id, receipt) in puts.iter().filter(|(id, _)| id != "r-bad") {
             assert_eq!(store.get(id).await.unwrap(), Lookup::Found(receipt.clone()), "{id}");
         }
