@@ -257,13 +257,15 @@ impl Driver {
     }
 }
 
-/// Builds a core (the seed's `createCore`).
+/// Builds an agent from its options, not served yet (the seed's
+/// `createCore`; the SDK's `create_core` fills in the system clock, an
+/// epoch and the warn sink first).
 pub fn create_core(options: CoreOptions) -> Collie {
     Collie::new(options)
 }
 
 impl Collie {
-    /// Builds a core from its options.
+    /// Builds an agent from its options ([`create_core`]).
     pub fn new(options: CoreOptions) -> Collie {
         let machine = Machine::new(MachineConfig {
             host_name: options.host_name.clone(),
