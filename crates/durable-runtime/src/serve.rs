@@ -2,7 +2,6 @@
 //! ([`Serve`], [`Served`]) so that [`Collie::serve`] can start it and
 //! [`Collie::close`] stop it, and what the agent keeps of those it serves.
 
-use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::PoisonError;
@@ -78,23 +77,19 @@ impl Default for Serving {
     }
 }
 
-impl fmt::Debug for Serving {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let addresses: Vec<&str> = self.served.iter().map(|e| e.address.as_str()).collect();
-        f.debug_struct("Serving").field("addresses", &addresses).field("grace", &self.grace).finish()
-    }
+fn serving(shared: &Shared) -> std::sync::MutexGuard<'_, Serving> {
+    shared.serving.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Takes the transports served out of `shared` (to stop them: dropping a
 /// server stops it).
 pub(crate) fn take_served(shared: &Shared) -> Vec<Box<dyn Served>> {
-    let mut serving = shared.serving.lock().unwrap_or_else(PoisonError::into_inner);
-    std::mem::take(&mut serving.served).into_iter().map(|e| e.served).collect()
+    std::mem::take(&mut serving(shared).served).into_iter().map(|e| e.served).collect()
 }
 
 impl Collie {
     fn serving(&self) -> std::sync::MutexGuard<'_, Serving> {
-        self.shared.serving.lock().unwrap_or_else(PoisonError::into_inner)
+        serving(&self.shared)
     }
 
     /// Serves the agent on a transport (call again to serve it on another

@@ -1762,14 +1762,6 @@ mod tests {
         assert_eq!(mode(&sqlite_witness::path_for(&dir.db())), 0o600);
     }
 
-    /// The store's committed write transactions, as its witness has them.
-    fn witnessed_writes(db: &Path) -> u64 {
-        match sqlite_witness::read(&sqlite_witness::path_for(db)) {
-            sqlite_witness::Found::Intact(seen) => seen.writes,
-            _ => panic!("the witness reads"),
-        }
-    }
-
     /// Sends `puts`' commands to the store's thread while another
     /// connection holds the database's write lock, then lets it go: the
     /// thread finds them all queued (but perhaps the first) and commits
@@ -1796,13 +1788,13 @@ mod tests {
     async fn writes_queued_together_commit_in_one_transaction_counted_once_by_the_witness() {
         let dir = TempDir::new();
         let store = SqliteReceiptStore::open(dir.db()).unwrap();
-        let before = witnessed_writes(&dir.db());
+        let before = witnessed(&dir);
         let puts: Vec<_> = (0..20).map(|n| (format!("r-{n}"), receipt(n))).collect();
         let results = puts_queued_behind_a_lock(&store, &puts).await;
         assert!(results.iter().all(Result::is_ok), "{results:?}");
         // Twenty puts, at most two transactions (the first may have gone
         // alone, before the rest were queued); one each without the group.
-        let transactions = witnessed_writes(&dir.db()) - before;
+        let transactions = witnessed(&dir) - before;
         assert!((1..=2).contains(&transactions), "{transactions} transactions for 20 puts");
         for (id, receipt) in &puts {
             assert_eq!(store.get(id).await.unwrap(), Lookup::Found(receipt.clone()), "{id}");
@@ -1815,11 +1807,11 @@ mod tests {
         // The same writes one transaction each, as before group commits.
         drop(store);
         let store = SqliteReceiptStore::bench_open_one_write_per_transaction(dir.db()).unwrap();
-        let before = witnessed_writes(&dir.db());
+        let before = witnessed(&dir);
         let puts: Vec<_> = (20..25).map(|n| (format!("r-{n}"), receipt(n))).collect();
         let results = puts_queued_behind_a_lock(&store, &puts).await;
         assert!(results.iter().all(Result::is_ok), "{results:?}");
-        assert_eq!(witnessed_writes(&dir.db()) - before, 5);
+        assert_eq!(witnessed(&dir) - before, 5);
     }
 
     /// Five puts queued together, the third (`r-bad`) refused by a trigger
