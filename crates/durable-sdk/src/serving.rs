@@ -200,30 +200,6 @@ impl Transport {
     pub fn handshake_timeout(self, timeout: Duration) -> Self {
         self.tls("handshake_timeout", |b| b.handshake_timeout(timeout))
     }
-
-    /// Starts serving `driver`'s agent (`host` names the default socket
-    /// path).
-    async fn start(self, driver: Driver, host: &str) -> Result<Box<dyn Served>, Error> {
-        if let Some(option) = self.misapplied {
-            return Err(Error::Misapplied { option, transport: self.kind.name() });
-        }
-        let limits = self.limits.unwrap_or_default();
-        let _ = host;
-        let served: Box<dyn Served> = match self.kind {
-            #[cfg(all(feature = "socket", unix))]
-            Kind::Socket { path, caller_check } => {
-                let path = path.unwrap_or_else(|| socket_path_with(host, &|line| driver.collie().warn(line)));
-                let options = durable_socket::SocketOptions::builder()
-                    .path(path)
-                    .caller_check(caller_check)
-                    .limits(limits);
-                Box::new(durable_socket::serve(driver, options.build()).await?)
-            }
-            #[cfg(feature = "tls")]
-            Kind::Https(b) => Box::new(durable_tls::serve(driver, b.limits(limits).build()?).await?),
-        };
-        Ok(served)
-    }
 }
 
 /// [`Collie::serve`](crate::Collie::serve) takes a transport.
@@ -235,9 +211,29 @@ impl Serve for Transport {
         self.limits.as_ref().map_or(Limits::DEFAULT_SHUTDOWN_GRACE, Limits::shutdown_grace_value)
     }
 
+    /// Starts serving `driver`'s agent (its host name names the default
+    /// socket path).
     async fn serve(self, driver: Driver) -> Result<Box<dyn Served>, Error> {
-        let host = driver.collie().options().host_name().to_owned();
-        self.start(driver, &host).await
+        if let Some(option) = self.misapplied {
+            return Err(Error::Misapplied { option, transport: self.kind.name() });
+        }
+        let limits = self.limits.unwrap_or_default();
+        let served: Box<dyn Served> = match self.kind {
+            #[cfg(all(feature = "socket", unix))]
+            Kind::Socket { path, caller_check } => {
+                let collie = driver.collie();
+                let host = collie.options().host_name();
+                let path = path.unwrap_or_else(|| socket_path_with(host, &|line| collie.warn(line)));
+                let options = durable_socket::SocketOptions::builder()
+                    .path(path)
+                    .caller_check(caller_check)
+                    .limits(limits);
+                Box::new(durable_socket::serve(driver, options.build()).await?)
+            }
+            #[cfg(feature = "tls")]
+            Kind::Https(b) => Box::new(durable_tls::serve(driver, b.limits(limits).build()?).await?),
+        };
+        Ok(served)
     }
 }
 
