@@ -92,3 +92,23 @@ async fn a_body_over_one_mib_is_413_too_large() {
     assert_eq!(serde_json::from_str::<serde_json::Value>(&body).unwrap()["code"], "too-large");
     server.close().await;
 }
+
+/// The options as a transport value: `collie.serve(options)` starts the
+/// server, the agent says its address and check, and `close` stops it
+/// (the socket file goes) — what a program without the SDK writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn collie_serves_socket_options_and_close_removes_the_socket() {
+    let dir = TempDir::new();
+    let path = dir.join("run/app.sock");
+    let collie = core();
+    collie.serve(SocketOptions::builder().path(&path).caller_check(CallerCheck::Off).build()).await.unwrap();
+    assert_eq!(collie.address(), path.display().to_string());
+    assert_eq!(collie.caller_check(), Some(CallerCheckMode::Off));
+    let (status, body) = curl_async(&path, "GET", "/hello", None).await;
+    assert_eq!(status, 200, "{body}");
+    let hello: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(hello["callerCheck"], "off", "{hello}");
+    collie.close().await;
+    assert!(!path.exists(), "close removes the socket");
+    assert!(collie.addresses().is_empty());
+}

@@ -304,6 +304,25 @@ mod tests {
         assert!(TcpStream::connect(("127.0.0.1", port)).await.is_err());
     }
 
+    /// The options as a transport value: `collie.serve(options)` starts
+    /// the server, the agent says its address, fingerprint and check, and
+    /// `close` stops it.
+    #[tokio::test]
+    async fn collie_serves_tls_options_and_close_stops_listening() {
+        let c = core(true);
+        c.serve(options().build().unwrap()).await.unwrap();
+        let address = c.address();
+        let port: u16 = address.rsplit(':').next().unwrap().parse().unwrap();
+        assert_eq!(address, format!("https://127.0.0.1:{port}"));
+        assert_eq!(c.fingerprint().map(|f| f.len()), Some(95));
+        assert_eq!(c.caller_check(), Some(durable_runtime::CallerCheckMode::Token));
+        assert!(!c.allow_always(), "HTTPS turns allow-always off");
+        assert!(TcpStream::connect(("127.0.0.1", port)).await.is_ok());
+        c.close().await;
+        assert!(TcpStream::connect(("127.0.0.1", port)).await.is_err());
+        assert!(c.addresses().is_empty());
+    }
+
     #[tokio::test]
     async fn a_port_in_use_is_a_bind_error_naming_the_address() {
         let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
