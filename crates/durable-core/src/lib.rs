@@ -49,6 +49,8 @@ pub mod layout;
 #[doc(hidden)]
 pub mod machine;
 #[doc(hidden)]
+pub mod once;
+#[doc(hidden)]
 pub mod poll;
 #[doc(hidden)]
 pub mod request;

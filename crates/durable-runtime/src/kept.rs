@@ -272,19 +272,6 @@ impl Collie {
         }
     }
 
-    /// Waits until the store has applied every ask write pushed so far: a
-    /// write that raised or closed an ask answers only once the store has
-    /// it, so that an acknowledged card is one a crash does not lose.
-    /// Immediate when nothing is pending (always, with a store that keeps
-    /// no asks).
-    pub(crate) async fn asks_written(&self) {
-        if !self.shared.options.receipts.keeps_asks_dyn() {
-            return;
-        }
-        let target = self.lock().journal_pushed(JournalName::Asks);
-        self.wait_for_journal(JournalName::Asks, target).await;
-    }
-
     /// The job that applies the store's journal of asks, one op at a time
     /// and in order, until none is left (the machine asked for it:
     /// `Effect::DrainAsks`).

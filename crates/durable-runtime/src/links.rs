@@ -167,13 +167,12 @@ impl Links {
         }
     }
 
-    /// A repeat waiting for the first request of its id: its number, and
-    /// what it awaits until an [`Effect::Settle`] of that number.
-    pub(crate) fn add_settle(&mut self) -> (Link, oneshot::Receiver<Option<Receipt>>) {
+    /// A repeat waiting for the first request of its id (`link` is its
+    /// request's): what it awaits until an [`Effect::Settle`] of that number.
+    pub(crate) fn settle_for(&mut self, link: Link) -> oneshot::Receiver<Option<Receipt>> {
         let (settle, settled) = oneshot::channel();
-        let link = self.next();
         self.settles.insert(link, settle);
-        (link, settled)
+        settled
     }
 
     /// How many things of the program's side are named now (tests: a

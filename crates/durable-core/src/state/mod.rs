@@ -22,6 +22,7 @@ mod journal;
 mod kept;
 mod layout;
 mod panes;
+mod receipt_steps;
 mod writers;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -42,6 +43,7 @@ pub use journal::{AskOp, AsksJournal, Journal, JournalName};
 pub use kept::{KeptLoad, KeptPhase};
 pub use layout::TabKey;
 pub use panes::{PaneData, PaneFields, QueuedSend, SessionId, Takers};
+pub use receipt_steps::{Ending, ReceiptStep, Stage};
 pub use writers::Writers;
 
 use asks::OpenAsk;
@@ -82,6 +84,9 @@ pub struct State {
     /// Request ids being processed now (§9), each with the repeats waiting
     /// for its first request's outcome, in arrival order.
     claims: HashMap<Id, Vec<Link>>,
+    /// The writes going through the receipt step now, by the link of
+    /// their request.
+    receipt_steps: HashMap<Link, ReceiptStep>,
     /// Turns of sends running on the driver, and who waits for none.
     turns_running: usize,
     idle_waiters: Vec<Link>,
@@ -170,6 +175,7 @@ impl State {
             held_bytes: 0,
             memory_receipts: HashMap::new(),
             claims: HashMap::new(),
+            receipt_steps: HashMap::new(),
             turns_running: 0,
             idle_waiters: Vec::new(),
             writers: Writers::default(),
@@ -412,6 +418,25 @@ impl State {
         for waiter in waiters {
             self.effects.push(Effect::Settle { waiter, receipt: receipt.clone() });
         }
+    }
+
+    // The receipt steps under way (`receipt_steps.rs`; their rules are
+    // the machine's, in `once.rs`).
+
+    /// The receipt step of `request`, taken out to be moved on (put back
+    /// with [`State::put_receipt_step`] unless it ended).
+    pub fn take_receipt_step(&mut self, request: Link) -> Option<ReceiptStep> {
+        self.receipt_steps.remove(&request)
+    }
+
+    /// The receipt step of `request`, as it stands now.
+    pub fn receipt_step(&self, request: Link) -> Option<&ReceiptStep> {
+        self.receipt_steps.get(&request)
+    }
+
+    /// Keeps where the receipt step of `request` stands.
+    pub fn put_receipt_step(&mut self, request: Link, step: ReceiptStep) {
+        self.receipt_steps.insert(request, step);
     }
 
     // The store's journal of asks (`journal.rs`).
