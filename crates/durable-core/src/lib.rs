@@ -53,6 +53,8 @@ pub mod once;
 #[doc(hidden)]
 pub mod poll;
 #[doc(hidden)]
+pub mod recovery;
+#[doc(hidden)]
 pub mod request;
 #[doc(hidden)]
 pub mod respond;
@@ -71,6 +73,7 @@ pub use data::conversation::{
     RowPlace,
 };
 pub use data::decided::{AskClosed, Decided};
+pub use data::item_ids::user_item_id;
 pub use data::receipt::{KeptAskRecord, Lookup, PendingSend, Receipt, SendState, StoreError};
 pub use layout::PaneOptions;
 

@@ -88,6 +88,7 @@ mod writes;
 
 pub use clock::{Clock, ManualClock, WarnSink};
 pub use core::{Collie, Driver, Job, create_core};
+pub use durable_core::user_item_id;
 pub use durable_core::{
     AskClosed, CallerCheckMode, ConversationOp, Decided, HandlerResult, ItemCadence, KEPT_CONVERSATIONS,
     KEPT_ITEMS_PER_CONVERSATION, KeptAskRecord, KeptConversation, KeptConversationRow, Lookup, PaneOptions,
@@ -108,7 +109,6 @@ pub use receipts::{MEMORY_CONVERSATIONS, MemoryReceiptStore, ReceiptStore};
 pub use serve::{DEFAULT_SHUTDOWN_GRACE, Serve, Served};
 pub use signal::{AbortController, AbortSignal};
 pub use turn::Turn;
-pub use writes::user_item_id;
 
 /// The wire types and rules, re-exported.
 pub use durable_types as types;

@@ -169,7 +169,7 @@ impl Turn {
     /// The id of the turn's reply item: `reply-<turn id>` (a digest when
     /// that would pass 128 bytes).
     pub fn reply_id(&self) -> Id {
-        crate::writes::derived_item_id("reply", &self.id)
+        durable_core::data::item_ids::derived_item_id("reply", &self.id)
     }
 
     /// Writes the turn's reply as still growing (`partial: true`). Write it

@@ -24,10 +24,12 @@ use crate::once::Ran;
 use crate::select::{Either, select};
 use crate::signal::AbortController;
 use crate::turn::TurnStart;
-use durable_core::data::receipt::{Lookup, PendingSend, SendState};
+use durable_core::data::receipt::{PendingSend, SendState};
+use durable_core::recovery::{RecoveryInput, RecoveryNext};
 use durable_core::respond;
 use durable_core::state::{Link, QueuedSend, TabKey};
 use durable_core::timers::Timer;
+use durable_core::user_item_id;
 
 /// A pane's write, held or waited for (the machine's `Writers`): when it
 /// ends — done, given up, or its request dropped — the next writer holds
@@ -311,84 +313,30 @@ impl Collie {
         Ok(Taken::Yes(()))
     }
 
-    /// The sends a restart left (§9.1): only those that were answered count
-    /// (a send never answered is the phone's to repeat). One still queued
-    /// goes back in its pane's queue; one whose turn was running is closed
-    /// with a notice on its pane; one whose pane is gone is closed.
-    /// The phone's writes held back meanwhile go once the job that runs
-    /// this ends (its `RecoveryOver`, however it ends).
+    /// The sends a restart left (§9.1), decided by the machine
+    /// (`durable_core::recovery`): this does the store calls it asks for,
+    /// then delivers the sends it put back in their queues. The phone's
+    /// writes held back meanwhile go once the job that runs this ends (its
+    /// `RecoveryOver`, however it ends).
     pub(crate) async fn recover_sends(&self) {
         let receipts = self.shared.options.receipts.clone();
-        let sends = match receipts.unfinished_sends_dyn().await {
-            Ok(sends) => sends,
-            Err(e) => return self.warn(&format!("the sends left by the last run could not be read ({e})")),
-        };
-        let mut to_deliver: Vec<Id> = Vec::new();
-        for send in sends {
-            let (Ok(request_id), Ok(pane)) = (Id::new(send.request_id.as_str()), Id::new(send.pane.as_str()))
-            else {
-                continue;
-            };
-            let close = |why: String| {
-                let receipts = receipts.clone();
-                let core = self.inner();
-                let id = request_id.clone();
-                async move {
-                    if let Err(e) = receipts.set_send_state_dyn(id.as_str(), SendState::Closed).await {
-                        core.warn(&format!("send {id}: its close could not be recorded ({e})"));
+        let mut next = self.lock().machine_mut().begin_recovering_sends();
+        loop {
+            let input = match next {
+                RecoveryNext::ReadSends => RecoveryInput::Sends(receipts.unfinished_sends_dyn().await),
+                RecoveryNext::Lookup(id) => RecoveryInput::Lookup(receipts.get_dyn(id.as_str()).await),
+                RecoveryNext::Close(id) => {
+                    RecoveryInput::Closed(receipts.set_send_state_dyn(id.as_str(), SendState::Closed).await)
+                }
+                RecoveryNext::Over { deliver } => {
+                    for pane in deliver {
+                        self.deliver_queued(&pane);
                     }
-                    if !why.is_empty() {
-                        core.warn(&why);
-                    }
+                    return;
                 }
             };
-            match receipts.get_dyn(request_id.as_str()).await {
-                Ok(Lookup::Found(_) | Lookup::Evicted) => {}
-                Ok(_) => {
-                    close(String::new()).await;
-                    continue;
-                }
-                Err(e) => {
-                    self.warn(&format!(
-                        "send {request_id}: its receipt could not be read ({e}); left as it is"
-                    ));
-                    continue;
-                }
-            }
-            let exists = self.lock().pane(&pane).is_some();
-            match send.state {
-                _ if !exists => close(format!(
-                    "send {request_id} was acknowledged for pane {pane}, which was not opened again: closed"
-                ))
-                .await,
-                SendState::Queued => {
-                    self.lock()
-                        .queue_send(&pane, QueuedSend { request_id: request_id.clone(), text: send.text });
-                    if !to_deliver.contains(&pane) {
-                        to_deliver.push(pane);
-                    }
-                }
-                _ => {
-                    let notice = Item::new(
-                        derived_item_id("cut", request_id.as_str()),
-                        ItemBody::Notice {
-                            text: format!(
-                                "The agent restarted while answering “{}”; that answer did not finish.",
-                                send.text
-                            ),
-                            partial: false,
-                            tone: Some(NoticeTone::Warn),
-                        },
-                    );
-                    if let Ok((notice, _)) = notice.sanitized() {
-                        let _ = self.pane_handle(&pane).write(notice);
-                    }
-                    close(String::new()).await;
-                }
-            }
-        }
-        for pane in to_deliver {
-            self.deliver_queued(&pane);
+            let now = self.now();
+            next = self.lock().machine_mut().recovering_sends(input, now);
         }
     }
 
@@ -450,22 +398,6 @@ impl Collie {
             }
         });
     }
-}
-
-/// The id of the `user` item the SDK writes when it delivers a send:
-/// `user-<requestId>`, or `user-<digest>` when that would pass 128 bytes. A
-/// history provider that keeps the conversation uses it to write the same
-/// item under the same id.
-pub fn user_item_id(request_id: &Id) -> Id {
-    derived_item_id("user", request_id.as_str())
-}
-
-/// `<prefix>-<id>`, or `<prefix>-<digest of id>` when that would pass 128
-/// bytes: the ids of the items the SDK writes for a send and its turn.
-pub(crate) fn derived_item_id(prefix: &str, id: &str) -> Id {
-    Id::new(format!("{prefix}-{id}"))
-        .or_else(|_| Id::new(format!("{prefix}-{}", durable_types::ask_id_for(prefix, id))))
-        .unwrap_or_else(|_| Id::new(prefix).unwrap_or_else(|_| unreachable!("a short prefix is an id")))
 }
 
 pub(crate) async fn send(core: &Collie, pane: Id, body: SendBody, arrival: Timestamp) -> Response {

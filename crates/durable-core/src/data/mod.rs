@@ -7,4 +7,5 @@ pub mod answer;
 pub mod caller_check;
 pub mod conversation;
 pub mod decided;
+pub mod item_ids;
 pub mod receipt;

@@ -23,6 +23,7 @@ mod kept;
 mod layout;
 mod panes;
 mod receipt_steps;
+mod send_recovery;
 mod writers;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -44,6 +45,7 @@ pub use kept::{KeptLoad, KeptPhase};
 pub use layout::TabKey;
 pub use panes::{PaneData, PaneFields, QueuedSend, SessionId, Takers};
 pub use receipt_steps::{Ending, ReceiptStep, Stage};
+pub use send_recovery::{LeftSend, RecoveryStage, SendRecovery};
 pub use writers::Writers;
 
 use asks::OpenAsk;
@@ -87,6 +89,8 @@ pub struct State {
     /// The writes going through the receipt step now, by the link of
     /// their request.
     receipt_steps: HashMap<Link, ReceiptStep>,
+    /// The recovery of the sends the last run left, while it runs.
+    send_recovery: Option<SendRecovery>,
     /// Turns of sends running on the driver, and who waits for none.
     turns_running: usize,
     idle_waiters: Vec<Link>,
@@ -176,6 +180,7 @@ impl State {
             memory_receipts: HashMap::new(),
             claims: HashMap::new(),
             receipt_steps: HashMap::new(),
+            send_recovery: None,
             turns_running: 0,
             idle_waiters: Vec::new(),
             writers: Writers::default(),
@@ -593,7 +598,19 @@ impl State {
 
     /// The recovery of the sends is over, however it ended.
     pub fn end_send_recovery(&mut self) {
+        self.send_recovery = None;
         self.writers.end_recovery(&mut self.effects);
+    }
+
+    /// The recovery of the sends, taken out to be moved on (put back with
+    /// [`State::put_send_recovery`] unless it ended).
+    pub fn take_send_recovery(&mut self) -> Option<SendRecovery> {
+        self.send_recovery.take()
+    }
+
+    /// Keeps where the recovery of the sends stands.
+    pub fn put_send_recovery(&mut self, recovery: SendRecovery) {
+        self.send_recovery = Some(recovery);
     }
 
     /// A pane closed: the writes waiting for it are woken (and find it closed).
