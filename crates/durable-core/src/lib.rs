@@ -64,6 +64,8 @@ pub mod routes;
 pub mod state;
 #[doc(hidden)]
 pub mod timers;
+#[doc(hidden)]
+pub mod writes;
 
 pub use cadence::ItemCadence;
 pub use data::answer::{HandlerResult, Refusal, Reopen};

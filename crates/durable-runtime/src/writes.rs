@@ -27,9 +27,10 @@ use crate::turn::TurnStart;
 use durable_core::data::receipt::{PendingSend, SendState};
 use durable_core::recovery::{RecoveryInput, RecoveryNext};
 use durable_core::respond;
-use durable_core::state::{Link, QueuedSend, TabKey};
+use durable_core::state::{Link, TabKey};
 use durable_core::timers::Timer;
 use durable_core::user_item_id;
+use durable_core::writes::SendLook;
 
 /// A pane's write, held or waited for (the machine's `Writers`): when it
 /// ends — done, given up, or its request dropped — the next writer holds
@@ -89,9 +90,6 @@ async fn first<H: ?Sized, T>(
     }
     (Taken::NotSupported, None)
 }
-
-/// Sends queued on one pane, at most: past this a send is `409 busy`.
-const QUEUE_MAX: usize = 64;
 
 /// Who may take a pane's write: its own handlers, then the agent-wide ones.
 pub(crate) type Takers = (PaneTakers, PaneTakers);
@@ -407,72 +405,23 @@ pub(crate) async fn send(core: &Collie, pane: Id, body: SendBody, arrival: Times
             Ok(found) => found,
             Err(ran) => return ran,
         };
-        // Recorded before anything runs, under the pane's lock (§9.1): a
+        // Recorded before anything runs, under the pane's write (§9.1): a
         // restart finds it, and finds it answered only if its receipt was
-        // kept. A send that runs at once is recorded `Running` (one commit
-        // before its turn, not two); one that waits, `Queued`. The checks
-        // run again after each store write: a turn the program began itself
+        // kept. The machine says in which state (`look_at_send`); after
+        // each store write it looks again: a turn the program began itself
         // may start or end meanwhile (the sends queued behind the pane only
-        // change under its lock, held here).
+        // change under its write, held here).
         let mut recorded: Option<SendState> = None;
-        let ((working, behind), current_turn) = loop {
-            // Checked under the state lock; `Err(state)`: the send passes
-            // them and is to be recorded in `state` first (a refused send
-            // is never written).
-            let decided = 'look: {
-                let mut st = core.lock();
-                if let Some(ask) = st.open_asks_of(&pane).first().cloned() {
-                    return Ran::unstored(respond::failure(
-                        ErrorBody::new(
-                            ErrorCode::AskOpen,
-                            "the pane has an open ask: answer it, or steer or stop",
-                        )
-                        .with("askId", ask),
-                    ));
-                }
-                let Some(p) = st.pane(&pane) else { return no_pane(&pane) };
-                let current = p.turn_id().map(str::to_owned);
-                // `turnId: null` says the phone saw no turn yet: any turn since moved it.
-                if let Some(seen) = &turn_id {
-                    if seen.as_ref() != current.as_ref() {
-                        return Ran::unstored(respond::failure(
-                            ErrorBody::new(
-                                ErrorCode::TurnMoved,
-                                "a turn began after the one this send was written for",
-                            )
-                            .with("turnId", current.map_or(Value::Null, Value::String)),
-                        ));
-                    }
-                }
-                if st.machine().is_stopping() {
-                    // No turn starts in a graceful stop, and nothing is
-                    // acknowledged that would not run: the phone sends it again.
-                    return stopping();
-                }
-                let working = p.state() == durable_types::PaneState::Working;
-                // Sends still queued from the last turn go first: this one
-                // waits behind them.
-                let behind = p.has_queued();
-                let want = if working || behind { SendState::Queued } else { SendState::Running };
-                if (working || behind) && p.queued_len() >= QUEUE_MAX {
-                    return Ran::unstored(respond::error(
-                        ErrorCode::Busy,
-                        format!("pane {pane} already has {QUEUE_MAX} sends queued; try again after the turn"),
-                    ));
-                }
-                if recorded != Some(want) {
-                    break 'look Err(want);
-                }
-                if working || behind {
-                    st.queue_send(&pane, QueuedSend { request_id: request_id.clone(), text: text.clone() });
-                }
-                Ok(((working, behind), current))
+        let (queued, current_turn) = loop {
+            let look =
+                core.lock().machine_mut().look_at_send(&pane, &request_id, &text, turn_id.as_ref(), recorded);
+            let want = match look {
+                SendLook::Record(want) => want,
+                SendLook::Refused(response) => return Ran::unstored(response),
+                SendLook::Queued { turn_id, deliver_now } => break (Some(deliver_now), turn_id),
+                SendLook::RunNow { turn_id } => break (None, turn_id),
             };
-            let want = match decided {
-                Ok(found) => break found,
-                Err(want) => want,
-            };
-            // Written without the state lock, then everything looked at again.
+            // Written without the state lock, then looked at again.
             let receipts = &core.shared.options.receipts;
             let written = match recorded {
                 None => {
@@ -491,8 +440,8 @@ pub(crate) async fn send(core: &Collie, pane: Id, body: SendBody, arrival: Times
         };
         let turn = current_turn.map_or(Value::Null, Value::String);
         let group = format!("pane:{pane}");
-        if working || behind {
-            if !working {
+        if let Some(deliver_now) = queued {
+            if deliver_now {
                 core.deliver_queued(&pane);
             }
             return ok(WriteResponse::new("queued", request_id.clone()).with("turnId", turn), group);
@@ -780,7 +729,7 @@ pub(crate) struct Stopping;
 
 /// `409 busy`, unstored: the phone sends it again once the agent is back.
 fn stopping() -> Ran {
-    Ran::unstored(respond::error(ErrorCode::Busy, "the agent is stopping: send again once it is back"))
+    Ran::unstored(durable_core::writes::stopping())
 }
 
 /// A running turn, counted until it ends or its job is dropped.

@@ -1,0 +1,145 @@
+//! What a send comes to (§8, §9.1), decided by the machine alone — no
+//! runtime, no store: the test holds the pane's write as the runtime
+//! would, asks `look_at_send`, records the send as asked (the store's
+//! part, played here) and asks again, as the runtime's loop does.
+
+use durable_core::machine::{Machine, MachineConfig};
+use durable_core::types::{AskOption, AskSpec, Id, PaneState, Timestamp};
+use durable_core::writes::{QUEUE_MAX, SendLook};
+use durable_core::{PaneOptions, SendState};
+use serde_json::Value;
+
+const NOW: Timestamp = Timestamp::from_millis(1_000);
+
+fn machine() -> (Machine, Id) {
+    let mut m = Machine::new(MachineConfig {
+        host_name: "desk".into(),
+        runtime: "test".into(),
+        caps: None,
+        epoch: "0123456789abcdef".into(),
+        tail_limit: 100,
+        allow_always: true,
+        keeps_asks: false,
+        keeps_conversations: false,
+        shows_items_once_kept: false,
+        hold_ms: 30_000,
+        held_answer_bytes: 1 << 20,
+    });
+    let ws = m.add_workspace("support", "Support").unwrap();
+    let tab = m.add_tab(&ws, "main", "Tickets").unwrap();
+    let pane = m.add_pane(&tab, "ticket-1", PaneOptions::new("Maria")).unwrap();
+    (m, pane)
+}
+
+fn id(s: &str) -> Id {
+    Id::new(s).unwrap()
+}
+
+/// A send looked at, recorded as the machine asks, until it passes or is
+/// refused; returns what it came to and the states it was recorded in.
+fn send(
+    m: &mut Machine,
+    pane: &Id,
+    request_id: &str,
+    seen: Option<Option<&str>>,
+) -> (SendLook, Vec<SendState>) {
+    let seen = seen.map(|s| s.map(str::to_owned));
+    let mut recorded = Vec::new();
+    loop {
+        match m.look_at_send(pane, &id(request_id), "hello", seen.as_ref(), recorded.last().copied()) {
+            SendLook::Record(state) => {
+                assert!(recorded.len() < 3, "recorded again and again: {recorded:?}");
+                recorded.push(state);
+            }
+            look => return (look, recorded),
+        }
+    }
+}
+
+fn code(look: &SendLook) -> (u16, Value) {
+    let SendLook::Refused(r) = look else { panic!("expected a refusal, got {look:?}") };
+    let body: Value = serde_json::from_slice(&r.body).unwrap();
+    (r.status, body["code"].clone())
+}
+
+fn queued(m: &Machine, pane: &Id) -> usize {
+    m.state.pane(pane).map_or(0, |p| p.queued_len())
+}
+
+#[test]
+fn an_idle_pane_runs_the_send_now_recorded_running_once() {
+    let (mut m, pane) = machine();
+    let (look, recorded) = send(&mut m, &pane, "s-1", Some(None));
+    assert_eq!(look, SendLook::RunNow { turn_id: None });
+    assert_eq!(recorded, [SendState::Running]);
+    assert_eq!(queued(&m, &pane), 0);
+}
+
+#[test]
+fn a_working_pane_queues_the_send_behind_its_turn_and_an_idle_one_with_a_queue_delivers_it() {
+    let (mut m, pane) = machine();
+    m.set_pane_state(&pane, PaneState::Working, Some("t-1"), NOW).unwrap();
+    let (look, recorded) = send(&mut m, &pane, "s-1", Some(Some("t-1")));
+    assert_eq!(look, SendLook::Queued { turn_id: Some("t-1".into()), deliver_now: false });
+    assert_eq!((recorded, queued(&m, &pane)), (vec![SendState::Queued], 1));
+    // The turn ends with the send still queued: the next one goes behind
+    // it, and the queue is to be delivered now.
+    m.set_pane_state(&pane, PaneState::Idle, None, NOW).unwrap();
+    let (look, _) = send(&mut m, &pane, "s-2", None);
+    assert_eq!(
+        look,
+        SendLook::Queued { turn_id: Some("t-1".into()), deliver_now: true },
+        "the last turn's id"
+    );
+    assert_eq!(queued(&m, &pane), 2);
+}
+
+#[test]
+fn a_turn_that_moves_while_the_send_is_recorded_is_looked_at_again() {
+    let (mut m, pane) = machine();
+    let look = m.look_at_send(&pane, &id("s-1"), "hello", None, None);
+    assert_eq!(look, SendLook::Record(SendState::Running));
+    // While the store records it, the program begins a turn of its own.
+    m.set_pane_state(&pane, PaneState::Working, Some("t-9"), NOW).unwrap();
+    let look = m.look_at_send(&pane, &id("s-1"), "hello", None, Some(SendState::Running));
+    assert_eq!(look, SendLook::Record(SendState::Queued), "recorded again as it now waits");
+    assert_eq!(queued(&m, &pane), 0, "queued only once recorded so");
+    let look = m.look_at_send(&pane, &id("s-1"), "hello", None, Some(SendState::Queued));
+    assert_eq!(look, SendLook::Queued { turn_id: Some("t-9".into()), deliver_now: false });
+    assert_eq!(queued(&m, &pane), 1);
+}
+
+#[test]
+fn refusals_come_before_any_record() {
+    let (mut m, pane) = machine();
+    // A turn the phone did not see: turn-moved, naming the turn.
+    m.set_pane_state(&pane, PaneState::Working, Some("t-2"), NOW).unwrap();
+    let (look, recorded) = send(&mut m, &pane, "s-1", Some(Some("t-1")));
+    assert_eq!((code(&look), recorded.len()), ((409, "turn-moved".into()), 0));
+    let SendLook::Refused(r) = &look else { unreachable!() };
+    assert_eq!(serde_json::from_slice::<Value>(&r.body).unwrap()["turnId"], "t-2");
+    let (look, _) = send(&mut m, &pane, "s-1", Some(None));
+    assert_eq!(code(&look), (409, "turn-moved".into()), "null: the phone saw no turn");
+    // A pane that is not open.
+    assert_eq!(code(&send(&mut m, &id("ticket-9"), "s-2", None).0), (404, "not-found".into()));
+    // A full queue: busy.
+    for n in 0..QUEUE_MAX {
+        assert!(matches!(send(&mut m, &pane, &format!("q-{n}"), None).0, SendLook::Queued { .. }));
+    }
+    let (look, recorded) = send(&mut m, &pane, "s-3", None);
+    assert_eq!((code(&look), recorded.len()), ((409, "busy".into()), 0));
+    assert_eq!(queued(&m, &pane), QUEUE_MAX);
+    // An open ask on the pane: ask-open, naming it.
+    let spec =
+        AskSpec::choice("call-1", "Refund?", [AskOption::new("yes", "Yes"), AskOption::new("no", "No")]);
+    let raised = m.raise_ask(&pane, spec, 77, NOW).unwrap();
+    let (look, _) = send(&mut m, &pane, "s-4", None);
+    assert_eq!(code(&look), (409, "ask-open".into()));
+    let SendLook::Refused(r) = &look else { unreachable!() };
+    assert_eq!(serde_json::from_slice::<Value>(&r.body).unwrap()["askId"], raised.id.as_str());
+    // A graceful stop: nothing is acknowledged that would not run.
+    let (mut m, pane) = machine();
+    m.begin_stop();
+    let (look, recorded) = send(&mut m, &pane, "s-5", None);
+    assert_eq!((code(&look), recorded.len()), ((409, "busy".into()), 0));
+}
