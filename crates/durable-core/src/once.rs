@@ -9,8 +9,8 @@
 //! (wait, run the route's check, call the store, run the write) and hands
 //! the outcome back with [`Machine::receipt_step`], until the answer comes
 //! out as [`ReceiptNext::Respond`]. A driver whose request is dropped midway
-//! says so with [`Machine::drop_receipt_step`] (after releasing the store's
-//! claim when [`Machine::receipt_step_holds_store_claim`] says it holds one).
+//! says so with [`Machine::drop_receipt_step`], and drives on what it
+//! gives back: a write applied is kept in the store all the same.
 
 use durable_types::exchange::Response;
 use durable_types::{ErrorCode, Id};
@@ -23,7 +23,7 @@ use crate::state::{Ending, JournalName, Link, ReceiptStep, Stage};
 
 /// What a receipt step needs done next; the driver hands its outcome back
 /// as the [`ReceiptInput`] of the same name.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum ReceiptNext {
     /// Another request holds the id: wait for `Effect::Settle` to this
     /// request's link, then [`ReceiptInput::Settled`].
@@ -104,7 +104,7 @@ impl Machine {
             Stage::Checking => ReceiptNext::Check,
             _ => ReceiptNext::WaitFirst,
         };
-        self.state.put_receipt_step(request, ReceiptStep { request_id, stage });
+        self.state.put_receipt_step(request, ReceiptStep { request_id, stage, detached: false });
         next
     }
 
@@ -112,7 +112,7 @@ impl Machine {
     /// An input the step does not wait for is a driver's mistake: the step
     /// ends with `500` (and lets the id go), never a panic.
     pub fn receipt_step(&mut self, request: Link, input: ReceiptInput) -> ReceiptNext {
-        let Some(ReceiptStep { request_id, stage }) = self.state.take_receipt_step(request) else {
+        let Some(ReceiptStep { request_id, stage, detached }) = self.state.take_receipt_step(request) else {
             return ReceiptNext::Respond(out_of_order("no receipt step is under way for this request"));
         };
         let (stage, next) = match (stage, input) {
@@ -185,18 +185,18 @@ impl Machine {
                 if self.config.keeps_asks && !self.state.journal_has_applied(JournalName::Asks, target) {
                     (Stage::WaitingForAsks { receipt, group, response }, ReceiptNext::WaitForAsks { target })
                 } else {
-                    let put = ReceiptNext::Put { receipt: receipt.clone(), group };
-                    (Stage::Putting { receipt, response }, put)
+                    let put = ReceiptNext::Put { receipt: receipt.clone(), group: group.clone() };
+                    (Stage::Putting { receipt, group, response }, put)
                 }
             }
             (Stage::Running, ReceiptInput::Ran { response, .. }) => {
                 (Stage::Releasing(Ending::Unstored(response)), ReceiptNext::Release)
             }
             (Stage::WaitingForAsks { receipt, group, response }, ReceiptInput::AsksWritten) => {
-                let put = ReceiptNext::Put { receipt: receipt.clone(), group };
-                (Stage::Putting { receipt, response }, put)
+                let put = ReceiptNext::Put { receipt: receipt.clone(), group: group.clone() };
+                (Stage::Putting { receipt, group, response }, put)
             }
-            (Stage::Putting { receipt, response }, ReceiptInput::Put(put)) => {
+            (Stage::Putting { receipt, response, .. }, ReceiptInput::Put(put)) => {
                 let ending = match put {
                     Ok(()) => Ending::Kept { receipt, response },
                     Err(e) => Ending::NotKept {
@@ -235,23 +235,66 @@ impl Machine {
                 (Stage::Releasing(Ending::Unstored(response)), ReceiptNext::Release)
             }
         };
-        self.state.put_receipt_step(request, ReceiptStep { request_id, stage });
+        self.state.put_receipt_step(request, ReceiptStep { request_id, stage, detached });
         next
     }
 
     /// Whether the receipt step of `request` holds the id's claim in the
-    /// store: a driver whose request is dropped releases it, then calls
-    /// [`Machine::drop_receipt_step`].
+    /// store: a driver that abandons it ([`Machine::abandon_receipt_step`])
+    /// releases it first.
     pub fn receipt_step_holds_store_claim(&self, request: Link) -> bool {
         self.state.receipt_step(request).is_some_and(|s| s.stage.holds_store_claim())
     }
 
-    /// The request of a receipt step was dropped before its answer: the id
-    /// is let go (its repeats run on their own, or replay what was applied
-    /// in memory), or a repeat stops waiting. Nothing that was applied is
-    /// undone. A step that ended already is left as it is.
-    pub fn drop_receipt_step(&mut self, request: Link) {
-        if let Some(ReceiptStep { request_id, stage }) = self.state.take_receipt_step(request) {
+    /// The caller of a receipt step went away before its answer. A repeat
+    /// waiting stops waiting, and a step that did nothing the store must
+    /// hear of ends (the id is let go: its repeats run on their own).
+    /// Otherwise it goes on without its caller — `Some(next)`, to be driven
+    /// to its end as before, its answer sent to no one: a write applied is
+    /// put in the store and the repeats replay it (another process's
+    /// included, which would otherwise run it again once the claim went),
+    /// and a claim held in the store is released before the id is let go
+    /// here. The step remembers it was detached: a second drop abandons it.
+    pub fn drop_receipt_step(&mut self, request: Link) -> Option<ReceiptNext> {
+        let ReceiptStep { request_id, stage, detached } = self.state.take_receipt_step(request)?;
+        if detached {
+            self.end_step(&request_id, &stage);
+            return None;
+        }
+        let (stage, next) = match stage {
+            Stage::WaitingFirst => {
+                self.state.stop_waiting_for_request(&request_id, request);
+                return None;
+            }
+            Stage::WaitingForAsks { receipt, group, response } => {
+                let target = self.state.journal_pushed(JournalName::Asks);
+                (Stage::WaitingForAsks { receipt, group, response }, ReceiptNext::WaitForAsks { target })
+            }
+            Stage::Putting { receipt, group, response } => {
+                // Put again: the put in flight went with the caller, or
+                // lands first (a put of a kept id keeps the first).
+                let put = ReceiptNext::Put { receipt: receipt.clone(), group: group.clone() };
+                (Stage::Putting { receipt, group, response }, put)
+            }
+            Stage::Releasing(ending) => (Stage::Releasing(ending), ReceiptNext::Release),
+            // The write was cut as it ran: nothing applied to keep; the
+            // store's claim is released, then the id let go.
+            Stage::Running => (Stage::Releasing(Ending::Unstored(dropped())), ReceiptNext::Release),
+            stage => {
+                self.end_step(&request_id, &stage);
+                return None;
+            }
+        };
+        self.state.put_receipt_step(request, ReceiptStep { request_id, stage, detached: true });
+        Some(next)
+    }
+
+    /// The driver gives a receipt step up (a detached step whose driver
+    /// went away too): the id is let go as it stands. A driver that holds
+    /// the store's claim ([`Machine::receipt_step_holds_store_claim`])
+    /// releases it first.
+    pub fn abandon_receipt_step(&mut self, request: Link) {
+        if let Some(ReceiptStep { request_id, stage, .. }) = self.state.take_receipt_step(request) {
             match stage {
                 Stage::WaitingFirst => self.state.stop_waiting_for_request(&request_id, request),
                 stage => self.end_step(&request_id, &stage),
@@ -272,7 +315,7 @@ impl Machine {
     fn replay(&mut self, request: Link, request_id: Id, receipt: Receipt, settle: bool) -> ReceiptNext {
         if is_send(&receipt) {
             let stage = Stage::ReplayingSend { receipt, settle };
-            self.state.put_receipt_step(request, ReceiptStep { request_id, stage });
+            self.state.put_receipt_step(request, ReceiptStep { request_id, stage, detached: false });
             return ReceiptNext::SendState;
         }
         let response = replay(&receipt);
@@ -309,6 +352,11 @@ fn stage_wants(stage: &Stage) -> &'static str {
         Stage::Putting { .. } => "the store's put",
         Stage::Releasing(_) => "the claim released",
     }
+}
+
+/// The answer of a step whose caller went away (sent to no one).
+fn dropped() -> Response {
+    respond::error(ErrorCode::Internal, "the request was dropped before its answer")
 }
 
 fn out_of_order(why: &str) -> Response {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use durable_types::Timestamp;
 
 /// What happens when a deadline passes.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum Timer {
     /// An open ask reaches its `expiresAt`.
     AskExpiry(String),
@@ -18,7 +18,7 @@ pub enum Timer {
 }
 
 /// Deadlines in time order.
-#[derive(Default, Debug)]
+#[derive(Clone, Default, Debug)]
 pub struct Timers {
     next: u64,
     map: BTreeMap<(Timestamp, u64), Timer>,

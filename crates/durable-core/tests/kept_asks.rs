@@ -578,7 +578,8 @@ async fn kept_asks_during_readys_read_waits_and_gets_nothing_once_ready_closed_t
 }
 
 /// A write waiting for the store to keep its card, whose caller goes away,
-/// leaves nothing behind (a store that hangs, with the phone retrying).
+/// goes on without it: once the store answers, its receipt is kept (a
+/// repeat replays it) and nothing of it is left behind.
 #[tokio::test]
 async fn a_write_waiting_for_the_store_that_goes_away_leaves_nothing_behind() {
     let store = Gated::new(Held::Keep);
@@ -596,11 +597,24 @@ async fn a_write_waiting_for_the_store_that_goes_away_leaves_nothing_behind() {
     assert!(!press.is_finished(), "it waits for the store");
     press.abort();
     assert!(press.await.unwrap_err().is_cancelled());
-    // The card stays open (the action ran); its awaitable is the one link more.
-    assert_eq!(harness::links_in_use(&h.core), links + 1, "the waiter that went away left nothing");
+    // The card stays open (the action ran): its awaitable is one link
+    // more, and the step, gone on without its caller, waits for the store.
+    assert_eq!(harness::links_in_use(&h.core), links + 2, "the step waits for the store");
     store.gate.add_permits(1);
     h.settle().await;
     assert_eq!(store.inner.kept_ids(), [ask_id_for("ticket-1", "refund-1")]);
+    assert_eq!(harness::links_in_use(&h.core), links + 1, "the step that went on left nothing");
+    let again = h
+        .core
+        .driver()
+        .handle(durable_runtime::types::exchange::Request::post(
+            "/v1/panes/ticket-1/actions/refund",
+            r#"{"requestId":"b-1"}"#,
+            durable_runtime::types::exchange::Caller::OtherProcess,
+        ))
+        .await;
+    assert_eq!(again.status, 200, "{}", String::from_utf8_lossy(&again.body));
+    assert_eq!(again.body_json()["replayed"], true, "the write went on to keep its receipt");
 }
 
 /// A card the phone saw is one a crash keeps: with a store that keeps

@@ -222,25 +222,46 @@ fn a_write_that_raised_an_ask_waits_for_the_asks_journal_before_its_put() {
 #[test]
 fn a_request_dropped_midway_lets_the_id_go_and_keeps_what_was_applied() {
     let mut m = machine(false);
-    // Dropped while the write runs: the store's claim is to be released,
-    // and the repeat runs on its own.
+    // Dropped while the write runs: nothing applied to keep; the step goes
+    // on only to release the store's claim, then the repeat runs on its own.
     up_to_run(&mut m, 1, "r-1");
     assert!(matches!(m.begin_receipt_step(2, id("r-1")), ReceiptNext::WaitFirst));
     assert!(m.receipt_step_holds_store_claim(1));
-    m.drop_receipt_step(1);
+    assert!(matches!(m.drop_receipt_step(1), Some(ReceiptNext::Release)));
+    assert_eq!(settles(&mut m), [], "the claim in the store goes first");
+    assert_eq!(respond(step(&mut m, 1, ReceiptInput::Released)).status, 500, "an answer sent to no one");
     assert_eq!(settles(&mut m), [(2, None)]);
-    assert!(!m.receipt_step_holds_store_claim(1), "the step is gone");
-    // Dropped while its receipt is being put: the repeat replays it from memory.
+    assert!(!m.receipt_step_holds_store_claim(1), "the step is over");
+    // Dropped while its receipt is being put: the step goes on and puts it
+    // (a duplicate at another process would run the write again otherwise),
+    // then the repeat replays it.
     assert!(matches!(step(&mut m, 2, ReceiptInput::Settled(None)), ReceiptNext::Check));
     assert!(matches!(step(&mut m, 2, ReceiptInput::Checked(None)), ReceiptNext::Claim));
     assert!(matches!(step(&mut m, 2, ReceiptInput::Claimed(Ok(Lookup::Unknown))), ReceiptNext::Run));
     assert!(matches!(m.begin_receipt_step(3, id("r-1")), ReceiptNext::WaitFirst));
     let next = step(&mut m, 2, ReceiptInput::Ran { response: ok(sent()), group: Some("g".into()) });
+    let ReceiptNext::Put { receipt, group } = next else { panic!("expected a put, got {next:?}") };
+    let again = m.drop_receipt_step(2);
+    let Some(ReceiptNext::Put { receipt: again, group: again_group }) = again else {
+        panic!("expected the put again, got {again:?}")
+    };
+    assert_eq!((again, again_group), (receipt, group));
+    assert!(matches!(step(&mut m, 2, ReceiptInput::Put(Ok(()))), ReceiptNext::Release));
+    assert_eq!(respond(step(&mut m, 2, ReceiptInput::Released)).status, 200);
+    assert_eq!(settles(&mut m), [(3, Some(sent()))]);
+    assert_eq!(m.state.memory_receipt(&id("r-1")), None, "the store has it");
+    // A detached step whose driver goes away too is abandoned: the id is
+    // let go, what was applied stays in memory for the repeats.
+    up_to_run(&mut m, 8, "r-7");
+    assert!(matches!(m.begin_receipt_step(9, id("r-7")), ReceiptNext::WaitFirst));
+    let next = step(&mut m, 8, ReceiptInput::Ran { response: ok(sent()), group: Some("g".into()) });
     assert!(matches!(next, ReceiptNext::Put { .. }));
-    m.drop_receipt_step(2);
-    assert_eq!(settles(&mut m), [(3, None)]);
-    assert!(matches!(step(&mut m, 3, ReceiptInput::Settled(None)), ReceiptNext::Check));
-    assert!(matches!(step(&mut m, 3, ReceiptInput::Checked(None)), ReceiptNext::SendState));
+    assert!(m.drop_receipt_step(8).is_some());
+    assert!(m.receipt_step_holds_store_claim(8), "the driver releases it before it abandons the step");
+    m.abandon_receipt_step(8);
+    assert_eq!(settles(&mut m), [(9, None)]);
+    assert!(matches!(step(&mut m, 9, ReceiptInput::Settled(None)), ReceiptNext::Check));
+    assert!(matches!(step(&mut m, 9, ReceiptInput::Checked(None)), ReceiptNext::SendState), "from memory");
     // Dropped while it asks the store where a found send stands: the id
     // it still holds is let go, and the repeat finds the receipt itself.
     assert!(matches!(m.begin_receipt_step(6, id("r-5")), ReceiptNext::Check));
@@ -252,14 +273,14 @@ fn a_request_dropped_midway_lets_the_id_go_and_keeps_what_was_applied() {
         ReceiptNext::SendState
     ));
     assert!(!m.receipt_step_holds_store_claim(6), "a found receipt holds no claim in the store");
-    m.drop_receipt_step(6);
+    assert!(m.drop_receipt_step(6).is_none(), "nothing for the store to hear");
     assert_eq!(settles(&mut m), [(7, None)]);
     assert!(matches!(step(&mut m, 7, ReceiptInput::Settled(None)), ReceiptNext::Check));
     // A repeat dropped while it waits leaves the waiters: the first's end
     // hands it nothing.
     up_to_run(&mut m, 4, "r-9");
     assert!(matches!(m.begin_receipt_step(5, id("r-9")), ReceiptNext::WaitFirst));
-    m.drop_receipt_step(5);
+    assert!(m.drop_receipt_step(5).is_none());
     assert!(matches!(
         step(&mut m, 4, ReceiptInput::Ran { response: ok(sent()), group: None }),
         ReceiptNext::Release

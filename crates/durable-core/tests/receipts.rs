@@ -437,8 +437,12 @@ async fn the_receipt_step_claims_the_id_puts_then_releases_and_releases_a_refusa
     assert_eq!(*log.lock().unwrap(), ["claim r-1"]);
 }
 
+/// The caller goes away while the applied write's receipt is put: the
+/// step goes on without it (the put again, then the release), so that the
+/// receipt is kept — a duplicate at another process would otherwise find
+/// the id free and run the write again.
 #[tokio::test]
-async fn a_request_dropped_while_its_write_runs_releases_its_claim() {
+async fn a_request_dropped_while_its_receipt_is_put_goes_on_to_put_it_and_release_its_claim() {
     let log = Arc::new(Mutex::new(Vec::new()));
     let gate = Arc::new(Semaphore::new(0));
     let store = ClaimLog { inner: MemoryReceiptStore::new(), log: log.clone(), put_gate: Some(gate.clone()) };
@@ -452,7 +456,14 @@ async fn a_request_dropped_while_its_write_runs_releases_its_claim() {
     assert_eq!(*log.lock().unwrap(), ["claim r-1", "put r-1"], "held in put");
     task.abort(); // the connection went away
     assert!(task.await.unwrap_err().is_cancelled());
-    assert_eq!(*log.lock().unwrap(), ["claim r-1", "put r-1", "release r-1"]);
+    h.settle().await;
+    assert_eq!(*log.lock().unwrap(), ["claim r-1", "put r-1", "put r-1"], "put again, held");
+    gate.add_permits(1);
+    h.settle().await;
+    assert_eq!(*log.lock().unwrap(), ["claim r-1", "put r-1", "put r-1", "release r-1"]);
+    log.lock().unwrap().clear();
+    assert_eq!(h.answer(ask.id(), pick("r-1", "yes")).await.json["replayed"], true);
+    assert_eq!(*log.lock().unwrap(), ["claim r-1"], "the store has it");
 }
 
 // ---------------------------------------------------------------------------

@@ -19,9 +19,9 @@ use durable_core::once::{ReceiptInput, ReceiptNext};
 use durable_core::state::{JournalName, Link};
 
 /// A request's receipt step in the machine. Dropped before its answer (its
-/// caller went away), it releases the store's claim when it holds one,
-/// then the machine lets the id go: a repeat then runs on its own, or
-/// replays what was applied.
+/// caller went away), the machine lets the id go — or, when the store must
+/// still hear of the step (a write applied, a claim held), the step goes on
+/// as a job of its own, its answer sent to no one.
 struct Step<'a> {
     core: &'a Collie,
     request_id: &'a Id,
@@ -34,14 +34,36 @@ impl Drop for Step<'_> {
         if self.over {
             return;
         }
-        // Released before the id is let go in this process, as at every
-        // end: a repeat that claims it next finds it free in the store too.
+        let next = {
+            let mut st = self.core.lock();
+            st.links().forget_settle(self.link);
+            st.machine_mut().drop_receipt_step(self.link)
+        };
+        if let Some(next) = next {
+            let (core, request_id, link) = (self.core.inner(), self.request_id.clone(), self.link);
+            self.core.push_job(async move { core.finish_detached(request_id, link, next).await });
+        }
+    }
+}
+
+/// A detached step's job. Dropped before its end (the agent going away),
+/// it releases the store's claim when it holds one and gives the step up.
+struct Detached<'a> {
+    core: &'a Collie,
+    request_id: &'a Id,
+    link: Link,
+    over: bool,
+}
+
+impl Drop for Detached<'_> {
+    fn drop(&mut self) {
+        if self.over {
+            return;
+        }
         if self.core.lock().machine().receipt_step_holds_store_claim(self.link) {
             self.core.shared.options.receipts.release_dyn(self.request_id.as_str());
         }
-        let mut st = self.core.lock();
-        st.machine_mut().drop_receipt_step(self.link);
-        st.links().forget_settle(self.link);
+        self.core.lock().machine_mut().abandon_receipt_step(self.link);
     }
 }
 
@@ -83,6 +105,41 @@ impl Ran {
 }
 
 impl Collie {
+    /// Drives a receipt step whose caller went away to its end (what
+    /// `drop_receipt_step` gave back): the store's part only; its answer
+    /// goes to no one.
+    async fn finish_detached(&self, request_id: Id, link: Link, mut next: ReceiptNext) {
+        let mut job = Detached { core: self, request_id: &request_id, link, over: false };
+        let store = &*self.shared.options.receipts;
+        loop {
+            let input = match next {
+                ReceiptNext::Respond(_) => {
+                    job.over = true;
+                    return;
+                }
+                ReceiptNext::WaitForAsks { target } => {
+                    self.wait_for_journal(JournalName::Asks, target).await;
+                    ReceiptInput::AsksWritten
+                }
+                ReceiptNext::Put { receipt, group } => {
+                    ReceiptInput::Put(store.put_dyn(request_id.as_str(), receipt, &group).await)
+                }
+                ReceiptNext::Release => {
+                    store.release_dyn(request_id.as_str());
+                    ReceiptInput::Released
+                }
+                // Never asked of a detached step: the machine ends it on
+                // an input it does not wait for (and releases first).
+                ReceiptNext::WaitFirst
+                | ReceiptNext::Check
+                | ReceiptNext::Claim
+                | ReceiptNext::SendState
+                | ReceiptNext::Run => ReceiptInput::Released,
+            };
+            next = self.lock().machine_mut().receipt_step(link, input);
+        }
+    }
+
     /// Runs `run` at most once for `request_id`, through the receipt store.
     /// `before_run` is checked once the id is ours and before the store:
     /// it may answer at once (the answer route's held answers).

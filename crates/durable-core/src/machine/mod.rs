@@ -51,7 +51,7 @@ pub struct MachineConfig {
 }
 
 /// The protocol's state and rules, owned by one caller at a time.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Machine {
     pub state: State,
     pub config: Arc<MachineConfig>,
@@ -62,6 +62,13 @@ pub struct Machine {
     /// `ready()` was called once: the sends the last run left were taken up.
     readied: bool,
 }
+
+// The machine is plain data: it can cross threads, and a search over its
+// schedules clones it (tests/exactly_once_machine.rs).
+const _: fn() = || {
+    fn plain_data<T: Send + Sync + Clone>() {}
+    plain_data::<Machine>();
+};
 
 impl Machine {
     pub fn new(config: MachineConfig) -> Machine {

@@ -18,7 +18,7 @@ const DECIDED_MEMORY: usize = 10_000;
 const HOLDS_MAX: usize = 1000;
 
 /// One open ask.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct OpenAsk {
     /// Shared with the pane's `ask` event.
     pub ask: Arc<Ask>,
@@ -35,7 +35,7 @@ pub struct OpenAsk {
 }
 
 /// An answer to an unknown ask, held for a while (§7.1).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Hold {
     pub request_id: Id,
     pub hash: String,

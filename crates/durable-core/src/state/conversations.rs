@@ -12,7 +12,7 @@ use super::{Effect, Journal, State};
 use crate::data::conversation::{ConversationOp, KEPT_ITEMS_PER_CONVERSATION, KeptConversation};
 
 /// One step of the conversations' journal.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum ConversationStep {
     /// A change for the store (applied in batches).
     Keep(ConversationOp),

@@ -16,7 +16,7 @@ pub type Link = u64;
 /// Something the driver does once the machine changed. durable-runtime
 /// applies them in order when it lets the machine go: all under its lock but
 /// [`Effect::Warn`], which runs the program's sink after it.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum Effect {
     /// An ask closed: resolve its awaitable, end its abort watcher.
     Decide { ask: Link, result: Result<Decided, AskClosed> },

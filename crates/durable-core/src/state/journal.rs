@@ -15,7 +15,7 @@ use super::{Effect, Link};
 use crate::data::receipt::KeptAskRecord;
 
 /// One store write about asks.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum AskOp {
     /// Keep an ask that opened.
     Keep(Box<KeptAskRecord>),
@@ -36,7 +36,7 @@ pub enum JournalName {
 }
 
 /// The ops waiting for the store, and who waits for them.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Journal<Op> {
     ops: VecDeque<Op>,
     /// A job applies the ops now (the journal's drain effect started it).

@@ -8,7 +8,7 @@ use super::{Effect, Link};
 use crate::data::receipt::KeptAskRecord;
 
 /// Where the asks of the last run stand in this one.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub enum KeptPhase {
     /// Not read from the store yet.
     #[default]
@@ -22,7 +22,7 @@ pub enum KeptPhase {
 }
 
 /// What a caller that wants the kept asks does next.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum KeptLoad {
     /// Read them from the store, then say how it went
     /// ([`KeptPhase::loaded`] or [`KeptPhase::load_failed`]).

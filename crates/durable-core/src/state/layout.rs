@@ -19,14 +19,14 @@ impl TabKey {
     }
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct WorkspaceData {
     id: ScopeId,
     title: String,
     tabs: Vec<TabData>,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct TabData {
     id: ScopeId,
     title: String,

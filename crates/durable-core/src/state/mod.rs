@@ -58,7 +58,7 @@ const WARNED_VERSIONS_MAX: usize = 64;
 
 /// The whole mutable state (durable-runtime keeps it behind one lock, held
 /// only between awaits).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct State {
     /// Raw events each pane keeps (from the options).
     tail_limit: usize,

@@ -32,7 +32,7 @@ pub enum SessionId {
 }
 
 /// What a new pane is opened with (already cleaned to the rules).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct PaneFields {
     pub title: String,
     pub harness: String,
@@ -41,7 +41,7 @@ pub struct PaneFields {
 }
 
 /// One pane: its fields, its view and its raw event tail.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct PaneData {
     id: Id,
     tab: TabKey,
@@ -105,7 +105,7 @@ pub struct PaneData {
 /// once. What it holds is immutable (an item or an ask is an `Arc` the
 /// writer cannot change), so the bytes are the ones a write-time encoding
 /// would have made.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum TailEvent {
     /// As written.
     Written(Event),
@@ -156,7 +156,7 @@ impl TailEvent {
 /// `durable_types::PaneView` borrowing the pane: the same fields, names
 /// and order (a test reads the state answer back as `StateResponse` and
 /// writes it again byte for byte).
-#[derive(serde::Serialize, Debug)]
+#[derive(Clone, serde::Serialize, Debug)]
 #[serde(rename_all = "camelCase")]
 pub struct PaneViewRef<'a> {
     id: &'a Id,
@@ -174,7 +174,7 @@ pub struct PaneViewRef<'a> {
 }
 
 /// An event waiting for the store before readers see it.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct PendingEvent {
     pub(super) ts: Timestamp,
     pub(super) body: EventBody,
@@ -201,7 +201,7 @@ pub(super) enum KeptBy {
 }
 
 /// A send that arrived during a turn, delivered once the pane goes idle.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct QueuedSend {
     pub request_id: Id,
     pub text: String,
@@ -215,7 +215,7 @@ pub struct Takers {
 }
 
 /// A pane closed by this process, kept so that reopen can restore it.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct ClosedPane {
     view: ClosedView,
     data: Box<PaneData>,

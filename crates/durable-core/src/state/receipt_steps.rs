@@ -8,15 +8,18 @@ use durable_types::exchange::Response;
 
 use crate::data::receipt::Receipt;
 
-/// One write's receipt step: its request id and its stage.
-#[derive(Debug)]
+/// One write's receipt step: its request id, its stage, and whether its
+/// caller went away.
+#[derive(Clone, Debug)]
 pub struct ReceiptStep {
     pub request_id: Id,
     pub stage: Stage,
+    /// Its caller went away: it is driven to its end for the store's sake.
+    pub detached: bool,
 }
 
 /// Where a receipt step stands, named by what it waits for.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum Stage {
     /// Another request holds the id: this one waits for its outcome.
     WaitingFirst,
@@ -33,14 +36,14 @@ pub enum Stage {
     /// The write's receipt is applied (kept in memory) and waits for the
     /// store to have the asks the write raised or closed.
     WaitingForAsks { receipt: Receipt, group: String, response: Response },
-    /// The store is putting the receipt.
-    Putting { receipt: Receipt, response: Response },
+    /// The store is putting the receipt in `group`.
+    Putting { receipt: Receipt, group: String, response: Response },
     /// The store's claim is being released; then the step ends so.
     Releasing(Ending),
 }
 
 /// How a step that held the store's claim ends, once it is released.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum Ending {
     /// An answer with nothing to keep (refused, failed, a `202 held`).
     Unstored(Response),

@@ -10,7 +10,7 @@ use durable_types::Id;
 use crate::data::receipt::SendState;
 
 /// A send the last run left, its ids checked.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct LeftSend {
     pub request_id: Id,
     pub pane: Id,
@@ -19,7 +19,7 @@ pub struct LeftSend {
 }
 
 /// The recovery under way.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct SendRecovery {
     pub stage: RecoveryStage,
     /// The sends not looked at yet, in the order the store gave them.
@@ -29,7 +29,7 @@ pub struct SendRecovery {
 }
 
 /// What the recovery waits for.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub enum RecoveryStage {
     /// The store's list of unfinished sends.
     #[default]

@@ -14,7 +14,7 @@ use durable_types::Id;
 use super::{Effect, Link};
 
 /// Who writes each pane, and who waits.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Writers {
     panes: HashMap<Id, PaneWriters>,
     /// The sends the last run left are being put back in their queues.
@@ -23,7 +23,7 @@ pub struct Writers {
     held_back: Vec<(Id, Link)>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct PaneWriters {
     holder: Option<Link>,
     waiting: VecDeque<Link>,
