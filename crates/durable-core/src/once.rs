@@ -94,6 +94,11 @@ impl Machine {
     /// Starts the receipt step of the write `request` (a link the driver
     /// chose, unique among the steps under way) for `request_id`.
     pub fn begin_receipt_step(&mut self, request: Link, request_id: Id) -> ReceiptNext {
+        if self.state.receipt_step(request).is_some() {
+            return ReceiptNext::Respond(out_of_order(
+                "a receipt step is under way for this request already",
+            ));
+        }
         let stage = if self.state.claim_request(&request_id) {
             Stage::Checking
         } else {
@@ -229,7 +234,10 @@ impl Machine {
                 let response = out_of_order(&why);
                 // The store's claim is let go first, as at every end.
                 if !stage.holds_store_claim() {
-                    self.end_step(&request_id, &stage);
+                    match stage {
+                        Stage::WaitingFirst => self.state.stop_waiting_for_request(&request_id, request),
+                        stage => self.end_step(&request_id, &stage),
+                    }
                     return ReceiptNext::Respond(response);
                 }
                 (Stage::Releasing(Ending::Unstored(response)), ReceiptNext::Release)
@@ -258,8 +266,15 @@ impl Machine {
     pub fn drop_receipt_step(&mut self, request: Link) -> Option<ReceiptNext> {
         let ReceiptStep { request_id, stage, detached } = self.state.take_receipt_step(request)?;
         if detached {
-            self.end_step(&request_id, &stage);
-            return None;
+            // Its driver went away too: the claim in the store is released
+            // first (by whoever drives it on), then the id let go.
+            if !stage.holds_store_claim() {
+                self.end_step(&request_id, &stage);
+                return None;
+            }
+            let stage = Stage::Releasing(Ending::Unstored(dropped()));
+            self.state.put_receipt_step(request, ReceiptStep { request_id, stage, detached });
+            return Some(ReceiptNext::Release);
         }
         let (stage, next) = match stage {
             Stage::WaitingFirst => {

@@ -100,7 +100,6 @@ fn a_first_write_runs_once_its_receipt_is_put_and_released_before_the_repeat_hea
     assert_eq!(replayed.delivery, Some("running"));
     assert_eq!(body(&replayed)["replayed"], json!(true));
     assert_eq!(body(&replayed)["requestId"], json!("r-1"));
-    assert!(!m.receipt_step_holds_store_claim(1) && !m.receipt_step_holds_store_claim(2));
 }
 
 #[test]
@@ -308,4 +307,28 @@ fn an_input_out_of_order_answers_500_naming_it_and_lets_the_id_and_the_store_cla
     // A step that is not under way.
     let none = respond(step(&mut m, 7, ReceiptInput::Released));
     assert!(String::from_utf8_lossy(&none.body).contains("no receipt step is under way"));
+}
+
+#[test]
+fn a_drivers_mistakes_answer_500_and_leave_no_id_held_nor_claim_unreleased() {
+    let mut m = machine(false);
+    // A link begun twice: the second is refused, the first goes on.
+    up_to_run(&mut m, 1, "r-1");
+    let twice = respond(m.begin_receipt_step(1, id("r-2")));
+    assert!(String::from_utf8_lossy(&twice.body).contains("under way for this request already"));
+    assert!(m.receipt_step_holds_store_claim(1));
+    // A repeat handed an input out of order stops waiting: the first's end
+    // hands it nothing.
+    assert!(matches!(m.begin_receipt_step(2, id("r-1")), ReceiptNext::WaitFirst));
+    assert_eq!(respond(step(&mut m, 2, ReceiptInput::Claimed(Ok(Lookup::Unknown)))).status, 500);
+    // A detached step dropped again while it holds the store's claim asks
+    // for the release before the id goes.
+    assert!(matches!(m.begin_receipt_step(3, id("r-1")), ReceiptNext::WaitFirst));
+    let next = step(&mut m, 1, ReceiptInput::Ran { response: ok(sent()), group: Some("g".into()) });
+    assert!(matches!(next, ReceiptNext::Put { .. }));
+    assert!(matches!(m.drop_receipt_step(1), Some(ReceiptNext::Put { .. })));
+    assert!(matches!(m.drop_receipt_step(1), Some(ReceiptNext::Release)));
+    assert_eq!(settles(&mut m), [], "released first");
+    assert_eq!(respond(step(&mut m, 1, ReceiptInput::Released)).status, 500);
+    assert_eq!(settles(&mut m), [(3, None)], "the repeat that stopped waiting hears nothing");
 }

@@ -19,9 +19,9 @@ use durable_core::once::{ReceiptInput, ReceiptNext};
 use durable_core::state::{JournalName, Link};
 
 /// A request's receipt step in the machine. Dropped before its answer (its
-/// caller went away), the machine lets the id go — or, when the store must
-/// still hear of the step (a write applied, a claim held), the step goes on
-/// as a job of its own, its answer sent to no one.
+/// caller went away), the machine lets the id go — the store's claim
+/// released first, here, when the write was cut as it ran — or, with the
+/// write applied, the rest goes on as a [`Tail`].
 struct Step<'a> {
     core: &'a Collie,
     request_id: &'a Id,
@@ -34,28 +34,86 @@ impl Drop for Step<'_> {
         if self.over {
             return;
         }
-        let next = {
+        let mut next = {
             let mut st = self.core.lock();
             st.links().forget_settle(self.link);
             st.machine_mut().drop_receipt_step(self.link)
         };
-        if let Some(next) = next {
-            let (core, request_id, link) = (self.core.inner(), self.request_id.clone(), self.link);
-            self.core.push_job(async move { core.finish_detached(request_id, link, next).await });
+        loop {
+            match next {
+                None | Some(ReceiptNext::Respond(_)) => return,
+                // `release` does not wait: done now, not left to a job
+                // that might never run.
+                Some(ReceiptNext::Release) => {
+                    self.core.shared.options.receipts.release_dyn(self.request_id.as_str());
+                    let input = ReceiptInput::Released;
+                    next = Some(self.core.lock().machine_mut().receipt_step(self.link, input));
+                }
+                Some(rest) => {
+                    let tail = Tail::new(self.core, self.request_id, self.link);
+                    self.core.push_job(async move {
+                        tail.finish(rest).await;
+                    });
+                    return;
+                }
+            }
         }
     }
 }
 
-/// A detached step's job. Dropped before its end (the agent going away),
-/// it releases the store's claim when it holds one and gives the step up.
-struct Detached<'a> {
-    core: &'a Collie,
-    request_id: &'a Id,
+/// What is left of a receipt step whose caller went away with its write
+/// applied (the asks' wait, the put again, the release), run as a job of
+/// its own, its answer sent to no one: the receipt reaches the store, and
+/// a duplicate at another process replays it instead of running the write
+/// again. Dropped before its end (the agent going away), it releases the
+/// store's claim when it holds one and gives the step up.
+struct Tail {
+    core: Collie,
+    request_id: Id,
     link: Link,
     over: bool,
 }
 
-impl Drop for Detached<'_> {
+impl Tail {
+    fn new(core: &Collie, request_id: &Id, link: Link) -> Tail {
+        Tail { core: core.inner(), request_id: request_id.clone(), link, over: false }
+    }
+
+    /// Drives the step to its answer.
+    async fn finish(mut self, mut next: ReceiptNext) -> Response {
+        let store = self.core.shared.options.receipts.clone();
+        let id = self.request_id.as_str();
+        loop {
+            let input = match next {
+                ReceiptNext::Respond(response) => {
+                    self.over = true;
+                    return response;
+                }
+                ReceiptNext::WaitForAsks { target } => {
+                    self.core.wait_for_journal(JournalName::Asks, target).await;
+                    ReceiptInput::AsksWritten
+                }
+                ReceiptNext::Put { receipt, group } => {
+                    ReceiptInput::Put(store.put_dyn(id, receipt, &group).await)
+                }
+                ReceiptNext::Release => {
+                    store.release_dyn(id);
+                    ReceiptInput::Released
+                }
+                // Not asked after the write: the machine ends the step on
+                // an input it does not wait for (releasing first).
+                ReceiptNext::WaitFirst
+                | ReceiptNext::Check
+                | ReceiptNext::Claim
+                | ReceiptNext::SendState
+                | ReceiptNext::Run => ReceiptInput::Released,
+            };
+            next = self.core.lock().machine_mut().receipt_step(self.link, input);
+        }
+    }
+}
+
+impl Drop for Tail {
     fn drop(&mut self) {
         if self.over {
             return;
@@ -105,41 +163,6 @@ impl Ran {
 }
 
 impl Collie {
-    /// Drives a receipt step whose caller went away to its end (what
-    /// `drop_receipt_step` gave back): the store's part only; its answer
-    /// goes to no one.
-    async fn finish_detached(&self, request_id: Id, link: Link, mut next: ReceiptNext) {
-        let mut job = Detached { core: self, request_id: &request_id, link, over: false };
-        let store = &*self.shared.options.receipts;
-        loop {
-            let input = match next {
-                ReceiptNext::Respond(_) => {
-                    job.over = true;
-                    return;
-                }
-                ReceiptNext::WaitForAsks { target } => {
-                    self.wait_for_journal(JournalName::Asks, target).await;
-                    ReceiptInput::AsksWritten
-                }
-                ReceiptNext::Put { receipt, group } => {
-                    ReceiptInput::Put(store.put_dyn(request_id.as_str(), receipt, &group).await)
-                }
-                ReceiptNext::Release => {
-                    store.release_dyn(request_id.as_str());
-                    ReceiptInput::Released
-                }
-                // Never asked of a detached step: the machine ends it on
-                // an input it does not wait for (and releases first).
-                ReceiptNext::WaitFirst
-                | ReceiptNext::Check
-                | ReceiptNext::Claim
-                | ReceiptNext::SendState
-                | ReceiptNext::Run => ReceiptInput::Released,
-            };
-            next = self.lock().machine_mut().receipt_step(link, input);
-        }
-    }
-
     /// Runs `run` at most once for `request_id`, through the receipt store.
     /// `before_run` is checked once the id is ours and before the store:
     /// it may answer at once (the answer route's held answers).

@@ -142,6 +142,13 @@ pub trait ReceiptStore: Send + Sync + 'static {
     /// write; the others replay its answer). The core already makes the
     /// repeats *within* one process wait for the first; a claim is only
     /// needed across processes. The default is [`get`](Self::get): no claim.
+    ///
+    /// Such a store's `put` must finish once begun, even when its future is
+    /// dropped (its caller went away midway): a put that ended the claim
+    /// with no receipt kept would let a waiting repeat at another process
+    /// run the write again. The SDK's PostgreSQL store commits on a task of
+    /// its own; the core puts a dropped write's receipt again (a put of a
+    /// kept id keeps the first).
     fn claim(&self, request_id: &str) -> impl Future<Output = Result<Lookup, StoreError>> + Send {
         self.get(request_id)
     }

@@ -1088,6 +1088,29 @@ impl PgReceiptStore {
         c.execute(&sql.forget, &[&group, &oldest_live.saturating_sub(remembered)]).await.map_err(e)?;
         Ok(true)
     }
+
+    /// `ReceiptStore::put`'s work, on the task it runs on.
+    async fn put_now(&self, request_id: &str, receipt: Receipt, group: &str) -> Result<(), StoreError> {
+        let what = "keeping a receipt";
+        let held = self.claims().remove(request_id);
+        let (tx, _slot) = match held {
+            Some(Held { tx, _slot }) => (tx, Some(_slot)),
+            None => {
+                // Not claimed (a held answer's receipt): the same lock, briefly.
+                let tx = self.begin(what, "").await?;
+                tx.conn()
+                    .execute(&self.inner.sql.lock, &[&self.key(request_id)])
+                    .await
+                    .map_err(|e| self.db_err(what, e))?;
+                (tx, None)
+            }
+        };
+        if self.put_in(&tx, request_id, &receipt, group).await? {
+            tx.end("COMMIT").await.map_err(|e| self.db_err("committing a receipt", e))
+        } else {
+            tx.end("ROLLBACK").await.map_err(|e| self.db_err(what, e))
+        }
+    }
 }
 
 impl ReceiptStore for PgReceiptStore {
@@ -1117,25 +1140,16 @@ impl ReceiptStore for PgReceiptStore {
     }
 
     async fn put(&self, request_id: &str, receipt: Receipt, group: &str) -> Result<(), StoreError> {
-        let what = "keeping a receipt";
-        let held = self.claims().remove(request_id);
-        let (tx, _slot) = match held {
-            Some(Held { tx, _slot }) => (tx, Some(_slot)),
-            None => {
-                // Not claimed (a held answer's receipt): the same lock, briefly.
-                let tx = self.begin(what, "").await?;
-                tx.conn()
-                    .execute(&self.inner.sql.lock, &[&self.key(request_id)])
-                    .await
-                    .map_err(|e| self.db_err(what, e))?;
-                (tx, None)
-            }
-        };
-        if self.put_in(&tx, request_id, &receipt, group).await? {
-            tx.end("COMMIT").await.map_err(|e| self.db_err("committing a receipt", e))
-        } else {
-            tx.end("ROLLBACK").await.map_err(|e| self.db_err(what, e))
-        }
+        // On a task of its own: a put whose caller goes away midway still
+        // commits. It holds the id's claim (the advisory lock in its open
+        // transaction), which would otherwise end with no receipt kept —
+        // and a duplicate waiting at another process would run the write
+        // again. The core puts a dropped write's receipt again; a put of a
+        // kept id keeps the first.
+        let (store, request_id, group) = (self.clone(), request_id.to_owned(), group.to_owned());
+        tokio::spawn(async move { store.put_now(&request_id, receipt, &group).await })
+            .await
+            .map_err(|e| self.err("keeping a receipt", format!("its task ended before it did ({e})")))?
     }
 
     async fn record_send(&self, send: PendingSend) -> Result<(), StoreError> {

@@ -220,6 +220,31 @@ async fn a_claim_makes_another_process_wait_then_replay_and_a_release_lets_it_ru
     assert_eq!(a.get("r-2").await.unwrap(), Lookup::Found(receipt(2)));
 }
 
+/// A put whose caller goes away midway (the agent's request dropped as its
+/// receipt was being kept) still commits: it holds the id's claim, and a
+/// duplicate waiting at another process replays the answer instead of
+/// running the write again.
+#[tokio::test]
+async fn a_put_dropped_midway_still_commits_and_a_waiting_process_replays_it() {
+    let schema = fresh_schema("dropped_put");
+    let a = store_on(PgServer::shared(), &schema, 10).await;
+    let b = store_on(PgServer::shared(), &schema, 10).await;
+    assert_eq!(a.claim("r-1").await.unwrap(), Lookup::Unknown);
+    let waiting = tokio::spawn({
+        let b = b.clone();
+        async move { b.claim("r-1").await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!waiting.is_finished(), "B waits for A's claim");
+    // Polled once (it starts), then dropped, as a request's future is.
+    let mut put = Box::pin(a.put("r-1", receipt(1), "pane:p"));
+    assert!(tokio::time::timeout(Duration::ZERO, &mut put).await.is_err(), "it is under way");
+    drop(put);
+    let replayed = tokio::time::timeout(Duration::from_secs(10), waiting).await.unwrap().unwrap().unwrap();
+    assert_eq!(replayed, Lookup::Found(receipt(1)), "B replays A's answer; it does not run the write");
+    a.release("r-1");
+}
+
 #[tokio::test]
 async fn a_claim_waits_at_most_claim_wait_then_fails() {
     let schema = fresh_schema("wait");

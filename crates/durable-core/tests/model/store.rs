@@ -117,6 +117,32 @@ impl Inner {
     }
 }
 
+/// A put under way: dropped before it ends, it ends all the same (the
+/// receipt kept, the claim ended), as the SDK's stores do. Not for a put
+/// that waits for another process's claim or is to fail: those do nothing.
+struct PutInFlight<'a> {
+    store: &'a ModelStore,
+    request_id: &'a str,
+    receipt: &'a Receipt,
+    over: bool,
+}
+
+impl Drop for PutInFlight<'_> {
+    fn drop(&mut self) {
+        if self.over {
+            return;
+        }
+        let (db, process, id) = (&self.store.db, self.store.process, self.request_id);
+        let mut inner = db.lock();
+        if inner.claims.get(id) == Some(&process) && inner.failing_puts == 0 {
+            db.note(|| format!("  store p{process}: put {id} (its caller dropped it; it ends all the same)"));
+            inner.receipts.entry(id.to_owned()).or_insert_with(|| self.receipt.clone());
+            inner.puts.push(id.to_owned());
+            inner.end_claim(id, process);
+        }
+    }
+}
+
 /// One process's handle on the shared database.
 pub struct ModelStore {
     db: Arc<Database>,
@@ -228,8 +254,14 @@ impl ReceiptStore for ModelStore {
     }
 
     async fn put(&self, request_id: &str, receipt: Receipt, _group: &str) -> Result<(), StoreError> {
+        // As the SDK's stores: a put once begun is not cancelled by its
+        // future being dropped (SQLite's thread and PostgreSQL's spawned
+        // commit finish it), so the receipt is kept and the claim ends
+        // with it. (A put that let the claim go with no receipt made (7c)
+        // run the write twice.)
+        let mut in_flight = PutInFlight { store: self, request_id, receipt: &receipt, over: false };
         yield_once().await;
-        poll_fn(|cx| {
+        let put = poll_fn(|cx| {
             let mut inner = self.db.lock();
             // Not claimed here (a held answer's receipt): wait for another
             // process's claim, as a database lock would.
@@ -249,7 +281,9 @@ impl ReceiptStore for ModelStore {
             self.db.note(|| format!("  store p{}: put {request_id}", self.process));
             Poll::Ready(Ok(()))
         })
-        .await
+        .await;
+        in_flight.over = true;
+        put
     }
 
     async fn record_send(&self, send: PendingSend) -> Result<(), StoreError> {
