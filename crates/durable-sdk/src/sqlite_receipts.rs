@@ -601,6 +601,9 @@ impl SqliteReceiptStore {
         conn.pragma_update(None, "synchronous", "FULL").map_err(|e| open_err(&path, "synchronous", e))?;
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(|e| open_err(&path, "busy_timeout", e))?;
+        // Room for every statement the store runs (`exec`, `one` and the
+        // conversations'), so none is prepared twice.
+        conn.set_prepared_statement_cache_capacity(STATEMENTS_CACHED);
         let witness = match witnessed {
             true => {
                 let standing = check_against_witness(&conn, &path, seen)?;
@@ -1024,14 +1027,14 @@ impl Worker {
         let mut changed = false;
         let mut ended = None;
         for (i, write) in group.iter().enumerate() {
-            if let Err(e) = tx.execute_batch("SAVEPOINT one_write") {
+            if let Err(e) = exec(&tx, "SAVEPOINT one_write", []) {
                 return all(format!("sqlite: {}: {e}", write.what));
             }
             match (write.change)(&tx) {
                 Ok(c) => {
                     changed |= c;
                     results.push(Ok(()));
-                    if let Err(e) = tx.execute_batch("RELEASE one_write") {
+                    if let Err(e) = exec(&tx, "RELEASE one_write", []) {
                         return all(format!("sqlite: {}: {e}", write.what));
                     }
                 }
@@ -1068,10 +1071,8 @@ impl Worker {
         if !changed {
             return results; // nothing changed: the transaction rolls back as it drops
         }
-        let counted =
-            tx.execute("UPDATE store_identity SET writes = writes + 1 WHERE only_row = 1", []).and_then(
-                |_| tx.query_row("SELECT writes FROM store_identity WHERE only_row = 1", [], |r| r.get(0)),
-            );
+        let counted = exec(&tx, "UPDATE store_identity SET writes = writes + 1 WHERE only_row = 1", [])
+            .and_then(|_| one(&tx, "SELECT writes FROM store_identity WHERE only_row = 1", [], |r| r.get(0)));
         let writes: i64 = match counted {
             Ok(writes) => writes,
             Err(e) => return all(format!("sqlite: {whats}: {e}")),
@@ -1106,8 +1107,8 @@ impl Worker {
 }
 
 fn get(conn: &Connection, request_id: &str) -> Result<Lookup, StoreError> {
-    let found: Option<(u16, String)> = conn
-        .query_row("SELECT status, body FROM receipt WHERE request_id = ?1", [request_id], |r| {
+    let found: Option<(u16, String)> =
+        one(conn, "SELECT status, body FROM receipt WHERE request_id = ?1", [request_id], |r| {
             Ok((r.get(0)?, r.get(1)?))
         })
         .optional()
@@ -1117,8 +1118,7 @@ fn get(conn: &Connection, request_id: &str) -> Result<Lookup, StoreError> {
             .map_err(|e| StoreError::new(format!("a stored receipt is not JSON: {e}")))?;
         return Ok(Lookup::Found(receipt));
     }
-    let evicted = conn
-        .query_row("SELECT 1 FROM evicted WHERE request_id = ?1", [request_id], |_| Ok(()))
+    let evicted = one(conn, "SELECT 1 FROM evicted WHERE request_id = ?1", [request_id], |_| Ok(()))
         .optional()
         .map_err(|e| sql_err("get", e))?;
     Ok(if evicted.is_some() { Lookup::Evicted } else { Lookup::Unknown })
@@ -1134,21 +1134,20 @@ fn put(
 ) -> Result<bool, StoreError> {
     let body =
         receipt.json_text().map_err(|e| StoreError::new(format!("a receipt's body is not JSON: {e}")))?;
-    let known = tx
-        .query_row("SELECT 1 FROM receipt WHERE request_id = ?1", [request_id], |_| Ok(()))
+    let known = one(tx, "SELECT 1 FROM receipt WHERE request_id = ?1", [request_id], |_| Ok(()))
         .optional()
         .map_err(|e| sql_err("put", e))?;
     if known.is_some() {
         return Ok(false); // already kept: the first answer stays
     }
-    let last: Option<i64> = tx
-        .query_row("SELECT last_seq FROM receipt_group WHERE grp = ?1", [group], |r| r.get(0))
-        .optional()
-        .map_err(|e| sql_err("put", e))?;
+    let last: Option<i64> =
+        one(tx, "SELECT last_seq FROM receipt_group WHERE grp = ?1", [group], |r| r.get(0))
+            .optional()
+            .map_err(|e| sql_err("put", e))?;
     let seq = last.unwrap_or(0) + 1;
     let per_group = i64::try_from(per_group).unwrap_or(i64::MAX / 16);
     let remembered = per_group.saturating_mul(EVICTED_MEMORY_FACTOR as i64);
-    let run = |sql: &str, p: &[&dyn rusqlite::ToSql]| tx.execute(sql, p).map_err(|e| sql_err("put", e));
+    let run = |sql: &str, p: &[&dyn rusqlite::ToSql]| exec(tx, sql, p).map_err(|e| sql_err("put", e));
     run(
         "INSERT INTO receipt_group (grp, last_seq) VALUES (?1, ?2) ON CONFLICT (grp) DO UPDATE SET last_seq = ?2",
         params![group, seq],
@@ -1265,9 +1264,8 @@ fn keep_conversation(
         return Ok(!ops.is_empty());
     }
     // The batch's conversations are the ones written to last.
-    let written: i64 = tx
-        .query_row("SELECT COALESCE(MAX(written), 0) + 1 FROM conversation", [], |r| r.get(0))
-        .map_err(err)?;
+    let written: i64 =
+        one(tx, "SELECT COALESCE(MAX(written), 0) + 1 FROM conversation", [], |r| r.get(0)).map_err(err)?;
     for pane in &touched {
         tx.prepare_cached("UPDATE conversation SET written = ?2, written_at = ?3 WHERE pane = ?1")
             .and_then(|mut st| st.execute(params![pane, written, at]))
@@ -1370,7 +1368,7 @@ fn timestamp(ms: i64) -> Timestamp {
 /// in line.
 fn record_send(conn: &Connection, send: &PendingSend) -> Result<(), StoreError> {
     let run =
-        |sql: &str, p: &[&dyn rusqlite::ToSql]| conn.execute(sql, p).map_err(|e| sql_err("record send", e));
+        |sql: &str, p: &[&dyn rusqlite::ToSql]| exec(conn, sql, p).map_err(|e| sql_err("record send", e));
     run("DELETE FROM pending_send WHERE request_id = ?1", params![send.request_id])?;
     run(
         "INSERT INTO pending_send (request_id, pane, text, state) VALUES (?1, ?2, ?3, ?4)",
@@ -1382,14 +1380,15 @@ fn record_send(conn: &Connection, send: &PendingSend) -> Result<(), StoreError> 
 /// Whether a recorded send changed state (an unrecorded id is ignored).
 fn set_send_state(conn: &Connection, request_id: &str, state: SendState) -> Result<bool, StoreError> {
     let err = |e| sql_err("send state", e);
-    let changed = conn
-        .execute(
-            "UPDATE pending_send SET state = ?2 WHERE request_id = ?1",
-            params![request_id, state.as_str()],
-        )
-        .map_err(err)?;
+    let changed = exec(
+        conn,
+        "UPDATE pending_send SET state = ?2 WHERE request_id = ?1",
+        params![request_id, state.as_str()],
+    )
+    .map_err(err)?;
     if changed > 0 && matches!(state, SendState::Done | SendState::Closed) {
-        conn.execute(
+        exec(
+            conn,
             "DELETE FROM pending_send WHERE state IN ('done', 'closed') \
              AND seq <= (SELECT MAX(seq) FROM pending_send) - ?1",
             params![FINISHED_SENDS_KEPT],
@@ -1400,10 +1399,10 @@ fn set_send_state(conn: &Connection, request_id: &str, state: SendState) -> Resu
 }
 
 fn send_state(conn: &Connection, request_id: &str) -> Result<Option<SendState>, StoreError> {
-    let word: Option<String> = conn
-        .query_row("SELECT state FROM pending_send WHERE request_id = ?1", [request_id], |r| r.get(0))
-        .optional()
-        .map_err(|e| sql_err("send state", e))?;
+    let word: Option<String> =
+        one(conn, "SELECT state FROM pending_send WHERE request_id = ?1", [request_id], |r| r.get(0))
+            .optional()
+            .map_err(|e| sql_err("send state", e))?;
     Ok(word.as_deref().and_then(SendState::parse))
 }
 
@@ -1448,6 +1447,26 @@ fn private_file(path: &Path) -> Result<(), StoreError> {
     #[cfg(not(unix))]
     let _ = path;
     Ok(())
+}
+
+/// Prepared statements the connection keeps (the store has about 40).
+const STATEMENTS_CACHED: usize = 64;
+
+/// Runs one statement through the connection's cache of prepared
+/// statements: the store runs the same few on every write, and preparing
+/// one costs more than running it.
+fn exec(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> rusqlite::Result<usize> {
+    conn.prepare_cached(sql)?.execute(params)
+}
+
+/// Reads one row through the connection's cache of prepared statements.
+fn one<T>(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    row: impl FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    conn.prepare_cached(sql)?.query_row(params, row)
 }
 
 #[cfg(test)]
