@@ -28,6 +28,7 @@
 //! | (5) the first claim fails, a duplicate | 3 |
 //! | (6) a request dropped at any point, a duplicate, then a retry | 468 |
 //! | (7) a request dropped at any point, a duplicate at each process | 20,527 |
+//! | (8) the same, the write closing a card (its answer waits for the asks' journal) | 51,081 |
 //!
 //! Twins (requests of one process declared alike) arrive in their order:
 //! the other order is the same world. (7) is what made a dropped caller's
@@ -44,7 +45,7 @@ use std::collections::HashMap;
 use durable_core::machine::{Machine, MachineConfig};
 use durable_core::once::{ReceiptInput, ReceiptNext};
 use durable_core::respond;
-use durable_core::state::{Effect, Link};
+use durable_core::state::{Effect, JournalName, Link};
 use durable_core::types::exchange::Response;
 use durable_core::types::{ErrorCode, Id};
 use durable_core::{Lookup, Receipt, StoreError};
@@ -52,7 +53,7 @@ use serde_json::{Value, json};
 
 const ID: &str = "r-1";
 
-fn machine() -> Machine {
+fn machine(keeps_asks: bool) -> Machine {
     Machine::new(MachineConfig {
         host_name: "desk".into(),
         runtime: "test".into(),
@@ -60,7 +61,7 @@ fn machine() -> Machine {
         epoch: "0123456789abcdef".into(),
         tail_limit: 100,
         allow_always: true,
-        keeps_asks: false,
+        keeps_asks,
         keeps_conversations: false,
         shows_items_once_kept: false,
         hold_ms: 30_000,
@@ -93,6 +94,9 @@ struct Scenario {
     fail_first_claim: bool,
     /// The first run of the write refuses (`409`), the later ones succeed.
     refuse_first_run: bool,
+    /// The store keeps asks, and the write closes a card: its answer waits
+    /// for the asks' journal, which the store applies when it will.
+    closes_a_card: bool,
 }
 
 impl Scenario {
@@ -104,6 +108,7 @@ impl Scenario {
             fail_first_put: false,
             fail_first_claim: false,
             refuse_first_run: false,
+            closes_a_card: false,
         }
     }
 }
@@ -113,6 +118,8 @@ enum Action {
     Arrive(usize),
     Advance(usize),
     Drop(usize),
+    /// The store applies a process's journal of asks.
+    ApplyAsks(usize),
 }
 
 #[derive(Clone)]
@@ -152,7 +159,7 @@ impl<'a> World<'a> {
     fn new(scenario: &'a Scenario) -> World<'a> {
         World {
             scenario,
-            machines: (0..scenario.processes).map(|_| machine()).collect(),
+            machines: (0..scenario.processes).map(|_| machine(scenario.closes_a_card)).collect(),
             settles: vec![HashMap::new(); scenario.processes],
             store: Store::default(),
             at: scenario.reqs.iter().map(|_| At::NotArrived).collect(),
@@ -188,6 +195,9 @@ impl<'a> World<'a> {
                     let can = match next {
                         ReceiptNext::WaitFirst => self.settles[req.process].contains_key(&Self::link(r)),
                         ReceiptNext::Claim => self.store.claimed_by.is_none_or(|p| p == req.process),
+                        ReceiptNext::WaitForAsks { target } => {
+                            self.machines[req.process].state.journal_has_applied(JournalName::Asks, *target)
+                        }
                         _ => true,
                     };
                     if can {
@@ -198,6 +208,11 @@ impl<'a> World<'a> {
                     }
                 }
                 At::Answered(_) | At::Dropped => {}
+            }
+        }
+        for (p, m) in self.machines.iter().enumerate() {
+            if !m.state.journal_has_applied(JournalName::Asks, m.state.journal_pushed(JournalName::Asks)) {
+                out.push(Action::ApplyAsks(p));
             }
         }
         out
@@ -227,6 +242,13 @@ impl<'a> World<'a> {
                         _ => At::Dropped,
                     };
                 }
+            }
+            Action::ApplyAsks(p) => {
+                let m = &mut self.machines[p];
+                while m.state.next_ask_op().is_some() {
+                    m.state.journal_applied(JournalName::Asks, 1);
+                }
+                self.collect(p);
             }
             Action::Drop(r) => {
                 let p = self.scenario.reqs[r].process;
@@ -292,6 +314,9 @@ impl<'a> World<'a> {
                     return ReceiptInput::Ran { response: refused, group: Some("pane:ticket-1".into()) };
                 }
                 self.effects += 1;
+                if self.scenario.closes_a_card {
+                    self.machines[p].state.journal_forget(format!("card-{r}"));
+                }
                 let body = json!({ "ok": true, "result": "sent", "requestId": ID, "replayed": false });
                 ReceiptInput::Ran { response: respond::json(200, &body), group: Some("pane:ticket-1".into()) }
             }
@@ -436,6 +461,18 @@ fn a_request_dropped_at_any_point_a_duplicate_and_a_retry() {
         vec![dropped, req(0), retry],
     );
     assert_eq!(explore(&s), 468);
+}
+
+#[test]
+fn a_write_that_closed_a_card_dropped_at_any_point_with_a_duplicate_at_another_process() {
+    let dropped = Req { may_drop: true, ..req(0) };
+    let mut s = Scenario::new(
+        "(8) a write that closed a card, dropped at any point, a duplicate at each process",
+        2,
+        vec![dropped, req(0), req(1)],
+    );
+    s.closes_a_card = true;
+    assert_eq!(explore(&s), 51_081);
 }
 
 #[test]
