@@ -40,6 +40,8 @@
 //! them (recount with `cargo test -p durable-core --test
 //! exactly_once_machine -- --nocapture`, which prints them).
 
+mod standard;
+
 use std::collections::HashMap;
 
 use durable_core::machine::{Machine, MachineConfig};
@@ -54,19 +56,7 @@ use serde_json::{Value, json};
 const ID: &str = "r-1";
 
 fn machine(keeps_asks: bool) -> Machine {
-    Machine::new(MachineConfig {
-        host_name: "desk".into(),
-        runtime: "test".into(),
-        caps: None,
-        epoch: "0123456789abcdef".into(),
-        tail_limit: 100,
-        allow_always: true,
-        keeps_asks,
-        keeps_conversations: false,
-        shows_items_once_kept: false,
-        hold_ms: 30_000,
-        held_answer_bytes: 1 << 20,
-    })
+    Machine::new(MachineConfig { keeps_asks, ..standard::config() })
 }
 
 /// One request with the id, as a scenario declares it.

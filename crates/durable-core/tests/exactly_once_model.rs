@@ -580,9 +580,8 @@ fn model_claim_fails_for_the_first_request() {
 }
 
 /// (7) A send whose caller goes away (its future dropped) at any point,
-/// racing a duplicate, then a retry: its turn runs once. Within one
-/// process only: across processes a write dropped before its receipt is
-/// kept is like one whose process died (`docs/wire.md` §9).
+/// racing a duplicate, then a retry: its turn runs once. (7c) is the same
+/// with the duplicate at another process.
 #[test]
 fn model_a_dropped_send_a_duplicate_and_a_retry() {
     let explored = explore("a dropped send", |trace| {

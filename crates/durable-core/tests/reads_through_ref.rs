@@ -5,6 +5,8 @@
 //! the state's `304` and kept answers, a pane's encoded tail or kept
 //! snapshot — while anything that must be made is `NeedsWrite`.
 
+mod standard;
+
 use durable_core::PaneOptions;
 use durable_core::machine::{Machine, MachineConfig};
 use durable_core::routes::NeedsWrite;
@@ -12,19 +14,7 @@ use durable_core::types::exchange::{Caller, Read, Response};
 use durable_core::types::{Id, Item, Timestamp};
 
 fn machine(tail_limit: usize) -> (Machine, Id) {
-    let mut m = Machine::new(MachineConfig {
-        host_name: "desk".into(),
-        runtime: "test".into(),
-        caps: None,
-        epoch: "0123456789abcdef".into(),
-        tail_limit,
-        allow_always: true,
-        keeps_asks: false,
-        keeps_conversations: false,
-        shows_items_once_kept: false,
-        hold_ms: 30_000,
-        held_answer_bytes: 1 << 20,
-    });
+    let mut m = Machine::new(MachineConfig { tail_limit, ..standard::config() });
     let ws = m.add_workspace("support", "Support").unwrap();
     let tab = m.add_tab(&ws, "main", "Tickets").unwrap();
     let pane = m.add_pane(&tab, "ticket-1", PaneOptions::new("Maria")).unwrap();

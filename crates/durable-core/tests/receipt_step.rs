@@ -4,6 +4,8 @@
 //! the write, the put, the release) and reads what it asks next, and what
 //! the repeats waiting for the first request hear (`Effect::Settle`).
 
+mod standard;
+
 use durable_core::machine::{Machine, MachineConfig};
 use durable_core::once::{ReceiptInput, ReceiptNext};
 use durable_core::respond;
@@ -14,19 +16,7 @@ use durable_core::{Lookup, Receipt, SendState, StoreError};
 use serde_json::{Value, json};
 
 fn machine(keeps_asks: bool) -> Machine {
-    Machine::new(MachineConfig {
-        host_name: "desk".into(),
-        runtime: "test".into(),
-        caps: None,
-        epoch: "0123456789abcdef".into(),
-        tail_limit: 100,
-        allow_always: true,
-        keeps_asks,
-        keeps_conversations: false,
-        shows_items_once_kept: false,
-        hold_ms: 30_000,
-        held_answer_bytes: 1 << 20,
-    })
+    Machine::new(MachineConfig { keeps_asks, ..standard::config() })
 }
 
 fn id(s: &str) -> Id {

@@ -3,7 +3,9 @@
 //! would, asks `look_at_send`, records the send as asked (the store's
 //! part, played here) and asks again, as the runtime's loop does.
 
-use durable_core::machine::{Machine, MachineConfig};
+mod standard;
+
+use durable_core::machine::Machine;
 use durable_core::types::{AskOption, AskSpec, Id, PaneState, Timestamp};
 use durable_core::writes::{QUEUE_MAX, SendLook};
 use durable_core::{PaneOptions, SendState};
@@ -12,19 +14,7 @@ use serde_json::Value;
 const NOW: Timestamp = Timestamp::from_millis(1_000);
 
 fn machine() -> (Machine, Id) {
-    let mut m = Machine::new(MachineConfig {
-        host_name: "desk".into(),
-        runtime: "test".into(),
-        caps: None,
-        epoch: "0123456789abcdef".into(),
-        tail_limit: 100,
-        allow_always: true,
-        keeps_asks: false,
-        keeps_conversations: false,
-        shows_items_once_kept: false,
-        hold_ms: 30_000,
-        held_answer_bytes: 1 << 20,
-    });
+    let mut m = Machine::new(standard::config());
     let ws = m.add_workspace("support", "Support").unwrap();
     let tab = m.add_tab(&ws, "main", "Tickets").unwrap();
     let pane = m.add_pane(&tab, "ticket-1", PaneOptions::new("Maria")).unwrap();

@@ -4,7 +4,9 @@
 //! receipt, each close) and reads what it asks next, what it wrote into
 //! the panes, what it queued and the warn lines it asked for.
 
-use durable_core::machine::{Machine, MachineConfig};
+mod standard;
+
+use durable_core::machine::Machine;
 use durable_core::recovery::{RecoveryInput, RecoveryNext};
 use durable_core::state::Effect;
 use durable_core::types::exchange::{Caller, Read};
@@ -14,19 +16,7 @@ use durable_core::{Lookup, PaneOptions, PendingSend, Receipt, SendState, StoreEr
 const NOW: Timestamp = Timestamp::from_millis(1_000);
 
 fn machine() -> Machine {
-    let mut m = Machine::new(MachineConfig {
-        host_name: "desk".into(),
-        runtime: "test".into(),
-        caps: None,
-        epoch: "0123456789abcdef".into(),
-        tail_limit: 100,
-        allow_always: true,
-        keeps_asks: false,
-        keeps_conversations: false,
-        shows_items_once_kept: false,
-        hold_ms: 30_000,
-        held_answer_bytes: 1 << 20,
-    });
+    let mut m = Machine::new(standard::config());
     let ws = m.add_workspace("support", "Support").unwrap();
     let tab = m.add_tab(&ws, "main", "Tickets").unwrap();
     m.add_pane(&tab, "ticket-1", PaneOptions::new("Maria")).unwrap();
