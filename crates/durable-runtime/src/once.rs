@@ -51,9 +51,7 @@ impl Drop for Step<'_> {
                 }
                 Some(rest) => {
                     let tail = Tail::new(self.core, self.request_id, self.link);
-                    self.core.push_job(async move {
-                        tail.finish(rest).await;
-                    });
+                    self.core.push_job(tail.finish(rest));
                     return;
                 }
             }
@@ -79,15 +77,15 @@ impl Tail {
         Tail { core: core.inner(), request_id: request_id.clone(), link, over: false }
     }
 
-    /// Drives the step to its answer.
-    async fn finish(mut self, mut next: ReceiptNext) -> Response {
+    /// Drives the step to its end (its answer goes to no one).
+    async fn finish(mut self, mut next: ReceiptNext) {
         let store = self.core.shared.options.receipts.clone();
         let id = self.request_id.as_str();
         loop {
             let input = match next {
-                ReceiptNext::Respond(response) => {
+                ReceiptNext::Respond(_) => {
                     self.over = true;
-                    return response;
+                    return;
                 }
                 ReceiptNext::WaitForAsks { target } => {
                     self.core.wait_for_journal(JournalName::Asks, target).await;
