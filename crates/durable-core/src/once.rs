@@ -392,7 +392,7 @@ fn is_send(receipt: &Receipt) -> bool {
 }
 
 /// A stored receipt sent again, with `replayed: true`.
-pub fn replay(receipt: &Receipt) -> Response {
+fn replay(receipt: &Receipt) -> Response {
     replay_with(receipt, None)
 }
 

@@ -84,9 +84,8 @@ impl Machine {
                 RecoveryStage::LookingUp(send),
                 RecoveryInput::Lookup(Ok(Lookup::Found(_) | Lookup::Evicted)),
             ) => {
-                if let Some(next) = self.take_up(&mut recovery, send, now) {
-                    self.state.put_send_recovery(recovery);
-                    return next;
+                if let Some((request_id, then_warn)) = self.take_up(&mut recovery, send, now) {
+                    return self.close(recovery, request_id, then_warn);
                 }
             }
             (RecoveryStage::LookingUp(send), RecoveryInput::Lookup(Ok(Lookup::Unknown))) => {
@@ -117,21 +116,20 @@ impl Machine {
         self.next_send(recovery)
     }
 
-    /// An answered send of the last run: back in its queue, or closed —
-    /// `Some` when the store is to be asked something first.
+    /// An answered send of the last run: back in its queue (`None`), or to
+    /// be closed, with the warn line to give once it is.
     fn take_up(
         &mut self,
         recovery: &mut SendRecovery,
         send: LeftSend,
         now: Timestamp,
-    ) -> Option<RecoveryNext> {
+    ) -> Option<(Id, Option<String>)> {
         let LeftSend { request_id, pane, text, state } = send;
         if self.state.pane(&pane).is_none() {
             let why = format!(
                 "send {request_id} was acknowledged for pane {pane}, which was not opened again: closed"
             );
-            recovery.stage = RecoveryStage::Closing { request_id: request_id.clone(), then_warn: Some(why) };
-            return Some(RecoveryNext::Close(request_id));
+            return Some((request_id, Some(why)));
         }
         if state == SendState::Queued {
             self.state.queue_send(&pane, QueuedSend { request_id, text });
@@ -152,10 +150,10 @@ impl Machine {
         if let Ok((notice, _)) = notice.sanitized() {
             let _ = self.write_item(&pane, notice, now);
         }
-        recovery.stage = RecoveryStage::Closing { request_id: request_id.clone(), then_warn: None };
-        Some(RecoveryNext::Close(request_id))
+        Some((request_id, None))
     }
 
+    /// Asks for `request_id`'s close; `then_warn` is given once recorded.
     fn close(
         &mut self,
         mut recovery: SendRecovery,

@@ -39,6 +39,16 @@ async fn store(name: &str, per_group: usize) -> PgReceiptStore {
     store_on(PgServer::shared(), &fresh_schema(name), per_group).await
 }
 
+/// `store`'s claim of `request_id`, on a task of its own (it may wait for
+/// another process's).
+fn claim_in_background(
+    store: &PgReceiptStore,
+    request_id: &'static str,
+) -> tokio::task::JoinHandle<Result<Lookup, durable_sdk::stores::StoreError>> {
+    let store = store.clone();
+    tokio::spawn(async move { store.claim(request_id).await })
+}
+
 /// A plain connection, to look at the tables.
 async fn psql(server: &PgServer) -> tokio_postgres::Client {
     let (client, conn) = tokio_postgres::connect(&server.url(), tokio_postgres::NoTls).await.unwrap();
@@ -196,10 +206,7 @@ async fn a_claim_makes_another_process_wait_then_replay_and_a_release_lets_it_ru
     let b = store_on(PgServer::shared(), &schema, 10).await;
     // A claims r-1 and runs it; B's claim waits until A's receipt is committed.
     assert_eq!(a.claim("r-1").await.unwrap(), Lookup::Unknown);
-    let waiting = tokio::spawn({
-        let b = b.clone();
-        async move { b.claim("r-1").await }
-    });
+    let waiting = claim_in_background(&b, "r-1");
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!waiting.is_finished(), "B waits for A's claim");
     a.put("r-1", receipt(1), "pane:p").await.unwrap();
@@ -207,10 +214,7 @@ async fn a_claim_makes_another_process_wait_then_replay_and_a_release_lets_it_ru
     assert_eq!(waiting.await.unwrap().unwrap(), Lookup::Found(receipt(1)), "then replays A's answer");
     // A refused write releases its claim: B runs it.
     assert_eq!(a.claim("r-2").await.unwrap(), Lookup::Unknown);
-    let waiting = tokio::spawn({
-        let b = b.clone();
-        async move { b.claim("r-2").await }
-    });
+    let waiting = claim_in_background(&b, "r-2");
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(!waiting.is_finished());
     a.release("r-2");
@@ -230,10 +234,7 @@ async fn a_put_dropped_midway_still_commits_and_a_waiting_process_replays_it() {
     let a = store_on(PgServer::shared(), &schema, 10).await;
     let b = store_on(PgServer::shared(), &schema, 10).await;
     assert_eq!(a.claim("r-1").await.unwrap(), Lookup::Unknown);
-    let waiting = tokio::spawn({
-        let b = b.clone();
-        async move { b.claim("r-1").await }
-    });
+    let waiting = claim_in_background(&b, "r-1");
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(!waiting.is_finished(), "B waits for A's claim");
     // Polled once (it starts), then dropped, as a request's future is.
