@@ -45,11 +45,15 @@ mod cadence;
 #[doc(hidden)]
 pub mod data;
 #[doc(hidden)]
+pub mod delivery;
+#[doc(hidden)]
 pub mod layout;
 #[doc(hidden)]
 pub mod machine;
 #[doc(hidden)]
 pub mod once;
+#[doc(hidden)]
+pub mod phone_writes;
 #[doc(hidden)]
 pub mod poll;
 #[doc(hidden)]

@@ -310,10 +310,6 @@ impl Collie {
         self.lock().machine().is_stopping()
     }
 
-    pub(crate) fn turn_began(&self) {
-        self.lock().turn_began();
-    }
-
     pub(crate) fn turn_ended(&self) {
         self.lock().turn_ended();
     }
@@ -500,16 +496,6 @@ impl Collie {
         let mut st = self.lock();
         st.links().forget_turn(token);
         st.uninstall_turn(pane, token)
-    }
-
-    /// Arms a pane's stop signal before its turn starts: a stop that
-    /// arrives meanwhile fires it.
-    pub(crate) fn arm_turn_stop(&self, pane: &durable_types::Id, controller: AbortController) {
-        let mut st = self.lock();
-        let stop = st.links().add_stop(controller);
-        if !st.arm_turn_stop(pane, stop) {
-            st.links().forget_stop(stop);
-        }
     }
 
     /// The state, shared with other readers.

@@ -3,9 +3,10 @@
 //! the machine's gate let it through.
 
 use durable_types::exchange::{Request, Response};
-use durable_types::{Cap, ErrorCode};
+use durable_types::{Cap, CloseBody, ErrorCode, PlainBody, RenameBody, ReopenBody, StarterBody, SteerBody};
 
 use crate::core::Collie;
+use durable_core::phone_writes::PhoneWrite;
 use durable_core::request::{body, path_id};
 use durable_core::respond;
 use durable_core::routes::{Route, answered, gate, read_now};
@@ -56,23 +57,40 @@ async fn dispatch(core: &Collie, route: Route<'_>, req: &Request) -> Result<Resp
         }
         Route::Steer(p) => {
             let pane = path_id(p, "pane")?;
-            crate::writes::steer(core, pane, body(req)?, arrival()).await
+            let SteerBody { request_id, text, .. } = body(req)?;
+            let write = PhoneWrite::Steer { pane, text };
+            crate::writes::phone_write(core, request_id, write, arrival()).await
         }
         Route::Stop(p) => {
             let pane = path_id(p, "pane")?;
-            crate::writes::stop(core, pane, body(req)?).await
+            let PlainBody { request_id, .. } = body(req)?;
+            let write = PhoneWrite::Stop { pane };
+            crate::writes::phone_write(core, request_id, write, arrival()).await
         }
         Route::Action(p, a) => {
-            let pane = path_id(p, "pane")?;
-            let action = path_id(a, "action")?;
-            crate::writes::action(core, pane, action, body(req)?, arrival()).await
+            let (pane, action) = (path_id(p, "pane")?, path_id(a, "action")?);
+            let PlainBody { request_id, .. } = body(req)?;
+            let write = PhoneWrite::Action { pane, action };
+            crate::writes::phone_write(core, request_id, write, arrival()).await
         }
-        Route::Rename => crate::writes::rename(core, body(req)?, arrival()).await,
-        Route::Close => crate::writes::close(core, body(req)?, arrival()).await,
-        Route::Reopen => crate::writes::reopen(core, body(req)?).await,
+        Route::Rename => {
+            let RenameBody { request_id, target, id, title, .. } = body(req)?;
+            crate::writes::phone_write(core, request_id, PhoneWrite::Rename { target, id, title }, arrival())
+                .await
+        }
+        Route::Close => {
+            let CloseBody { request_id, target, id, .. } = body(req)?;
+            crate::writes::phone_write(core, request_id, PhoneWrite::Close { target, id }, arrival()).await
+        }
+        Route::Reopen => {
+            let ReopenBody { request_id, id, .. } = body(req)?;
+            crate::writes::phone_write(core, request_id, PhoneWrite::Reopen { id }, arrival()).await
+        }
         Route::Starter(s) => {
             let starter = path_id(s, "starter")?;
-            crate::writes::starter(core, starter, body(req)?).await
+            let StarterBody { request_id, text, .. } = body(req)?;
+            let write = PhoneWrite::Starter { starter, text };
+            crate::writes::phone_write(core, request_id, write, arrival()).await
         }
     })
 }

@@ -6,30 +6,28 @@
 use std::sync::Arc;
 
 use durable_types::exchange::Response;
-use durable_types::{
-    BUSY_MS, CloseBody, ErrorBody, ErrorCode, Id, Item, ItemBody, NoticeTone, PlainBody, RenameBody,
-    ReopenBody, ScopeId, SendBody, StarterBody, SteerBody, Target, Timestamp, WriteResponse,
-};
+use durable_types::{BUSY_MS, ErrorBody, ErrorCode, Id, SendBody, Timestamp, WriteResponse};
 use serde_json::Value;
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
 use crate::core::Collie;
 use crate::handlers::{
-    ActionRequest, BoxFuture, CloseRequest, HandlerResult, PaneTakers, Refusal, RenameRequest, Reopen,
-    ReopenRequest, SendRequest, StarterRequest, SteerRequest, StopRequest,
+    ActionRequest, CloseRequest, DynChat, HandlerResult, PaneTakers, RenameRequest, Reopen, ReopenRequest,
+    SendRequest, StarterRequest, SteerRequest, StopRequest,
 };
 use crate::handles::layout::Pane;
 use crate::once::Ran;
 use crate::select::{Either, select};
 use crate::signal::AbortController;
-use crate::turn::TurnStart;
+use crate::turn::{Turn, TurnStart};
 use durable_core::data::receipt::{PendingSend, SendState};
+use durable_core::delivery::{ChatSlot, Delivered, DeliveryInput, DeliveryNext, Verdict};
+use durable_core::phone_writes::{Decider, Deciders, Heard, PhoneWrite, WriteAnswer, WriteNext};
 use durable_core::recovery::{RecoveryInput, RecoveryNext};
 use durable_core::respond;
-use durable_core::state::{Link, TabKey};
+use durable_core::state::{Link, QueuedSend};
 use durable_core::timers::Timer;
-use durable_core::user_item_id;
 use durable_core::writes::SendLook;
 
 /// A pane's write, held or waited for (the machine's `Writers`): when it
@@ -62,35 +60,6 @@ impl Drop for RecoveryOver<'_> {
     }
 }
 
-/// What the handlers said of a write.
-pub(crate) enum Taken<T> {
-    /// A handler took it.
-    Yes(T),
-    /// A handler refused it, with a reason (`409 refused`).
-    Refused(String),
-    /// No handler took it (`409 not-supported`).
-    NotSupported,
-}
-
-/// Asks a pane's own handler, then the agent-wide one, until one answers
-/// anything but [`Refusal::not_supported`]; returns the verdict and who gave it.
-async fn first<H: ?Sized, T>(
-    handlers: [&Option<Arc<H>>; 2],
-    call: impl Fn(Arc<H>) -> BoxFuture<'static, HandlerResult<T>>,
-) -> (Taken<T>, Option<Arc<H>>) {
-    for h in handlers.into_iter().flatten() {
-        match call(h.clone()).await {
-            Ok(v) => return (Taken::Yes(v), Some(h.clone())),
-            Err(r) => {
-                if let Some(reason) = r.reason() {
-                    return (Taken::Refused(reason.to_owned()), Some(h.clone()));
-                }
-            }
-        }
-    }
-    (Taken::NotSupported, None)
-}
-
 /// Who may take a pane's write: its own handlers, then the agent-wide ones.
 pub(crate) type Takers = (PaneTakers, PaneTakers);
 
@@ -102,14 +71,6 @@ fn refused(reason: String) -> Ran {
     Ran::unstored(respond::failure(
         ErrorBody::new(ErrorCode::Refused, format!("refused: {reason}")).with("reason", reason),
     ))
-}
-
-/// A hook's `Err`: `409 refused` with its reason, or `409 not-supported`.
-fn refusal(r: Refusal, what: &str) -> Ran {
-    match r.reason() {
-        Some(reason) => refused(reason.to_owned()),
-        None => not_supported(what),
-    }
 }
 
 fn not_supported(what: &str) -> Ran {
@@ -213,85 +174,107 @@ impl Collie {
         Pane::from_parts(self.inner(), pane.clone())
     }
 
-    /// Offers a send to the chat handlers; once one takes it, starts its
-    /// turn (the pane works, turn id = request id), writes the `user` item
-    /// naming the request id, and queues the turn as a job.
-    ///
-    /// `Err(Stopping)` when a graceful stop began: nothing was done. The
-    /// turn is counted from here, before the stop is looked at, so either
-    /// the stop sees this turn (and waits for it) or this sees the stop.
-    ///
-    /// `recorded` is the state the send was recorded in: one recorded
-    /// `Running` already (a send delivered as it arrives) is not marked
-    /// again, which saves the store a commit on the way to the turn.
+    /// Delivers a send, as the machine's delivery (`durable_core::delivery`)
+    /// asks: its handlers' verdicts, the store's marks, the turn begun. A
+    /// turn begun runs as a job on the driver; it ends (the pane goes idle)
+    /// when the handler returns and drops it. `link` names the delivery;
+    /// `controller` is the turn's stop signal, armed by the machine as it
+    /// began (`next`).
     async fn deliver(
         &self,
         pane: &Id,
-        takers: &Takers,
-        request_id: &Id,
-        text: &str,
-        recorded: SendState,
-    ) -> Result<Taken<()>, Stopping> {
-        let running = TurnRunning::begin(self.inner());
-        if self.is_stopping() {
-            return Err(Stopping);
-        }
-        // The turn's signal is armed before the handler decides: a stop that
-        // arrives while it is still deciding (or stuck) fires it.
-        let controller = AbortController::new();
-        self.arm_turn_stop(pane, controller.clone());
-        let req = SendRequest {
-            pane: self.pane_handle(pane),
-            request_id: request_id.clone(),
-            text: text.to_owned(),
-            signal: controller.signal(),
-        };
-        let (verdict, handler) = first([&takers.0.chat, &takers.1.chat], |h| {
-            let req = req.clone();
-            Box::pin(async move { h.check_send_dyn(req).await })
-        })
-        .await;
-        let (Taken::Yes(()), Some(handler)) = (&verdict, handler) else { return Ok(verdict) };
-        let start = TurnStart {
-            turn_id: request_id.to_string(),
-            text: text.to_owned(),
-            request_id: Some(request_id.clone()),
-            controller,
-        };
-        let receipts = self.shared.options.receipts.clone();
-        let marked = match recorded {
-            SendState::Running => Ok(()),
-            _ => receipts.set_send_state_dyn(request_id.as_str(), SendState::Running).await,
-        };
-        if let Err(e) = marked {
-            // Without the mark a restart would take the turn for one not
-            // begun and run it again: better not to begin it.
-            return Ok(Taken::Refused(format!("the send's turn could not be recorded ({e})")));
-        }
-        let turn = match self.pane_handle(pane).begin_turn(start) {
-            Ok(turn) => turn,
-            Err(e) => return Ok(Taken::Refused(e.to_string())),
-        };
-        {
-            let now = self.now();
-            let mut st = self.lock();
-            let item = Item::new(
-                user_item_id(request_id),
-                ItemBody::User { text: text.to_owned(), request_id: Some(request_id.clone()) },
-            );
-            if let Ok((item, _)) = item.sanitized() {
-                st.pane_event(pane, now, durable_types::EventBody::Item { item: item.into() });
+        link: Link,
+        send: &QueuedSend,
+        controller: AbortController,
+        mut next: DeliveryNext,
+    ) -> Delivered {
+        /// Gives the delivery up if its caller goes away before it ends.
+        struct Underway<'a>(&'a Collie, Option<Link>);
+        impl Drop for Underway<'_> {
+            fn drop(&mut self) {
+                if let Some(link) = self.1 {
+                    self.0.lock().machine_mut().drop_delivery(link);
+                }
             }
         }
-        // The turn runs on the driver; it ends (the pane goes idle) when the
-        // handler returns and drops it.
-        // It runs inside the turn's span: the handler's own `tracing` events
-        // carry the pane and the turn.
-        let (core, id) = (self.inner(), request_id.clone());
+        let mut underway = Underway(self, Some(link));
+        let receipts = self.shared.options.receipts.clone();
+        let request_id = &send.request_id;
+        let mut took: Option<Arc<dyn DynChat>> = None;
+        let mut turn = None;
+        loop {
+            let input = match next {
+                DeliveryNext::Check(slot) => {
+                    let chat = self.handlers_of(pane).and_then(|(own, wide)| match slot {
+                        ChatSlot::Pane => own.chat,
+                        _ => wide.chat,
+                    });
+                    let verdict = match chat {
+                        None => Verdict::NotSupported,
+                        Some(chat) => {
+                            let req = SendRequest {
+                                pane: self.pane_handle(pane),
+                                request_id: request_id.clone(),
+                                text: send.text.clone(),
+                                signal: controller.signal(),
+                            };
+                            match chat.check_send_dyn(req).await {
+                                Ok(()) => {
+                                    took = Some(chat);
+                                    Verdict::Takes
+                                }
+                                Err(r) => r
+                                    .reason()
+                                    .map_or(Verdict::NotSupported, |why| Verdict::Refuses(why.to_owned())),
+                            }
+                        }
+                    };
+                    DeliveryInput::Checked(verdict)
+                }
+                DeliveryNext::MarkRunning => DeliveryInput::Marked(
+                    receipts.set_send_state_dyn(request_id.as_str(), SendState::Running).await,
+                ),
+                DeliveryNext::MarkClosed => DeliveryInput::Closed(
+                    receipts.set_send_state_dyn(request_id.as_str(), SendState::Closed).await,
+                ),
+                DeliveryNext::StartTurn => {
+                    let start = TurnStart {
+                        turn_id: request_id.to_string(),
+                        text: send.text.clone(),
+                        request_id: Some(request_id.clone()),
+                        controller: controller.clone(),
+                    };
+                    DeliveryInput::Started(match self.pane_handle(pane).begin_turn(start) {
+                        Ok(begun) => {
+                            turn = Some(begun);
+                            Ok(())
+                        }
+                        Err(e) => Err(e.to_string()),
+                    })
+                }
+                DeliveryNext::Over(delivered) => {
+                    underway.1 = None;
+                    if let (Delivered::Started, Some(turn), Some(handler)) = (&delivered, turn, took) {
+                        self.run_turn(turn, handler, request_id.clone());
+                    }
+                    return delivered;
+                }
+            };
+            let now = self.now();
+            next = self.lock().machine_mut().delivery_step(link, input, now);
+        }
+    }
+
+    /// Runs a send's turn as a job on the driver, counted as running (the
+    /// machine began counting it) until it ends or its job is dropped
+    /// unpolled. It runs inside the turn's span: the handler's own
+    /// `tracing` events carry the pane and the turn.
+    fn run_turn(&self, turn: Turn, handler: Arc<dyn DynChat>, id: Id) {
+        let running = TurnRunning(self.inner());
+        let (core, receipts) = (self.inner(), self.shared.options.receipts.clone());
         let span = turn.span().clone();
         self.push_job(
             async move {
-                // Counted until the turn ends, or its job is dropped unpolled.
                 let _running = running;
                 handler.turn_dyn(turn).await;
                 // `done` only once the store has what the turn showed: a
@@ -308,7 +291,6 @@ impl Collie {
             }
             .instrument(span),
         );
-        Ok(Taken::Yes(()))
     }
 
     /// The sends a restart left (§9.1), decided by the machine
@@ -338,7 +320,11 @@ impl Collie {
         }
     }
 
-    /// A pane went idle: deliver its oldest queued send, as a job.
+    /// A pane went idle: deliver its queued sends, as a job, in order
+    /// while the pane stays idle: a handler that starts a turn stops the
+    /// loop (the rest waits for that turn); one that accepts and stays
+    /// idle lets the next one through. The machine takes each from the
+    /// queue (`begin_queued_delivery`), and closes one not delivered.
     pub(crate) fn deliver_queued(&self, pane: &Id) {
         let has_queued = self.lock().pane(pane).is_some_and(|p| p.has_queued());
         if !has_queued {
@@ -348,60 +334,41 @@ impl Collie {
         let pane = pane.clone();
         self.push_job(async move {
             let Ok(_write) = core.write_pane(&pane, None).await else { return };
-            // Deliver in order while the pane stays idle: a handler that
-            // starts a turn stops the loop (the rest waits for that turn);
-            // one that accepts and stays idle lets the next one through.
             loop {
-                // A graceful stop starts no turn: what is queued stays
-                // queued (a store that keeps sends delivers it at the next start).
-                if core.is_stopping() {
+                let controller = AbortController::new();
+                let begun = {
+                    let mut st = core.lock();
+                    let (link, stop) = (st.links().new_link(), st.links().add_stop(controller.clone()));
+                    st.machine_mut()
+                        .begin_queued_delivery(link, &pane, stop)
+                        .map(|(send, next)| (link, send, next))
+                };
+                let Some((link, send, next)) = begun else { return };
+                if core.deliver(&pane, link, &send, controller, next).await == Delivered::Stopping {
                     return;
-                }
-                // Not over an open ask: it goes once the ask closes.
-                let next = core.lock().next_queued_send(&pane);
-                let Some(send) = next else { return };
-                let Some(takers) = core.handlers_of(&pane) else { return };
-                let why =
-                    match core.deliver(&pane, &takers, &send.request_id, &send.text, SendState::Queued).await
-                    {
-                        Ok(Taken::Refused(reason)) => Some(reason),
-                        Ok(Taken::NotSupported) => Some("no handler takes send here".to_owned()),
-                        Ok(Taken::Yes(())) => None,
-                        Err(Stopping) => {
-                            // Back where it was, for the next start.
-                            core.lock().requeue_send(&pane, send);
-                            return;
-                        }
-                    };
-                if let Some(reason) = why {
-                    let receipts = &core.shared.options.receipts;
-                    if let Err(e) =
-                        receipts.set_send_state_dyn(send.request_id.as_str(), SendState::Closed).await
-                    {
-                        core.warn(&format!(
-                            "send {}: its close could not be recorded ({e})",
-                            send.request_id
-                        ));
-                    }
-                    let notice = Item::new(
-                        user_item_id(&send.request_id),
-                        ItemBody::Notice {
-                            text: format!("A queued message was not delivered: {reason}"),
-                            partial: false,
-                            tone: Some(NoticeTone::Warn),
-                        },
-                    );
-                    let _ = core.pane_handle(&pane).write(notice);
                 }
             }
         });
+    }
+
+    /// Delivers a send recorded `Running` as it arrived (its writer holds the pane).
+    async fn deliver_now(&self, pane: &Id, request_id: &Id, text: &str) -> Delivered {
+        let controller = AbortController::new();
+        let send = QueuedSend { request_id: request_id.clone(), text: text.to_owned() };
+        let (link, next) = {
+            let mut st = self.lock();
+            let (link, stop) = (st.links().new_link(), st.links().add_stop(controller.clone()));
+            (link, st.machine_mut().begin_delivery(link, pane, send.clone(), SendState::Running, stop))
+        };
+        self.deliver(pane, link, &send, controller, next).await
     }
 }
 
 pub(crate) async fn send(core: &Collie, pane: Id, body: SendBody, arrival: Timestamp) -> Response {
     let SendBody { request_id, text, turn_id, .. } = body;
     let run = || async {
-        let (_guard, takers) = match core.locked_takers(&pane, arrival, "send").await {
+        // Its handlers are asked as it is delivered: here only whether it has any.
+        let (_guard, _) = match core.locked_takers(&pane, arrival, "send").await {
             Ok(found) => found,
             Err(ran) => return ran,
         };
@@ -446,301 +413,159 @@ pub(crate) async fn send(core: &Collie, pane: Id, body: SendBody, arrival: Times
             }
             return ok(WriteResponse::new("queued", request_id.clone()).with("turnId", turn), group);
         }
-        match core.deliver(&pane, &takers, &request_id, &text, SendState::Running).await {
-            Ok(Taken::Yes(())) => {
+        match core.deliver_now(&pane, &request_id, &text).await {
+            Delivered::Started => {
                 ok(WriteResponse::new("sent", request_id.clone()).with("turnId", turn), group)
             }
-            Ok(Taken::Refused(reason)) => refused(reason),
-            Ok(Taken::NotSupported) => not_supported("send"),
-            Err(Stopping) => stopping(),
+            Delivered::Refused(reason) => refused(reason),
+            Delivered::Stopping => stopping(),
+            Delivered::Failed(why) => Ran::unstored(respond::error(ErrorCode::Internal, why)),
+            _ => not_supported("send"),
         }
     };
     core.once(&request_id, |_| None, run).await
 }
 
-pub(crate) async fn steer(core: &Collie, pane: Id, body: SteerBody, arrival: Timestamp) -> Response {
-    let SteerBody { request_id, text, .. } = body;
-    let run = || async {
-        let (_guard, (own, wide)) = match core.locked_takers(&pane, arrival, "steer").await {
-            Ok(found) => found,
-            Err(ran) => return ran,
-        };
-        if own.chat.is_none() && wide.chat.is_none() {
-            return not_supported("steer");
-        }
-        let working = core.lock().pane(&pane).is_some_and(|p| p.state() == durable_types::PaneState::Working);
-        if !working {
-            return refused("not-working".into());
-        }
-        let sreq = SteerRequest {
-            pane: core.pane_handle(&pane),
-            request_id: request_id.clone(),
-            text: text.clone(),
-        };
-        let (verdict, _) = first([&own.chat, &wide.chat], |h| {
-            let req = sreq.clone();
-            Box::pin(async move { h.steer_dyn(req).await })
-        })
-        .await;
-        match verdict {
-            Taken::Yes(()) => {
-                // The running turn hears it.
-                core.lock().steer_turn(&pane, text);
-                ok(WriteResponse::new("steered", request_id.clone()), format!("pane:{pane}"))
-            }
-            Taken::Refused(reason) => refused(reason),
-            Taken::NotSupported => not_supported("steer"),
-        }
-    };
-    core.once(&request_id, |_| None, run).await
-}
-
-/// Stop never waits behind the pane's lock: a stuck send cannot keep it
-/// from acting.
-pub(crate) async fn stop(core: &Collie, pane: Id, body: PlainBody) -> Response {
-    let request_id = body.request_id;
-    let run = || async {
-        let (own, wide) = match core.takers(&pane, "stop") {
-            Ok(found) => found,
-            Err(ran) => return ran,
-        };
-        let sreq = StopRequest { pane: core.pane_handle(&pane), request_id: request_id.clone() };
-        let (verdict, _) = first([&own.chat, &wide.chat], |h| {
-            let req = sreq.clone();
-            Box::pin(async move { h.stop_dyn(req).await })
-        })
-        .await;
-        if let Taken::Refused(reason) = verdict {
-            return refused(reason);
-        }
-        let now = core.now();
-        let mut st = core.lock();
-        st.stop_turn(&pane);
-        st.machine_mut().abort_asks_of(&pane, now);
-        drop(st);
-        ok(WriteResponse::new("stopped", request_id.clone()), format!("pane:{pane}"))
-    };
-    core.once(&request_id, |_| None, run).await
-}
-
-pub(crate) async fn action(
+/// One of the phone's writes other than a send, decided by the machine
+/// (`durable_core::phone_writes`): this holds the pane's write it names
+/// (waited for at most until `arrival + 5 s`), asks the handlers and hooks
+/// it names, and hands back what they said, until it answers.
+pub(crate) async fn phone_write(
     core: &Collie,
-    pane: Id,
-    action: Id,
-    body: PlainBody,
+    request_id: Id,
+    write: PhoneWrite,
     arrival: Timestamp,
 ) -> Response {
-    let request_id = body.request_id;
     let run = || async {
-        let (_guard, (own, wide)) = match core.locked_takers(&pane, arrival, "actions").await {
-            Ok(found) => found,
-            Err(ran) => return ran,
+        let pane = core.lock().machine().write_needs_pane(&write);
+        let _held = match &pane {
+            Some(pane) => match core.write_pane(pane, Some(arrival)).await {
+                Ok(held) => Some(held),
+                Err(ran) => return ran,
+            },
+            None => None,
         };
-        let known = core.lock().pane(&pane).is_some_and(|p| p.has_action(&action));
-        if !known {
-            return Ran::unstored(respond::not_found(format!("pane {pane} has no action {action}")));
-        }
-        let areq = ActionRequest {
-            pane: core.pane_handle(&pane),
-            request_id: request_id.clone(),
-            action: action.clone(),
-        };
-        let (verdict, _) = first([&own.actions, &wide.actions], |h| {
-            let req = areq.clone();
-            Box::pin(async move { h.action_dyn(req).await })
-        })
-        .await;
-        match verdict {
-            Taken::Yes(()) => ok(WriteResponse::new("done", request_id.clone()), format!("pane:{pane}")),
-            Taken::Refused(reason) => refused(reason),
-            Taken::NotSupported => not_supported("this action"),
+        let mut heard = None;
+        loop {
+            let (deciders, takers) = core.deciders(&write);
+            let now = core.now();
+            let next =
+                core.lock().machine_mut().phone_write(&request_id, &write, deciders, heard.take(), now);
+            match next {
+                WriteNext::Answer(WriteAnswer { response, group: Some(group) }) => {
+                    return Ran::stored(response, group);
+                }
+                WriteNext::Answer(WriteAnswer { response, .. }) => return Ran::unstored(response),
+                WriteNext::Ask(decider) => {
+                    heard = Some((decider, core.ask(decider, takers, &request_id, &write).await));
+                }
+            }
         }
     };
     core.once(&request_id, |_| None, run).await
 }
 
-/// A rename or close target, resolved against the layout.
-enum Resolved {
-    Workspace(ScopeId),
-    Tab(TabKey),
-    Pane(Id),
-}
-
-fn resolve(core: &Collie, target: Target, id: &str) -> Option<Resolved> {
-    let st = core.lock();
-    match target {
-        Target::Workspace => {
-            let ws = ScopeId::new(id).ok()?;
-            st.has_workspace(&ws).then_some(Resolved::Workspace(ws))
-        }
-        Target::Tab => {
-            let (w, t) = id.split_once(':')?;
-            let key = TabKey { ws: ScopeId::new(w).ok()?, tab: ScopeId::new(t).ok()? };
-            st.has_tab(&key).then_some(Resolved::Tab(key))
-        }
-        Target::Pane => {
-            let pane = Id::new(id).ok()?;
-            st.is_open(&pane).then_some(Resolved::Pane(pane))
-        }
-        #[allow(unreachable_patterns)]
-        _ => None,
+/// What a handler's or hook's `Result` says to the machine.
+fn heard<T>(result: HandlerResult<T>, taken: impl FnOnce(T) -> Heard) -> Heard {
+    match result {
+        Ok(v) => taken(v),
+        Err(r) => r.reason().map_or(Heard::NotSupported, |why| Heard::Refuses(why.to_owned())),
     }
 }
 
-/// Finds a rename or close target (`404` when there is none) and, for a
-/// pane, waits for its write lock (`409 busy` after 5 s).
-async fn resolve_and_lock<'a>(
-    core: &'a Collie,
-    target: Target,
-    id: &str,
-    arrival: Timestamp,
-    verb: &str,
-) -> Result<(Resolved, Option<PaneWrite<'a>>), Ran> {
-    let Some(resolved) = resolve(core, target, id) else {
-        return Err(Ran::unstored(respond::not_found(format!("nothing to {verb} at {id}"))));
-    };
-    let guard = match &resolved {
-        Resolved::Pane(p) => Some(core.write_pane(p, Some(arrival)).await?),
-        _ => None,
-    };
-    Ok((resolved, guard))
-}
-
-pub(crate) async fn rename(core: &Collie, body: RenameBody, arrival: Timestamp) -> Response {
-    let RenameBody { request_id, target, id, title, .. } = body;
-    let run = || async {
-        let (resolved, _guard) = match resolve_and_lock(core, target, &id, arrival, "rename").await {
-            Ok(found) => found,
-            Err(ran) => return ran,
-        };
-        if let Some(h) = core.hooks() {
-            let rreq = RenameRequest {
-                request_id: request_id.clone(),
-                target,
-                id: id.clone(),
-                title: title.clone(),
-                kept: false,
-            };
-            if let Err(r) = h.rename_dyn(rreq).await {
-                return refusal(r, "rename");
+impl Collie {
+    /// The handlers and hooks the program set for `write`, and the pane's
+    /// takers to ask (the pane's own, then the agent-wide ones).
+    fn deciders(&self, write: &PhoneWrite) -> (Deciders, Option<Takers>) {
+        let pane = match write {
+            PhoneWrite::Steer { pane, .. } | PhoneWrite::Stop { pane } | PhoneWrite::Action { pane, .. } => {
+                Some(pane)
             }
-        }
-        let now = core.now();
-        let applied = match resolved {
-            Resolved::Workspace(ws) => core.workspace_handle(&ws).rename(&title),
-            Resolved::Tab(key) => core.tab_handle(&key).rename(&title),
-            Resolved::Pane(p) => core.lock().machine_mut().rename_pane_from_phone(&p, &title, now).map(drop),
+            _ => None,
         };
-        match applied {
-            // A target the hook closed meanwhile is renamed as far as the
-            // phone is concerned (as before the rename returned a result).
-            Err(e) if !e.is_closed() => {
-                // `RenameBody::parse` refused a title breaking the title rule
-                // already; should one get here, it is the same `400`.
-                Ran::unstored(respond::error(ErrorCode::BadRequest, format!("title: {e}")))
-            }
-            _ => ok(WriteResponse::new("renamed", request_id.clone()), "renames".into()),
-        }
-    };
-    core.once(&request_id, |_| None, run).await
-}
+        let takers = pane.and_then(|pane| self.handlers_of(pane));
+        let (own, wide) = takers.as_ref().map_or((None, None), |(own, wide)| (Some(own), Some(wide)));
+        let deciders = Deciders {
+            pane_chat: own.is_some_and(|t| t.chat.is_some()),
+            wide_chat: wide.is_some_and(|t| t.chat.is_some()),
+            pane_actions: own.is_some_and(|t| t.actions.is_some()),
+            wide_actions: wide.is_some_and(|t| t.actions.is_some()),
+            hooks: self.lock().links_ref().hooks.is_some(),
+        };
+        (deciders, takers)
+    }
 
-pub(crate) async fn close(core: &Collie, body: CloseBody, arrival: Timestamp) -> Response {
-    let CloseBody { request_id, target, id, .. } = body;
-    let run = || async {
-        let (resolved, _guard) = match resolve_and_lock(core, target, &id, arrival, "close").await {
-            Ok(found) => found,
-            Err(ran) => return ran,
+    /// Asks `decider` about `write`; one that is gone by now does not
+    /// take it.
+    async fn ask(
+        &self,
+        decider: Decider,
+        takers: Option<Takers>,
+        request_id: &Id,
+        write: &PhoneWrite,
+    ) -> Heard {
+        let slot = |slot: ChatSlot| {
+            let (own, wide) = takers.clone()?;
+            Some(if slot == ChatSlot::Pane { own } else { wide })
         };
-        if let Some(h) = core.hooks() {
-            let creq = CloseRequest { request_id: request_id.clone(), target, id: id.clone() };
-            if let Err(r) = h.close_dyn(creq).await {
-                return refusal(r, "close");
+        let request_id = request_id.clone();
+        match (decider, write) {
+            (Decider::Chat(s), PhoneWrite::Steer { pane, text }) => {
+                let Some(chat) = slot(s).and_then(|t| t.chat) else { return Heard::NotSupported };
+                let req = SteerRequest { pane: self.pane_handle(pane), request_id, text: text.clone() };
+                heard(chat.steer_dyn(req).await, |()| Heard::Takes)
             }
-        }
-        let now = core.now();
-        let mut st = core.lock();
-        let m = st.machine_mut();
-        match resolved {
-            Resolved::Workspace(ws) => m.close_workspace(&ws, now),
-            Resolved::Tab(key) => m.close_tab(&key, now),
-            Resolved::Pane(p) => m.close_pane(&p, now),
-        };
-        drop(st);
-        ok(WriteResponse::new("closed", request_id.clone()), "closes".into())
-    };
-    core.once(&request_id, |_| None, run).await
-}
-
-pub(crate) async fn reopen(core: &Collie, body: ReopenBody) -> Response {
-    let ReopenBody { request_id, id, .. } = body;
-    let run = || async {
-        if let Some(h) = core.hooks() {
-            match h.reopen_dyn(ReopenRequest { request_id: request_id.clone(), id: id.clone() }).await {
-                Err(r) => return refusal(r, "reopen"),
-                Ok(Reopen::Reopened) => {
-                    return ok(WriteResponse::new("reopened", request_id.clone()), "reopens".into());
+            (Decider::Chat(s), PhoneWrite::Stop { pane }) => {
+                let Some(chat) = slot(s).and_then(|t| t.chat) else { return Heard::NotSupported };
+                let req = StopRequest { pane: self.pane_handle(pane), request_id };
+                heard(chat.stop_dyn(req).await, |()| Heard::Takes)
+            }
+            (Decider::Actions(s), PhoneWrite::Action { pane, action }) => {
+                let Some(actions) = slot(s).and_then(|t| t.actions) else { return Heard::NotSupported };
+                let req = ActionRequest { pane: self.pane_handle(pane), request_id, action: action.clone() };
+                heard(actions.action_dyn(req).await, |()| Heard::Takes)
+            }
+            (Decider::Hook, write) => {
+                let Some(hooks) = self.hooks() else { return Heard::NotSupported };
+                match write.clone() {
+                    PhoneWrite::Rename { target, id, title } => {
+                        let req = RenameRequest { request_id, target, id, title, kept: false };
+                        heard(hooks.rename_dyn(req).await, |()| Heard::Takes)
+                    }
+                    PhoneWrite::Close { target, id } => {
+                        heard(hooks.close_dyn(CloseRequest { request_id, target, id }).await, |()| {
+                            Heard::Takes
+                        })
+                    }
+                    PhoneWrite::Reopen { id } => {
+                        heard(hooks.reopen_dyn(ReopenRequest { request_id, id }).await, |r| match r {
+                            Reopen::Reopened => Heard::Reopened,
+                            _ => Heard::Takes,
+                        })
+                    }
+                    PhoneWrite::Starter { starter, text } => {
+                        let req = StarterRequest { request_id, starter, text };
+                        heard(hooks.starter_dyn(req).await, |started| {
+                            Heard::Started(started.pane_id().cloned())
+                        })
+                    }
+                    _ => Heard::NotSupported,
                 }
-                Ok(_) => {}
             }
+            // The machine asks no such pair; were it to, nobody takes it.
+            _ => Heard::NotSupported,
         }
-        let now = core.now();
-        let restored = core.lock().machine_mut().restore_pane(&id, now);
-        if restored {
-            // Sends acknowledged as `queued` before the close go out now.
-            core.deliver_queued(&id);
-            ok(WriteResponse::new("reopened", request_id.clone()), "reopens".into())
-        } else {
-            Ran::unstored(respond::not_found(format!(
-                "pane {id} was not closed by this process; a conversation closed before a restart needs an on_reopen hook"
-            )))
-        }
-    };
-    core.once(&request_id, |_| None, run).await
+    }
 }
-
-pub(crate) async fn starter(core: &Collie, starter: Id, body: StarterBody) -> Response {
-    let StarterBody { request_id, text, .. } = body;
-    let run = || async {
-        if core.is_stopping() {
-            // A starter opens a conversation and often its first turn.
-            return stopping();
-        }
-        let known = core.lock().has_starter(&starter);
-        if !known {
-            return Ran::unstored(respond::not_found(format!("no starter {starter}")));
-        }
-        let Some(h) = core.hooks() else { return not_supported("starters") };
-        let sreq =
-            StarterRequest { request_id: request_id.clone(), starter: starter.clone(), text: text.clone() };
-        match h.starter_dyn(sreq).await {
-            Ok(started) => {
-                let pane = started.pane_id().map_or(Value::Null, |p| Value::String(p.to_string()));
-                ok(WriteResponse::new("started", request_id.clone()).with("pane", pane), "starters".into())
-            }
-            Err(r) => refusal(r, "starters"),
-        }
-    };
-    core.once(&request_id, |_| None, run).await
-}
-
-/// A graceful stop began ([`Driver::begin_stop`]): no turn starts.
-pub(crate) struct Stopping;
 
 /// `409 busy`, unstored: the phone sends it again once the agent is back.
 fn stopping() -> Ran {
     Ran::unstored(durable_core::writes::stopping())
 }
 
-/// A running turn, counted until it ends or its job is dropped.
+/// A running turn of a send (counted by the machine as it was delivered),
+/// counted until it ends or its job is dropped.
 struct TurnRunning(Collie);
-
-impl TurnRunning {
-    fn begin(core: Collie) -> Self {
-        core.turn_began();
-        TurnRunning(core)
-    }
-}
 
 impl Drop for TurnRunning {
     fn drop(&mut self) {

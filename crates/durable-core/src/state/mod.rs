@@ -17,6 +17,7 @@
 
 mod asks;
 mod conversations;
+mod deliveries;
 mod effects;
 mod journal;
 mod kept;
@@ -39,6 +40,7 @@ use crate::timers::{Timer, Timers};
 
 pub use asks::Hold;
 pub use conversations::{ConversationStep, ConversationsJournal};
+pub use deliveries::{ChatSlot, Delivery, DeliveryStage};
 pub use effects::{Effect, Link};
 pub use journal::{AskOp, AsksJournal, Journal, JournalName};
 pub use kept::{KeptLoad, KeptPhase};
@@ -89,6 +91,7 @@ pub struct State {
     /// The writes going through the receipt step now, by the link of
     /// their request.
     receipt_steps: HashMap<Link, ReceiptStep>,
+    deliveries: HashMap<Link, Delivery>,
     /// The recovery of the sends the last run left, while it runs.
     send_recovery: Option<SendRecovery>,
     /// Turns of sends running on the driver, and who waits for none.
@@ -180,6 +183,7 @@ impl State {
             memory_receipts: HashMap::new(),
             claims: HashMap::new(),
             receipt_steps: HashMap::new(),
+            deliveries: HashMap::new(),
             send_recovery: None,
             turns_running: 0,
             idle_waiters: Vec::new(),
@@ -442,6 +446,25 @@ impl State {
     /// Keeps where the receipt step of `request` stands.
     pub fn put_receipt_step(&mut self, request: Link, step: ReceiptStep) {
         self.receipt_steps.insert(request, step);
+    }
+
+    // The deliveries under way (`deliveries.rs`; their rules are the
+    // machine's, in `delivery.rs`).
+
+    /// The delivery of `link`, taken out to be moved on (put back with
+    /// [`State::put_delivery`] unless it ended).
+    pub fn take_delivery(&mut self, link: Link) -> Option<Delivery> {
+        self.deliveries.remove(&link)
+    }
+
+    /// Keeps where the delivery of `link` stands.
+    pub fn put_delivery(&mut self, link: Link, delivery: Delivery) {
+        self.deliveries.insert(link, delivery);
+    }
+
+    /// How many deliveries are under way.
+    pub fn deliveries_under_way(&self) -> usize {
+        self.deliveries.len()
     }
 
     // The store's journal of asks (`journal.rs`).

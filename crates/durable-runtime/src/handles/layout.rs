@@ -301,13 +301,3 @@ impl Pane {
         &self.id
     }
 }
-
-impl Collie {
-    pub(crate) fn workspace_handle(&self, id: &ScopeId) -> Workspace {
-        Workspace { core: self.inner(), id: id.clone() }
-    }
-
-    pub(crate) fn tab_handle(&self, key: &TabKey) -> Tab {
-        Tab { core: self.inner(), key: key.clone() }
-    }
-}
