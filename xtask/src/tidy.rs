@@ -427,6 +427,14 @@ fn core_dependency_tree_has_no_runtime_lock_or_channel() {
     assert!(names.contains("durable-types"), "cargo tree of durable-core:\n{tree}");
     let bad = runtime_crates(&names);
     assert!(bad.is_empty(), "durable-core's dependency tree holds {bad:?}:\n{tree}");
+    // Its tests are sequences on the machine alone: no runtime, no async
+    // runtime among their dependencies either (the tests that drive the
+    // machine through the handles are durable-runtime's).
+    let tree = cargo(&["tree", "-p", "durable-core", "-e", "normal,dev"]);
+    let mut names = crate_names(&tree);
+    let ours = names.remove("durable-runtime");
+    let bad = runtime_crates(&names);
+    assert!(!ours && bad.is_empty(), "durable-core's tests depend on the runtime or {bad:?}:\n{tree}");
     // durable-runtime's may hold tokio and its timers, but never its
     // runtime, sockets, processes or files: the program and the transports
     // bring those.

@@ -323,11 +323,12 @@ fn relative_links_and_bad_keywords_are_found() {
     assert!(!keyword_ok("agent-client-protocol") && !keyword_ok("2fa") && !keyword_ok("a b"));
 }
 
-/// The core's and the SDK's tests share one test support module,
+/// The runtime's and the SDK's tests share one test support module,
 /// `durable_runtime::test_util`, behind the `test-util` feature (as axum
 /// keeps its `test_helpers`): no package keeps a harness of its own (the
 /// SDK's used to be a byte-for-byte copy), the feature is off by default,
-/// and only dev-dependencies turn it on.
+/// and only dev-dependencies turn it on (the runtime's own tests through a
+/// dev-dependency on itself).
 #[test]
 fn test_support_is_one_module_behind_its_feature() {
     let crates = workspace_packages();
@@ -368,7 +369,7 @@ fn test_support_is_one_module_behind_its_feature() {
         }
     }
     assert!(
-        users.contains(&"durable-core") && users.contains(&"durable-sdk"),
+        users.contains(&"durable-runtime") && users.contains(&"durable-sdk"),
         "the test support's users: {users:?}"
     );
     // Nor through a feature of a package of ours (`x = ["durable-runtime/test-util"]`).

@@ -61,7 +61,7 @@
 //! The program's handles can be used from any thread at any time.
 //!
 //! With the `test-util` feature, `test_util` is the test support the
-//! core's and the SDK's tests share (for tests only; no semver promise).
+//! runtime's and the SDK's tests share (for tests only; no semver promise).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]

@@ -7,7 +7,7 @@
 //! the same write sent to both at once.
 #![cfg(feature = "postgres")]
 
-// The test support durable-core's tests use too (durable-runtime's
+// The test support durable-runtime's own tests use too (its
 // `test-util` feature), so that both run the same scenarios.
 use durable_runtime::test_util as harness;
 mod pg_support;
