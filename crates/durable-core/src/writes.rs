@@ -38,9 +38,12 @@ impl Machine {
     /// Looks at a send to `pane` whose writer holds the pane's write
     /// (§8, §9.1). `seen_turn` is the body's `turnId` (`Some(None)`: the
     /// phone saw no turn yet); `recorded` is the state the store has the
-    /// send recorded in (`None`: not yet). A send is recorded before it is
-    /// queued or run: `Running` when it runs at once (one commit before its
-    /// turn, not two), `Queued` when it waits.
+    /// send recorded in (`None`: not yet). `has_takers`: the pane or the
+    /// agent has a chat or action handler (a pane with none answers
+    /// `not-supported` before anything is recorded; the chat handlers
+    /// themselves are asked as it is delivered). A send is recorded before
+    /// it is queued or run: `Running` when it runs at once (one commit
+    /// before its turn, not two), `Queued` when it waits.
     pub fn look_at_send(
         &mut self,
         pane: &Id,
@@ -48,7 +51,17 @@ impl Machine {
         text: &str,
         seen_turn: Option<&Option<String>>,
         recorded: Option<SendState>,
+        has_takers: bool,
     ) -> SendLook {
+        if !self.state.is_open(pane) {
+            return SendLook::Refused(respond::not_found(format!("no open pane {pane}")));
+        }
+        if recorded.is_none() && !has_takers {
+            return SendLook::Refused(respond::error(
+                ErrorCode::NotSupported,
+                "no handler and no hook takes send here",
+            ));
+        }
         if let Some(ask) = self.state.open_asks_of(pane).first().cloned() {
             return SendLook::Refused(respond::failure(
                 ErrorBody::new(ErrorCode::AskOpen, "the pane has an open ask: answer it, or steer or stop")

@@ -36,7 +36,7 @@ fn send(
     let seen = seen.map(|s| s.map(str::to_owned));
     let mut recorded = Vec::new();
     loop {
-        match m.look_at_send(pane, &id(request_id), "hello", seen.as_ref(), recorded.last().copied()) {
+        match m.look_at_send(pane, &id(request_id), "hello", seen.as_ref(), recorded.last().copied(), true) {
             SendLook::Record(state) => {
                 assert!(recorded.len() < 3, "recorded again and again: {recorded:?}");
                 recorded.push(state);
@@ -87,14 +87,14 @@ fn a_working_pane_queues_the_send_behind_its_turn_and_an_idle_one_with_a_queue_d
 #[test]
 fn a_turn_that_moves_while_the_send_is_recorded_is_looked_at_again() {
     let (mut m, pane) = machine();
-    let look = m.look_at_send(&pane, &id("s-1"), "hello", None, None);
+    let look = m.look_at_send(&pane, &id("s-1"), "hello", None, None, true);
     assert_eq!(look, SendLook::Record(SendState::Running));
     // While the store records it, the program begins a turn of its own.
     m.set_pane_state(&pane, PaneState::Working, Some("t-9"), NOW).unwrap();
-    let look = m.look_at_send(&pane, &id("s-1"), "hello", None, Some(SendState::Running));
+    let look = m.look_at_send(&pane, &id("s-1"), "hello", None, Some(SendState::Running), true);
     assert_eq!(look, SendLook::Record(SendState::Queued), "recorded again as it now waits");
     assert_eq!(queued(&m, &pane), 0, "queued only once recorded so");
-    let look = m.look_at_send(&pane, &id("s-1"), "hello", None, Some(SendState::Queued));
+    let look = m.look_at_send(&pane, &id("s-1"), "hello", None, Some(SendState::Queued), true);
     assert_eq!(look, SendLook::Queued { turn_id: Some("t-9".into()), deliver_now: false });
     assert_eq!(queued(&m, &pane), 1);
 }
@@ -132,4 +132,17 @@ fn refusals_come_before_any_record() {
     m.begin_stop();
     let (look, recorded) = send(&mut m, &pane, "s-5", None);
     assert_eq!((code(&look), recorded.len()), ((409, "busy".into()), 0));
+}
+
+#[test]
+fn a_pane_with_no_taker_is_not_supported_before_anything_is_recorded_and_a_closed_one_is_404() {
+    let (mut m, pane) = machine();
+    let look = m.look_at_send(&pane, &id("s-1"), "hello", None, None, false);
+    assert_eq!(code(&look), (409, "not-supported".into()));
+    // Recorded already (its takers went meanwhile): its delivery decides.
+    let look = m.look_at_send(&pane, &id("s-1"), "hello", None, Some(SendState::Running), false);
+    assert_eq!(look, SendLook::RunNow { turn_id: None });
+    m.close_pane(&pane, NOW);
+    let look = m.look_at_send(&pane, &id("s-2"), "hello", None, None, false);
+    assert_eq!(code(&look).0, 404, "a closed pane is 404 before anything else");
 }

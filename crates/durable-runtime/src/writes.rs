@@ -145,31 +145,6 @@ impl Collie {
         Some((own, st.links_ref().wide.clone()))
     }
 
-    /// Who takes a pane write: `404` for a pane that is not open, `409
-    /// not-supported` for one with no handlers at all.
-    // The refusal is the answer itself, moved once to the caller; a box
-    // would only add an allocation to each refused write.
-    #[allow(clippy::result_large_err)]
-    fn takers(&self, pane: &Id, what: &str) -> Result<Takers, Ran> {
-        match self.handlers_of(pane) {
-            None => Err(no_pane(pane)),
-            Some((own, wide)) if own.is_empty() && wide.is_empty() => Err(not_supported(what)),
-            Some(found) => Ok(found),
-        }
-    }
-
-    /// [`takers`](Self::takers) under the pane's write lock (waited for at
-    /// most until `arrival + 5 s`).
-    async fn locked_takers(
-        &self,
-        pane: &Id,
-        arrival: Timestamp,
-        what: &str,
-    ) -> Result<(PaneWrite<'_>, Takers), Ran> {
-        let write = self.write_pane(pane, Some(arrival)).await?;
-        Ok((write, self.takers(pane, what)?))
-    }
-
     fn pane_handle(&self, pane: &Id) -> Pane {
         Pane::from_parts(self.inner(), pane.clone())
     }
@@ -367,11 +342,13 @@ impl Collie {
 pub(crate) async fn send(core: &Collie, pane: Id, body: SendBody, arrival: Timestamp) -> Response {
     let SendBody { request_id, text, turn_id, .. } = body;
     let run = || async {
-        // Its handlers are asked as it is delivered: here only whether it has any.
-        let (_guard, _) = match core.locked_takers(&pane, arrival, "send").await {
-            Ok(found) => found,
+        let _held = match core.write_pane(&pane, Some(arrival)).await {
+            Ok(held) => held,
             Err(ran) => return ran,
         };
+        // Its chat handlers are asked as it is delivered: here only whether the pane has any taker.
+        let has_takers =
+            core.handlers_of(&pane).is_some_and(|(own, wide)| !(own.is_empty() && wide.is_empty()));
         // Recorded before anything runs, under the pane's write (§9.1): a
         // restart finds it, and finds it answered only if its receipt was
         // kept. The machine says in which state (`look_at_send`); after
@@ -380,8 +357,14 @@ pub(crate) async fn send(core: &Collie, pane: Id, body: SendBody, arrival: Times
         // change under its write, held here).
         let mut recorded: Option<SendState> = None;
         let (queued, current_turn) = loop {
-            let look =
-                core.lock().machine_mut().look_at_send(&pane, &request_id, &text, turn_id.as_ref(), recorded);
+            let look = core.lock().machine_mut().look_at_send(
+                &pane,
+                &request_id,
+                &text,
+                turn_id.as_ref(),
+                recorded,
+                has_takers,
+            );
             let want = match look {
                 SendLook::Record(want) => want,
                 SendLook::Refused(response) => return Ran::unstored(response),
