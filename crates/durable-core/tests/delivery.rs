@@ -6,22 +6,13 @@
 
 mod standard;
 
+use standard::{NOW, desk, events};
+
 use durable_core::delivery::{ChatSlot, Delivered, DeliveryInput, DeliveryNext, Verdict};
 use durable_core::machine::Machine;
 use durable_core::state::{Effect, Link, QueuedSend};
-use durable_core::types::exchange::{Caller, Read};
-use durable_core::types::{Id, PaneState, Timestamp};
-use durable_core::{PaneOptions, SendState, StoreError};
-
-const NOW: Timestamp = Timestamp::from_millis(1_000);
-
-fn machine() -> (Machine, Id) {
-    let mut m = Machine::new(standard::config());
-    let ws = m.add_workspace("support", "Support").unwrap();
-    let tab = m.add_tab(&ws, "main", "Tickets").unwrap();
-    let pane = m.add_pane(&tab, "ticket-1", PaneOptions::new("Maria")).unwrap();
-    (m, pane)
-}
+use durable_core::types::{Id, PaneState};
+use durable_core::{SendState, StoreError};
 
 fn send(request_id: &str, text: &str) -> QueuedSend {
     QueuedSend { request_id: Id::new(request_id).unwrap(), text: text.to_owned() }
@@ -33,14 +24,6 @@ fn step(m: &mut Machine, link: Link, input: DeliveryInput) -> DeliveryNext {
 
 fn checked(verdict: Verdict) -> DeliveryInput {
     DeliveryInput::Checked(verdict)
-}
-
-/// The pane's events, as a reader after 0 reads them.
-fn events(m: &mut Machine, pane: &Id) -> String {
-    let path = format!("/v1/panes/{pane}/events");
-    let read =
-        Read { path: &path, query: Some("after=0"), if_none_match: None, caller: Caller::OtherProcess };
-    String::from_utf8(m.answer_read(&read).expect("the events are a read").body.to_vec()).unwrap()
 }
 
 /// The effects asked for since the last call.
@@ -58,7 +41,7 @@ fn store_failed() -> StoreError {
 
 #[test]
 fn a_send_run_as_it_arrives_asks_the_pane_then_the_wide_handler_and_begins_its_turn_without_a_second_mark() {
-    let (mut m, pane) = machine();
+    let (mut m, pane) = desk();
     let next = m.begin_delivery(1, &pane, send("s-1", "hello"), SendState::Running, 10);
     assert_eq!(next, DeliveryNext::Check(ChatSlot::Pane));
     assert_eq!(m.state.turns_running(), 1, "counted from the start, before any handler decides");
@@ -70,9 +53,9 @@ fn a_send_run_as_it_arrives_asks_the_pane_then_the_wide_handler_and_begins_its_t
     assert_eq!(step(&mut m, 1, checked(Verdict::NotSupported)), DeliveryNext::Check(ChatSlot::Wide));
     // Recorded `Running` as it arrived: no second commit before its turn.
     assert_eq!(step(&mut m, 1, checked(Verdict::Takes)), DeliveryNext::StartTurn);
-    assert!(!events(&mut m, &pane).contains("\"user\""), "no user item before the turn begins");
+    assert!(!events(&mut m, pane.as_str()).contains("\"user\""), "no user item before the turn begins");
     assert_eq!(step(&mut m, 1, DeliveryInput::Started(Ok(()))), DeliveryNext::Over(Delivered::Started));
-    let shown = events(&mut m, &pane);
+    let shown = events(&mut m, pane.as_str());
     assert!(shown.contains("\"requestId\":\"s-1\"") && shown.contains("hello"), "{shown}");
     assert_eq!(m.state.turns_running(), 1, "the turn runs: the driver says when it ends");
     assert_eq!(m.state.deliveries_under_way(), 0);
@@ -80,7 +63,7 @@ fn a_send_run_as_it_arrives_asks_the_pane_then_the_wide_handler_and_begins_its_t
 
 #[test]
 fn a_queued_send_is_taken_from_its_queue_and_marked_running_before_its_turn() {
-    let (mut m, pane) = machine();
+    let (mut m, pane) = desk();
     m.state.queue_send(&pane, send("s-1", "first"));
     m.state.queue_send(&pane, send("s-2", "second"));
     let (taken, next) = m.begin_queued_delivery(1, &pane, 10).expect("the pane is idle");
@@ -97,21 +80,21 @@ fn a_queued_send_is_taken_from_its_queue_and_marked_running_before_its_turn() {
 
 #[test]
 fn a_queued_send_refused_is_closed_then_noticed_on_its_pane_and_its_turn_no_longer_counts() {
-    let (mut m, pane) = machine();
+    let (mut m, pane) = desk();
     m.state.queue_send(&pane, send("s-1", "first"));
     let (_, _) = m.begin_queued_delivery(1, &pane, 10).unwrap();
     assert_eq!(step(&mut m, 1, checked(Verdict::Refuses("out of credit".into()))), DeliveryNext::MarkClosed);
     assert_eq!(m.state.turns_running(), 0);
-    assert!(!events(&mut m, &pane).contains("not delivered"), "the notice waits for the close");
+    assert!(!events(&mut m, pane.as_str()).contains("not delivered"), "the notice waits for the close");
     let over = step(&mut m, 1, DeliveryInput::Closed(Ok(())));
     assert_eq!(over, DeliveryNext::Over(Delivered::Refused("out of credit".into())));
-    let shown = events(&mut m, &pane);
+    let shown = events(&mut m, pane.as_str());
     assert!(shown.contains("A queued message was not delivered: out of credit"), "{shown}");
 }
 
 #[test]
 fn a_queued_send_no_handler_takes_is_closed_with_its_notice_even_when_the_close_is_not_recorded() {
-    let (mut m, pane) = machine();
+    let (mut m, pane) = desk();
     m.state.queue_send(&pane, send("s-1", "first"));
     m.begin_queued_delivery(1, &pane, 10).unwrap();
     step(&mut m, 1, checked(Verdict::NotSupported));
@@ -128,12 +111,12 @@ fn a_queued_send_no_handler_takes_is_closed_with_its_notice_even_when_the_close_
         ),
         "{warned:?}"
     );
-    assert!(events(&mut m, &pane).contains("not delivered: no handler takes send here"));
+    assert!(events(&mut m, pane.as_str()).contains("not delivered: no handler takes send here"));
 }
 
 #[test]
 fn a_send_run_as_it_arrives_and_refused_is_the_phone_s_answer_with_nothing_closed_or_shown() {
-    let (mut m, pane) = machine();
+    let (mut m, pane) = desk();
     m.begin_delivery(1, &pane, send("s-1", "hi"), SendState::Running, 10);
     let over = step(&mut m, 1, checked(Verdict::Refuses("no".into())));
     assert_eq!(over, DeliveryNext::Over(Delivered::Refused("no".into())));
@@ -141,13 +124,13 @@ fn a_send_run_as_it_arrives_and_refused_is_the_phone_s_answer_with_nothing_close
     step(&mut m, 2, checked(Verdict::NotSupported));
     assert_eq!(step(&mut m, 2, checked(Verdict::NotSupported)), DeliveryNext::Over(Delivered::NotSupported));
     assert_eq!(m.state.turns_running(), 0);
-    let shown = events(&mut m, &pane);
+    let shown = events(&mut m, pane.as_str());
     assert!(!shown.contains("\"user\"") && !shown.contains("notice"), "{shown}");
 }
 
 #[test]
 fn a_mark_the_store_refuses_or_a_pane_closed_before_the_turn_begins_refuses_the_send() {
-    let (mut m, pane) = machine();
+    let (mut m, pane) = desk();
     m.state.queue_send(&pane, send("s-1", "first"));
     m.begin_queued_delivery(1, &pane, 10).unwrap();
     step(&mut m, 1, checked(Verdict::Takes));
@@ -166,7 +149,7 @@ fn a_mark_the_store_refuses_or_a_pane_closed_before_the_turn_begins_refuses_the_
 
 #[test]
 fn in_a_graceful_stop_nothing_is_delivered_and_a_queued_send_stays_queued() {
-    let (mut m, pane) = machine();
+    let (mut m, pane) = desk();
     m.state.queue_send(&pane, send("s-1", "first"));
     m.begin_stop();
     effects(&mut m);
@@ -190,7 +173,7 @@ fn in_a_graceful_stop_nothing_is_delivered_and_a_queued_send_stays_queued() {
 
 #[test]
 fn a_stop_that_begins_while_a_handler_decides_waits_for_that_turn() {
-    let (mut m, pane) = machine();
+    let (mut m, pane) = desk();
     m.begin_delivery(1, &pane, send("s-1", "hi"), SendState::Running, 10);
     m.begin_stop();
     // The stop waits for the turns counted: this one is.
@@ -204,7 +187,7 @@ fn a_stop_that_begins_while_a_handler_decides_waits_for_that_turn() {
 
 #[test]
 fn a_delivery_dropped_midway_stops_counting_its_turn_once() {
-    let (mut m, pane) = machine();
+    let (mut m, pane) = desk();
     // A turn running beside it, so that an extra end would show.
     m.begin_delivery(1, &pane, send("s-1", "hi"), SendState::Running, 10);
     step(&mut m, 1, checked(Verdict::Takes));
@@ -229,7 +212,7 @@ fn a_delivery_dropped_midway_stops_counting_its_turn_once() {
 
 #[test]
 fn an_outcome_the_delivery_does_not_wait_for_ends_it_naming_what_came() {
-    let (mut m, pane) = machine();
+    let (mut m, pane) = desk();
     m.begin_delivery(1, &pane, send("s-1", "hi"), SendState::Running, 10);
     let over = step(&mut m, 1, DeliveryInput::Marked(Ok(())));
     let DeliveryNext::Over(Delivered::Failed(why)) = over else { panic!("{over:?}") };

@@ -5,26 +5,13 @@
 
 mod standard;
 
-use durable_core::PaneOptions;
+use standard::{NOW, desk, id};
+
 use durable_core::machine::Machine;
 use durable_core::phone_writes::{Decider, Deciders, Heard, PhoneWrite, WriteAnswer, WriteNext};
 use durable_core::state::{ChatSlot, Effect};
-use durable_core::types::{AskOption, AskSpec, Id, PaneState, ScopeId, Target, Timestamp};
+use durable_core::types::{AskOption, AskSpec, PaneState, ScopeId, Target};
 use serde_json::Value;
-
-const NOW: Timestamp = Timestamp::from_millis(1_000);
-
-fn machine() -> (Machine, Id) {
-    let mut m = Machine::new(standard::config());
-    let ws = m.add_workspace("support", "Support").unwrap();
-    let tab = m.add_tab(&ws, "main", "Tickets").unwrap();
-    let pane = m.add_pane(&tab, "ticket-1", PaneOptions::new("Maria")).unwrap();
-    (m, pane)
-}
-
-fn id(s: &str) -> Id {
-    Id::new(s).unwrap()
-}
 
 const CHAT_BOTH: Deciders =
     Deciders { pane_chat: true, wide_chat: true, pane_actions: false, wide_actions: false, hooks: false };
@@ -72,7 +59,7 @@ fn effects(m: &mut Machine) -> Vec<Effect> {
 
 #[test]
 fn a_steer_asks_the_pane_s_handler_then_the_wide_one_and_reaches_the_running_turn() {
-    let (mut m, pane) = machine();
+    let (mut m, pane) = desk();
     let steer = PhoneWrite::Steer { pane: pane.clone(), text: "shorter".into() };
     // Idle: refused, not asked.
     let (asked, answer) = drive(&mut m, &steer, CHAT_BOTH, |_| Heard::Takes);
@@ -111,7 +98,7 @@ fn a_steer_asks_the_pane_s_handler_then_the_wide_one_and_reaches_the_running_tur
 
 #[test]
 fn a_stop_fires_the_turn_s_signal_and_aborts_the_pane_s_asks_unless_a_handler_refuses() {
-    let (mut m, pane) = machine();
+    let (mut m, pane) = desk();
     let stop = PhoneWrite::Stop { pane: pane.clone() };
     m.set_pane_state(&pane, PaneState::Working, Some("t-1"), NOW).unwrap();
     assert!(m.state.install_turn(&pane, 10, 20));
@@ -139,7 +126,7 @@ fn a_stop_fires_the_turn_s_signal_and_aborts_the_pane_s_asks_unless_a_handler_re
 
 #[test]
 fn an_action_must_be_the_pane_s_and_is_asked_of_its_action_handlers() {
-    let (mut m, pane) = machine();
+    let (mut m, pane) = desk();
     m.set_action(&pane, "deploy", "Deploy", None).unwrap();
     let deciders = Deciders { pane_actions: true, wide_actions: true, ..NONE };
     let unknown = PhoneWrite::Action { pane: pane.clone(), action: id("rollback") };
@@ -160,7 +147,7 @@ fn an_action_must_be_the_pane_s_and_is_asked_of_its_action_handlers() {
 
 #[test]
 fn a_rename_goes_through_the_hook_and_applies_only_what_it_lets_through() {
-    let (mut m, pane) = machine();
+    let (mut m, pane) = desk();
     let rename =
         PhoneWrite::Rename { target: Target::Pane, id: "ticket-1".into(), title: "Maria (VIP)".into() };
     assert_eq!(m.write_needs_pane(&rename), Some(pane.clone()));
@@ -185,7 +172,7 @@ fn a_rename_goes_through_the_hook_and_applies_only_what_it_lets_through() {
 
 #[test]
 fn a_close_the_hook_lets_through_closes_and_a_target_closed_meanwhile_is_still_closed_for_the_phone() {
-    let (mut m, pane) = machine();
+    let (mut m, pane) = desk();
     let close = PhoneWrite::Close { target: Target::Pane, id: "ticket-1".into() };
     assert_eq!(m.phone_write(&id("r-1"), &close, HOOKS, None, NOW), WriteNext::Ask(Decider::Hook));
     // The program closes it itself before its hook answers.
@@ -212,7 +199,7 @@ fn a_close_the_hook_lets_through_closes_and_a_target_closed_meanwhile_is_still_c
 
 #[test]
 fn a_reopen_restores_a_pane_this_process_closed_and_delivers_what_it_had_queued() {
-    let (mut m, pane) = machine();
+    let (mut m, pane) = desk();
     let reopen = PhoneWrite::Reopen { id: pane.clone() };
     let (_, answer) = drive(&mut m, &reopen, NONE, |_| Heard::Takes);
     assert_eq!(said(&answer).0, 404, "an open pane was not closed by this process");
@@ -235,7 +222,7 @@ fn a_reopen_restores_a_pane_this_process_closed_and_delivers_what_it_had_queued(
 
 #[test]
 fn a_starter_needs_a_hook_and_names_the_pane_it_opened() {
-    let (mut m, _) = machine();
+    let (mut m, _) = desk();
     m.add_starter("new-ticket", "New ticket").unwrap();
     let start = PhoneWrite::Starter { starter: id("new-ticket"), text: Some("printer".into()) };
     let (_, answer) = drive(&mut m, &start, NONE, |_| Heard::Takes);

@@ -5,25 +5,13 @@
 
 mod standard;
 
+use standard::{NOW, desk, id};
+
+use durable_core::SendState;
 use durable_core::machine::Machine;
-use durable_core::types::{AskOption, AskSpec, Id, PaneState, Timestamp};
+use durable_core::types::{AskOption, AskSpec, Id, PaneState};
 use durable_core::writes::{QUEUE_MAX, SendLook};
-use durable_core::{PaneOptions, SendState};
 use serde_json::Value;
-
-const NOW: Timestamp = Timestamp::from_millis(1_000);
-
-fn machine() -> (Machine, Id) {
-    let mut m = Machine::new(standard::config());
-    let ws = m.add_workspace("support", "Support").unwrap();
-    let tab = m.add_tab(&ws, "main", "Tickets").unwrap();
-    let pane = m.add_pane(&tab, "ticket-1", PaneOptions::new("Maria")).unwrap();
-    (m, pane)
-}
-
-fn id(s: &str) -> Id {
-    Id::new(s).unwrap()
-}
 
 /// A send looked at, recorded as the machine asks, until it passes or is
 /// refused; returns what it came to and the states it was recorded in.
@@ -58,7 +46,7 @@ fn queued(m: &Machine, pane: &Id) -> usize {
 
 #[test]
 fn an_idle_pane_runs_the_send_now_recorded_running_once() {
-    let (mut m, pane) = machine();
+    let (mut m, pane) = desk();
     let (look, recorded) = send(&mut m, &pane, "s-1", Some(None));
     assert_eq!(look, SendLook::RunNow { turn_id: None });
     assert_eq!(recorded, [SendState::Running]);
@@ -67,7 +55,7 @@ fn an_idle_pane_runs_the_send_now_recorded_running_once() {
 
 #[test]
 fn a_working_pane_queues_the_send_behind_its_turn_and_an_idle_one_with_a_queue_delivers_it() {
-    let (mut m, pane) = machine();
+    let (mut m, pane) = desk();
     m.set_pane_state(&pane, PaneState::Working, Some("t-1"), NOW).unwrap();
     let (look, recorded) = send(&mut m, &pane, "s-1", Some(Some("t-1")));
     assert_eq!(look, SendLook::Queued { turn_id: Some("t-1".into()), deliver_now: false });
@@ -86,7 +74,7 @@ fn a_working_pane_queues_the_send_behind_its_turn_and_an_idle_one_with_a_queue_d
 
 #[test]
 fn a_turn_that_moves_while_the_send_is_recorded_is_looked_at_again() {
-    let (mut m, pane) = machine();
+    let (mut m, pane) = desk();
     let look = m.look_at_send(&pane, &id("s-1"), "hello", None, None, true);
     assert_eq!(look, SendLook::Record(SendState::Running));
     // While the store records it, the program begins a turn of its own.
@@ -101,7 +89,7 @@ fn a_turn_that_moves_while_the_send_is_recorded_is_looked_at_again() {
 
 #[test]
 fn refusals_come_before_any_record() {
-    let (mut m, pane) = machine();
+    let (mut m, pane) = desk();
     // A turn the phone did not see: turn-moved, naming the turn.
     m.set_pane_state(&pane, PaneState::Working, Some("t-2"), NOW).unwrap();
     let (look, recorded) = send(&mut m, &pane, "s-1", Some(Some("t-1")));
@@ -128,7 +116,7 @@ fn refusals_come_before_any_record() {
     let SendLook::Refused(r) = &look else { unreachable!() };
     assert_eq!(serde_json::from_slice::<Value>(&r.body).unwrap()["askId"], raised.id.as_str());
     // A graceful stop: nothing is acknowledged that would not run.
-    let (mut m, pane) = machine();
+    let (mut m, pane) = desk();
     m.begin_stop();
     let (look, recorded) = send(&mut m, &pane, "s-5", None);
     assert_eq!((code(&look), recorded.len()), ((409, "busy".into()), 0));
@@ -136,7 +124,7 @@ fn refusals_come_before_any_record() {
 
 #[test]
 fn a_pane_with_no_taker_is_not_supported_before_anything_is_recorded_and_a_closed_one_is_404() {
-    let (mut m, pane) = machine();
+    let (mut m, pane) = desk();
     let look = m.look_at_send(&pane, &id("s-1"), "hello", None, None, false);
     assert_eq!(code(&look), (409, "not-supported".into()));
     // Recorded already (its takers went meanwhile): its delivery decides.

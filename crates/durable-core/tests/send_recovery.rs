@@ -6,14 +6,12 @@
 
 mod standard;
 
+use standard::{NOW, events, id};
+
 use durable_core::machine::Machine;
 use durable_core::recovery::{RecoveryInput, RecoveryNext};
 use durable_core::state::Effect;
-use durable_core::types::exchange::{Caller, Read};
-use durable_core::types::{Id, Timestamp};
 use durable_core::{Lookup, PaneOptions, PendingSend, Receipt, SendState, StoreError};
-
-const NOW: Timestamp = Timestamp::from_millis(1_000);
 
 fn machine() -> Machine {
     let mut m = Machine::new(standard::config());
@@ -22,10 +20,6 @@ fn machine() -> Machine {
     m.add_pane(&tab, "ticket-1", PaneOptions::new("Maria")).unwrap();
     m.add_pane(&tab, "ticket-2", PaneOptions::new("Ana")).unwrap();
     m
-}
-
-fn id(s: &str) -> Id {
-    Id::new(s).unwrap()
 }
 
 fn left(request_id: &str, pane: &str, text: &str, state: SendState) -> PendingSend {
@@ -49,15 +43,6 @@ fn warnings(m: &mut Machine) -> Vec<String> {
             _ => None,
         })
         .collect()
-}
-
-/// The pane's events, as a reader after 0 reads them.
-fn events(m: &mut Machine, pane: &str) -> String {
-    let path = format!("/v1/panes/{pane}/events");
-    let read =
-        Read { path: &path, query: Some("after=0"), if_none_match: None, caller: Caller::OtherProcess };
-    let answer = m.answer_read(&read).expect("the events are a read");
-    String::from_utf8(answer.body.to_vec()).unwrap()
 }
 
 fn queued(m: &Machine, pane: &str) -> usize {
