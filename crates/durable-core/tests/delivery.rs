@@ -224,3 +224,16 @@ fn an_outcome_the_delivery_does_not_wait_for_ends_it_naming_what_came() {
         "{over:?}"
     );
 }
+
+#[test]
+fn a_delivery_to_a_closed_pane_lets_its_stop_signal_go() {
+    let (mut m, pane) = desk();
+    assert!(m.close_pane(&pane, NOW));
+    effects(&mut m);
+    let first = m.begin_delivery(1, &pane, send("s-1", "hi"), SendState::Running, 10);
+    assert_eq!(first, DeliveryNext::Check(ChatSlot::Pane));
+    assert!(forgot_stop(&effects(&mut m), 10), "no pane to arm it on");
+    assert_eq!(step(&mut m, 1, checked(Verdict::NotSupported)), DeliveryNext::Check(ChatSlot::Wide));
+    assert_eq!(step(&mut m, 1, checked(Verdict::NotSupported)), DeliveryNext::Over(Delivered::NotSupported));
+    assert_eq!((m.state.turns_running(), m.state.deliveries_under_way()), (0, 0));
+}

@@ -238,3 +238,15 @@ fn a_starter_needs_a_hook_and_names_the_pane_it_opened() {
     let (asked, answer) = drive(&mut m, &start, HOOKS, |_| Heard::Takes);
     assert_eq!((asked.len(), said(&answer)), (0, (409, "busy".into(), None)));
 }
+
+#[test]
+fn a_close_the_hook_refuses_closes_nothing_and_stores_nothing() {
+    let (mut m, pane) = desk();
+    let close = PhoneWrite::Close { target: Target::Pane, id: "ticket-1".into() };
+    let (asked, answer) = drive(&mut m, &close, HOOKS, |_| Heard::Refuses("still open".into()));
+    assert_eq!((asked, said(&answer)), (vec![Decider::Hook], (409, "refused".into(), None)));
+    assert!(m.state.is_open(&pane), "the hook refused: nothing closed");
+    let (_, answer) = drive(&mut m, &close, HOOKS, |_| Heard::NotSupported);
+    assert_eq!(said(&answer), (409, "not-supported".into(), None));
+    assert!(m.state.is_open(&pane));
+}

@@ -1321,3 +1321,21 @@ async fn a_write_whose_receipt_cannot_be_stored_is_500_and_a_retry_replays_it_wi
     assert_success(&retry, "sent", "d1", true);
     assert_eq!(log.count("d1"), 1, "executed once, never twice");
 }
+
+/// The delivery the machine counts as a running turn is let go when its
+/// request is dropped while the chat handler still decides: a graceful
+/// stop would otherwise wait for it for ever.
+#[tokio::test]
+async fn a_send_dropped_while_its_handler_decides_is_no_longer_counted_as_running() {
+    let h = Harness::with_caps(Caps::all());
+    let (_pane, _log, _gate) = gated(&h, |_| Handled::Accepted);
+    let stuck = spawn_post(&h, SEND, json!({"requestId": "r-1", "text": "slow"})).await;
+    assert_eq!(h.core.driver().turns_running(), 1, "counted while its handler decides");
+    stuck.abort();
+    let _ = stuck.await;
+    h.settle().await;
+    assert_eq!(h.core.driver().turns_running(), 0, "a graceful stop would wait for it for ever");
+    tokio::time::timeout(std::time::Duration::from_secs(5), h.core.driver().turns_done())
+        .await
+        .expect("turns_done returns once the dropped send is let go");
+}
