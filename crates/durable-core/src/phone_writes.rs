@@ -177,6 +177,19 @@ fn hook_refusal(heard: &Heard, what: &str) -> Option<WriteNext> {
     }
 }
 
+/// One call of [`Machine::phone_write`]: what every write's rule reads.
+struct Call<'a> {
+    request_id: &'a Id,
+    deciders: Deciders,
+    heard: Option<(Decider, Heard)>,
+    now: Timestamp,
+}
+
+/// The write applied: `200` with `result`, its receipt kept in `group`.
+fn done(request_id: &Id, result: &str, group: String) -> WriteNext {
+    WriteAnswer::applied(WriteResponse::new(result, request_id.clone()), group)
+}
+
 impl Machine {
     /// Which pane's write the driver holds before it hands `write` to
     /// [`Machine::phone_write`]: a steer's, an action's, a pane renamed
@@ -206,175 +219,191 @@ impl Machine {
         heard: Option<(Decider, Heard)>,
         now: Timestamp,
     ) -> WriteNext {
-        let done = |result: &str, group: String| {
-            WriteAnswer::applied(WriteResponse::new(result, request_id.clone()), group)
-        };
+        let c = Call { request_id, deciders, heard, now };
         match write {
-            PhoneWrite::Steer { pane, text } => {
-                let Some((asked, heard)) = heard else { return self.look_at_steer(pane, deciders) };
-                match heard {
-                    Heard::NotSupported => {
-                        next_after(asked, deciders).unwrap_or_else(|| not_supported("steer"))
-                    }
-                    Heard::Refuses(reason) => refused(reason),
-                    _ => {
-                        // The running turn hears it.
-                        self.state.steer_turn(pane, text.clone());
-                        done("steered", format!("pane:{pane}"))
-                    }
-                }
-            }
-            PhoneWrite::Stop { pane } => {
-                let heard = match heard {
-                    None => {
-                        if let Some(refusal) = self.pane_takers(pane, deciders, "stop") {
-                            return refusal;
-                        }
-                        // With no chat handler, the stop is the SDK's alone.
-                        match first_of(Decider::Chat, deciders, ChatSlot::Pane) {
-                            Some(ask) => return ask,
-                            None => Heard::NotSupported,
-                        }
-                    }
-                    Some((asked, Heard::NotSupported)) => match next_after(asked, deciders) {
-                        Some(ask) => return ask,
-                        None => Heard::NotSupported,
-                    },
-                    Some((_, heard)) => heard,
-                };
-                if let Heard::Refuses(reason) = heard {
-                    return refused(reason);
-                }
-                // Taken, or no handler minds: the turn and the pane's asks stop.
-                self.state.stop_turn(pane);
-                self.abort_asks_of(pane, now);
-                done("stopped", format!("pane:{pane}"))
-            }
-            PhoneWrite::Action { pane, action } => {
-                let Some((asked, heard)) = heard else {
-                    if let Some(refusal) = self.pane_takers(pane, deciders, "actions") {
-                        return refusal;
-                    }
-                    if !self.state.pane(pane).is_some_and(|p| p.has_action(action)) {
-                        return WriteAnswer::refused(respond::not_found(format!(
-                            "pane {pane} has no action {action}"
-                        )));
-                    }
-                    return first_of(Decider::Actions, deciders, ChatSlot::Pane)
-                        .unwrap_or_else(|| not_supported("this action"));
-                };
-                match heard {
-                    Heard::NotSupported => {
-                        next_after(asked, deciders).unwrap_or_else(|| not_supported("this action"))
-                    }
-                    Heard::Refuses(reason) => refused(reason),
-                    _ => done("done", format!("pane:{pane}")),
-                }
-            }
-            PhoneWrite::Rename { target, id, title } => {
-                if heard.is_none() {
-                    if self.find(*target, id).is_none() {
-                        return WriteAnswer::refused(respond::not_found(format!(
-                            "nothing to rename at {id}"
-                        )));
-                    }
-                    if deciders.hooks {
-                        return WriteNext::Ask(Decider::Hook);
-                    }
-                }
-                if let Some((_, heard)) = heard {
-                    if let Some(answer) = hook_refusal(&heard, "rename") {
-                        return answer;
-                    }
-                }
-                let applied = match self.find(*target, id) {
-                    Some(Found::Workspace(ws)) => self.rename_workspace(&ws, title),
-                    Some(Found::Tab(key)) => self.rename_tab(&key, title),
-                    Some(Found::Pane(pane)) => self.rename_pane_from_phone(&pane, title, now).map(drop),
-                    // Closed by the hook meanwhile: renamed as far as the phone is concerned.
-                    None => Ok(()),
-                };
-                match applied {
-                    // The route refused a title breaking the title rule
-                    // already; should one get here, it is the same `400`.
-                    Err(e) if !e.is_closed() => {
-                        WriteAnswer::refused(respond::error(ErrorCode::BadRequest, format!("title: {e}")))
-                    }
-                    _ => done("renamed", "renames".into()),
-                }
-            }
-            PhoneWrite::Close { target, id } => {
-                if heard.is_none() {
-                    if self.find(*target, id).is_none() {
-                        return WriteAnswer::refused(respond::not_found(format!("nothing to close at {id}")));
-                    }
-                    if deciders.hooks {
-                        return WriteNext::Ask(Decider::Hook);
-                    }
-                }
-                if let Some((_, heard)) = heard {
-                    if let Some(answer) = hook_refusal(&heard, "close") {
-                        return answer;
-                    }
-                }
-                match self.find(*target, id) {
-                    Some(Found::Workspace(ws)) => self.close_workspace(&ws, now),
-                    Some(Found::Tab(key)) => self.close_tab(&key, now),
-                    Some(Found::Pane(pane)) => self.close_pane(&pane, now),
-                    None => false,
-                };
-                done("closed", "closes".into())
-            }
-            PhoneWrite::Reopen { id } => {
-                if heard.is_none() && deciders.hooks {
-                    return WriteNext::Ask(Decider::Hook);
-                }
-                if let Some((_, heard)) = heard {
-                    if let Some(answer) = hook_refusal(&heard, "reopen") {
-                        return answer;
-                    }
-                    if heard == Heard::Reopened {
-                        return done("reopened", "reopens".into());
-                    }
-                }
-                if !self.restore_pane(id, now) {
-                    return WriteAnswer::refused(respond::not_found(format!(
-                        "pane {id} was not closed by this process; a conversation closed before a restart needs an on_reopen hook"
-                    )));
-                }
-                // Sends acknowledged as `queued` before the close go out now.
-                if self.state.pane(id).is_some_and(|p| p.has_queued()) {
-                    self.state.effect(crate::state::Effect::DeliverQueued(id.clone()));
-                }
-                done("reopened", "reopens".into())
-            }
-            PhoneWrite::Starter { starter, .. } => {
-                let Some((_, heard)) = heard else {
-                    if self.is_stopping() {
-                        // A starter opens a conversation and often its first turn.
-                        return WriteAnswer::refused(stopping());
-                    }
-                    if !self.state.has_starter(starter) {
-                        return WriteAnswer::refused(respond::not_found(format!("no starter {starter}")));
-                    }
-                    if !deciders.hooks {
-                        return not_supported("starters");
-                    }
-                    return WriteNext::Ask(Decider::Hook);
-                };
-                if let Some(answer) = hook_refusal(&heard, "starters") {
-                    return answer;
-                }
-                let pane = match heard {
-                    Heard::Started(Some(pane)) => Value::String(pane.to_string()),
-                    _ => Value::Null,
-                };
-                WriteAnswer::applied(
-                    WriteResponse::new("started", request_id.clone()).with("pane", pane),
-                    "starters".into(),
-                )
+            PhoneWrite::Steer { pane, text } => self.steer(c, pane, text),
+            PhoneWrite::Stop { pane } => self.stop(c, pane),
+            PhoneWrite::Action { pane, action } => self.action(c, pane, action),
+            PhoneWrite::Rename { target, id, title } => self.rename(c, *target, id, title),
+            PhoneWrite::Close { target, id } => self.close_from_phone(c, *target, id),
+            PhoneWrite::Reopen { id } => self.reopen(c, id),
+            PhoneWrite::Starter { starter, .. } => self.starter(c, starter),
+        }
+    }
+
+    /// A steer: the running turn hears it once a chat handler takes it.
+    fn steer(&mut self, c: Call<'_>, pane: &Id, text: &str) -> WriteNext {
+        let Some((asked, heard)) = c.heard else { return self.look_at_steer(pane, c.deciders) };
+        match heard {
+            Heard::NotSupported => next_after(asked, c.deciders).unwrap_or_else(|| not_supported("steer")),
+            Heard::Refuses(reason) => refused(reason),
+            _ => {
+                // The running turn hears it.
+                self.state.steer_turn(pane, text.to_owned());
+                done(c.request_id, "steered", format!("pane:{pane}"))
             }
         }
+    }
+
+    /// A stop: the turn's signal fires and the pane's asks abort unless a
+    /// chat handler refuses (with none, the stop is the SDK's alone).
+    fn stop(&mut self, c: Call<'_>, pane: &Id) -> WriteNext {
+        let heard = match c.heard {
+            None => {
+                if let Some(refusal) = self.pane_takers(pane, c.deciders, "stop") {
+                    return refusal;
+                }
+                // With no chat handler, the stop is the SDK's alone.
+                match first_of(Decider::Chat, c.deciders, ChatSlot::Pane) {
+                    Some(ask) => return ask,
+                    None => Heard::NotSupported,
+                }
+            }
+            Some((asked, Heard::NotSupported)) => match next_after(asked, c.deciders) {
+                Some(ask) => return ask,
+                None => Heard::NotSupported,
+            },
+            Some((_, heard)) => heard,
+        };
+        if let Heard::Refuses(reason) = heard {
+            return refused(reason);
+        }
+        // Taken, or no handler minds: the turn and the pane's asks stop.
+        self.state.stop_turn(pane);
+        self.abort_asks_of(pane, c.now);
+        done(c.request_id, "stopped", format!("pane:{pane}"))
+    }
+
+    /// One of the pane's actions, asked of its action handlers.
+    fn action(&mut self, c: Call<'_>, pane: &Id, action: &Id) -> WriteNext {
+        let Some((asked, heard)) = c.heard else {
+            if let Some(refusal) = self.pane_takers(pane, c.deciders, "actions") {
+                return refusal;
+            }
+            if !self.state.pane(pane).is_some_and(|p| p.has_action(action)) {
+                return WriteAnswer::refused(respond::not_found(format!(
+                    "pane {pane} has no action {action}"
+                )));
+            }
+            return first_of(Decider::Actions, c.deciders, ChatSlot::Pane)
+                .unwrap_or_else(|| not_supported("this action"));
+        };
+        match heard {
+            Heard::NotSupported => {
+                next_after(asked, c.deciders).unwrap_or_else(|| not_supported("this action"))
+            }
+            Heard::Refuses(reason) => refused(reason),
+            _ => done(c.request_id, "done", format!("pane:{pane}")),
+        }
+    }
+
+    /// A rename of a workspace, tab or pane, through the program's hook.
+    fn rename(&mut self, c: Call<'_>, target: Target, id: &str, title: &str) -> WriteNext {
+        if c.heard.is_none() {
+            if self.find(target, id).is_none() {
+                return WriteAnswer::refused(respond::not_found(format!("nothing to rename at {id}")));
+            }
+            if c.deciders.hooks {
+                return WriteNext::Ask(Decider::Hook);
+            }
+        }
+        if let Some((_, heard)) = c.heard {
+            if let Some(answer) = hook_refusal(&heard, "rename") {
+                return answer;
+            }
+        }
+        let applied = match self.find(target, id) {
+            Some(Found::Workspace(ws)) => self.rename_workspace(&ws, title),
+            Some(Found::Tab(key)) => self.rename_tab(&key, title),
+            Some(Found::Pane(pane)) => self.rename_pane_from_phone(&pane, title, c.now).map(drop),
+            // Closed by the hook meanwhile: renamed as far as the phone is concerned.
+            None => Ok(()),
+        };
+        match applied {
+            // The route refused a title breaking the title rule
+            // already; should one get here, it is the same `400`.
+            Err(e) if !e.is_closed() => {
+                WriteAnswer::refused(respond::error(ErrorCode::BadRequest, format!("title: {e}")))
+            }
+            _ => done(c.request_id, "renamed", "renames".into()),
+        }
+    }
+
+    /// A close of a workspace, tab or pane, through the program's hook.
+    fn close_from_phone(&mut self, c: Call<'_>, target: Target, id: &str) -> WriteNext {
+        if c.heard.is_none() {
+            if self.find(target, id).is_none() {
+                return WriteAnswer::refused(respond::not_found(format!("nothing to close at {id}")));
+            }
+            if c.deciders.hooks {
+                return WriteNext::Ask(Decider::Hook);
+            }
+        }
+        if let Some((_, heard)) = c.heard {
+            if let Some(answer) = hook_refusal(&heard, "close") {
+                return answer;
+            }
+        }
+        match self.find(target, id) {
+            Some(Found::Workspace(ws)) => self.close_workspace(&ws, c.now),
+            Some(Found::Tab(key)) => self.close_tab(&key, c.now),
+            Some(Found::Pane(pane)) => self.close_pane(&pane, c.now),
+            None => false,
+        };
+        done(c.request_id, "closed", "closes".into())
+    }
+
+    /// A reopen: the hook's, or the SDK restores a pane this process closed.
+    fn reopen(&mut self, c: Call<'_>, id: &Id) -> WriteNext {
+        if c.heard.is_none() && c.deciders.hooks {
+            return WriteNext::Ask(Decider::Hook);
+        }
+        if let Some((_, heard)) = c.heard {
+            if let Some(answer) = hook_refusal(&heard, "reopen") {
+                return answer;
+            }
+            if heard == Heard::Reopened {
+                return done(c.request_id, "reopened", "reopens".into());
+            }
+        }
+        if !self.restore_pane(id, c.now) {
+            return WriteAnswer::refused(respond::not_found(format!(
+                "pane {id} was not closed by this process; a conversation closed before a restart needs an on_reopen hook"
+            )));
+        }
+        // Sends acknowledged as `queued` before the close go out now.
+        if self.state.pane(id).is_some_and(|p| p.has_queued()) {
+            self.state.effect(crate::state::Effect::DeliverQueued(id.clone()));
+        }
+        done(c.request_id, "reopened", "reopens".into())
+    }
+
+    /// A starter: the program's hook runs it.
+    fn starter(&mut self, c: Call<'_>, starter: &Id) -> WriteNext {
+        let Some((_, heard)) = c.heard else {
+            if self.is_stopping() {
+                // A starter opens a conversation and often its first turn.
+                return WriteAnswer::refused(stopping());
+            }
+            if !self.state.has_starter(starter) {
+                return WriteAnswer::refused(respond::not_found(format!("no starter {starter}")));
+            }
+            if !c.deciders.hooks {
+                return not_supported("starters");
+            }
+            return WriteNext::Ask(Decider::Hook);
+        };
+        if let Some(answer) = hook_refusal(&heard, "starters") {
+            return answer;
+        }
+        let pane = match heard {
+            Heard::Started(Some(pane)) => Value::String(pane.to_string()),
+            _ => Value::Null,
+        };
+        WriteAnswer::applied(
+            WriteResponse::new("started", c.request_id.clone()).with("pane", pane),
+            "starters".into(),
+        )
     }
 
     /// A steer's first look: its pane, its handlers, and whether a turn runs.
