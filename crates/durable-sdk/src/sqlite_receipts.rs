@@ -1209,51 +1209,61 @@ fn keep_conversation(
             ConversationOp::Item { pane, item } => {
                 let body = serde_json::to_string(&**item)
                     .map_err(|e| StoreError::new(format!("an item is not JSON: {e}")))?;
-                let rewritten = tx
-                    .prepare_cached("UPDATE conversation_item SET body = ?3 WHERE pane = ?1 AND item_id = ?2")
-                    .and_then(|mut st| st.execute(params![pane, item.id.as_str(), body]))
-                    .map_err(err)?;
+                let rewritten = exec(
+                    tx,
+                    "UPDATE conversation_item SET body = ?3 WHERE pane = ?1 AND item_id = ?2",
+                    params![pane, item.id.as_str(), body],
+                )
+                .map_err(err)?;
                 if rewritten > 0 {
                     continue;
                 }
-                tx.prepare_cached(
+                exec(
+                    tx,
                     "INSERT INTO conversation (pane, items, next_place, started_at) VALUES (?1, 1, 1, ?2) \
                      ON CONFLICT (pane) DO UPDATE SET items = items + 1, next_place = next_place + 1",
+                    params![pane, at],
                 )
-                .and_then(|mut st| st.execute(params![pane, at]))
                 .map_err(err)?;
-                let (place, items): (i64, i64) = tx
-                    .prepare_cached("SELECT next_place, items FROM conversation WHERE pane = ?1")
-                    .and_then(|mut st| st.query_row([pane], |r| Ok((r.get(0)?, r.get(1)?))))
+                let (place, items): (i64, i64) =
+                    one(tx, "SELECT next_place, items FROM conversation WHERE pane = ?1", [pane], |r| {
+                        Ok((r.get(0)?, r.get(1)?))
+                    })
                     .map_err(err)?;
-                tx.prepare_cached(
+                exec(
+                    tx,
                     "INSERT INTO conversation_item (pane, item_id, place, body) VALUES (?1, ?2, ?3, ?4)",
+                    params![pane, item.id.as_str(), place, body],
                 )
-                .and_then(|mut st| st.execute(params![pane, item.id.as_str(), place, body]))
                 .map_err(err)?;
                 if items > limit {
                     // The oldest go first; the conversation says some went.
-                    tx.prepare_cached("DELETE FROM conversation_item WHERE pane = ?1 AND place <= ?2 - ?3")
-                        .and_then(|mut st| st.execute(params![pane, place, limit]))
-                        .map_err(err)?;
-                    tx.prepare_cached(
-                        "UPDATE conversation SET items = (SELECT COUNT(*) FROM conversation_item WHERE pane = ?1), dropped = 1 WHERE pane = ?1",
+                    exec(
+                        tx,
+                        "DELETE FROM conversation_item WHERE pane = ?1 AND place <= ?2 - ?3",
+                        params![pane, place, limit],
                     )
-                    .and_then(|mut st| st.execute([pane]))
+                    .map_err(err)?;
+                    exec(
+                        tx,
+                        "UPDATE conversation SET items = (SELECT COUNT(*) FROM conversation_item WHERE pane = ?1), dropped = 1 WHERE pane = ?1",
+                        [pane],
+                    )
                     .map_err(err)?;
                 }
             }
             ConversationOp::Title { pane, title, by_phone } => {
-                tx.prepare_cached(
+                exec(
+                    tx,
                     "INSERT INTO conversation (pane, title, title_by_phone, started_at) VALUES (?1, ?2, ?3, ?4) \
                      ON CONFLICT (pane) DO UPDATE SET title = ?2, title_by_phone = ?3",
+                    params![pane, title, by_phone, at],
                 )
-                .and_then(|mut st| st.execute(params![pane, title, by_phone, at]))
                 .map_err(err)?;
             }
             ConversationOp::Forget { pane } => {
-                tx.execute("DELETE FROM conversation_item WHERE pane = ?1", [pane]).map_err(err)?;
-                tx.execute("DELETE FROM conversation WHERE pane = ?1", [pane]).map_err(err)?;
+                exec(tx, "DELETE FROM conversation_item WHERE pane = ?1", [pane]).map_err(err)?;
+                exec(tx, "DELETE FROM conversation WHERE pane = ?1", [pane]).map_err(err)?;
             }
             // A later kind of op this store does not know: keeping it wrong
             // would be worse than not keeping it.
@@ -1267,9 +1277,12 @@ fn keep_conversation(
     let written: i64 =
         one(tx, "SELECT COALESCE(MAX(written), 0) + 1 FROM conversation", [], |r| r.get(0)).map_err(err)?;
     for pane in &touched {
-        tx.prepare_cached("UPDATE conversation SET written = ?2, written_at = ?3 WHERE pane = ?1")
-            .and_then(|mut st| st.execute(params![pane, written, at]))
-            .map_err(err)?;
+        exec(
+            tx,
+            "UPDATE conversation SET written = ?2, written_at = ?3 WHERE pane = ?1",
+            params![pane, written, at],
+        )
+        .map_err(err)?;
     }
     if !created {
         return Ok(true);
