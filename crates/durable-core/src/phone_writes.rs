@@ -12,7 +12,7 @@
 //! driver's; [`Machine::write_needs_pane`] says which pane's write to hold.
 
 use durable_types::exchange::Response;
-use durable_types::{ErrorBody, ErrorCode, Id, PaneState, ScopeId, Target, Timestamp, WriteResponse};
+use durable_types::{ErrorCode, Id, PaneState, ScopeId, Target, Timestamp, WriteResponse};
 use serde_json::Value;
 
 use crate::machine::Machine;
@@ -129,20 +129,11 @@ impl WriteAnswer {
 }
 
 fn refused(reason: String) -> WriteNext {
-    WriteAnswer::refused(respond::failure(
-        ErrorBody::new(ErrorCode::Refused, format!("refused: {reason}")).with("reason", reason),
-    ))
+    WriteAnswer::refused(respond::refused(reason))
 }
 
 fn not_supported(what: &str) -> WriteNext {
-    WriteAnswer::refused(respond::error(
-        ErrorCode::NotSupported,
-        format!("no handler and no hook takes {what} here"),
-    ))
-}
-
-fn no_pane(pane: &Id) -> WriteNext {
-    WriteAnswer::refused(respond::not_found(format!("no open pane {pane}")))
+    WriteAnswer::refused(respond::not_supported(what))
 }
 
 /// A rename or close target, found in the layout.
@@ -299,18 +290,8 @@ impl Machine {
 
     /// A rename of a workspace, tab or pane, through the program's hook.
     fn rename(&mut self, c: Call<'_>, target: Target, id: &str, title: &str) -> WriteNext {
-        if c.heard.is_none() {
-            if self.find(target, id).is_none() {
-                return WriteAnswer::refused(respond::not_found(format!("nothing to rename at {id}")));
-            }
-            if c.deciders.hooks {
-                return WriteNext::Ask(Decider::Hook);
-            }
-        }
-        if let Some((_, heard)) = c.heard {
-            if let Some(answer) = hook_refusal(&heard, "rename") {
-                return answer;
-            }
+        if let Some(answer) = self.before_layout_write(&c, target, id, "rename") {
+            return answer;
         }
         let applied = match self.find(target, id) {
             Some(Found::Workspace(ws)) => self.rename_workspace(&ws, title),
@@ -331,18 +312,8 @@ impl Machine {
 
     /// A close of a workspace, tab or pane, through the program's hook.
     fn close_from_phone(&mut self, c: Call<'_>, target: Target, id: &str) -> WriteNext {
-        if c.heard.is_none() {
-            if self.find(target, id).is_none() {
-                return WriteAnswer::refused(respond::not_found(format!("nothing to close at {id}")));
-            }
-            if c.deciders.hooks {
-                return WriteNext::Ask(Decider::Hook);
-            }
-        }
-        if let Some((_, heard)) = c.heard {
-            if let Some(answer) = hook_refusal(&heard, "close") {
-                return answer;
-            }
+        if let Some(answer) = self.before_layout_write(&c, target, id, "close") {
+            return answer;
         }
         match self.find(target, id) {
             Some(Found::Workspace(ws)) => self.close_workspace(&ws, c.now),
@@ -406,6 +377,20 @@ impl Machine {
         )
     }
 
+    /// What a rename or close answers before it is applied: `404` when
+    /// nothing is at `id`, the program's hook asked first, and its refusal;
+    /// `None` once it may be applied.
+    fn before_layout_write(&self, c: &Call<'_>, target: Target, id: &str, verb: &str) -> Option<WriteNext> {
+        match &c.heard {
+            None if self.find(target, id).is_none() => {
+                Some(WriteAnswer::refused(respond::not_found(format!("nothing to {verb} at {id}"))))
+            }
+            None if c.deciders.hooks => Some(WriteNext::Ask(Decider::Hook)),
+            None => None,
+            Some((_, heard)) => hook_refusal(heard, verb),
+        }
+    }
+
     /// A steer's first look: its pane, its handlers, and whether a turn runs.
     fn look_at_steer(&self, pane: &Id, deciders: Deciders) -> WriteNext {
         if let Some(refusal) = self.pane_takers(pane, deciders, "steer") {
@@ -424,7 +409,7 @@ impl Machine {
     /// not-supported` for one with no handler at all.
     fn pane_takers(&self, pane: &Id, deciders: Deciders, what: &str) -> Option<WriteNext> {
         if !self.state.is_open(pane) {
-            return Some(no_pane(pane));
+            return Some(WriteAnswer::refused(respond::no_pane(pane)));
         }
         let none =
             !(deciders.pane_chat || deciders.wide_chat || deciders.pane_actions || deciders.wide_actions);

@@ -241,14 +241,14 @@ pub fn events(m: &mut Machine, query: Option<&str>, pane: Id) -> Result<Response
     let after = Query::parse(query).u64("after")?.unwrap_or(0);
     let st = &mut m.state;
     let Some(p) = st.pane_events_read(&pane) else {
-        return Err(respond::error(ErrorCode::NotFound, format!("no open pane {pane}")));
+        return Err(respond::no_pane(&pane));
     };
     let behind = after.saturating_add(1) < p.first_retained();
     let ahead = after > p.last_seq();
     if !behind && !ahead {
         // Each event of the tail is encoded once, at its first read.
         let Some((p, bytes)) = st.encode_tail_after(&pane, after) else {
-            return Err(respond::error(ErrorCode::NotFound, format!("no open pane {pane}")));
+            return Err(respond::no_pane(&pane));
         };
         return tail_page(&pane, p, after, bytes);
     }
@@ -257,7 +257,7 @@ pub fn events(m: &mut Machine, query: Option<&str>, pane: Id) -> Result<Response
         return Ok(Response::json(200, body));
     }
     let Some(p) = st.pane(&pane) else {
-        return Err(respond::error(ErrorCode::NotFound, format!("no open pane {pane}")));
+        return Err(respond::no_pane(&pane));
     };
     let (items, dropped) = p.view_items();
     let snapshot = PaneSnapshotRef {
@@ -289,7 +289,7 @@ pub fn events_kept(m: &Machine, query: Option<&str>, pane: Id) -> Option<Result<
     };
     let st = &m.state;
     let Some(p) = st.pane(&pane) else {
-        return Some(Err(respond::error(ErrorCode::NotFound, format!("no open pane {pane}"))));
+        return Some(Err(respond::no_pane(&pane)));
     };
     if !p.events_were_read() {
         return None;

@@ -1,7 +1,7 @@
 //! Building responses: JSON bodies and the error table of §2.
 
 use durable_types::exchange::Response;
-use durable_types::{ErrorBody, ErrorCode};
+use durable_types::{ErrorBody, ErrorCode, Id};
 use serde::Serialize;
 
 use crate::request::RequestError;
@@ -54,6 +54,21 @@ pub fn bad_request(message: impl Into<String>) -> Response {
 /// `404 not-found`.
 pub fn not_found(message: impl Into<String>) -> Response {
     error(ErrorCode::NotFound, message)
+}
+
+/// `404 not-found` for a pane that is not open.
+pub fn no_pane(pane: &Id) -> Response {
+    not_found(format!("no open pane {pane}"))
+}
+
+/// `409 refused`: a handler or hook said no, with its reason for the phone.
+pub fn refused(reason: String) -> Response {
+    failure(ErrorBody::new(ErrorCode::Refused, format!("refused: {reason}")).with("reason", reason))
+}
+
+/// `409 not-supported`: no handler and no hook takes `what` here.
+pub fn not_supported(what: &str) -> Response {
+    error(ErrorCode::NotSupported, format!("no handler and no hook takes {what} here"))
 }
 
 /// A malformed request: `400 bad-request` (or `413 too-large`) with its

@@ -54,13 +54,10 @@ impl Machine {
         has_takers: bool,
     ) -> SendLook {
         if !self.state.is_open(pane) {
-            return SendLook::Refused(respond::not_found(format!("no open pane {pane}")));
+            return SendLook::Refused(respond::no_pane(pane));
         }
         if recorded.is_none() && !has_takers {
-            return SendLook::Refused(respond::error(
-                ErrorCode::NotSupported,
-                "no handler and no hook takes send here",
-            ));
+            return SendLook::Refused(respond::not_supported("send"));
         }
         if let Some(ask) = self.state.open_asks_of(pane).first().cloned() {
             return SendLook::Refused(respond::failure(
@@ -69,7 +66,7 @@ impl Machine {
             ));
         }
         let Some(p) = self.state.pane(pane) else {
-            return SendLook::Refused(respond::not_found(format!("no open pane {pane}")));
+            return SendLook::Refused(respond::no_pane(pane));
         };
         let current = p.turn_id().map(str::to_owned);
         // `turnId: null` says the phone saw no turn yet: any turn since moved it.

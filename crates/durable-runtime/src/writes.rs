@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use durable_types::exchange::Response;
-use durable_types::{BUSY_MS, ErrorBody, ErrorCode, Id, SendBody, Timestamp, WriteResponse};
+use durable_types::{BUSY_MS, ErrorCode, Id, SendBody, Timestamp, WriteResponse};
 use serde_json::Value;
 use tokio::sync::oneshot;
 use tracing::Instrument;
@@ -68,20 +68,11 @@ fn ok(resp: WriteResponse, group: String) -> Ran {
 }
 
 fn refused(reason: String) -> Ran {
-    Ran::unstored(respond::failure(
-        ErrorBody::new(ErrorCode::Refused, format!("refused: {reason}")).with("reason", reason),
-    ))
-}
-
-fn not_supported(what: &str) -> Ran {
-    Ran::unstored(respond::error(
-        ErrorCode::NotSupported,
-        format!("no handler and no hook takes {what} here"),
-    ))
+    Ran::unstored(respond::refused(reason))
 }
 
 fn no_pane(pane: &Id) -> Ran {
-    Ran::unstored(respond::not_found(format!("no open pane {pane}")))
+    Ran::unstored(respond::no_pane(pane))
 }
 
 impl Collie {
@@ -403,7 +394,7 @@ pub(crate) async fn send(core: &Collie, pane: Id, body: SendBody, arrival: Times
             Delivered::Refused(reason) => refused(reason),
             Delivered::Stopping => stopping(),
             Delivered::Failed(why) => Ran::unstored(respond::error(ErrorCode::Internal, why)),
-            _ => not_supported("send"),
+            _ => Ran::unstored(respond::not_supported("send")),
         }
     };
     core.once(&request_id, |_| None, run).await
