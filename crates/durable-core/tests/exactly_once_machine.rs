@@ -1,23 +1,34 @@
 //! Exactly once, enumerated over the machine (issue #41): the receipt step
-//! (`durable_core::once`) driven with no runtime, no future and no store
-//! but a model, under every order in which its drivers can hand outcomes
-//! back — each request's arrival, each store call's answer, the write
-//! itself, each settle heard, a caller dropped at any point.
+//! (`durable_core::once`) and the writes it runs — a plain write, the
+//! phone's answer to an ask (held when it comes before the ask is raised),
+//! a send with its chat handler and its turn — driven with no runtime, no
+//! future and no store but a model, under every order in which its
+//! drivers can hand outcomes back: each request's arrival, each store
+//! call's answer, each of a send's awaits (its record in the sends
+//! journal, its handler's verdict), each settle heard, the program raising
+//! its ask, the job putting a held answer's receipt, a turn's end, a
+//! caller dropped at any point.
 //!
 //! A world is one or two machines (two processes) over one model store
-//! (receipts, and claims that hold across processes: a claim on an id
-//! another process holds waits for its put or release). A schedule is a
-//! sequence of choices among the enabled actions; every schedule is run
-//! from the start (the world is built again for each) and checked when no
-//! action is left:
+//! (receipts, the sends journal, and claims that hold across processes: a
+//! claim on an id another process holds waits for its put or release). A
+//! schedule is a sequence of choices among the enabled actions; every
+//! branch runs on a clone of the world (`Machine: Clone`) and is checked
+//! when no action is left:
 //!
-//! - the write ran at most once, and exactly once when any request got a
-//!   `200`;
+//! - the write ran at most once (a plain write's runs, the ask's
+//!   decisions, the `user` items on every process's pane), and exactly once
+//!   when any request got a `200`;
 //! - every `200` has the same body but for `replayed`, and at most one has
 //!   `replayed: false`;
 //! - no `5xx` but where a failure was injected, and then its text says so;
+//!   no other status but a refusal where one was asked for, and an answer's
+//!   `202 held`;
 //! - no request is left waiting (a deadlock fails the schedule);
-//! - no claim is left in the store, and no machine holds the id.
+//! - no claim is left in the store, and no machine holds the id; no turn or
+//!   delivery is left counted, the pane's write is free and the pane idle;
+//! - the ask's awaitable got the answer once, its receipt is in the store
+//!   (unless its put failed), and a retry at the end replays it.
 //!
 //! | scenario | schedules |
 //! |---|---|
@@ -29,6 +40,12 @@
 //! | (6) a request dropped at any point, a duplicate, then a retry | 468 |
 //! | (7) a request dropped at any point, a duplicate at each process | 20,527 |
 //! | (8) the same, the write closing a card (its answer waits for the asks' journal) | 51,081 |
+//! | (9) an answer held before its ask is raised, racing the raise, two duplicates | 1,961 |
+//! | (9b) the same, the first put failing (the route's or the held answer's job) | 1,710 |
+//! | (10) an answer dropped at any point, a duplicate, then a retry, racing the raise | 5,088 |
+//! | (11) a send dropped at any point of its delivery, a duplicate, then a retry | 6,684 |
+//! | (12) a send dropped at any point, a duplicate at another process | 2,593 |
+//! | (13) the first send refused by its chat handler, duplicates at two processes | 61,255 |
 //!
 //! Twins (requests of one process declared alike) arrive in their order:
 //! the other order is the same world. (7) is what made a dropped caller's
@@ -36,27 +53,63 @@
 //! let go with its write applied but not in the store, the duplicate at
 //! the other process claimed the id and ran the write again.
 //!
-//! The counts are asserted: a change to the receipt step's stages changes
-//! them (recount with `cargo test -p durable-core --test
-//! exactly_once_machine -- --nocapture`, which prints them).
+//! (9)–(13) are the scenarios of the runtime's explorer of interleavings,
+//! which ran the real handlers and jobs under a scheduler of futures and
+//! is retired: what it explored is the machine's now, and the runtime's
+//! loops that drive these steps are tested with real concurrency and real
+//! stores (`crates/durable-runtime/tests/writes_props.rs`, `receipts.rs`).
+//!
+//! The counts are asserted: a change to the steps changes them (recount
+//! with `cargo test -p durable-core --test exactly_once_machine --
+//! --nocapture`, which prints them).
 
 mod standard;
 
 use std::collections::HashMap;
 
+use durable_core::asks::held_response;
+use durable_core::delivery::{ChatSlot, Delivered, DeliveryInput, DeliveryNext, Verdict};
 use durable_core::machine::{Machine, MachineConfig};
 use durable_core::once::{ReceiptInput, ReceiptNext};
 use durable_core::respond;
-use durable_core::state::{Effect, JournalName, Link};
+use durable_core::state::{Effect, JournalName, Link, QueuedSend};
 use durable_core::types::exchange::Response;
-use durable_core::types::{ErrorCode, Id};
-use durable_core::{Lookup, Receipt, StoreError};
+use durable_core::types::{
+    Answer, AnswerRequest, AskOption, AskSpec, ErrorCode, Id, ItemBody, PaneState, WriteResponse, ask_id_for,
+};
+use durable_core::writes::SendLook;
+use durable_core::{Lookup, PaneOptions, Receipt, SendState, StoreError};
 use serde_json::{Value, json};
+use standard::NOW;
 
 const ID: &str = "r-1";
+const PANE: &str = "ticket-1";
+/// The link of the program's ask awaitable.
+const ASK: Link = 900;
 
+/// A process's machine: the desk's pane `ticket-1`.
 fn machine(keeps_asks: bool) -> Machine {
-    Machine::new(MachineConfig { keeps_asks, ..standard::config() })
+    let mut m = Machine::new(MachineConfig { keeps_asks, ..standard::config() });
+    let ws = m.add_workspace("support", "Support").unwrap();
+    let tab = m.add_tab(&ws, "main", "Tickets").unwrap();
+    m.add_pane(&tab, PANE, PaneOptions::new("Maria")).unwrap();
+    m
+}
+
+fn pane() -> Id {
+    Id::new(PANE).unwrap()
+}
+
+fn yes_no() -> AskSpec {
+    AskSpec::choice("c1", "Go?", [AskOption::new("yes", "Yes"), AskOption::new("no", "No")])
+}
+
+/// The phone's answer `yes`, with the hash of the ask it saw (so that it
+/// is held when it arrives before the ask is raised).
+fn pick_yes() -> AnswerRequest {
+    let hash = yes_no().build(&pane(), NOW, true).unwrap().hash;
+    let body = json!({"requestId": ID, "answer": {"optionIds": ["yes"]}, "hash": hash});
+    AnswerRequest::parse(body.to_string().as_bytes()).unwrap()
 }
 
 /// One request with the id, as a scenario declares it.
@@ -73,16 +126,34 @@ const fn req(process: usize) -> Req {
     Req { process, may_drop: false, after: None }
 }
 
+/// What the requests with the id are.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    /// A write done in one step once the id is the request's.
+    Plain,
+    /// The phone's answer to the ask `c1`, which the program raises on
+    /// process 0 in its own time: an answer that comes first is held
+    /// (`202`) and applied at the raise, its receipt put by a job.
+    Answer,
+    /// A send, as the send route runs it: the pane's write, the record in
+    /// the sends journal, the chat handler's verdict, the turn begun and
+    /// ended — a step at each of the route's awaits, where its caller may
+    /// go away.
+    Send,
+}
+
 /// A scenario: the requests, and the failures injected.
 struct Scenario {
     name: &'static str,
     reqs: Vec<Req>,
     processes: usize,
-    /// The first `put` fails.
+    kind: Kind,
+    /// The first `put` fails (a route's or a held answer's).
     fail_first_put: bool,
     /// The first `claim` fails.
     fail_first_claim: bool,
-    /// The first run of the write refuses (`409`), the later ones succeed.
+    /// The first run of the write refuses (`409`; a send's chat handler
+    /// refuses it), the later ones succeed.
     refuse_first_run: bool,
     /// The store keeps asks, and the write closes a card: its answer waits
     /// for the asks' journal, which the store applies when it will.
@@ -95,11 +166,16 @@ impl Scenario {
             name,
             reqs,
             processes,
+            kind: Kind::Plain,
             fail_first_put: false,
             fail_first_claim: false,
             refuse_first_run: false,
             closes_a_card: false,
         }
+    }
+
+    fn of(self, kind: Kind) -> Scenario {
+        Scenario { kind, ..self }
     }
 }
 
@@ -110,25 +186,44 @@ enum Action {
     Drop(usize),
     /// The store applies a process's journal of asks.
     ApplyAsks(usize),
+    /// The program raises the ask on process 0.
+    Raise,
+    /// A process's job puts the receipt of a held answer applied.
+    PutHeld(usize),
+    /// The turn a send began on a process ends.
+    EndTurn(usize),
+}
+
+/// A send's run between two of its awaits.
+#[derive(Clone, Copy)]
+enum SendStage {
+    /// The sends journal is recording it in this state.
+    Recording(SendState),
+    /// Being delivered: the chat handler of this slot decides.
+    Checking(ChatSlot),
 }
 
 #[derive(Clone)]
 enum At {
     NotArrived,
     Waiting(ReceiptNext),
+    /// A send's write under way (its receipt step waits for its answer).
+    Sending(SendStage),
     /// Its caller went away; the step goes on for the store's sake.
     Detached(ReceiptNext),
     Answered(Response),
     Dropped,
 }
 
-/// The model store: receipts, and claims that hold across processes.
+/// The model store: receipts, claims that hold across processes, the
+/// sends journal.
 #[derive(Default, Clone)]
 struct Store {
     receipts: HashMap<String, Receipt>,
     claimed_by: Option<usize>,
     puts: usize,
     claims: usize,
+    sends: HashMap<String, SendState>,
 }
 
 #[derive(Clone)]
@@ -143,6 +238,16 @@ struct World<'a> {
     /// Runs that did the write (a refusal does nothing).
     effects: usize,
     injected: bool,
+    /// The program raised its ask.
+    raised: bool,
+    /// The held answers each process applied, whose receipts its job puts.
+    held_puts: Vec<Vec<(Id, Receipt, String)>>,
+    /// What the ask's awaitable was handed, each time.
+    decisions: Vec<Result<Answer, String>>,
+    /// The turn running on each process (its link), begun by a send.
+    turns: Vec<Option<Link>>,
+    /// The chat handlers' refusals so far (shared by the processes).
+    refusals: usize,
 }
 
 impl<'a> World<'a> {
@@ -156,12 +261,24 @@ impl<'a> World<'a> {
             runs: 0,
             effects: 0,
             injected: false,
+            raised: false,
+            held_puts: vec![Vec::new(); scenario.processes],
+            decisions: Vec::new(),
+            turns: vec![None; scenario.processes],
+            refusals: 0,
         }
     }
 
     /// Each request's link in its machine: its index, unique in the world.
     fn link(r: usize) -> Link {
         r as Link + 1
+    }
+
+    /// The links of request `r`'s send (unique in the world): its pane
+    /// write, its delivery, its stop signal, its turn.
+    fn send_links(r: usize) -> [Link; 4] {
+        let base = 100 + 10 * r as Link;
+        [base, base + 1, base + 2, base + 3]
     }
 
     fn enabled(&self) -> Vec<Action> {
@@ -197,6 +314,12 @@ impl<'a> World<'a> {
                         out.push(Action::Drop(r));
                     }
                 }
+                At::Sending(_) => {
+                    out.push(Action::Advance(r));
+                    if req.may_drop {
+                        out.push(Action::Drop(r));
+                    }
+                }
                 At::Answered(_) | At::Dropped => {}
             }
         }
@@ -204,6 +327,15 @@ impl<'a> World<'a> {
             if !m.state.journal_has_applied(JournalName::Asks, m.state.journal_pushed(JournalName::Asks)) {
                 out.push(Action::ApplyAsks(p));
             }
+            if !self.held_puts[p].is_empty() {
+                out.push(Action::PutHeld(p));
+            }
+            if self.turns[p].is_some() {
+                out.push(Action::EndTurn(p));
+            }
+        }
+        if self.scenario.kind == Kind::Answer && !self.raised {
+            out.push(Action::Raise);
         }
         out
     }
@@ -216,21 +348,28 @@ impl<'a> World<'a> {
                 self.settle(r, next);
             }
             Action::Advance(r) => {
-                let (next, detached) = match std::mem::replace(&mut self.at[r], At::Dropped) {
-                    At::Waiting(next) => (next, false),
-                    At::Detached(next) => (next, true),
+                let p = self.scenario.reqs[r].process;
+                let input = match std::mem::replace(&mut self.at[r], At::Dropped) {
+                    At::Waiting(ReceiptNext::Run) if self.scenario.kind == Kind::Send => self.begin_send(r),
+                    At::Sending(stage) => self.send_step(r, stage),
+                    At::Waiting(next) => Some(self.perform(p, Self::link(r), next)),
+                    At::Detached(next) => {
+                        let input = self.perform(p, Self::link(r), next);
+                        let next = self.machines[p].receipt_step(Self::link(r), input);
+                        self.settle(r, next);
+                        // Its answer goes to no one.
+                        self.at[r] = match std::mem::replace(&mut self.at[r], At::Dropped) {
+                            At::Waiting(next) => At::Detached(next),
+                            _ => At::Dropped,
+                        };
+                        return;
+                    }
                     _ => panic!("request {r} advanced while not waiting"),
                 };
-                let input = self.perform(r, next);
-                let p = self.scenario.reqs[r].process;
-                let next = self.machines[p].receipt_step(Self::link(r), input);
-                self.settle(r, next);
-                if detached {
-                    // Its answer goes to no one.
-                    self.at[r] = match std::mem::replace(&mut self.at[r], At::Dropped) {
-                        At::Waiting(next) => At::Detached(next),
-                        _ => At::Dropped,
-                    };
+                // `None`: a send's write goes on at its next await.
+                if let Some(input) = input {
+                    let next = self.machines[p].receipt_step(Self::link(r), input);
+                    self.settle(r, next);
                 }
             }
             Action::ApplyAsks(p) => {
@@ -242,11 +381,41 @@ impl<'a> World<'a> {
             }
             Action::Drop(r) => {
                 let p = self.scenario.reqs[r].process;
+                if let At::Sending(_) = self.at[r] {
+                    // The send's write goes with its caller: the delivery
+                    // under way is given up, the pane's write let go.
+                    let [writer, delivery, ..] = Self::send_links(r);
+                    self.machines[p].drop_delivery(delivery);
+                    self.machines[p].state.end_write(&pane(), writer);
+                }
                 self.settles[p].remove(&Self::link(r));
                 self.at[r] = match self.machines[p].drop_receipt_step(Self::link(r)) {
                     Some(next) => At::Detached(next),
                     None => At::Dropped,
                 };
+                self.collect(p);
+            }
+            Action::Raise => {
+                self.raised = true;
+                let raised = self.machines[0].raise_ask(&pane(), yes_no(), ASK, NOW);
+                raised.expect("the pane is open and the ask is new");
+                self.collect(0);
+            }
+            Action::PutHeld(p) => {
+                let (request_id, receipt, _group) = self.held_puts[p].remove(0);
+                if self.put(request_id.as_str(), receipt) {
+                    self.machines[p].state.forget_receipt(&request_id);
+                }
+                // Else kept in memory: a repeat in this process still replays it.
+            }
+            Action::EndTurn(p) => {
+                let turn = self.turns[p].take().expect("a turn runs");
+                let m = &mut self.machines[p];
+                if m.state.uninstall_turn(&pane(), turn) {
+                    m.set_pane_state(&pane(), PaneState::Idle, None, NOW).unwrap();
+                }
+                self.store.sends.insert(ID.to_owned(), SendState::Done);
+                m.state.turn_ended();
                 self.collect(p);
             }
         }
@@ -263,8 +432,18 @@ impl<'a> World<'a> {
 
     fn collect(&mut self, p: usize) {
         for effect in self.machines[p].state.drain_effects() {
-            if let Effect::Settle { waiter, receipt } = effect {
-                self.settles[p].insert(waiter, receipt);
+            match effect {
+                Effect::Settle { waiter, receipt } => {
+                    self.settles[p].insert(waiter, receipt);
+                }
+                Effect::Decide { ask, result } => {
+                    assert_eq!(ask, ASK, "a decision for an awaitable nobody raised");
+                    self.decisions.push(result.map(|d| d.answer).map_err(|e| format!("{e:?}")));
+                }
+                Effect::PutHeldReceipt { request_id, receipt, group } => {
+                    self.held_puts[p].push((request_id, receipt, group));
+                }
+                _ => {}
             }
         }
     }
@@ -274,13 +453,30 @@ impl<'a> World<'a> {
         self.store.claimed_by = None;
     }
 
+    /// The store's put of the id's receipt; `false` when it failed.
+    fn put(&mut self, request_id: &str, receipt: Receipt) -> bool {
+        self.store.puts += 1;
+        if self.scenario.fail_first_put && self.store.puts == 1 {
+            self.injected = true;
+            return false;
+        }
+        // A put of a kept id keeps the first.
+        self.store.receipts.entry(request_id.to_owned()).or_insert(receipt);
+        true
+    }
+
     /// Does what `next` asks, the way a runtime does, and gives its outcome.
-    fn perform(&mut self, r: usize, next: ReceiptNext) -> ReceiptInput {
-        let p = self.scenario.reqs[r].process;
+    fn perform(&mut self, p: usize, link: Link, next: ReceiptNext) -> ReceiptInput {
+        let id = Id::new(ID).unwrap();
         match next {
             ReceiptNext::WaitFirst => {
-                let heard = self.settles[p].remove(&Self::link(r));
+                let heard = self.settles[p].remove(&link);
                 ReceiptInput::Settled(heard.flatten())
+            }
+            ReceiptNext::Check if self.scenario.kind == Kind::Answer => {
+                // The answer route's check: this id holds an answer → `202` again.
+                let held = self.machines[p].state.held_ask_of(&id).map(|ask| held_response(ask, &id));
+                ReceiptInput::Checked(held)
             }
             ReceiptNext::Check => ReceiptInput::Checked(None),
             ReceiptNext::Claim => {
@@ -296,7 +492,12 @@ impl<'a> World<'a> {
                 self.store.claimed_by = Some(p);
                 ReceiptInput::Claimed(Ok(Lookup::Unknown))
             }
-            ReceiptNext::SendState => ReceiptInput::SendState(Ok(None)),
+            ReceiptNext::SendState => ReceiptInput::SendState(Ok(self.store.sends.get(ID).cloned())),
+            ReceiptNext::Run if self.scenario.kind == Kind::Answer => {
+                let ask_id = Id::new(ask_id_for(PANE, "c1")).unwrap();
+                let (response, group) = self.machines[p].answer_ask(&ask_id, pick_yes(), NOW);
+                ReceiptInput::Ran { response, group }
+            }
             ReceiptNext::Run => {
                 self.runs += 1;
                 if self.scenario.refuse_first_run && self.runs == 1 {
@@ -305,26 +506,137 @@ impl<'a> World<'a> {
                 }
                 self.effects += 1;
                 if self.scenario.closes_a_card {
-                    self.machines[p].state.journal_forget(format!("card-{r}"));
+                    self.machines[p].state.journal_forget(format!("card-{link}"));
                 }
                 let body = json!({ "ok": true, "result": "sent", "requestId": ID, "replayed": false });
                 ReceiptInput::Ran { response: respond::json(200, &body), group: Some("pane:ticket-1".into()) }
             }
             ReceiptNext::WaitForAsks { .. } => ReceiptInput::AsksWritten,
-            ReceiptNext::Put { receipt, .. } => {
-                self.store.puts += 1;
-                if self.scenario.fail_first_put && self.store.puts == 1 {
-                    self.injected = true;
-                    return ReceiptInput::Put(Err(StoreError::new("put failed (injected)")));
-                }
-                self.store.receipts.entry(ID.to_owned()).or_insert(receipt);
-                ReceiptInput::Put(Ok(()))
-            }
+            ReceiptNext::Put { receipt, .. } => match self.put(ID, receipt) {
+                true => ReceiptInput::Put(Ok(())),
+                false => ReceiptInput::Put(Err(StoreError::new("put failed (injected)"))),
+            },
             ReceiptNext::Release => {
                 self.release(p);
                 ReceiptInput::Released
             }
             ReceiptNext::Respond(_) => panic!("an answer is not a step"),
+        }
+    }
+
+    /// A send's write begins, as the send route does: it takes the pane's
+    /// write and looks at the send.
+    fn begin_send(&mut self, r: usize) -> Option<ReceiptInput> {
+        let p = self.scenario.reqs[r].process;
+        let [writer, ..] = Self::send_links(r);
+        let granted = self.machines[p].state.request_write(&pane(), writer, true);
+        assert!(granted, "a process runs one send with the id at a time: its pane's write is free");
+        self.look_at_send(r, None)
+    }
+
+    /// Goes on with a send's write after the await it stood at.
+    fn send_step(&mut self, r: usize, stage: SendStage) -> Option<ReceiptInput> {
+        match stage {
+            SendStage::Recording(want) => {
+                self.store.sends.insert(ID.to_owned(), want);
+                self.look_at_send(r, Some(want))
+            }
+            SendStage::Checking(slot) => {
+                // The pane's own chat handler (there is no agent-wide one):
+                // it refuses the first send of the world when asked to.
+                let verdict = match slot {
+                    ChatSlot::Pane if self.scenario.refuse_first_run && self.refusals == 0 => {
+                        self.refusals += 1;
+                        Verdict::Refuses("not now".into())
+                    }
+                    ChatSlot::Pane => Verdict::Takes,
+                    _ => Verdict::NotSupported,
+                };
+                let p = self.scenario.reqs[r].process;
+                let [_, delivery, ..] = Self::send_links(r);
+                let next = self.machines[p].delivery_step(delivery, DeliveryInput::Checked(verdict), NOW);
+                self.deliver(r, next)
+            }
+        }
+    }
+
+    /// The machine's look at the send (`recorded`: the journal's state).
+    fn look_at_send(&mut self, r: usize, recorded: Option<SendState>) -> Option<ReceiptInput> {
+        let p = self.scenario.reqs[r].process;
+        let id = Id::new(ID).unwrap();
+        let [writer, delivery, stop, _] = Self::send_links(r);
+        let m = &mut self.machines[p];
+        match m.look_at_send(&pane(), &id, "hi", None, recorded, true) {
+            SendLook::Record(want) => {
+                self.at[r] = At::Sending(SendStage::Recording(want));
+                None
+            }
+            SendLook::Refused(response) => {
+                m.state.end_write(&pane(), writer);
+                Some(ReceiptInput::Ran { response, group: None })
+            }
+            SendLook::RunNow { .. } => {
+                let send = QueuedSend { request_id: id, text: "hi".into() };
+                let next = m.begin_delivery(delivery, &pane(), send, SendState::Running, stop);
+                self.deliver(r, next)
+            }
+            SendLook::Queued { .. } => panic!("a send with the id was queued: no turn ran before it"),
+        }
+    }
+
+    /// Drives the delivery on to its next await, or to the write's answer.
+    fn deliver(&mut self, r: usize, mut next: DeliveryNext) -> Option<ReceiptInput> {
+        let p = self.scenario.reqs[r].process;
+        let [writer, delivery, stop, turn] = Self::send_links(r);
+        loop {
+            let m = &mut self.machines[p];
+            let input = match next {
+                DeliveryNext::Check(slot) => {
+                    self.at[r] = At::Sending(SendStage::Checking(slot));
+                    return None;
+                }
+                DeliveryNext::StartTurn => {
+                    // The turn begins at once (no await): the pane works.
+                    assert!(m.state.install_turn(&pane(), stop, turn), "the pane is open");
+                    m.set_pane_state(&pane(), PaneState::Working, Some(ID), NOW).unwrap();
+                    self.turns[p] = Some(turn);
+                    DeliveryInput::Started(Ok(()))
+                }
+                DeliveryNext::Over(delivered) => {
+                    m.state.end_write(&pane(), writer);
+                    let group = "pane:ticket-1".to_owned();
+                    return Some(match delivered {
+                        Delivered::Started => {
+                            let sent =
+                                WriteResponse::new("sent", Id::new(ID).unwrap()).with("turnId", Value::Null);
+                            ReceiptInput::Ran { response: respond::json(200, &sent), group: Some(group) }
+                        }
+                        Delivered::Refused(reason) => {
+                            ReceiptInput::Ran { response: respond::refused(reason), group: None }
+                        }
+                        other => panic!("a send delivered as {other:?}"),
+                    });
+                }
+                other => panic!("a send run as it arrived asked for {other:?}"),
+            };
+            next = m.delivery_step(delivery, input, NOW);
+        }
+    }
+
+    /// The write's effect: what the scenario's requests change.
+    fn effects(&mut self) -> usize {
+        match self.scenario.kind {
+            Kind::Plain => self.effects,
+            Kind::Answer => self.decisions.iter().filter(|d| d.is_ok()).count(),
+            // The `user` items the sends wrote, on every process's pane.
+            Kind::Send => self
+                .machines
+                .iter()
+                .map(|m| {
+                    let (items, _) = m.state.pane(&pane()).expect("the pane is open").view_items();
+                    items.iter().filter(|item| matches!(item.body, ItemBody::User { .. })).count()
+                })
+                .sum(),
         }
     }
 
@@ -337,15 +649,16 @@ impl<'a> World<'a> {
             .filter_map(|a| match a {
                 At::Answered(r) => Some((r.status, serde_json::from_slice(&r.body).unwrap())),
                 At::Dropped => None,
-                At::NotArrived | At::Waiting(_) | At::Detached(_) => {
+                At::NotArrived | At::Waiting(_) | At::Sending(_) | At::Detached(_) => {
                     panic!("{at}: a request was left waiting")
                 }
             })
             .collect();
-        assert!(self.effects <= 1, "{at}: the write ran {} times", self.effects);
+        let effects = self.effects();
+        assert!(effects <= 1, "{at}: the write ran {effects} times");
         let oks: Vec<&Value> = replies.iter().filter(|(s, _)| *s == 200).map(|(_, b)| b).collect();
         if !oks.is_empty() {
-            assert_eq!(self.effects, 1, "{at}: a 200 for a write that never ran");
+            assert_eq!(effects, 1, "{at}: a 200 for a write that never ran");
         }
         let without_replayed = |b: &Value| {
             let mut b = b.clone();
@@ -365,14 +678,62 @@ impl<'a> World<'a> {
                     "{at}: an unexplained {status}: {body}"
                 );
             }
+            let allowed = match self.scenario.kind {
+                // An answer that met the hold is `202` (held) again.
+                Kind::Answer => &[200, 202][..],
+                _ if self.scenario.refuse_first_run => &[200, 409],
+                _ => &[200],
+            };
+            assert!(*status >= 500 || allowed.contains(status), "{at}: {status} {body}");
         }
         assert_eq!(self.store.claimed_by, None, "{at}: a claim was left in the store");
+        if self.scenario.kind == Kind::Answer {
+            let yes = Answer::option("yes");
+            assert!(
+                matches!(self.decisions.as_slice(), [Ok(answer)] if *answer == yes),
+                "{at}: the ask's awaitable was handed {:?}, not the answer once",
+                self.decisions
+            );
+            let kept = self.store.receipts.contains_key(ID);
+            assert_eq!(kept, !self.injected, "{at}: the receipt is in the store unless its put failed");
+            // A retry once everything is over replays the answer applied.
+            let retry = self.retry(0);
+            assert_eq!((retry.0, &retry.1["replayed"]), (200, &json!(true)), "{at}: the retry got {retry:?}");
+            if let Some(first) = oks.first() {
+                assert_eq!(without_replayed(&retry.1), without_replayed(first), "{at}: the retry's body");
+            }
+        }
         for (p, m) in self.machines.iter_mut().enumerate() {
             let probe = 1000;
             let next = m.begin_receipt_step(probe, Id::new(ID).unwrap());
             assert!(matches!(next, ReceiptNext::Check), "{at}: process {p} still holds the id ({next:?})");
             m.drop_receipt_step(probe);
+            // Every send's write, delivery and turn ended with it.
+            let st = &mut m.state;
+            assert_eq!(st.turns_running(), 0, "{at}: process {p} counts a turn that is over");
+            assert_eq!(st.deliveries_under_way(), 0, "{at}: process {p} keeps a delivery");
+            assert!(st.request_write(&pane(), probe, true), "{at}: process {p}'s pane write is still held");
+            st.end_write(&pane(), probe);
+            assert_eq!(st.pane(&pane()).map(|p| p.state()), Some(PaneState::Idle), "{at}: process {p} works");
         }
+    }
+
+    /// A request with the id at process `p` once the schedule is over,
+    /// driven to its answer.
+    fn retry(&mut self, p: usize) -> (u16, Value) {
+        let link = 2000;
+        let mut next = self.machines[p].begin_receipt_step(link, Id::new(ID).unwrap());
+        let response = loop {
+            next = match next {
+                ReceiptNext::Respond(response) => break response,
+                next => {
+                    let input = self.perform(p, link, next);
+                    self.machines[p].receipt_step(link, input)
+                }
+            };
+        };
+        self.collect(p);
+        (response.status, serde_json::from_slice(&response.body).unwrap())
     }
 }
 
@@ -474,4 +835,73 @@ fn a_request_dropped_at_any_point_with_a_duplicate_at_another_process() {
         vec![dropped, req(0), req(1)],
     );
     assert_eq!(explore(&s), 20_527);
+}
+
+#[test]
+fn an_answer_held_before_its_ask_is_raised_racing_the_raise_and_two_duplicates() {
+    let s = Scenario::new(
+        "(9) an answer held before the raise, racing it, two duplicates",
+        1,
+        vec![req(0), req(0), req(0)],
+    )
+    .of(Kind::Answer);
+    assert_eq!(explore(&s), 1_961);
+}
+
+#[test]
+fn an_answer_held_before_its_ask_is_raised_with_the_first_put_failing() {
+    let mut s = Scenario::new("(9b) the same, the first put failing", 1, vec![req(0), req(0), req(0)])
+        .of(Kind::Answer);
+    s.fail_first_put = true;
+    assert_eq!(explore(&s), 1_710);
+}
+
+#[test]
+fn an_answer_dropped_at_any_point_a_duplicate_and_a_retry() {
+    let dropped = Req { may_drop: true, ..req(0) };
+    let retry = Req { after: Some(0), ..req(0) };
+    let s = Scenario::new(
+        "(10) an answer dropped at any point, a duplicate, then a retry",
+        1,
+        vec![dropped, req(0), retry],
+    )
+    .of(Kind::Answer);
+    assert_eq!(explore(&s), 5_088);
+}
+
+#[test]
+fn a_send_dropped_at_any_point_of_its_delivery_a_duplicate_and_a_retry() {
+    let dropped = Req { may_drop: true, ..req(0) };
+    let retry = Req { after: Some(0), ..req(0) };
+    let s = Scenario::new(
+        "(11) a send dropped at any point, a duplicate, then a retry",
+        1,
+        vec![dropped, req(0), retry],
+    )
+    .of(Kind::Send);
+    assert_eq!(explore(&s), 6_684);
+}
+
+#[test]
+fn a_send_dropped_at_any_point_of_its_delivery_with_a_duplicate_at_another_process() {
+    let dropped = Req { may_drop: true, ..req(0) };
+    let s = Scenario::new(
+        "(12) a send dropped at any point, a duplicate at another process",
+        2,
+        vec![dropped, req(1)],
+    )
+    .of(Kind::Send);
+    assert_eq!(explore(&s), 2_593);
+}
+
+#[test]
+fn the_first_send_refused_by_its_chat_handler_with_duplicates_at_two_processes() {
+    let mut s = Scenario::new(
+        "(13) the first send refused by its handler, duplicates at two processes",
+        2,
+        vec![req(0), req(0), req(1)],
+    )
+    .of(Kind::Send);
+    s.refuse_first_run = true;
+    assert_eq!(explore(&s), 61_255);
 }
