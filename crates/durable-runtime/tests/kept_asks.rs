@@ -327,6 +327,8 @@ struct Gated {
     held: Held,
     gate: Arc<tokio::sync::Semaphore>,
     panicked: Arc<std::sync::atomic::AtomicBool>,
+    /// The writes that reached the gate.
+    at_gate: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Gated {
@@ -336,7 +338,20 @@ impl Gated {
             held,
             gate: Arc::new(tokio::sync::Semaphore::new(0)),
             panicked: Arc::default(),
+            at_gate: Arc::default(),
         }
+    }
+
+    /// Waits until a write waits at the gate (the driver runs on another
+    /// thread: yielding here does not say its job got that far).
+    async fn reached(&self) {
+        for _ in 0..1000 {
+            if self.at_gate.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("no store write reached the gate in 10 s");
     }
 
     async fn pass(&self, op: Held) -> Result<(), StoreError> {
@@ -347,6 +362,7 @@ impl Gated {
             panic!("the store's own bug");
         }
         if op == self.held {
+            self.at_gate.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let _pass = self.gate.acquire().await.map_err(|_| StoreError::new("gate closed"))?;
         }
         Ok(())
@@ -459,7 +475,7 @@ fn a_runtime_shut_down_mid_write_is_told_as_a_shutdown_not_a_panic() {
     let h = runtime.block_on(async {
         let h = gated_run(&store);
         let _card = h.pane().ask(refund("refund-1")).unwrap();
-        h.settle().await;
+        store.reached().await;
         h
     });
     assert!(store.inner.kept_ids().is_empty(), "the write waits at the gate");
