@@ -10,8 +10,8 @@
 use durable_types::exchange::Response;
 use durable_types::text::quoted;
 use durable_types::{
-    Answer, AnswerBody, AnswerRequest, Ask, AskSpec, DecidedBy, ErrorBody, ErrorCode, Id, Outcome, RuleError,
-    Timestamp,
+    Answer, AnswerBody, AnswerRequest, Ask, AskSpec, DecidedBy, ErrorBody, ErrorCode, EventBody, Id, Item,
+    ItemBody, NoticeTone, Outcome, RuleError, Timestamp,
 };
 use serde::Serialize;
 use serde_json::json;
@@ -261,6 +261,38 @@ impl Machine {
 }
 
 impl Machine {
+    /// Closes an ask of the last run that is not open in this one (§7.2,
+    /// at `ready()` for those nobody claimed): its id is decided (an
+    /// answer gets `409 ask-closed`, a held one is dropped), its pane — if
+    /// still open — gets the line `Stopped before an answer: <title>`, and
+    /// the store's journal forgets it. An ask raised again meanwhile is
+    /// left as it is; one raised again and decided keeps its decision.
+    pub fn close_kept_ask(&mut self, ask: Ask, now: Timestamp) {
+        let st = &mut self.state;
+        if st.is_ask_open(&ask.id) {
+            return;
+        }
+        if st.decided(&ask.id).is_some() {
+            st.journal_forget(ask.id);
+            return;
+        }
+        st.take_hold(&ask.id);
+        st.remember_decided(&ask.id, DecidedBy::Program, now);
+        if st.is_open(&ask.pane) {
+            let text = format!("Stopped before an answer: {}", ask.title);
+            let notice = Id::new(format!("ask-closed-{}", ask.id)).map(|id| {
+                Item::new(id, ItemBody::Notice { text, partial: false, tone: Some(NoticeTone::Info) })
+            });
+            if let Ok((item, _)) = notice.map_err(|_| ()).and_then(|i| i.sanitized().map_err(|_| ())) {
+                st.pane_event(&ask.pane, now, EventBody::Item { item: item.into() });
+            }
+        }
+        tracing::info!(target: "durable_core::kept", ask_id = %ask.id, pane = %ask.pane, "kept ask closed unclaimed");
+        // As a raise pushes its keep: the store's writes for one id keep
+        // the order of its opens and closes.
+        st.journal_forget(ask.id);
+    }
+
     /// Steps 3–7 of an answer from the phone, and the decision itself: the
     /// response, and the receipt group when it is to be stored.
     pub fn answer_ask(

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use durable_types::{Ask, AskSpec, DecidedBy, EventBody, Id, Item, ItemBody, NoticeTone, RuleError};
+use durable_types::{Ask, AskSpec, Id, RuleError};
 use serde_json::Value;
 
 use crate::core::Collie;
@@ -235,41 +235,11 @@ impl Collie {
         }
     }
 
-    /// Closes an ask of the last run that is not open in this one: its id
-    /// is decided (an answer gets `409 ask-closed`, a held one is dropped),
-    /// its pane — if still open — gets the line
-    /// `Stopped before an answer: <title>`, and the store forgets it. An
-    /// ask raised again meanwhile is left as it is.
+    /// Closes an ask of the last run that is not open in this one (the
+    /// machine's `close_kept_ask`).
     pub(crate) fn close_kept(&self, record: KeptAskRecord) {
-        let ask = record.ask;
         let now = self.now();
-        {
-            let mut st = self.lock();
-            if st.is_ask_open(&ask.id) {
-                return;
-            }
-            // Decided already in this run (raised again and answered): its
-            // decision stands, and its record is forgotten.
-            if st.decided(&ask.id).is_some() {
-                st.journal_forget(ask.id);
-                return;
-            }
-            st.take_hold(&ask.id);
-            st.remember_decided(&ask.id, DecidedBy::Program, now);
-            if st.is_open(&ask.pane) {
-                let text = format!("Stopped before an answer: {}", ask.title);
-                let notice = Id::new(format!("ask-closed-{}", ask.id)).map(|id| {
-                    Item::new(id, ItemBody::Notice { text, partial: false, tone: Some(NoticeTone::Info) })
-                });
-                if let Ok((item, _)) = notice.map_err(|_| ()).and_then(|i| i.sanitized().map_err(|_| ())) {
-                    st.pane_event(&ask.pane, now, EventBody::Item { item: item.into() });
-                }
-            }
-            tracing::info!(target: "durable_core::kept", ask_id = %ask.id, pane = %ask.pane, "kept ask closed unclaimed");
-            // Under the state lock, as a raise pushes its keep: the store's
-            // writes for one id keep the order of its opens and closes.
-            st.journal_forget(ask.id);
-        }
+        self.lock().machine_mut().close_kept_ask(record.ask, now);
     }
 
     /// The job that applies the store's journal of asks, one op at a time
