@@ -47,6 +47,8 @@ pub mod data;
 #[doc(hidden)]
 pub mod delivery;
 #[doc(hidden)]
+pub mod history;
+#[doc(hidden)]
 pub mod layout;
 #[doc(hidden)]
 pub mod machine;

@@ -2,7 +2,7 @@
 //! (the machine pushes the steps: `durable_core::state::ConversationStep`),
 //! and the wait for it.
 
-use durable_core::data::conversation::{KeptConversation, KeptConversationRow, RowPlace};
+use durable_core::data::conversation::KeptConversation;
 use durable_core::data::receipt::StoreError;
 use durable_core::state::{ConversationStep, JournalName};
 use durable_types::{Id, Item, RuleError, Target};
@@ -48,16 +48,6 @@ impl Collie {
     /// history provider may too.
     pub async fn kept_conversation(&self, pane: &str) -> Result<Option<KeptConversation>, StoreError> {
         self.shared.options.receipts.kept_conversation_dyn(pane).await
-    }
-
-    /// The conversations the receipt store keeps, newest first, after
-    /// `after` (history's rows without a provider).
-    pub(crate) async fn conversation_rows(
-        &self,
-        after: Option<RowPlace>,
-        limit: usize,
-    ) -> Result<Vec<KeptConversationRow>, StoreError> {
-        self.shared.options.receipts.conversation_rows_dyn(after, limit).await
     }
 
     /// Deletes the conversation kept under `pane` from a store that keeps

@@ -3,9 +3,10 @@
 //! the machine's gate let it through.
 
 use durable_types::exchange::{Request, Response};
-use durable_types::{Cap, CloseBody, ErrorCode, PlainBody, RenameBody, ReopenBody, StarterBody, SteerBody};
+use durable_types::{CloseBody, ErrorCode, PlainBody, RenameBody, ReopenBody, StarterBody, SteerBody};
 
 use crate::core::Collie;
+use durable_core::history::HistoryRoute;
 use durable_core::phone_writes::PhoneWrite;
 use durable_core::request::{body, path_id};
 use durable_core::respond;
@@ -39,13 +40,9 @@ async fn dispatch(core: &Collie, route: Route<'_>, req: &Request) -> Result<Resp
         Route::State | Route::Events(_) => {
             return Err(respond::error(ErrorCode::Internal, "a read reached the write path"));
         }
-        Route::History => {
-            history_gate(core)?;
-            crate::history::list(core, req).await?
-        }
+        Route::History => crate::history::serve(core, req, HistoryRoute::Rows).await,
         Route::Conversation(s) => {
-            history_gate(core)?;
-            crate::history::conversation(core, req, path_id(s, "session id")?).await?
+            crate::history::serve(core, req, HistoryRoute::Conversation(s.into())).await
         }
         Route::Answer(a) => {
             let ask_id = path_id(a, "ask id")?;
@@ -93,13 +90,4 @@ async fn dispatch(core: &Collie, route: Route<'_>, req: &Request) -> Result<Resp
             crate::writes::phone_write(core, request_id, write, arrival()).await
         }
     })
-}
-
-/// History routes answer only when the agent declares the capability.
-fn history_gate(core: &Collie) -> Result<(), Response> {
-    if core.caps().has(Cap::History) {
-        Ok(())
-    } else {
-        Err(respond::error(ErrorCode::NotSupported, "this agent does not declare the history capability"))
-    }
 }
