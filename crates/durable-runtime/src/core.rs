@@ -20,7 +20,6 @@ use crate::options::CoreOptions;
 use crate::signal::AbortController;
 use durable_core::machine::{Machine, MachineConfig};
 use durable_core::state::{Effect, State};
-use durable_core::timers::Timer;
 
 /// Work that belongs to no request; the driver runs it to completion.
 pub type Job = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
@@ -169,20 +168,13 @@ impl Driver {
 
     /// The earliest time at which the driver must call [`Driver::tick`].
     pub fn next_deadline(&self) -> Option<Timestamp> {
-        self.collie.lock().next_deadline()
+        self.collie.lock().machine().next_deadline()
     }
 
     /// Fires every deadline at or before `now`: ask expiry, held answers,
     /// the `busy` wait.
     pub fn tick(&self, now: Timestamp) {
-        let due = self.collie.lock().take_due(now);
-        for timer in due {
-            match timer {
-                Timer::AskExpiry(id) => self.collie.expire_ask(&id, now),
-                Timer::HoldExpiry(id) => self.collie.expire_hold(&id, now),
-                Timer::Wake(link) => self.collie.lock().links().wake(link),
-            }
-        }
+        self.collie.lock().machine_mut().handle_timeout(now);
     }
 
     /// The next job to run, if any.

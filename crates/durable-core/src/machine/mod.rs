@@ -179,4 +179,24 @@ impl Machine {
             self.state.effect(Effect::WakeDriver);
         }
     }
+
+    /// The earliest deadline, when the driver is to call
+    /// [`handle_timeout`](Self::handle_timeout).
+    pub fn next_deadline(&self) -> Option<Timestamp> {
+        self.state.next_deadline()
+    }
+
+    /// Fires every deadline at or before `now`: an ask past its expiry
+    /// closes (`timeout`), an answer held past `hold_ms` goes, and a
+    /// writer's wait for a pane that ran out (`409 busy`) is woken
+    /// ([`Effect::Wake`]).
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        for timer in self.state.take_due(now) {
+            match timer {
+                Timer::AskExpiry(id) => self.close_if_expired(&id, now),
+                Timer::HoldExpiry(id) => self.state.expire_hold(&id, now),
+                Timer::Wake(link) => self.state.effect(Effect::Wake(link)),
+            }
+        }
+    }
 }

@@ -110,14 +110,6 @@ impl Collie {
         Ok(AskHandle { id, rx, span })
     }
 
-    pub(crate) fn expire_ask(&self, id: &str, now: Timestamp) {
-        self.lock().machine_mut().close_if_expired(id, now);
-    }
-
-    pub(crate) fn expire_hold(&self, id: &str, now: Timestamp) {
-        self.lock().expire_hold(id, now);
-    }
-
     /// The program answers an ask itself (another channel answered).
     pub(crate) fn decide_by_program(&self, pane: &Id, ask_id: &str, answer: Answer) -> Result<(), RuleError> {
         let now = self.now();
