@@ -25,9 +25,11 @@
 //! ([`Receipt`], [`Lookup`], [`PendingSend`], [`SendState`],
 //! [`KeptAskRecord`], [`StoreError`], [`Refusal`], [`Decided`], …),
 //! [`PaneOptions`] and [`ItemCadence`]. The machine itself (`Machine` and
-//! its modules) is public but hidden while its writes, receipts and kept
-//! asks move in from the runtime (issue #41's step 2, in the repository's
-//! `docs/design/core-machine.md`): its paths are no promise yet.
+//! its modules) is public but hidden: its sequences — the receipt step, a
+//! send's delivery, the phone's other writes, the recovery of the sends,
+//! history's reads, the deadlines — are `durable-runtime`'s to drive (each
+//! starts with a call, names what it needs done next, and takes the
+//! outcome back), and their paths are no promise between releases.
 //!
 //! # Tracing
 //!

@@ -9,8 +9,10 @@
 //! spawning, no sleeping, no reading of the clock or of a random source. It
 //! holds a durable agent's layout, panes, items, events, asks and receipts:
 //! the rules live in [`durable_core`]'s machine, plain data this crate keeps
-//! behind one lock; the program's handles, its handlers' and hooks' calls,
-//! the receipt store's and the kept asks' journal run here.
+//! behind one lock. What runs here is what the machine asks for: the
+//! program's handles, the calls its steps name (handlers, hooks, the
+//! receipt store, the history provider) with their outcomes handed back,
+//! the jobs that apply its journals, and its deadlines.
 //!
 //! **What goes in**
 //! - The program's calls, through the handles: [`Collie::workspace`] →
