@@ -306,12 +306,19 @@ impl Machine {
     }
 
     /// Starts a read of the rows of kept conversations after the phone's
-    /// cursor (one this gave: `rows-…`; another is a bad cursor).
+    /// cursor (one this gave: `rows-…`; another is a bad cursor), at most
+    /// `limit` of them: 1 to 200, the wire's bound on a history page
+    /// (another is an error naming it).
     pub fn begin_kept_rows(
         &self,
         after: Option<&Cursor>,
         limit: usize,
     ) -> Result<(KeptRowsRead, RowsNext), HistoryError> {
+        if !(1..=HISTORY_LIMIT_MAX).contains(&limit) {
+            return Err(HistoryError::new(format!(
+                "limit {limit} is not a page size of history: 1 to {HISTORY_LIMIT_MAX}"
+            )));
+        }
         let place = match after {
             None => None,
             Some(cursor) => Some(rows_place(cursor).ok_or_else(|| {
@@ -630,7 +637,9 @@ fn rows_place(cursor: &Cursor) -> Option<RowPlace> {
     })
 }
 
-/// The place a view cursor (`view-<n>`) names; `None` for another cursor.
+/// The place a view cursor (`view-<n>`, digits only) names; `None` for
+/// another cursor.
 fn view_place(cursor: &Cursor) -> Option<u64> {
-    cursor.as_str().strip_prefix(VIEW_CURSOR)?.parse().ok()
+    let n = cursor.as_str().strip_prefix(VIEW_CURSOR)?;
+    n.bytes().all(|b| b.is_ascii_digit()).then(|| n.parse().ok())?
 }

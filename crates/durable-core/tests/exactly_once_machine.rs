@@ -248,6 +248,8 @@ struct World<'a> {
     turns: Vec<Option<Link>>,
     /// The chat handlers' refusals so far (shared by the processes).
     refusals: usize,
+    /// The sends the chat handlers took.
+    takes: usize,
 }
 
 impl<'a> World<'a> {
@@ -266,6 +268,7 @@ impl<'a> World<'a> {
             decisions: Vec::new(),
             turns: vec![None; scenario.processes],
             refusals: 0,
+            takes: 0,
         }
     }
 
@@ -275,10 +278,11 @@ impl<'a> World<'a> {
     }
 
     /// The links of request `r`'s send (unique in the world): its pane
-    /// write, its delivery, its stop signal, its turn.
-    fn send_links(r: usize) -> [Link; 4] {
+    /// write, its delivery, the delivery's stop signal, its turn, and the
+    /// turn's own stop signal (the runtime's `begin_turn` arms one).
+    fn send_links(r: usize) -> [Link; 5] {
         let base = 100 + 10 * r as Link;
-        [base, base + 1, base + 2, base + 3]
+        [base, base + 1, base + 2, base + 3, base + 4]
     }
 
     fn enabled(&self) -> Vec<Action> {
@@ -549,7 +553,10 @@ impl<'a> World<'a> {
                         self.refusals += 1;
                         Verdict::Refuses("not now".into())
                     }
-                    ChatSlot::Pane => Verdict::Takes,
+                    ChatSlot::Pane => {
+                        self.takes += 1;
+                        Verdict::Takes
+                    }
                     _ => Verdict::NotSupported,
                 };
                 let p = self.scenario.reqs[r].process;
@@ -564,7 +571,7 @@ impl<'a> World<'a> {
     fn look_at_send(&mut self, r: usize, recorded: Option<SendState>) -> Option<ReceiptInput> {
         let p = self.scenario.reqs[r].process;
         let id = Id::new(ID).unwrap();
-        let [writer, delivery, stop, _] = Self::send_links(r);
+        let [writer, delivery, stop, ..] = Self::send_links(r);
         let m = &mut self.machines[p];
         match m.look_at_send(&pane(), &id, "hi", None, recorded, true) {
             SendLook::Record(want) => {
@@ -587,7 +594,7 @@ impl<'a> World<'a> {
     /// Drives the delivery on to its next await, or to the write's answer.
     fn deliver(&mut self, r: usize, mut next: DeliveryNext) -> Option<ReceiptInput> {
         let p = self.scenario.reqs[r].process;
-        let [writer, delivery, stop, turn] = Self::send_links(r);
+        let [writer, delivery, _, turn, turn_stop] = Self::send_links(r);
         loop {
             let m = &mut self.machines[p];
             let input = match next {
@@ -597,7 +604,7 @@ impl<'a> World<'a> {
                 }
                 DeliveryNext::StartTurn => {
                     // The turn begins at once (no await): the pane works.
-                    assert!(m.state.install_turn(&pane(), stop, turn), "the pane is open");
+                    assert!(m.state.install_turn(&pane(), turn_stop, turn), "the pane is open");
                     m.set_pane_state(&pane(), PaneState::Working, Some(ID), NOW).unwrap();
                     self.turns[p] = Some(turn);
                     DeliveryInput::Started(Ok(()))
@@ -668,8 +675,26 @@ impl<'a> World<'a> {
         for ok in &oks {
             assert_eq!(without_replayed(ok), without_replayed(oks[0]), "{at}: two different 200s");
         }
+        assert!(oks.iter().all(|b| b["replayed"].is_boolean()), "{at}: a 200 without `replayed`: {oks:?}");
         let firsts = oks.iter().filter(|b| b["replayed"] == json!(false)).count();
         assert!(firsts <= 1, "{at}: {firsts} answers say they are the first");
+        // Where every request reaches its caller, the first answer says
+        // so: exactly one `replayed: false` — none when the write's own
+        // answer was the `500` of a failed put. (An answer may be applied
+        // by a held answer's raise, which no request answers first.)
+        let drops = self.scenario.reqs.iter().any(|r| r.may_drop);
+        if self.scenario.kind != Kind::Answer && !drops {
+            let want = usize::from(!self.scenario.fail_first_put);
+            assert_eq!(firsts, want, "{at}: {firsts} answers say replayed: false, not {want}");
+        }
+        let failures = replies.iter().filter(|(status, _)| *status >= 500).count();
+        if self.scenario.fail_first_put || self.scenario.fail_first_claim {
+            // The put fails on its first call: a held answer's job may be
+            // the one that meets it, and then no request gets a `500`.
+            let most = 1;
+            let least = usize::from(self.scenario.kind != Kind::Answer);
+            assert!((least..=most).contains(&failures), "{at}: {failures} answers are 5xx");
+        }
         for (status, body) in &replies {
             if *status >= 500 {
                 let message = body["message"].as_str().unwrap_or_default();
@@ -685,6 +710,22 @@ impl<'a> World<'a> {
                 _ => &[200],
             };
             assert!(*status >= 500 || allowed.contains(status), "{at}: {status} {body}");
+            if *status == 409 {
+                assert_eq!(body["code"], json!("refused"), "{at}: {body}");
+            }
+        }
+        if self.scenario.refuse_first_run {
+            let refused = replies.iter().filter(|(status, _)| *status == 409).count();
+            assert!(refused <= 1, "{at}: {refused} refusals for one refused run");
+        }
+        if self.scenario.kind == Kind::Send {
+            // A handler's yes is the turn begun (no await between them).
+            assert_eq!(self.takes, effects, "{at}: the chat handler took {} sends", self.takes);
+            let recorded = self.store.sends.get(ID);
+            assert!(effects == 0 || recorded.is_some(), "{at}: a turn ran for a send never recorded");
+        }
+        if !oks.is_empty() && !self.scenario.fail_first_put {
+            assert!(self.store.receipts.contains_key(ID), "{at}: a 200 whose receipt is not in the store");
         }
         assert_eq!(self.store.claimed_by, None, "{at}: a claim was left in the store");
         if self.scenario.kind == Kind::Answer {

@@ -5,14 +5,13 @@
 
 mod standard;
 
-use standard::NOW;
+use standard::{NOW, warnings};
 
 use durable_core::data::conversation::{KeptConversation, KeptConversationRow, RowPlace};
 use durable_core::history::{
     HistoryError, HistoryInput, HistoryNext, HistoryRead, HistoryRoute, ItemsPage, RowsNext, RowsPage,
 };
 use durable_core::machine::{Machine, MachineConfig};
-use durable_core::state::Effect;
 use durable_core::types::exchange::{Caller, Request, Response};
 use durable_core::types::{Cursor, HistoryRow, Id, Item, ItemBody, Timestamp};
 use durable_core::{PaneOptions, StoreError};
@@ -53,16 +52,6 @@ fn answered(next: HistoryNext) -> Response {
 
 fn user(id: &str, text: &str) -> Item {
     Item::new(Id::new(id).unwrap(), ItemBody::User { text: text.into(), request_id: None })
-}
-
-fn warns(m: &mut Machine) -> Vec<String> {
-    m.state
-        .drain_effects()
-        .filter_map(|e| match e {
-            Effect::Warn(line) => Some(line),
-            _ => None,
-        })
-        .collect()
 }
 
 fn step(m: &mut Machine, read: &mut HistoryRead, input: HistoryInput) -> HistoryNext {
@@ -113,7 +102,7 @@ fn a_providers_rows_are_cut_to_the_limit_and_a_row_breaking_the_id_rule_is_left_
     assert_eq!(b["rows"].as_array().unwrap().len(), 1, "{b}");
     assert_eq!((b["rows"][0]["id"].clone(), b["next"].clone()), (json!("s-1"), json!("c-2")));
     assert!(b["rows"][0]["title"].as_str().unwrap().len() <= 256, "the title is cut");
-    assert!(warns(&mut m).iter().any(|w| w.contains("breaks the ID rule")));
+    assert!(warnings(&mut m).iter().any(|w| w.contains("breaks the ID rule")));
 }
 
 #[test]
@@ -221,7 +210,7 @@ fn a_store_that_fails_a_read_is_500_with_a_plain_message_and_its_own_error_goes_
     let r = answered(step(&mut m, &mut read, HistoryInput::KeptConversation(Err(failed))));
     assert_eq!(r.status, 500);
     assert!(!String::from_utf8_lossy(&r.body).contains("/var/lib"), "the phone gets no path");
-    assert!(warns(&mut m).iter().any(|w| w.contains("/var/lib/agent")), "the program's log does");
+    assert!(warnings(&mut m).iter().any(|w| w.contains("/var/lib/agent")), "the program's log does");
 }
 
 #[test]
@@ -283,7 +272,7 @@ fn a_read_of_kept_rows_for_a_provider_reads_on_past_rows_left_out_and_a_store_fa
     let (mut read, _) = m.begin_kept_rows(None, 1).unwrap();
     let next = m.kept_rows_step(&mut read, Err(StoreError::new("locked")));
     assert!(matches!(next, RowsNext::Page(Err(_))));
-    assert!(warns(&mut m).iter().any(|w| w.contains("locked")));
+    assert!(warnings(&mut m).iter().any(|w| w.contains("locked")));
     assert!(m.begin_kept_rows(Some(&Cursor::new("view-3").unwrap()), 1).is_err(), "a cursor it never gave");
 }
 
@@ -293,4 +282,17 @@ fn an_outcome_the_read_did_not_ask_for_is_a_500_not_a_panic() {
     let (mut read, _) = m.begin_history(&get("/v1/history/ticket-9"), conversation("ticket-9"), false, NOW);
     let r = answered(step(&mut m, &mut read, HistoryInput::KeptRows(Ok(vec![]))));
     assert_eq!(r.status, 500);
+}
+
+#[test]
+fn a_view_cursor_is_digits_only_and_a_rows_read_asked_for_a_page_out_of_bounds_is_an_error_naming_it() {
+    let mut m = keeping_desk();
+    let (_, next) =
+        m.begin_history(&get("/v1/history/ticket-1?after=view-%2B1"), conversation("ticket-1"), false, NOW);
+    assert_eq!(answered(next).status, 400, "view-+1 is no cursor this gave");
+    for limit in [0, 201, usize::MAX] {
+        let e = m.begin_kept_rows(None, limit).err().expect("out of bounds");
+        assert!(e.to_string().contains(&format!("limit {limit}")), "{e}");
+    }
+    assert!(m.begin_kept_rows(None, 200).is_ok());
 }

@@ -6,11 +6,10 @@
 
 mod standard;
 
-use standard::{NOW, events, id};
+use standard::{NOW, events, id, warnings};
 
 use durable_core::machine::Machine;
 use durable_core::recovery::{RecoveryInput, RecoveryNext};
-use durable_core::state::Effect;
 use durable_core::{Lookup, PaneOptions, PendingSend, Receipt, SendState, StoreError};
 
 fn machine() -> Machine {
@@ -32,17 +31,6 @@ fn answered() -> RecoveryInput {
 
 fn step(m: &mut Machine, input: RecoveryInput) -> RecoveryNext {
     m.recovering_sends(input, NOW)
-}
-
-/// The warn lines asked for since the last call.
-fn warnings(m: &mut Machine) -> Vec<String> {
-    m.state
-        .drain_effects()
-        .filter_map(|e| match e {
-            Effect::Warn(line) => Some(line),
-            _ => None,
-        })
-        .collect()
 }
 
 fn queued(m: &Machine, pane: &str) -> usize {

@@ -51,3 +51,14 @@ pub(crate) fn events(m: &mut Machine, pane: &str) -> String {
         Read { path: &path, query: Some("after=0"), if_none_match: None, caller: Caller::OtherProcess };
     String::from_utf8(m.answer_read(&read).expect("the events are a read").body.to_vec()).unwrap()
 }
+
+/// The warn lines the machine asked for since the last drain of its effects.
+pub(crate) fn warnings(m: &mut Machine) -> Vec<String> {
+    m.state
+        .drain_effects()
+        .filter_map(|e| match e {
+            durable_core::state::Effect::Warn(line) => Some(line),
+            _ => None,
+        })
+        .collect()
+}
