@@ -291,7 +291,7 @@ fn a_view_cursor_is_digits_only_and_a_rows_read_asked_for_a_page_out_of_bounds_i
         m.begin_history(&get("/v1/history/ticket-1?after=view-%2B1"), conversation("ticket-1"), false, NOW);
     assert_eq!(answered(next).status, 400, "view-+1 is no cursor this gave");
     for limit in [0, 201, usize::MAX] {
-        let e = m.begin_kept_rows(None, limit).err().expect("out of bounds");
+        let Err(e) = m.begin_kept_rows(None, limit) else { panic!("limit {limit} is out of bounds") };
         assert!(e.to_string().contains(&format!("limit {limit}")), "{e}");
     }
     assert!(m.begin_kept_rows(None, 200).is_ok());
