@@ -24,8 +24,8 @@ use durable_runtime::{
 };
 use futures_util::FutureExt;
 use futures_util::task::noop_waker_ref;
-use harness::{Harness, without_replayed};
-use serde_json::json;
+use harness::{Harness, Reply, without_replayed};
+use serde_json::{Value, json};
 
 const SEND: &str = "/v1/panes/ticket-1/send";
 
@@ -117,7 +117,15 @@ async fn quiet(store: &Claiming) {
 async fn in_time<T>(request: impl Future<Output = T>) -> T {
     tokio::time::timeout(std::time::Duration::from_secs(10), request)
         .await
-        .expect("the duplicate waited 10 s: a claim left by the dropped write was never released")
+        .expect("a request waited 10 s: a claim left by the dropped write was never released")
+}
+
+/// A retry at `p` once all is over: the duplicate's answer, replayed.
+async fn retry_replays(p: &Harness, path: &str, body: &Value, duplicate: &Reply, at: &str) {
+    let retry = in_time(p.post(path, body.clone())).await;
+    let replayed = (retry.status, &retry.json["replayed"]);
+    assert_eq!(replayed, (200, &json!(true)), "{at}: the retry {}", retry.json);
+    assert_eq!(without_replayed(&retry.json), without_replayed(&duplicate.json), "{at}");
 }
 
 /// Polls `request` `polls` times (a caller that goes away then), or
@@ -154,14 +162,7 @@ async fn a_send_dropped_at_each_await_with_a_duplicate_at_another_process_runs_i
         assert_eq!(duplicate.status, 200, "{at}");
         assert_eq!(turns, 1, "{at}: {turns} turns");
         assert!(taken <= 2, "{at}: taken {taken} times");
-        let retry = p0.post(SEND, body.clone()).await;
-        assert_eq!(
-            (retry.status, &retry.json["replayed"]),
-            (200, &json!(true)),
-            "{at}: the retry {}",
-            retry.json
-        );
-        assert_eq!(without_replayed(&retry.json), without_replayed(&duplicate.json), "{at}");
+        retry_replays(&p0, SEND, &body, &duplicate, &at).await;
         assert_eq!(chat.turns.load(Ordering::SeqCst), 1, "{at}: the retry ran it again");
     }
     assert!(cut >= 2 && whole >= 1, "the polls reach both sides: {cut} cut, {whole} whole");
@@ -193,14 +194,7 @@ async fn an_answer_dropped_at_each_await_with_a_duplicate_decides_the_ask_once()
         assert_eq!(decided, Ok(Answer::option("yes")), "{at}");
         let events = p0.events("ticket-1", 0).await.json.to_string();
         assert_eq!(events.matches("\"ask-closed\"").count(), 1, "{at}: {events}");
-        let retry = p0.post(&path, body.clone()).await;
-        assert_eq!(
-            (retry.status, &retry.json["replayed"]),
-            (200, &json!(true)),
-            "{at}: the retry {}",
-            retry.json
-        );
-        assert_eq!(without_replayed(&retry.json), without_replayed(&duplicate.json), "{at}");
+        retry_replays(&p0, &path, &body, &duplicate, &at).await;
     }
     assert!(cut >= 2 && whole >= 1, "the polls reach both sides: {cut} cut, {whole} whole");
 }
