@@ -94,9 +94,11 @@ impl Collie {
                 let in_flight = InFlight::new(&core, JournalName::Conversations, steps.len(), LOST_STEPS);
                 let store = &core.shared.options.receipts;
                 let mut ops = Vec::with_capacity(steps.len());
+                let mut ended = Vec::new();
                 for step in steps {
                     match step {
                         ConversationStep::Keep(op) => ops.push(op),
+                        ConversationStep::SendDone(request_id) => ended.push(request_id.to_string()),
                         ConversationStep::Restore { pane, restore } => {
                             let kept = match store.kept_conversation_dyn(pane.as_str()).await {
                                 Ok(kept) => kept.unwrap_or_default(),
@@ -114,14 +116,21 @@ impl Collie {
                     }
                 }
                 let count = ops.len();
-                let result = match ops.is_empty() {
-                    true => Ok(()),
-                    false => store.keep_conversation_dyn(ops, core.now()).await,
+                let result = match (ops.is_empty(), ended.is_empty()) {
+                    (true, true) => Ok(()),
+                    (false, true) => store.keep_conversation_dyn(ops, core.now()).await,
+                    // A turn's end goes with the items it showed: one write.
+                    (_, false) => store.keep_conversation_and_end_sends_dyn(ops, ended.clone(), core.now()).await,
                 };
-                if let Err(e) = result {
-                    core.warn(&format!(
+                match result {
+                    Ok(()) => {}
+                    Err(e) if ended.is_empty() => core.warn(&format!(
                         "collie: {count} change(s) of conversations could not be kept by the receipt store ({e}); they will not survive a restart"
-                    ));
+                    )),
+                    Err(e) => core.warn(&format!(
+                        "collie: {count} change(s) of conversations and the end of send(s) {} could not be kept by the receipt store ({e}); a restart will close those sends as cut",
+                        ended.join(", ")
+                    )),
                 }
                 in_flight.finish();
             }

@@ -273,6 +273,35 @@ pub trait ReceiptStore: Send + Sync + 'static {
         async { Ok(()) }
     }
 
+    /// Applies `ops` as [`keep_conversation`](Self::keep_conversation)
+    /// does and, after them, records the sends `ended` as
+    /// [`Done`](SendState::Done): the turns that showed those items are
+    /// over. The core calls it at a turn's end, with the items the turn
+    /// showed, when the store keeps both sends and conversations; a store
+    /// that can should make it one write, so that a turn ends in one commit
+    /// and a restart never finds a send done whose reply is not kept.
+    ///
+    /// The default does one after the other: `keep_conversation`, then
+    /// [`set_send_state`](Self::set_send_state) for each send, stopping at
+    /// the first error (a send whose items were not kept stays running, and
+    /// a restart closes it as cut, with its notice).
+    fn keep_conversation_and_end_sends(
+        &self,
+        ops: Vec<ConversationOp>,
+        ended: Vec<String>,
+        at: Timestamp,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        async move {
+            if !ops.is_empty() {
+                self.keep_conversation(ops, at).await?;
+            }
+            for request_id in &ended {
+                self.set_send_state(request_id, SendState::Done).await?;
+            }
+            Ok(())
+        }
+    }
+
     /// The conversations kept, newest first by when each started (then by
     /// pane id, descending), those after `after` (from the first when
     /// `None`), at most `limit`: history's rows when the program gives no
@@ -360,6 +389,14 @@ impl<S: ReceiptStore> ReceiptStore for Arc<S> {
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
         S::keep_conversation(self, ops, at)
     }
+    fn keep_conversation_and_end_sends(
+        &self,
+        ops: Vec<ConversationOp>,
+        ended: Vec<String>,
+        at: Timestamp,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        S::keep_conversation_and_end_sends(self, ops, ended, at)
+    }
     fn conversation_rows(
         &self,
         after: Option<RowPlace>,
@@ -406,6 +443,12 @@ pub(crate) trait DynReceiptStore: Send + Sync {
     fn keep_conversation_dyn(
         &self,
         ops: Vec<ConversationOp>,
+        at: Timestamp,
+    ) -> BoxFuture<'_, Result<(), StoreError>>;
+    fn keep_conversation_and_end_sends_dyn(
+        &self,
+        ops: Vec<ConversationOp>,
+        ended: Vec<String>,
         at: Timestamp,
     ) -> BoxFuture<'_, Result<(), StoreError>>;
     fn conversation_rows_dyn(
@@ -463,6 +506,14 @@ impl<S: ReceiptStore> DynReceiptStore for S {
         at: Timestamp,
     ) -> BoxFuture<'_, Result<(), StoreError>> {
         Box::pin(self.keep_conversation(ops, at))
+    }
+    fn keep_conversation_and_end_sends_dyn(
+        &self,
+        ops: Vec<ConversationOp>,
+        ended: Vec<String>,
+        at: Timestamp,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(self.keep_conversation_and_end_sends(ops, ended, at))
     }
     fn conversation_rows_dyn(
         &self,

@@ -26,7 +26,7 @@ use durable_core::delivery::{ChatSlot, Delivered, DeliveryInput, DeliveryNext, V
 use durable_core::phone_writes::{Decider, Deciders, Heard, PhoneWrite, WriteAnswer, WriteNext};
 use durable_core::recovery::{RecoveryInput, RecoveryNext};
 use durable_core::respond;
-use durable_core::state::{Link, QueuedSend};
+use durable_core::state::{JournalName, Link, QueuedSend};
 use durable_core::timers::Timer;
 use durable_core::writes::SendLook;
 
@@ -243,16 +243,25 @@ impl Collie {
             async move {
                 let _running = running;
                 handler.turn_dyn(turn).await;
-                // `done` only once the store has what the turn showed: a
-                // restart then never brings back a done send's reply in an
-                // earlier form (a cut one is closed with its notice).
-                if receipts.keeps_sends_dyn() {
-                    core.conversations_kept().await;
-                }
-                if let Err(e) = receipts.set_send_state_dyn(id.as_str(), SendState::Done).await {
-                    core.warn(&format!(
-                        "send {id}: its end could not be recorded ({e}); a restart will close it as cut"
-                    ));
+                // `done` only with what the turn showed: a restart then
+                // never brings back a done send's reply in an earlier form
+                // (a cut one is closed with its notice). A store that keeps
+                // conversations records it in the write that keeps the
+                // turn's last items (one commit); the job that applies the
+                // journal warns if that write fails.
+                let journaled = match receipts.keeps_sends_dyn() {
+                    true => core.lock().journal_send_done(id.clone()),
+                    false => None,
+                };
+                match journaled {
+                    Some(target) => core.wait_for_journal(JournalName::Conversations, target).await,
+                    None => {
+                        if let Err(e) = receipts.set_send_state_dyn(id.as_str(), SendState::Done).await {
+                            core.warn(&format!(
+                                "send {id}: its end could not be recorded ({e}); a restart will close it as cut"
+                            ));
+                        }
+                    }
                 }
             }
             .instrument(span),

@@ -1111,6 +1111,112 @@ impl PgReceiptStore {
             tx.end("ROLLBACK").await.map_err(|e| self.db_err(what, e))
         }
     }
+
+    /// One transaction for a batch of conversation changes, then the sends
+    /// `ended` recorded `done` in it. The changes of a conversation another
+    /// running process owns are left out (the others are kept, and those
+    /// sends stay running), and the call then fails naming it.
+    async fn keep_changes(
+        &self,
+        ops: Vec<ConversationOp>,
+        ended: &[String],
+        at: Timestamp,
+    ) -> Result<(), StoreError> {
+        let what = "keeping conversations";
+        let at = i64::try_from(at.as_millis()).unwrap_or(i64::MAX);
+        if ops.is_empty() && ended.is_empty() {
+            return Ok(());
+        }
+        let sql = &self.inner.sql;
+        let owner = &self.inner.owner;
+        let tx = self.begin(what, "").await?;
+        let c = tx.conn();
+        let e = |e| self.db_err(what, e);
+        let limit = i64::try_from(KEPT_ITEMS_PER_CONVERSATION).unwrap_or(i64::MAX);
+        let mut claimed: Vec<&str> = Vec::new();
+        let mut fenced: Vec<&str> = Vec::new();
+        // Whether the batch starts a conversation: only then may the
+        // schema be past its bound.
+        let mut created = false;
+        for op in &ops {
+            let pane = match op {
+                ConversationOp::Item { pane, .. }
+                | ConversationOp::Title { pane, .. }
+                | ConversationOp::Forget { pane } => pane.as_str(),
+                // A later kind of op this store does not know: keeping it
+                // wrong would be worse than not keeping it.
+                _ => continue,
+            };
+            if fenced.contains(&pane) {
+                continue;
+            }
+            if !claimed.contains(&pane) {
+                // The sessions as they are now: a transaction otherwise
+                // reads pg_stat_activity as it was at its first look, and
+                // would take a session started since for gone.
+                c.execute(&sql.fresh_sessions, &[]).await.map_err(e)?;
+                let mine = c
+                    .query_opt(&sql.claim_conversation, &[&pane, &owner.pid, &owner.start, &at])
+                    .await
+                    .map_err(e)?;
+                let Some(inserted) = mine else {
+                    fenced.push(pane);
+                    continue;
+                };
+                created |= inserted.get::<_, bool>(0);
+                claimed.push(pane);
+            }
+            match op {
+                ConversationOp::Item { item, .. } => {
+                    let body = serde_json::to_string(&**item)
+                        .map_err(|e| self.err(what, format!("an item is not JSON: {e}")))?;
+                    let id = item.id.as_str();
+                    if c.execute(&sql.rewrite_item, &[&pane, &id, &body]).await.map_err(e)? > 0 {
+                        continue;
+                    }
+                    let row = c.query_one(&sql.next_place, &[&pane]).await.map_err(e)?;
+                    let (place, items): (i64, i64) = (row.get(0), row.get(1));
+                    c.execute(&sql.insert_item, &[&pane, &id, &place, &body]).await.map_err(e)?;
+                    if items > limit {
+                        // The oldest go first; the conversation says some went.
+                        c.execute(&sql.drop_oldest, &[&pane, &(place - limit)]).await.map_err(e)?;
+                        c.execute(&sql.recount, &[&pane]).await.map_err(e)?;
+                    }
+                }
+                ConversationOp::Title { title, by_phone, .. } => {
+                    c.execute(&sql.set_title, &[&pane, title, by_phone]).await.map_err(e)?;
+                }
+                ConversationOp::Forget { .. } => {
+                    c.execute(&sql.forget_items, &[&pane]).await.map_err(e)?;
+                    c.execute(&sql.forget_conversation, &[&pane]).await.map_err(e)?;
+                    // Forgotten, it is nobody's: a later op claims it afresh.
+                    claimed.retain(|p| *p != pane);
+                }
+                _ => {}
+            }
+        }
+        if created {
+            let kept = i64::try_from(self.inner.kept_conversations).unwrap_or(i64::MAX);
+            c.execute(&sql.forget_oldest, &[&kept, &owner.pid, &owner.start]).await.map_err(e)?;
+        }
+        if fenced.is_empty() && !ended.is_empty() {
+            for request_id in ended {
+                c.execute(&sql.set_send_state, &[request_id, &SendState::Done.as_str()]).await.map_err(e)?;
+            }
+            c.execute(&sql.prune_sends, &[&FINISHED_SENDS_KEPT]).await.map_err(e)?;
+        }
+        tx.end("COMMIT").await.map_err(e)?;
+        if fenced.is_empty() {
+            return Ok(());
+        }
+        Err(self.err(
+            what,
+            format!(
+                "the conversation of pane(s) {} belongs to another running process (its database session is alive): one process writes a conversation at a time; the other panes' changes are kept",
+                fenced.join(", ")
+            ),
+        ))
+    }
 }
 
 impl ReceiptStore for PgReceiptStore {
@@ -1249,94 +1355,18 @@ impl ReceiptStore for PgReceiptStore {
     /// running process owns are left out (the others are kept), and the
     /// call then fails naming it.
     async fn keep_conversation(&self, ops: Vec<ConversationOp>, at: Timestamp) -> Result<(), StoreError> {
-        let what = "keeping conversations";
-        let at = i64::try_from(at.as_millis()).unwrap_or(i64::MAX);
-        if ops.is_empty() {
-            return Ok(());
-        }
-        let sql = &self.inner.sql;
-        let owner = &self.inner.owner;
-        let tx = self.begin(what, "").await?;
-        let c = tx.conn();
-        let e = |e| self.db_err(what, e);
-        let limit = i64::try_from(KEPT_ITEMS_PER_CONVERSATION).unwrap_or(i64::MAX);
-        let mut claimed: Vec<&str> = Vec::new();
-        let mut fenced: Vec<&str> = Vec::new();
-        // Whether the batch starts a conversation: only then may the
-        // schema be past its bound.
-        let mut created = false;
-        for op in &ops {
-            let pane = match op {
-                ConversationOp::Item { pane, .. }
-                | ConversationOp::Title { pane, .. }
-                | ConversationOp::Forget { pane } => pane.as_str(),
-                // A later kind of op this store does not know: keeping it
-                // wrong would be worse than not keeping it.
-                _ => continue,
-            };
-            if fenced.contains(&pane) {
-                continue;
-            }
-            if !claimed.contains(&pane) {
-                // The sessions as they are now: a transaction otherwise
-                // reads pg_stat_activity as it was at its first look, and
-                // would take a session started since for gone.
-                c.execute(&sql.fresh_sessions, &[]).await.map_err(e)?;
-                let mine = c
-                    .query_opt(&sql.claim_conversation, &[&pane, &owner.pid, &owner.start, &at])
-                    .await
-                    .map_err(e)?;
-                let Some(inserted) = mine else {
-                    fenced.push(pane);
-                    continue;
-                };
-                created |= inserted.get::<_, bool>(0);
-                claimed.push(pane);
-            }
-            match op {
-                ConversationOp::Item { item, .. } => {
-                    let body = serde_json::to_string(&**item)
-                        .map_err(|e| self.err(what, format!("an item is not JSON: {e}")))?;
-                    let id = item.id.as_str();
-                    if c.execute(&sql.rewrite_item, &[&pane, &id, &body]).await.map_err(e)? > 0 {
-                        continue;
-                    }
-                    let row = c.query_one(&sql.next_place, &[&pane]).await.map_err(e)?;
-                    let (place, items): (i64, i64) = (row.get(0), row.get(1));
-                    c.execute(&sql.insert_item, &[&pane, &id, &place, &body]).await.map_err(e)?;
-                    if items > limit {
-                        // The oldest go first; the conversation says some went.
-                        c.execute(&sql.drop_oldest, &[&pane, &(place - limit)]).await.map_err(e)?;
-                        c.execute(&sql.recount, &[&pane]).await.map_err(e)?;
-                    }
-                }
-                ConversationOp::Title { title, by_phone, .. } => {
-                    c.execute(&sql.set_title, &[&pane, title, by_phone]).await.map_err(e)?;
-                }
-                ConversationOp::Forget { .. } => {
-                    c.execute(&sql.forget_items, &[&pane]).await.map_err(e)?;
-                    c.execute(&sql.forget_conversation, &[&pane]).await.map_err(e)?;
-                    // Forgotten, it is nobody's: a later op claims it afresh.
-                    claimed.retain(|p| *p != pane);
-                }
-                _ => {}
-            }
-        }
-        if created {
-            let kept = i64::try_from(self.inner.kept_conversations).unwrap_or(i64::MAX);
-            c.execute(&sql.forget_oldest, &[&kept, &owner.pid, &owner.start]).await.map_err(e)?;
-        }
-        tx.end("COMMIT").await.map_err(e)?;
-        if fenced.is_empty() {
-            return Ok(());
-        }
-        Err(self.err(
-            what,
-            format!(
-                "the conversation of pane(s) {} belongs to another running process (its database session is alive): one process writes a conversation at a time; the other panes' changes are kept",
-                fenced.join(", ")
-            ),
-        ))
+        self.keep_changes(ops, &[], at).await
+    }
+
+    /// The same transaction, the sends `done` in it once the changes are
+    /// (not when a conversation was left out: those sends stay running).
+    async fn keep_conversation_and_end_sends(
+        &self,
+        ops: Vec<ConversationOp>,
+        ended: Vec<String>,
+        at: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.keep_changes(ops, &ended, at).await
     }
 
     /// A pane's kept conversation, unless another running process owns it

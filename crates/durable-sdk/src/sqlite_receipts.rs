@@ -284,6 +284,8 @@ enum Command {
         at: Timestamp,
         /// The conversations to keep, at most.
         kept: usize,
+        /// Sends recorded `done` after the changes, in the same transaction.
+        ended: Vec<String>,
         reply: oneshot::Sender<Result<(), StoreError>>,
     },
     ConversationRows {
@@ -755,7 +757,26 @@ impl ReceiptStore for SqliteReceiptStore {
 
     async fn keep_conversation(&self, ops: Vec<ConversationOp>, at: Timestamp) -> Result<(), StoreError> {
         let (reply, rx) = oneshot::channel();
-        self.send(Command::KeepConversation { ops, at, kept: self.kept_conversations, reply })?;
+        self.send(Command::KeepConversation {
+            ops,
+            at,
+            kept: self.kept_conversations,
+            ended: Vec::new(),
+            reply,
+        })?;
+        rx.await.map_err(|_| StoreError::new("the receipt store's thread stopped"))?
+    }
+
+    /// One transaction: the changes, then the sends `done` (a turn ends in
+    /// one commit).
+    async fn keep_conversation_and_end_sends(
+        &self,
+        ops: Vec<ConversationOp>,
+        ended: Vec<String>,
+        at: Timestamp,
+    ) -> Result<(), StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Command::KeepConversation { ops, at, kept: self.kept_conversations, ended, reply })?;
         rx.await.map_err(|_| StoreError::new("the receipt store's thread stopped"))?
     }
 
@@ -942,9 +963,17 @@ impl Worker {
             Command::ForgetAsk { ask_id, reply } => {
                 write("forget ask", reply, Box::new(move |tx| forget_ask(tx, &ask_id)))
             }
-            Command::KeepConversation { ops, at, kept, reply } => {
-                write("keep conversation", reply, Box::new(move |tx| keep_conversation(tx, &ops, at, kept)))
-            }
+            Command::KeepConversation { ops, at, kept, ended, reply } => write(
+                "keep conversation",
+                reply,
+                Box::new(move |tx| {
+                    let mut changed = !ops.is_empty() && keep_conversation(tx, &ops, at, kept)?;
+                    for request_id in &ended {
+                        changed |= set_send_state(tx, request_id, SendState::Done)?;
+                    }
+                    Ok(changed)
+                }),
+            ),
             read => Err(read),
         }
     }
@@ -1909,5 +1938,68 @@ mod tests {
     fn open_fails_cleanly_where_no_database_can_be() {
         let err = SqliteReceiptStore::open("/nonexistent-folder-for-durable/receipts.sqlite3").unwrap_err();
         assert!(err.to_string().contains("sqlite"), "{err}");
+    }
+
+    /// The store's count of committed write transactions.
+    fn commits(dir: &TempDir) -> i64 {
+        Connection::open(dir.db())
+            .unwrap()
+            .query_row("SELECT writes FROM store_identity WHERE only_row = 1", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_turns_end_is_one_commit_with_its_items_and_nothing_of_it_when_the_items_fail() {
+        let dir = TempDir::new();
+        let store = SqliteReceiptStore::open(dir.db()).unwrap();
+        for id in ["s-1", "s-2", "s-bad"] {
+            store.record_send(PendingSend::new(id, "p", "hello", SendState::Running)).await.unwrap();
+        }
+        let reply = |id: &str, text: &str| ConversationOp::item("p", Item::reply(id, text).unwrap());
+        let before = commits(&dir);
+        store
+            .keep_conversation_and_end_sends(
+                vec![reply("a", "did: hello")],
+                vec!["s-1".into()],
+                Timestamp::EPOCH,
+            )
+            .await
+            .unwrap();
+        assert_eq!(commits(&dir), before + 1, "the items and the send's end: one transaction");
+        assert_eq!(store.send_state("s-1").await.unwrap(), Some(SendState::Done));
+        assert_eq!(store.send_state("s-2").await.unwrap(), Some(SendState::Running), "only the sends named");
+        let kept = store.kept_conversation("p").await.unwrap().unwrap();
+        assert_eq!(kept.items.len(), 1);
+
+        // An item the database refuses: the whole write is undone, so the
+        // send stays running (a restart closes it as cut, with its notice).
+        Connection::open(dir.db())
+            .unwrap()
+            .execute_batch(
+                "CREATE TRIGGER refuse_bad BEFORE INSERT ON conversation_item WHEN NEW.item_id = 'bad' \
+                 BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;",
+            )
+            .unwrap();
+        let before = commits(&dir);
+        let err = store
+            .keep_conversation_and_end_sends(
+                vec![reply("b", "kept with it"), reply("bad", "refused")],
+                vec!["s-bad".into()],
+                Timestamp::EPOCH,
+            )
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("refused by the test"), "{err}");
+        assert_eq!(store.send_state("s-bad").await.unwrap(), Some(SendState::Running));
+        assert_eq!(store.kept_conversation("p").await.unwrap().unwrap().items.len(), 1, "nothing of it kept");
+        assert_eq!(commits(&dir), before);
+
+        // Only sends to end: still one commit.
+        store
+            .keep_conversation_and_end_sends(Vec::new(), vec!["s-2".into()], Timestamp::EPOCH)
+            .await
+            .unwrap();
+        assert_eq!(store.send_state("s-2").await.unwrap(), Some(SendState::Done));
+        assert_eq!(commits(&dir), before + 1);
     }
 }

@@ -703,3 +703,41 @@ async fn the_store_keeps_the_conversations_written_to_last_and_forgets_the_oldes
     let default = PgReceiptOptions::builder().url(server.url()).build().unwrap();
     assert_eq!(default.kept_conversations(), durable_sdk::stores::KEPT_CONVERSATIONS);
 }
+
+#[tokio::test]
+async fn a_turns_end_is_kept_with_its_items_and_stays_running_where_its_conversation_is_anothers() {
+    let server = PgServer::shared();
+    let schema = fresh_schema("turn_end");
+    let first = store_on(server, &schema, 10).await;
+    for id in ["s-1", "s-2"] {
+        first.record_send(PendingSend::new(id, "p", "hello", SendState::Running)).await.unwrap();
+    }
+    first
+        .keep_conversation_and_end_sends(
+            vec![reply("p", "a", "did: hello")],
+            vec!["s-1".into()],
+            Timestamp::EPOCH,
+        )
+        .await
+        .unwrap();
+    assert_eq!(texts(&first, "p").await, ["did: hello"]);
+    assert_eq!(first.send_state("s-1").await.unwrap(), Some(SendState::Done), "done with its items");
+    assert_eq!(first.send_state("s-2").await.unwrap(), Some(SendState::Running), "only the sends named");
+
+    // Another running process owns p: its items are not kept, so its send
+    // is not done either (a restart closes it as cut, with its notice).
+    let second = store_on(server, &schema, 10).await;
+    second.record_send(PendingSend::new("s-3", "p", "again", SendState::Running)).await.unwrap();
+    let refused = second
+        .keep_conversation_and_end_sends(
+            vec![reply("p", "b", "did: again")],
+            vec!["s-3".into()],
+            Timestamp::EPOCH,
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("pane(s) p ") && refused.contains("another running process"), "{refused}");
+    assert_eq!(second.send_state("s-3").await.unwrap(), Some(SendState::Running));
+    assert_eq!(texts(&first, "p").await, ["did: hello"]);
+}

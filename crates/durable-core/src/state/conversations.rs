@@ -25,6 +25,10 @@ pub enum ConversationStep {
         /// Which declaration of the pane asked for it.
         restore: u64,
     },
+    /// A send's turn ended: record it `done` in the same write as the
+    /// changes before it, the items its turn showed among them
+    /// ([`State::journal_send_done`]).
+    SendDone(Id),
 }
 
 /// The journal of conversations.
@@ -243,13 +247,28 @@ impl State {
         while steps.len() < max {
             let next = self.conversations.take_next_if(|s| match s {
                 ConversationStep::Restore { pane, .. } => !changed.iter().any(|p| p == pane.as_str()),
-                ConversationStep::Keep(_) => true,
+                ConversationStep::Keep(_) | ConversationStep::SendDone(_) => true,
             });
             let Some(step) = next else { break };
             note(&step, &mut changed);
             steps.push(step);
         }
         steps
+    }
+
+    /// A send's turn ended: journals its `done` after every change pushed
+    /// so far, so that the store records it in the write that keeps the
+    /// items the turn showed (one commit at a turn's end, where there were
+    /// two) and never before them: a restart then never finds a done send
+    /// whose reply it lost. Returns the journal's length to wait for;
+    /// `None` when the store keeps no conversations (the runtime then marks
+    /// the send itself).
+    pub fn journal_send_done(&mut self, request_id: Id) -> Option<u64> {
+        if !self.keeps_conversations {
+            return None;
+        }
+        self.conversations.push(ConversationStep::SendDone(request_id), &mut self.effects);
+        Some(self.conversations.pushed())
     }
 
     /// The steps up to the last restore asked for: what a waiter for the
