@@ -24,7 +24,9 @@
 //! driven over ACP directly, and through a bare relay as the floor;
 //! `acp.rs`, `relay.rs`) and `stores` (a receipt's `put` in each receipt
 //! store, the SQLite store with and without its witness, and the cost of
-//! its checks at open; `stores.rs`). Where
+//! its checks at open, a store at its bound of conversations; `stores.rs`)
+//! and `turns` (a scripted instant turn with each store, one pane at a
+//! time and eight at once; `stores.rs`). Where
 //! `cargo xtask install-pi` has put node in `.tools/`,
 //! each case is also served by `node:http` (`node:https` over HTTPS) alone
 //! (`bare.js`).
@@ -61,7 +63,7 @@ struct Options {
 }
 
 /// The groups of cases, for `--only`.
-const GROUPS: [&str; 7] = ["polls", "answers", "deltas", "events", "pi", "acp", "stores"];
+const GROUPS: [&str; 8] = ["polls", "answers", "deltas", "events", "pi", "acp", "stores", "turns"];
 
 impl Options {
     fn wants(&self, group: &str) -> bool {
@@ -508,6 +510,9 @@ async fn run(o: &Options) -> Result<(), String> {
     }
     if o.wants("stores") {
         stores::run(&dir).await?;
+    }
+    if o.wants("turns") {
+        stores::run_turns(&dir).await?;
     }
     let errors: u64 = lines.iter().map(|l| l.agent.errors).sum();
     println!("bench: {} cases in {:.0} s, {errors} errors", lines.len(), started.elapsed().as_secs_f64());

@@ -141,10 +141,73 @@ pub(crate) async fn run(dir: &Path) -> Result<(), String> {
         size as f64 / (1024.0 * 1024.0),
         checked / unchecked
     );
-    turns(&dir).await?;
-    concurrent_turns(&dir).await?;
     full_store(&dir).await?;
     let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// The `turns` group: a scripted instant turn with each store, one pane
+/// at a time and eight at once.
+pub(crate) async fn run_turns(dir: &Path) -> Result<(), String> {
+    let dir = dir.join("turns");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    turns(&dir).await?;
+    turn_calls(&dir).await?;
+    concurrent_turns(&dir).await?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// The store calls a turn makes, one after the other, in the order a send
+/// makes them: µs per call over a round of `TURNS` (each call's own ids),
+/// rounds taken by turns; the median of `ROUNDS`.
+async fn turn_calls(dir: &Path) -> Result<(), String> {
+    let err = |e: StoreError| e.to_string();
+    let store = SqliteReceiptStore::open(dir.join("calls.sqlite3")).map_err(err)?;
+    let names = ["claim (a read)", "the send recorded", "its receipt", "an item kept", "the send done"];
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
+    for r in 0..ROUNDS {
+        let mut round = [0f64; 5];
+        for n in r * TURNS..(r + 1) * TURNS {
+            let id = format!("c-{n}");
+            let item = durable_sdk::Item::reply(&format!("i-{n}"), format!("did: hello {n}"))
+                .map_err(|e| e.to_string())?;
+            let mut t = Instant::now();
+            let mut lap = |i: usize, t: &mut Instant| {
+                round[i] += t.elapsed().as_secs_f64() * 1e6;
+                *t = Instant::now();
+            };
+            store.claim(&id).await.map_err(err)?;
+            lap(0, &mut t);
+            store
+                .record_send(PendingSend::new(id.as_str(), "p", "hello", SendState::Running))
+                .await
+                .map_err(err)?;
+            lap(1, &mut t);
+            store.put(&id, receipt(n), "pane:p").await.map_err(err)?;
+            lap(2, &mut t);
+            store
+                .keep_conversation(vec![ConversationOp::item("p", item)], Timestamp::EPOCH)
+                .await
+                .map_err(err)?;
+            lap(3, &mut t);
+            store.set_send_state(&id, SendState::Done).await.map_err(err)?;
+            lap(4, &mut t);
+        }
+        for (i, total) in round.iter().enumerate() {
+            times[i].push(total / TURNS as f64);
+        }
+    }
+    println!(
+        "a turn's store calls, one by one (SQLite): µs per call, the median of {ROUNDS} rounds of {TURNS}"
+    );
+    let mut sum = 0.0;
+    for (name, t) in names.iter().zip(times) {
+        let us = middle(t);
+        sum += us;
+        println!("  {name:<40}   {us:>9.1}");
+    }
+    println!("  all five                                   {sum:>9.1}");
     Ok(())
 }
 
