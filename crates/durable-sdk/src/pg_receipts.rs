@@ -554,6 +554,7 @@ struct Sql {
     delete_send: String,
     insert_send: String,
     set_send_state: String,
+    end_send_unless_on: String,
     prune_sends: String,
     send_state: String,
     unfinished: String,
@@ -623,6 +624,9 @@ impl Sql {
                 "INSERT INTO {s}.pending_send (request_id, pane, text, state) VALUES ($1, $2, $3, $4)"
             ),
             set_send_state: format!("UPDATE {s}.pending_send SET state = $2 WHERE request_id = $1"),
+            end_send_unless_on: format!(
+                "UPDATE {s}.pending_send SET state = 'done' WHERE request_id = $1 AND NOT (pane = ANY($2))"
+            ),
             prune_sends: format!(
                 "DELETE FROM {s}.pending_send WHERE state IN ('done', 'closed') \
                  AND seq <= (SELECT MAX(seq) FROM {s}.pending_send) - $1"
@@ -1114,8 +1118,8 @@ impl PgReceiptStore {
 
     /// One transaction for a batch of conversation changes, then the sends
     /// `ended` recorded `done` in it. The changes of a conversation another
-    /// running process owns are left out (the others are kept, and those
-    /// sends stay running), and the call then fails naming it.
+    /// running process owns are left out (the others are kept, and the
+    /// sends on its pane stay running), and the call then fails naming it.
     async fn keep_changes(
         &self,
         ops: Vec<ConversationOp>,
@@ -1199,9 +1203,10 @@ impl PgReceiptStore {
             let kept = i64::try_from(self.inner.kept_conversations).unwrap_or(i64::MAX);
             c.execute(&sql.forget_oldest, &[&kept, &owner.pid, &owner.start]).await.map_err(e)?;
         }
-        if fenced.is_empty() && !ended.is_empty() {
+        if !ended.is_empty() {
+            // A send on a pane left out stays running: its items are not kept.
             for request_id in ended {
-                c.execute(&sql.set_send_state, &[request_id, &SendState::Done.as_str()]).await.map_err(e)?;
+                c.execute(&sql.end_send_unless_on, &[request_id, &fenced]).await.map_err(e)?;
             }
             c.execute(&sql.prune_sends, &[&FINISHED_SENDS_KEPT]).await.map_err(e)?;
         }
@@ -1358,8 +1363,8 @@ impl ReceiptStore for PgReceiptStore {
         self.keep_changes(ops, &[], at).await
     }
 
-    /// The same transaction, the sends `done` in it once the changes are
-    /// (not when a conversation was left out: those sends stay running).
+    /// The same transaction, the sends `done` in it with the changes (a
+    /// send on a pane whose conversation was left out stays running).
     async fn keep_conversation_and_end_sends(
         &self,
         ops: Vec<ConversationOp>,

@@ -725,13 +725,15 @@ async fn a_turns_end_is_kept_with_its_items_and_stays_running_where_its_conversa
     assert_eq!(first.send_state("s-2").await.unwrap(), Some(SendState::Running), "only the sends named");
 
     // Another running process owns p: its items are not kept, so its send
-    // is not done either (a restart closes it as cut, with its notice).
+    // is not done either (a restart closes it as cut, with its notice); a
+    // send on q, kept in the same batch, is.
     let second = store_on(server, &schema, 10).await;
     second.record_send(PendingSend::new("s-3", "p", "again", SendState::Running)).await.unwrap();
+    second.record_send(PendingSend::new("s-4", "q", "elsewhere", SendState::Running)).await.unwrap();
     let refused = second
         .keep_conversation_and_end_sends(
-            vec![reply("p", "b", "did: again")],
-            vec!["s-3".into()],
+            vec![reply("p", "b", "did: again"), reply("q", "c", "did: elsewhere")],
+            vec!["s-3".into(), "s-4".into()],
             Timestamp::EPOCH,
         )
         .await
@@ -739,5 +741,7 @@ async fn a_turns_end_is_kept_with_its_items_and_stays_running_where_its_conversa
         .to_string();
     assert!(refused.contains("pane(s) p ") && refused.contains("another running process"), "{refused}");
     assert_eq!(second.send_state("s-3").await.unwrap(), Some(SendState::Running));
+    assert_eq!(second.send_state("s-4").await.unwrap(), Some(SendState::Done));
     assert_eq!(texts(&first, "p").await, ["did: hello"]);
+    assert_eq!(texts(&second, "q").await, ["did: elsewhere"]);
 }
