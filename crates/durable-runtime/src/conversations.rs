@@ -87,18 +87,37 @@ impl Collie {
         let core = self.inner();
         self.push_job(async move {
             loop {
-                let steps = core.lock().next_conversation_steps(BATCH);
+                let (steps, taken) = {
+                    let mut st = core.lock();
+                    let steps = st.next_conversation_steps(BATCH);
+                    (steps, st.conversation_steps_taken())
+                };
                 if steps.is_empty() {
                     return;
                 }
                 let in_flight = InFlight::new(&core, JournalName::Conversations, steps.len(), LOST_STEPS);
+                // Until the store says it kept them, the panes changed count
+                // as failed (an error, or a job dropped midway).
+                let mut failing = Failing { core: &core, panes: Vec::new() };
+                let first = taken - steps.len() as u64;
                 let store = &core.shared.options.receipts;
                 let mut ops = Vec::with_capacity(steps.len());
                 let mut ended = Vec::new();
-                for step in steps {
+                for (n, step) in (first + 1..).zip(steps) {
                     match step {
-                        ConversationStep::Keep(op) => ops.push(op),
-                        ConversationStep::SendDone(request_id) => ended.push(request_id.to_string()),
+                        ConversationStep::Keep(op) => {
+                            failing.note(op.pane(), n);
+                            ops.push(op);
+                        }
+                        ConversationStep::SendDone { request_id, pane, since } => {
+                            if core.lock().conversation_failed_since(pane.as_str(), since) {
+                                core.warn(&format!(
+                                    "collie: send {request_id}: a write of pane {pane}'s conversation failed during its turn; it is not recorded done, and a restart will close it with its notice"
+                                ));
+                            } else {
+                                ended.push(request_id.to_string());
+                            }
+                        }
                         ConversationStep::Restore { pane, restore } => {
                             let kept = match store.kept_conversation_dyn(pane.as_str()).await {
                                 Ok(kept) => kept.unwrap_or_default(),
@@ -123,7 +142,7 @@ impl Collie {
                     (_, false) => store.keep_conversation_and_end_sends_dyn(ops, ended.clone(), core.now()).await,
                 };
                 match result {
-                    Ok(()) => {}
+                    Ok(()) => failing.panes.clear(),
                     Err(e) if ended.is_empty() => core.warn(&format!(
                         "collie: {count} change(s) of conversations could not be kept by the receipt store ({e}); they will not survive a restart"
                     )),
@@ -184,6 +203,31 @@ impl Collie {
     pub(crate) async fn conversations_restored(&self) {
         let target = self.lock().conversation_restores_pushed();
         self.wait_for_journal(JournalName::Conversations, target).await;
+    }
+}
+
+/// The panes a write of conversations changes, each with the journal's
+/// length up to its last step in it: recorded as failed when dropped
+/// before the store said it kept them.
+struct Failing<'a> {
+    core: &'a Collie,
+    panes: Vec<(String, u64)>,
+}
+
+impl Failing<'_> {
+    fn note(&mut self, pane: &str, upto: u64) {
+        match self.panes.iter_mut().find(|(p, _)| p == pane) {
+            Some((_, at)) => *at = upto,
+            None => self.panes.push((pane.to_owned(), upto)),
+        }
+    }
+}
+
+impl Drop for Failing<'_> {
+    fn drop(&mut self) {
+        if !self.panes.is_empty() {
+            self.core.lock().conversation_write_failed(std::mem::take(&mut self.panes));
+        }
     }
 }
 

@@ -168,6 +168,8 @@ impl Collie {
         let request_id = &send.request_id;
         let mut took: Option<Arc<dyn DynChat>> = None;
         let mut turn = None;
+        // The conversations' journal's length as the turn began.
+        let mut since = 0;
         loop {
             let input = match next {
                 DeliveryNext::Check(slot) => {
@@ -204,6 +206,7 @@ impl Collie {
                     receipts.set_send_state_dyn(request_id.as_str(), SendState::Closed).await,
                 ),
                 DeliveryNext::StartTurn => {
+                    since = self.lock().journal_pushed(JournalName::Conversations);
                     let start = TurnStart {
                         turn_id: request_id.to_string(),
                         text: send.text.clone(),
@@ -221,7 +224,7 @@ impl Collie {
                 DeliveryNext::Over(delivered) => {
                     underway.1 = None;
                     if let (Delivered::Started, Some(turn), Some(handler)) = (&delivered, turn, took) {
-                        self.run_turn(turn, handler, request_id.clone());
+                        self.run_turn(turn, handler, request_id.clone(), pane.clone(), since);
                     }
                     return delivered;
                 }
@@ -235,7 +238,7 @@ impl Collie {
     /// machine began counting it) until it ends or its job is dropped
     /// unpolled. It runs inside the turn's span: the handler's own
     /// `tracing` events carry the pane and the turn.
-    fn run_turn(&self, turn: Turn, handler: Arc<dyn DynChat>, id: Id) {
+    fn run_turn(&self, turn: Turn, handler: Arc<dyn DynChat>, id: Id, pane: Id, since: u64) {
         let running = TurnRunning(self.inner());
         let (core, receipts) = (self.inner(), self.shared.options.receipts.clone());
         let span = turn.span().clone();
@@ -250,7 +253,7 @@ impl Collie {
                 // turn's last items (one commit); the job that applies the
                 // journal warns if that write fails.
                 let journaled = match receipts.keeps_sends_dyn() {
-                    true => core.lock().journal_send_done(id.clone()),
+                    true => core.lock().journal_send_done(id.clone(), pane, since),
                     false => None,
                 };
                 match journaled {

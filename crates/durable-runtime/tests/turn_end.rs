@@ -26,6 +26,8 @@ struct Disk {
     writes: Mutex<Vec<String>>,
     /// The store refuses conversation changes.
     refuse_items: AtomicBool,
+    /// The store was asked to keep a reply (`did: …`).
+    reply_asked: AtomicBool,
 }
 
 impl Disk {
@@ -47,7 +49,10 @@ impl Disk {
     }
 
     async fn keep(&self, ops: Vec<ConversationOp>, at: Timestamp) -> Result<(), StoreError> {
-        if self.refuse_items.load(Ordering::SeqCst) {
+        if Disk::texts(&ops).contains("did: ") {
+            self.reply_asked.store(true, Ordering::SeqCst);
+        }
+        if self.refuse_items.load(Ordering::SeqCst) && !ops.is_empty() {
             return Err(StoreError::new("the disk is full"));
         }
         self.memory.keep_conversation(ops, at).await
@@ -151,9 +156,27 @@ impl ChatHandler for Echo {
     }
 }
 
+/// Replies, then works on until the store was asked to keep the reply:
+/// the turn's end comes in a later write than its items.
+struct ReplyThenWork(Arc<Disk>);
+
+impl ChatHandler for ReplyThenWork {
+    async fn turn(&self, turn: Turn) {
+        turn.reply(format!("did: {}", turn.text()));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !self.0.reply_asked.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+    }
+}
+
 async fn agent(store: impl ReceiptStore) -> Harness {
+    agent_with(store, Echo).await
+}
+
+async fn agent_with(store: impl ReceiptStore, chat: impl ChatHandler) -> Harness {
     let h = Harness::with(|b| b.receipts(store));
-    h.pane().on_send(Echo).unwrap();
+    h.pane().on_send(chat).unwrap();
     h.core.ready();
     h.core.conversations_kept().await;
     h.settle().await;
@@ -210,8 +233,8 @@ async fn a_turn_whose_items_were_not_kept_is_not_done_and_a_restart_closes_it_wi
         assert_eq!(disk.state("s-1"), Some(SendState::Running), "one write: {one_write}");
         let warns = h.warns();
         assert!(
-            warns.iter().any(|w| w.contains("the disk is full") && w.contains("s-1")),
-            "the warning names the send (one write: {one_write}): {warns:?}"
+            warns.iter().any(|w| w.contains("the disk is full")) && warns.iter().any(|w| w.contains("s-1")),
+            "the warnings say why and name the send (one write: {one_write}): {warns:?}"
         );
         drop(h);
 
@@ -228,5 +251,30 @@ async fn a_turn_whose_items_were_not_kept_is_not_done_and_a_restart_closes_it_wi
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
         assert_eq!(disk.state("s-1"), Some(SendState::Closed));
+    }
+}
+
+#[tokio::test]
+async fn a_turn_whose_items_failed_in_an_earlier_write_than_its_end_is_not_done_either() {
+    for one_write in [true, false] {
+        let disk = Arc::new(Disk::default());
+        let h = match one_write {
+            true => agent_with(OneWrite(disk.clone()), ReplyThenWork(disk.clone())).await,
+            false => agent_with(ByDefault(disk.clone()), ReplyThenWork(disk.clone())).await,
+        };
+        disk.refuse_items.store(true, Ordering::SeqCst);
+        send(&h, "s-1", "refund 5521").await;
+        assert!(disk.reply_asked.load(Ordering::SeqCst), "the reply's write came first");
+        assert_eq!(disk.state("s-1"), Some(SendState::Running), "one write: {one_write}");
+        let warns = h.warns();
+        assert!(
+            warns.iter().any(|w| w.contains("send s-1") && w.contains("not recorded done")),
+            "one write: {one_write}: {warns:?}"
+        );
+
+        // A later turn on the pane, the store working again, is done.
+        disk.refuse_items.store(false, Ordering::SeqCst);
+        send(&h, "s-2", "and 5522").await;
+        assert_eq!(disk.state("s-2"), Some(SendState::Done), "one write: {one_write}");
     }
 }

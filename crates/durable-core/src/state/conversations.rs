@@ -27,8 +27,16 @@ pub enum ConversationStep {
     },
     /// A send's turn ended: record it `done` in the same write as the
     /// changes before it, the items its turn showed among them
-    /// ([`State::journal_send_done`]).
-    SendDone(Id),
+    /// ([`State::journal_send_done`]), unless a write of its pane failed
+    /// since its turn began ([`State::conversation_failed_since`]).
+    SendDone {
+        /// The send's request id.
+        request_id: Id,
+        /// Its pane.
+        pane: Id,
+        /// The journal's length as its turn began.
+        since: u64,
+    },
 }
 
 /// The journal of conversations.
@@ -247,7 +255,7 @@ impl State {
         while steps.len() < max {
             let next = self.conversations.take_next_if(|s| match s {
                 ConversationStep::Restore { pane, .. } => !changed.iter().any(|p| p == pane.as_str()),
-                ConversationStep::Keep(_) | ConversationStep::SendDone(_) => true,
+                ConversationStep::Keep(_) | ConversationStep::SendDone { .. } => true,
             });
             let Some(step) = next else { break };
             note(&step, &mut changed);
@@ -263,12 +271,41 @@ impl State {
     /// whose reply it lost. Returns the journal's length to wait for;
     /// `None` when the store keeps no conversations (the runtime then marks
     /// the send itself).
-    pub fn journal_send_done(&mut self, request_id: Id) -> Option<u64> {
+    ///
+    /// `since` is the journal's length as the turn began
+    /// ([`journal_pushed`](State::journal_pushed)): a write of `pane`'s
+    /// conversation that fails after it leaves the send unrecorded.
+    pub fn journal_send_done(&mut self, request_id: Id, pane: Id, since: u64) -> Option<u64> {
         if !self.keeps_conversations {
             return None;
         }
-        self.conversations.push(ConversationStep::SendDone(request_id), &mut self.effects);
+        self.conversations.push(ConversationStep::SendDone { request_id, pane, since }, &mut self.effects);
         Some(self.conversations.pushed())
+    }
+
+    /// The journal's steps taken so far by the job (applied or on their
+    /// way to the store): the last step of the run it just took is number
+    /// `this - 1`.
+    pub fn conversation_steps_taken(&self) -> u64 {
+        self.conversations.pushed() - self.conversations.queued() as u64
+    }
+
+    /// A write of conversations failed, or its job was dropped: for each
+    /// pane it changed, the journal's length up to that pane's last step
+    /// in it. A send of such a pane whose turn began before that step is
+    /// then not recorded done: its items may be lost, and a restart closes
+    /// it with its notice.
+    pub fn conversation_write_failed(&mut self, panes: impl IntoIterator<Item = (String, u64)>) {
+        for (pane, upto) in panes {
+            let at = self.conversation_failures.entry(pane).or_insert(0);
+            *at = (*at).max(upto);
+        }
+    }
+
+    /// Whether a failed write held a step of `pane`'s at or past the
+    /// journal's length `since`.
+    pub fn conversation_failed_since(&self, pane: &str, since: u64) -> bool {
+        self.conversation_failures.get(pane).is_some_and(|&taken| taken > since)
     }
 
     /// The steps up to the last restore asked for: what a waiter for the

@@ -122,6 +122,10 @@ pub struct State {
     /// Restore numbers handed out, and the journal's length at the last.
     restores: u64,
     restores_pushed_at: u64,
+    /// Panes a write of conversations failed for (or was dropped), each
+    /// with the journal's length up to that write's last step: a send
+    /// whose turn began before it is not recorded done.
+    conversation_failures: HashMap<String, u64>,
     /// The asks the last run left open (§7.2).
     kept: KeptPhase,
     timers: Timers,
@@ -198,6 +202,7 @@ impl State {
             queued_items: HashMap::new(),
             restores: 0,
             restores_pushed_at: 0,
+            conversation_failures: HashMap::new(),
             kept: KeptPhase::default(),
             timers: Timers::default(),
             warned_versions: VecDeque::new(),
