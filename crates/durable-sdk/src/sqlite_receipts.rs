@@ -1994,6 +1994,19 @@ mod tests {
         assert_eq!(store.kept_conversation("p").await.unwrap().unwrap().items.len(), 1, "nothing of it kept");
         assert_eq!(commits(&dir), before);
 
+        // Items with a send not recorded (nothing to end): the items are kept.
+        Connection::open(dir.db()).unwrap().execute_batch("DROP TRIGGER refuse_bad").unwrap();
+        store
+            .keep_conversation_and_end_sends(
+                vec![reply("c", "kept")],
+                vec!["s-unknown".into()],
+                Timestamp::EPOCH,
+            )
+            .await
+            .unwrap();
+        assert_eq!(store.kept_conversation("p").await.unwrap().unwrap().items.len(), 2);
+        let before = commits(&dir);
+
         // Only sends to end: still one commit.
         store
             .keep_conversation_and_end_sends(Vec::new(), vec!["s-2".into()], Timestamp::EPOCH)

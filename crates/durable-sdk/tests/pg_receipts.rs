@@ -723,6 +723,9 @@ async fn a_turns_end_is_kept_with_its_items_and_stays_running_where_its_conversa
     assert_eq!(texts(&first, "p").await, ["did: hello"]);
     assert_eq!(first.send_state("s-1").await.unwrap(), Some(SendState::Done), "done with its items");
     assert_eq!(first.send_state("s-2").await.unwrap(), Some(SendState::Running), "only the sends named");
+    // A turn's end alone (its items went in an earlier write).
+    first.keep_conversation_and_end_sends(Vec::new(), vec!["s-2".into()], Timestamp::EPOCH).await.unwrap();
+    assert_eq!(first.send_state("s-2").await.unwrap(), Some(SendState::Done));
 
     // Another running process owns p: its items are not kept, so its send
     // is not done either (a restart closes it as cut, with its notice); a
