@@ -182,6 +182,15 @@ async fn agent(store: impl ReceiptStore) -> Harness {
     agent_with(store, Echo).await
 }
 
+/// An agent on `disk`, through a store that makes a turn's end one write
+/// or through one with the trait's default.
+async fn agent_on(disk: &Arc<Disk>, one_write: bool, chat: impl ChatHandler) -> Harness {
+    match one_write {
+        true => agent_with(OneWrite(disk.clone()), chat).await,
+        false => agent_with(ByDefault(disk.clone()), chat).await,
+    }
+}
+
 async fn agent_with(store: impl ReceiptStore, chat: impl ChatHandler) -> Harness {
     let h = Harness::with(|b| b.receipts(store));
     h.pane().on_send(chat).unwrap();
@@ -232,10 +241,7 @@ async fn by_default_the_end_is_recorded_after_the_items_it_showed() {
 async fn a_turn_whose_items_were_not_kept_is_not_done_and_a_restart_closes_it_with_its_notice() {
     for one_write in [true, false] {
         let disk = Arc::new(Disk::default());
-        let h = match one_write {
-            true => agent(OneWrite(disk.clone())).await,
-            false => agent(ByDefault(disk.clone())).await,
-        };
+        let h = agent_on(&disk, one_write, Echo).await;
         disk.refuse_items.store(true, Ordering::SeqCst);
         send(&h, "s-1", "refund 5521").await;
         assert_eq!(disk.state("s-1"), Some(SendState::Running), "one write: {one_write}");
@@ -248,10 +254,7 @@ async fn a_turn_whose_items_were_not_kept_is_not_done_and_a_restart_closes_it_wi
 
         // The restart: the store works again; the cut send gets its notice.
         disk.refuse_items.store(false, Ordering::SeqCst);
-        let again = match one_write {
-            true => agent(OneWrite(disk.clone())).await,
-            false => agent(ByDefault(disk.clone())).await,
-        };
+        let again = agent_on(&disk, one_write, Echo).await;
         let notice = "The agent restarted while answering “refund 5521”; that answer did not finish.";
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while !again.notices("ticket-1").await.iter().any(|n| n == notice) {
@@ -266,10 +269,7 @@ async fn a_turn_whose_items_were_not_kept_is_not_done_and_a_restart_closes_it_wi
 async fn a_turn_whose_items_failed_in_an_earlier_write_than_its_end_is_not_done_either() {
     for one_write in [true, false] {
         let disk = Arc::new(Disk::default());
-        let h = match one_write {
-            true => agent_with(OneWrite(disk.clone()), ReplyThenWork(disk.clone())).await,
-            false => agent_with(ByDefault(disk.clone()), ReplyThenWork(disk.clone())).await,
-        };
+        let h = agent_on(&disk, one_write, ReplyThenWork(disk.clone())).await;
         disk.refuse_items.store(true, Ordering::SeqCst);
         send(&h, "s-1", "refund 5521").await;
         assert!(disk.reply_asked.load(Ordering::SeqCst), "the reply's write came first");

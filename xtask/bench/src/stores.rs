@@ -167,32 +167,33 @@ async fn turn_calls(dir: &Path) -> Result<(), String> {
     let names = ["claim (a read)", "the send recorded", "its receipt", "an item kept", "the send done"];
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
     for r in 0..ROUNDS {
-        let mut round = [0f64; 5];
+        let mut round = vec![0f64; names.len()];
         for n in r * TURNS..(r + 1) * TURNS {
             let id = format!("c-{n}");
             let item = durable_sdk::Item::reply(&format!("i-{n}"), format!("did: hello {n}"))
                 .map_err(|e| e.to_string())?;
+            // Adds the time since the last lap to call `i`'s.
             let mut t = Instant::now();
-            let mut lap = |i: usize, t: &mut Instant| {
+            let mut lap = |i: usize| {
                 round[i] += t.elapsed().as_secs_f64() * 1e6;
-                *t = Instant::now();
+                t = Instant::now();
             };
             store.claim(&id).await.map_err(err)?;
-            lap(0, &mut t);
+            lap(0);
             store
                 .record_send(PendingSend::new(id.as_str(), "p", "hello", SendState::Running))
                 .await
                 .map_err(err)?;
-            lap(1, &mut t);
+            lap(1);
             store.put(&id, receipt(n), "pane:p").await.map_err(err)?;
-            lap(2, &mut t);
+            lap(2);
             store
                 .keep_conversation(vec![ConversationOp::item("p", item)], Timestamp::EPOCH)
                 .await
                 .map_err(err)?;
-            lap(3, &mut t);
+            lap(3);
             store.set_send_state(&id, SendState::Done).await.map_err(err)?;
-            lap(4, &mut t);
+            lap(4);
         }
         for (i, total) in round.iter().enumerate() {
             times[i].push(total / TURNS as f64);
